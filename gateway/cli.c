@@ -1,0 +1,207 @@
+/*
+ * Helpers shared by every command: flag parsing with one-line errors,
+ * strict numbers and durations, and where TOLLGATE_HOME lives.
+ */
+#include "gateway/cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const struct gw_command *
+gw_command_find(const char *name)
+{
+	for (size_t i = 0; gw_commands[i] != NULL; i++) {
+		if (strcmp(gw_commands[i]->name, name) == 0)
+			return gw_commands[i];
+	}
+	return NULL;
+}
+
+void
+gw_getopt_reset(void)
+{
+	optind = 0; /* glibc: 0 also resets getopt's internal state */
+	opterr = 0;
+}
+
+int
+gw_fail(const char *cmd, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
+	return GW_EXIT_FAILURE;
+}
+
+int
+gw_getopt(int argc, char **argv, const char *shortopts,
+          const struct option *longopts, const struct gw_command *cmd)
+{
+	/* Room for the caller's options plus --help and the terminator. */
+	struct option all[64];
+	char shorts[128];
+	size_t n = 0;
+	int c, longindex = -1;
+
+	/* '+' stops at the first operand (`run -- CMD`), ':' reports missing args. */
+	snprintf(shorts, sizeof(shorts), "+:h%s", shortopts != NULL ? shortopts : "");
+	for (; longopts != NULL && longopts[n].name != NULL && n < 62; n++)
+		all[n] = longopts[n];
+	all[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	all[n] = (struct option){ 0 };
+
+	opterr = 0;
+	c = getopt_long(argc, argv, shorts, all, &longindex);
+	switch (c) {
+	case 'h':
+		fputs(cmd->usage, stdout);
+		return GW_OPT_HELP;
+	case '?':
+		if (optopt != 0)
+			gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')",
+			        optopt, cmd->name);
+		else
+			gw_fail(cmd->name, "unknown flag '%s' (see 'tollgate %s --help')",
+			        argv[optind - 1], cmd->name);
+		return GW_OPT_ERROR;
+	case ':':
+		gw_fail(cmd->name, "flag '%s' needs a value", argv[optind - 1]);
+		return GW_OPT_ERROR;
+	default:
+		return c;
+	}
+}
+
+int
+gw_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end = NULL;
+	long v;
+
+	if (s == NULL || *s == '\0' || *s == ' ' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int
+gw_parse_duration(const char *s, double *seconds)
+{
+	char *end = NULL;
+	double v, scale;
+
+	if (s == NULL || *s == '\0' || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno != 0 || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		scale = 1;
+	else if (strcmp(end, "ms") == 0)
+		scale = 0.001;
+	else if (strcmp(end, "m") == 0)
+		scale = 60;
+	else if (strcmp(end, "h") == 0)
+		scale = 3600;
+	else if (strcmp(end, "d") == 0)
+		scale = 86400;
+	else
+		return -EINVAL;
+	*seconds = v * scale;
+	return 0;
+}
+
+int
+gw_home_dir(char *buf, size_t len)
+{
+	const char *env = getenv("TOLLGATE_HOME");
+	const char *home;
+	int n;
+
+	if (env != NULL && *env != '\0')
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/tollgate");
+	else {
+		home = getenv("HOME");
+		if (home == NULL || *home == '\0') {
+			struct passwd *pw = getpwuid(geteuid());
+
+			if (pw == NULL)
+				return -ENOENT;
+			home = pw->pw_dir;
+		}
+		n = snprintf(buf, len, "%s/.local/state/tollgate", home);
+	}
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* mkdir -p with the given mode for the last component. */
+static int
+mkdir_parents(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	int n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int
+gw_home_ensure(char *buf, size_t len)
+{
+	int rc;
+
+	rc = gw_home_dir(buf, len);
+	if (rc != 0)
+		return rc;
+	return mkdir_parents(buf, 0700);
+}
+
+int
+gw_default_audit_path(char *buf, size_t len, bool create)
+{
+	char home[PATH_MAX];
+	int rc, n;
+
+	rc = create ? gw_home_ensure(home, sizeof(home)) : gw_home_dir(home, sizeof(home));
+	if (rc != 0)
+		return rc;
+	n = snprintf(buf, len, "%s/audit.db", home);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

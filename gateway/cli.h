@@ -1,0 +1,70 @@
+/*
+ * The command-line surface: the command table, exit statuses (DESIGN.md's
+ * conventions) and small helpers every command uses to parse its flags.
+ */
+#ifndef TOLLGATE_CLI_H
+#define TOLLGATE_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Exit statuses shared with env(1), timeout(1) and container runtimes. */
+#define GW_EXIT_OK 0
+#define GW_EXIT_TIMEOUT 124
+#define GW_EXIT_FAILURE 125 /* tollgate itself failed: bad flag, privilege, policy */
+#define GW_EXIT_CANNOT_EXEC 126
+#define GW_EXIT_NOT_FOUND 127
+
+struct gw_command {
+	const char *name;
+	const char *summary; /* one line for `tollgate --help` */
+	const char *usage;   /* the whole text of `tollgate NAME --help` */
+	int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+};
+
+/*
+ * Every command lives in gateway/cmd_NAME.c, which defines
+ * `const struct gw_command gw_command_NAME`; gateway/commands.c lists them.
+ * NULL-terminated.
+ */
+extern const struct gw_command *const gw_commands[];
+const struct gw_command *gw_command_find(const char *name);
+
+/* Results of gw_getopt besides getopt_long's own. */
+#define GW_OPT_HELP (-2)  /* -h/--help: the usage was printed on stdout */
+#define GW_OPT_ERROR (-3) /* a bad flag: one line was printed on stderr */
+
+/*
+ * getopt_long with the project's error reporting: an unknown flag or a
+ * missing argument becomes one line on stderr naming the command. Every
+ * command must accept -h/--help, so shortopts and longopts need not list it.
+ * Call with optind reset (gw_getopt_reset) before the first use.
+ */
+int gw_getopt(int argc, char **argv, const char *shortopts,
+              const struct option *longopts, const struct gw_command *cmd);
+void gw_getopt_reset(void);
+
+/* Prints "tollgate: CMD: message" on stderr and returns GW_EXIT_FAILURE. */
+int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict integer parsing: the whole string, within [min, max]. 0 or -EINVAL/-ERANGE. */
+int gw_parse_long(const char *s, long min, long max, long *out);
+
+/*
+ * Durations: a number with an optional unit ms, s (default), m, h or d.
+ * "1.5s" is accepted. 0 or -EINVAL.
+ */
+int gw_parse_duration(const char *s, double *seconds);
+
+/*
+ * TOLLGATE_HOME: the environment variable if set, else /var/lib/tollgate for
+ * root and ~/.local/state/tollgate otherwise. 0 or -ENAMETOOLONG/-ENOENT.
+ */
+int gw_home_dir(char *buf, size_t len);
+/* Creates TOLLGATE_HOME (mode 0700) and its parents when missing. */
+int gw_home_ensure(char *buf, size_t len);
+/* $TOLLGATE_HOME/audit.db, creating TOLLGATE_HOME when create is true. */
+int gw_default_audit_path(char *buf, size_t len, bool create);
+
+#endif

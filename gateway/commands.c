@@ -1,0 +1,13 @@
+/*
+ * The command table: the order here is the order of `tollgate --help`.
+ */
+#include "gateway/cli.h"
+
+extern const struct gw_command gw_command_policy;
+extern const struct gw_command gw_command_audit;
+
+const struct gw_command *const gw_commands[] = {
+	&gw_command_policy,
+	&gw_command_audit,
+	NULL,
+};

@@ -1,0 +1,161 @@
+/*
+ * Logging to stderr. Plain lines follow DESIGN.md's "tollgate: <what>: <why>";
+ * JSON lines carry ts, level and msg so that a collector can parse them.
+ */
+#include "gateway/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gateway/cli.h"
+
+static enum log_level log_verbosity = LOG_LEVEL_INFO;
+static bool log_json;
+
+void
+log_init(enum log_level verbosity, bool json)
+{
+	log_verbosity = verbosity;
+	log_json = json;
+}
+
+void
+log_set_verbosity(enum log_level verbosity)
+{
+	log_verbosity = verbosity;
+}
+
+enum log_level
+log_get_verbosity(void)
+{
+	return log_verbosity;
+}
+
+static const char *
+level_name(enum log_level level)
+{
+	switch (level) {
+	case LOG_LEVEL_ERROR:
+		return "error";
+	case LOG_LEVEL_WARN:
+		return "warn";
+	case LOG_LEVEL_INFO:
+		return "info";
+	case LOG_LEVEL_DEBUG:
+		return "debug";
+	}
+	return "?";
+}
+
+/* Escapes msg as the body of a JSON string. */
+static void
+put_json_string(FILE *f, const char *msg)
+{
+	for (const unsigned char *p = (const unsigned char *)msg; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+static void
+vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
+{
+	char msg[2048];
+	size_t len;
+
+	if (level > log_verbosity)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (errnum != 0) {
+		len = strlen(msg);
+		snprintf(msg + len, sizeof(msg) - len, ": %s", strerror(errnum));
+	}
+	if (log_json) {
+		struct timespec ts;
+		struct tm tm;
+		char when[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when,
+		        ts.tv_nsec / 1000000, level_name(level));
+		put_json_string(stderr, msg);
+		fputs("\"}\n", stderr);
+	} else {
+		fprintf(stderr, "tollgate: %s\n", msg);
+	}
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_WARN, saved, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_WARN, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_INFO, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_DEBUG, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_ERROR, saved, fmt, ap);
+	va_end(ap);
+	exit(GW_EXIT_FAILURE);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(LOG_LEVEL_ERROR, 0, fmt, ap);
+	va_end(ap);
+	exit(GW_EXIT_FAILURE);
+}

@@ -1,0 +1,71 @@
+/*
+ * main(): finds the command named by the first argument and runs it.
+ * Exit statuses follow DESIGN.md: 125 for tollgate's own failures.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/cli.h"
+#include "gateway/log.h"
+
+static void
+print_help(FILE *f)
+{
+	fputs("usage: tollgate COMMAND [FLAGS] [ARGS]\n"
+	      "\n"
+	      "An egress gateway for sandboxes and MCP tools: every request is\n"
+	      "allowed or refused by domain, and written to a tamper-evident audit log.\n"
+	      "\n"
+	      "commands:\n",
+	      f);
+	for (size_t i = 0; gw_commands[i] != NULL; i++)
+		fprintf(f, "  %-10s %s\n", gw_commands[i]->name, gw_commands[i]->summary);
+	fputs("\n"
+	      "  tollgate COMMAND --help   shows a command's flags\n"
+	      "  tollgate --version        prints the version\n",
+	      f);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct gw_command *cmd;
+	const char *name;
+
+	log_init(LOG_LEVEL_INFO, false);
+	if (argc < 2) {
+		fprintf(stderr, "tollgate: no command given (see 'tollgate --help')\n");
+		return GW_EXIT_FAILURE;
+	}
+	name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+	    strcmp(name, "help") == 0) {
+		if (argc > 2 && strcmp(name, "help") == 0) {
+			cmd = gw_command_find(argv[2]);
+			if (cmd == NULL) {
+				fprintf(stderr, "tollgate: unknown command '%s' (see 'tollgate --help')\n",
+				        argv[2]);
+				return GW_EXIT_FAILURE;
+			}
+			fputs(cmd->usage, stdout);
+			return GW_EXIT_OK;
+		}
+		print_help(stdout);
+		return GW_EXIT_OK;
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+		printf("tollgate %s\n", TOLLGATE_VERSION);
+		return GW_EXIT_OK;
+	}
+	if (name[0] == '-') {
+		fprintf(stderr, "tollgate: unknown flag '%s' (see 'tollgate --help')\n", name);
+		return GW_EXIT_FAILURE;
+	}
+	cmd = gw_command_find(name);
+	if (cmd == NULL) {
+		fprintf(stderr, "tollgate: unknown command '%s' (see 'tollgate --help')\n", name);
+		return GW_EXIT_FAILURE;
+	}
+	gw_getopt_reset();
+	return cmd->run(argc - 1, argv + 1);
+}

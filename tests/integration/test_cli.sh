@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The CLI skeleton: help, version, and DESIGN.md's exit status for bad usage.
+source "$(dirname "$0")/lib.sh"
+
+out=$("$TOLLGATE" --version)
+expect_match "--version prints the version" "$out" '^tollgate [0-9]+\.[0-9]+\.[0-9]+$'
+
+out=$("$TOLLGATE" --help)
+expect_match "--help lists commands" "$out" 'commands:'
+
+set +e
+err=$("$TOLLGATE" no-such-command 2>&1 >/dev/null); rc=$?
+set -e
+expect_eq "unknown command exits 125" "$rc" 125
+expect_eq "unknown command: one line on stderr" "$(wc -l <<<"$err")" 1
+expect_match "unknown command names it" "$err" "^tollgate: unknown command 'no-such-command'"
+
+set +e
+err=$("$TOLLGATE" --bogus 2>&1 >/dev/null); rc=$?
+set -e
+expect_eq "unknown global flag exits 125" "$rc" 125
+
+set +e
+"$TOLLGATE" >/dev/null 2>&1; rc=$?
+set -e
+expect_eq "no command exits 125" "$rc" 125
+
+# Every listed command has --help, exits 0, and rejects an unknown flag with 125.
+for cmd in $("$TOLLGATE" --help | awk '/^commands:/{f=1;next} f && /^  [a-z]/{print $1}' | grep -v '^tollgate$'); do
+	set +e
+	"$TOLLGATE" "$cmd" --help >/dev/null 2>&1; rc=$?
+	err=$("$TOLLGATE" "$cmd" --no-such-flag 2>&1 >/dev/null); rc2=$?
+	set -e
+	expect_eq "$cmd --help exits 0" "$rc" 0
+	expect_eq "$cmd --no-such-flag exits 125" "$rc2" 125
+	expect_eq "$cmd --no-such-flag: one line" "$(wc -l <<<"$err")" 1
+done
+finish
