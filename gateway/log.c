@@ -65,6 +65,9 @@ put_json_string(FILE *f, const char *msg)
 	}
 }
 
+static void vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
 static void
 vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
