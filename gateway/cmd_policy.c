@@ -1,23 +1,285 @@
-/* Placeholder for `tollgate policy`, replaced by the real command. */
+/*
+ * `tollgate policy check FILE` and `tollgate policy test ... HOST[:PORT]`:
+ * validate a policy file, and show which rule decides a request.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "gateway/cli.h"
+#include "policy/policy.h"
 
 extern const struct gw_command gw_command_policy;
+
+/* `policy check` answers "not valid" with 1; 125 stays for misuse. */
+#define POLICY_CHECK_INVALID 1
+
+static const struct gw_command cmd_check = {
+	.name = "policy check",
+	.usage = "usage: tollgate policy check FILE\n"
+		 "\n"
+		 "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
+		 "when it is valid; prints one line 'tollgate: policy check: FILE:LINE:COL: ...'\n"
+		 "on stderr and exits 1 when it is not (or cannot be read); exits 125 on bad usage.\n",
+};
+
+static const struct gw_command cmd_test = {
+	.name = "policy test",
+	.usage =
+		"usage: tollgate policy test [FLAGS] HOST[:PORT]\n"
+		"\n"
+		"Prints the decision for a request to HOST:PORT (PORT defaults to 443): first\n"
+		"the verdict (allow, deny or ask), then the reason, then the rule that decided.\n"
+		"\n"
+		"  --policy FILE          the policy file; the flags' rules are merged over it\n"
+		"  --allow PATTERN        allow HOST[:PORT] (example.com, *.example.com:8443, *)\n"
+		"  --deny PATTERN         deny HOST[:PORT]; deny rules always win\n"
+		"  --ask PATTERN          hold matching requests for approval\n"
+		"  --allow-cidr CIDR      allow addresses in CIDR (IP literals, resolved addresses)\n"
+		"  --deny-cidr CIDR       deny addresses in CIDR\n"
+		"  --default deny|ask     what happens when no rule matches (default: deny)\n"
+		"  --client NAME          decide for the file's client section NAME\n"
+		"  --source ADDR          decide for a proxy client connecting from ADDR (the\n"
+		"                         section its address selects, as `tollgate proxy` does)\n"
+		"\n"
+		"An IP literal host is decided by address rules only. Exits 0 when a decision\n"
+		"was printed, 125 for a malformed host, a bad flag or a bad policy file.\n",
+};
+
+static int
+run_check(int argc, char **argv)
+{
+	struct policy *p = NULL;
+	struct policy_stats st;
+	char err[1024];
+	int c, rc;
+
+	gw_getopt_reset();
+	c = gw_getopt(argc, argv, "", NULL, &cmd_check);
+	if (c == GW_OPT_HELP)
+		return GW_EXIT_OK;
+	if (c != -1)
+		return GW_EXIT_FAILURE;
+	if (argc - optind != 1)
+		return gw_fail(cmd_check.name, "expected one FILE (see 'tollgate policy check --help')");
+	rc = policy_load_file(argv[optind], &p, err, sizeof(err));
+	if (rc != 0) {
+		gw_fail(cmd_check.name, "%s", err);
+		return POLICY_CHECK_INVALID;
+	}
+	policy_get_stats(p, &st);
+	printf("%s: ok (%zu rule%s, %zu address rule%s, %zu client section%s, default %s, "
+	       "ask timeout %gs)\n",
+	       argv[optind], st.rules, st.rules == 1 ? "" : "s", st.cidrs, st.cidrs == 1 ? "" : "s",
+	       st.clients, st.clients == 1 ? "" : "s", policy_verdict_name(policy_default(p)),
+	       policy_ask_timeout(p));
+	policy_free(p);
+	return GW_EXIT_OK;
+}
+
+enum {
+	OPT_POLICY = 0x100,
+	OPT_ALLOW,
+	OPT_DENY,
+	OPT_ASK,
+	OPT_ALLOW_CIDR,
+	OPT_DENY_CIDR,
+	OPT_DEFAULT,
+	OPT_CLIENT,
+	OPT_SOURCE,
+};
+
+static void
+print_decision(const struct policy_decision *d)
+{
+	printf("%s %s: %s\n", policy_verdict_name(d->verdict),
+	       policy_reason_name(d->reason, d->verdict), d->rule);
+}
+
+static int
+run_test(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "allow", required_argument, NULL, OPT_ALLOW },
+		{ "deny", required_argument, NULL, OPT_DENY },
+		{ "ask", required_argument, NULL, OPT_ASK },
+		{ "allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR },
+		{ "deny-cidr", required_argument, NULL, OPT_DENY_CIDR },
+		{ "default", required_argument, NULL, OPT_DEFAULT },
+		{ "client", required_argument, NULL, OPT_CLIENT },
+		{ "source", required_argument, NULL, OPT_SOURCE },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct policy *flags = policy_new(), *file = NULL, *merged = NULL, *client = NULL;
+	const char *policy_path = NULL, *client_name = NULL, *source = NULL, *target, *why;
+	struct policy_addr source_addr;
+	struct policy_decision d;
+	struct policy_host host;
+	char err[1024], origin[32];
+	int c, rc = GW_EXIT_FAILURE, port;
+
+	if (flags == NULL)
+		return gw_fail(cmd_test.name, "out of memory");
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &cmd_test);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP) {
+			rc = GW_EXIT_OK;
+			goto out;
+		}
+		if (c == GW_OPT_ERROR)
+			goto out;
+		if (c >= OPT_POLICY && c <= OPT_SOURCE)
+			snprintf(origin, sizeof(origin), "--%s", longopts[c - OPT_POLICY].name);
+		switch (c) {
+		case OPT_POLICY:
+			policy_path = optarg;
+			break;
+		case OPT_ALLOW:
+		case OPT_DENY:
+		case OPT_ASK:
+			if (policy_add_rule(flags,
+			                    c == OPT_ALLOW  ? POLICY_ALLOW
+			                    : c == OPT_DENY ? POLICY_DENY
+			                                    : POLICY_ASK,
+			                    optarg, origin, err, sizeof(err)) != 0) {
+				gw_fail(cmd_test.name, "%s: %s", origin, err);
+				goto out;
+			}
+			break;
+		case OPT_ALLOW_CIDR:
+		case OPT_DENY_CIDR:
+			if (policy_add_cidr(flags, c == OPT_ALLOW_CIDR ? POLICY_ALLOW : POLICY_DENY,
+			                    optarg, origin, err, sizeof(err)) != 0) {
+				gw_fail(cmd_test.name, "%s: %s", origin, err);
+				goto out;
+			}
+			break;
+		case OPT_DEFAULT:
+			if (strcmp(optarg, "deny") == 0)
+				policy_set_default(flags, POLICY_DENY);
+			else if (strcmp(optarg, "ask") == 0)
+				policy_set_default(flags, POLICY_ASK);
+			else {
+				gw_fail(cmd_test.name, "--default: '%s': expected deny or ask", optarg);
+				goto out;
+			}
+			break;
+		case OPT_CLIENT:
+			client_name = optarg;
+			break;
+		case OPT_SOURCE:
+			if (policy_addr_parse(optarg, strlen(optarg), &source_addr) != 0) {
+				gw_fail(cmd_test.name, "--source: '%s': expected an IPv4 or IPv6 address",
+				        optarg);
+				goto out;
+			}
+			source = optarg;
+			break;
+		default:
+			gw_fail(cmd_test.name, "unexpected flag");
+			goto out;
+		}
+	}
+	if (argc - optind != 1) {
+		gw_fail(cmd_test.name, "expected one HOST[:PORT] (see 'tollgate policy test --help')");
+		goto out;
+	}
+	target = argv[optind];
+	why = policy_hostport_why(target, strlen(target));
+	if (why != NULL || policy_hostport_parse(target, strlen(target), &host, &port) != 0) {
+		gw_fail(cmd_test.name, "'%s': malformed host: %s", target,
+		        why != NULL ? why : "not HOST[:PORT]");
+		goto out;
+	}
+	if (port < 0)
+		port = 443;
+	if (policy_path != NULL &&
+	    policy_load_file(policy_path, &file, err, sizeof(err)) != 0) {
+		gw_fail(cmd_test.name, "%s", err);
+		goto out;
+	}
+	merged = policy_merge(file, flags);
+	if (merged == NULL) {
+		gw_fail(cmd_test.name, "out of memory");
+		goto out;
+	}
+	if (client_name != NULL && source != NULL) {
+		gw_fail(cmd_test.name, "--client and --source choose a section two ways; give one");
+		goto out;
+	}
+	if (client_name != NULL) {
+		client = policy_client_by_name(merged, client_name);
+		if (client == NULL) {
+			gw_fail(cmd_test.name, "--client: no client section '%s'%s", client_name,
+			        policy_path == NULL ? " (sections come from --policy FILE)" : "");
+			goto out;
+		}
+	} else if (source != NULL) {
+		const char *section = NULL;
+		bool auth = false;
+
+		client = policy_select_client(merged, &source_addr, NULL, NULL, &section, &auth);
+		if (client == NULL) {
+			gw_fail(cmd_test.name, "--source: a client from %s must give proxy credentials "
+			                       "(the proxy answers 407); use --client NAME",
+			        source);
+			goto out;
+		}
+	} else {
+		client = policy_ref(merged);
+	}
+	policy_decide(client, &host, port, &d);
+	/* An allowed IP literal is the address the proxy would connect to: check it too. */
+	if (d.verdict == POLICY_ALLOW && host.kind != POLICY_HOST_NAME)
+		policy_decide_addr(client, &host.addr, &d);
+	print_decision(&d);
+	rc = GW_EXIT_OK;
+out:
+	policy_free(client);
+	policy_free(merged);
+	policy_free(file);
+	policy_free(flags);
+	return rc;
+}
 
 static int
 run_policy(int argc, char **argv)
 {
 	int c = gw_getopt(argc, argv, "", NULL, &gw_command_policy);
+	const char *sub;
 
 	if (c == GW_OPT_HELP)
 		return GW_EXIT_OK;
 	if (c != -1)
 		return GW_EXIT_FAILURE;
-	return gw_fail("policy", "not implemented yet");
+	if (optind >= argc)
+		return gw_fail("policy", "expected a subcommand: check or test (see 'tollgate "
+		                         "policy --help')");
+	sub = argv[optind];
+	if (strcmp(sub, "check") == 0)
+		return run_check(argc - optind, argv + optind);
+	if (strcmp(sub, "test") == 0)
+		return run_test(argc - optind, argv + optind);
+	return gw_fail("policy", "unknown subcommand '%s' (expected check or test)", sub);
 }
 
 const struct gw_command gw_command_policy = {
 	.name = "policy",
-	.summary = "(not implemented yet)",
-	.usage = "usage: tollgate policy\n",
+	.summary = "check a policy file, or test what it decides for a host",
+	.usage = "usage: tollgate policy check FILE\n"
+		 "       tollgate policy test [--policy FILE] [--allow P]... [--deny P]...\n"
+		 "                            [--ask P]... [--allow-cidr C]... [--deny-cidr C]...\n"
+		 "                            [--default deny|ask] [--client NAME | --source ADDR]\n"
+		 "                            HOST[:PORT]\n"
+		 "\n"
+		 "  check   validate a policy file: exit 0 when valid, 1 when not\n"
+		 "  test    print the decision (allow, deny or ask), its reason and its rule\n"
+		 "\n"
+		 "See 'tollgate policy check --help', 'tollgate policy test --help' and\n"
+		 "docs/policy.md.\n",
 	.run = run_policy,
 };

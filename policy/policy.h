@@ -33,11 +33,18 @@ struct policy_cidr {
 
 /* Whether an address may be reached without an explicit CIDR rule. */
 bool policy_addr_is_public(const struct policy_addr *a);
+/*
+ * Parses an address as text of len bytes: a canonical dotted quad (no
+ * leading zeros, no shorthand) or IPv6 without brackets. 0 or -EINVAL.
+ */
+int policy_addr_parse(const char *s, size_t len, struct policy_addr *out);
 int policy_addr_from_sockaddr(const struct sockaddr *sa, struct policy_addr *out);
 /* Text form: dotted quad or RFC 5952 IPv6 (no brackets). 0 or -ENOSPC. */
 int policy_addr_format(const struct policy_addr *a, char *buf, size_t len);
 /* "10.0.0.0/8", "fd00::/8", or a bare address (a /32 or /128). 0 or -EINVAL. */
 int policy_cidr_parse(const char *s, struct policy_cidr *out);
+/* The same, returning why s is not a CIDR block, for people, or NULL on success. */
+const char *policy_cidr_why(const char *s, struct policy_cidr *out);
 /* IPv4-mapped IPv6 addresses are judged by their embedded IPv4 address. */
 bool policy_cidr_contains(const struct policy_cidr *c, const struct policy_addr *a);
 
@@ -68,6 +75,10 @@ int policy_host_parse(const char *in, size_t len, struct policy_host *out);
  * 0 or -EINVAL.
  */
 int policy_hostport_parse(const char *in, size_t len, struct policy_host *host, int *port);
+/* A port: 1-65535 in decimal, no sign or leading zero. NULL, or why not. */
+const char *policy_port_why(const char *s, size_t len, int *out);
+/* Why in is not a valid HOST[:PORT], for people ("underscore in a host name"), or NULL. */
+const char *policy_hostport_why(const char *in, size_t len);
 
 /* ---- rules and decisions ------------------------------------------------ */
 
@@ -81,9 +92,14 @@ enum policy_reason {
 	POLICY_REASON_PORT_NOT_ALLOWED, /* the host is allowed, but not on this port */
 	POLICY_REASON_NON_PUBLIC,     /* a non-public address without a CIDR rule */
 	POLICY_REASON_IP_LITERAL,     /* an IP literal without a CIDR rule */
+	POLICY_REASON_PUBLIC_ADDRESS, /* policy_decide_addr: public, no CIDR rule */
 };
 
-/* The wire name of a reason: "denied", "port-not-allowed", "non-public-address", ... */
+/*
+ * The wire name of a reason: "allowed", "denied", "ask", "cidr-allowed",
+ * "cidr-denied", "default-deny", "default-ask", "port-not-allowed",
+ * "non-public-address", "ip-literal", "public-address".
+ */
 const char *policy_reason_name(enum policy_reason r, enum policy_verdict v);
 
 struct policy_decision {
@@ -116,10 +132,42 @@ double policy_ask_timeout(const struct policy *p); /* default 60 */
 enum policy_verdict policy_default(const struct policy *p);
 
 /*
+ * Normalises a HOST[:PORT] pattern ("*.Example.COM." -> "*.example.com").
+ * 0, or -EINVAL with err set to one line saying what is wrong.
+ */
+int policy_pattern_normalise(const char *pattern, char *buf, size_t len, char *err,
+                             size_t errlen);
+
+/*
+ * A client section (for `tollgate proxy`), selected by source address
+ * (sources, any of them) and/or proxy user (user with the SHA-256 of the
+ * password). section holds its own rules; it is merged over p's rules as
+ * they are now, so add clients after the top-level rules. Takes its own
+ * reference to section. 0 or -EINVAL/-EEXIST with err set.
+ */
+int policy_add_client(struct policy *p, const char *name, struct policy *section,
+                      const struct policy_cidr *sources, size_t nsources, const char *user,
+                      const unsigned char *password_sha256, char *err, size_t errlen);
+
+struct policy_stats {
+	size_t rules;   /* host rules (merged layers included, client sections not) */
+	size_t cidrs;   /* address rules, likewise */
+	size_t clients; /* client sections */
+	bool default_set, ask_timeout_set;
+};
+void policy_get_stats(const struct policy *p, struct policy_stats *out);
+
+/* Policy files larger than this are refused. */
+#define POLICY_FILE_MAX (1024 * 1024)
+
+/*
  * Loads a JSON policy file (docs/policy.md) into a new, complete policy, or
  * fails with err "FILE:LINE:COL: what was expected" and nothing applied.
  */
 int policy_load_file(const char *path, struct policy **out, char *err, size_t errlen);
+/* The same from len bytes in memory (untrusted); name is used in messages and origins. */
+int policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
+                       char *err, size_t errlen);
 
 /*
  * A new policy: overlay's rules on top of base's. Deny rules of either win,
@@ -128,7 +176,13 @@ int policy_load_file(const char *path, struct policy **out, char *err, size_t er
  */
 struct policy *policy_merge(const struct policy *base, const struct policy *overlay);
 
-/* The decision for a normalised host and port (1..65535). */
+/*
+ * The decision for a normalised host and port (1..65535). A name: deny rules,
+ * then allow rules, then ask rules that match name and port; then
+ * port-not-allowed (deny) when an allow rule matches the name on other ports
+ * only; then the default. An IP literal: address rules only (deny, then
+ * allow), else deny as non-public-address or ip-literal. docs/policy.md.
+ */
 void policy_decide(const struct policy *p, const struct policy_host *host, int port,
                    struct policy_decision *out);
 
@@ -143,17 +197,28 @@ void policy_decide_addr(const struct policy *p, const struct policy_addr *addr,
  * Per-client sections of a policy file (for `tollgate proxy`). Picks the
  * section for a client by source address or proxy user; returns the policy
  * in force for it (a reference the caller frees), and sets *name to the
- * section's name (or NULL for the top level). Returns NULL with
+ * section's name (or NULL for the top level; it points into p). Returns NULL with
  * *auth_required set when a section needs credentials the client did not
- * give correctly (the proxy answers 407).
+ * give correctly (the proxy answers 407): a wrong password, an unknown user,
+ * a user from outside its section's sources, or no credentials from the
+ * sources of a section that has a user. Credentials are ignored when no
+ * section has a user. The password is compared as SHA-256, in constant time.
  */
 struct policy *policy_select_client(const struct policy *p, const struct policy_addr *src,
                                     const char *user, const char *password,
                                     const char **name, bool *auth_required);
+/*
+ * The policy in force for the client section called name (a reference the
+ * caller frees), or NULL when there is no such section. For tests and
+ * `tollgate policy test --client`; it checks no credentials.
+ */
+struct policy *policy_client_by_name(const struct policy *p, const char *name);
 
 /*
- * Adds an allow rule to a policy file on disk (scope "always" of an
- * approval), rewriting it atomically. 0 or negative errno, err set.
+ * Adds a rule (allow, deny or ask) to a policy file on disk (scope "always"
+ * of an approval), rewriting it atomically (temporary file, fsync, rename)
+ * after checking that both the old and the new file are valid. A rule that
+ * is already there is not added twice. 0 or negative errno, err set.
  */
 int policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
                          char *err, size_t errlen);

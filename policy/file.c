@@ -1,0 +1,1130 @@
+/*
+ * Policy files: JSON (docs/policy.md) parsed with jansson into a complete new
+ * policy, with every error placed at FILE:LINE:COL, and the atomic rewrite
+ * that adds a rule when an approval is given with scope "always".
+ */
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#define FILE_VERSION 1
+#define PATH_DEPTH_MAX 8
+#define ASK_TIMEOUT_MAX 86400.0
+#define CLIENT_NAME_MAX 63
+#define CLIENT_USER_MAX 128
+
+/* ---- where things are in the raw text ----------------------------------- */
+
+/*
+ * jansson reports positions for syntax errors only, so the loader finds
+ * positions itself: a string value's position comes from one pass over the
+ * text (rule origins need them all), anything else's from walking the text
+ * to the value's JSON path (needed once, for an error).
+ */
+
+struct path_elem {
+	const char *key; /* NULL: an array index */
+	size_t index;
+};
+
+struct text_pos {
+	const json_t *value;
+	unsigned int line, col;
+};
+
+struct loader {
+	const char *name;
+	const char *text;
+	size_t len;
+	char *err;
+	size_t errlen;
+	struct path_elem path[PATH_DEPTH_MAX];
+	size_t depth;
+	struct text_pos *strings; /* sorted by value pointer */
+	size_t nstrings;
+};
+
+static bool
+utf8_continuation(unsigned char c)
+{
+	return (c & 0xc0) == 0x80;
+}
+
+/* Line and column (in characters, like jansson's) of byte offset off. */
+static void
+offset_linecol(const char *text, size_t off, unsigned int *line, unsigned int *col)
+{
+	unsigned int l = 1, c = 0;
+
+	for (size_t i = 0; i < off; i++) {
+		unsigned char ch = (unsigned char)text[i];
+
+		if (ch == '\n') {
+			l++;
+			c = 0;
+		} else if (!utf8_continuation(ch)) {
+			c++;
+		}
+	}
+	*line = l;
+	*col = c + 1;
+}
+
+static void
+skip_ws(const char *s, size_t len, size_t *pos)
+{
+	while (*pos < len && (s[*pos] == ' ' || s[*pos] == '\t' || s[*pos] == '\n' ||
+	                      s[*pos] == '\r'))
+		(*pos)++;
+}
+
+/* *pos at the opening quote; leaves it after the closing one. */
+static void
+skip_string(const char *s, size_t len, size_t *pos)
+{
+	(*pos)++;
+	while (*pos < len && s[*pos] != '"') {
+		if (s[*pos] == '\\')
+			(*pos)++;
+		(*pos)++;
+	}
+	if (*pos < len)
+		(*pos)++;
+}
+
+static void
+skip_value(const char *s, size_t len, size_t *pos)
+{
+	size_t depth = 0;
+
+	if (*pos >= len)
+		return;
+	if (s[*pos] == '"') {
+		skip_string(s, len, pos);
+		return;
+	}
+	if (s[*pos] != '{' && s[*pos] != '[') {
+		while (*pos < len && strchr(",}] \t\r\n", s[*pos]) == NULL)
+			(*pos)++;
+		return;
+	}
+	while (*pos < len) {
+		char c = s[*pos];
+
+		if (c == '"') {
+			skip_string(s, len, pos);
+			continue;
+		}
+		(*pos)++;
+		if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			depth--;
+			if (depth == 0)
+				return;
+		}
+	}
+}
+
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static unsigned int
+read_u4(const char *s)
+{
+	unsigned int v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int h = hex_value(s[i]);
+
+		v = (v << 4) | (unsigned int)(h < 0 ? 0 : h);
+	}
+	return v;
+}
+
+/* Whether the raw JSON string text (between the quotes) decodes to key. */
+static bool
+raw_key_equals(const char *raw, size_t rawlen, const char *key)
+{
+	size_t k = 0, klen = strlen(key);
+
+	for (size_t i = 0; i < rawlen;) {
+		unsigned char buf[4];
+		size_t n = 0;
+
+		if (raw[i] != '\\') {
+			buf[n++] = (unsigned char)raw[i++];
+		} else if (i + 1 < rawlen && raw[i + 1] != 'u') {
+			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+			const char *f = strchr(from, raw[i + 1]);
+
+			buf[n++] = (unsigned char)(f != NULL ? to[f - from] : raw[i + 1]);
+			i += 2;
+		} else if (i + 6 <= rawlen) {
+			unsigned int cp = read_u4(raw + i + 2);
+
+			i += 6;
+			if (cp >= 0xd800 && cp < 0xdc00 && i + 6 <= rawlen && raw[i] == '\\' &&
+			    raw[i + 1] == 'u') {
+				unsigned int lo = read_u4(raw + i + 2);
+
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				i += 6;
+			}
+			if (cp < 0x80) {
+				buf[n++] = (unsigned char)cp;
+			} else if (cp < 0x800) {
+				buf[n++] = (unsigned char)(0xc0 | (cp >> 6));
+				buf[n++] = (unsigned char)(0x80 | (cp & 0x3f));
+			} else if (cp < 0x10000) {
+				buf[n++] = (unsigned char)(0xe0 | (cp >> 12));
+				buf[n++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+				buf[n++] = (unsigned char)(0x80 | (cp & 0x3f));
+			} else {
+				buf[n++] = (unsigned char)(0xf0 | (cp >> 18));
+				buf[n++] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+				buf[n++] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+				buf[n++] = (unsigned char)(0x80 | (cp & 0x3f));
+			}
+		} else {
+			return false;
+		}
+		if (k + n > klen || memcmp(key + k, buf, n) != 0)
+			return false;
+		k += n;
+	}
+	return k == klen;
+}
+
+/*
+ * Walks the text to the value at the loader's current path (or to its key
+ * when want_key). Returns the byte offset, or 0 when the walk fails (which
+ * cannot happen for text jansson accepted, but 1:1 is a safe answer).
+ */
+static size_t
+locate(const struct loader *ld, bool want_key)
+{
+	const char *s = ld->text;
+	size_t len = ld->len, pos = 0;
+
+	skip_ws(s, len, &pos);
+	for (size_t d = 0; d < ld->depth; d++) {
+		const struct path_elem *pe = &ld->path[d];
+
+		if (pos >= len)
+			return 0;
+		if (pe->key == NULL) {
+			if (s[pos] != '[')
+				return 0;
+			pos++;
+			for (size_t j = 0; j < pe->index; j++) {
+				skip_ws(s, len, &pos);
+				skip_value(s, len, &pos);
+				skip_ws(s, len, &pos);
+				if (pos >= len || s[pos] != ',')
+					return 0;
+				pos++;
+			}
+			skip_ws(s, len, &pos);
+			continue;
+		}
+		if (s[pos] != '{')
+			return 0;
+		pos++;
+		for (;;) {
+			size_t kstart, kend;
+			bool match;
+
+			skip_ws(s, len, &pos);
+			if (pos >= len || s[pos] != '"')
+				return 0;
+			kstart = pos;
+			skip_string(s, len, &pos);
+			kend = pos - 1;
+			match = raw_key_equals(s + kstart + 1, kend - kstart - 1, pe->key);
+			skip_ws(s, len, &pos);
+			if (pos >= len || s[pos] != ':')
+				return 0;
+			pos++;
+			skip_ws(s, len, &pos);
+			if (match) {
+				if (want_key && d + 1 == ld->depth)
+					return kstart;
+				break;
+			}
+			skip_value(s, len, &pos);
+			skip_ws(s, len, &pos);
+			if (pos >= len || s[pos] != ',')
+				return 0;
+			pos++;
+		}
+	}
+	return pos;
+}
+
+/* Replaces control characters so that a message stays one line. */
+static void
+one_line(char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	}
+}
+
+static int
+fail_at(struct loader *ld, bool at_key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+fail_at(struct loader *ld, bool at_key, const char *fmt, ...)
+{
+	char msg[512];
+	unsigned int line, col;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	offset_linecol(ld->text, locate(ld, at_key), &line, &col);
+	if (ld->err != NULL && ld->errlen > 0) {
+		snprintf(ld->err, ld->errlen, "%s:%u:%u: %s", ld->name, line, col, msg);
+		one_line(ld->err);
+	}
+	return -EINVAL;
+}
+
+static void
+path_push_key(struct loader *ld, const char *key)
+{
+	if (ld->depth < PATH_DEPTH_MAX)
+		ld->path[ld->depth] = (struct path_elem){ .key = key };
+	ld->depth++;
+}
+
+static void
+path_push_index(struct loader *ld, size_t index)
+{
+	if (ld->depth < PATH_DEPTH_MAX)
+		ld->path[ld->depth] = (struct path_elem){ .key = NULL, .index = index };
+	ld->depth++;
+}
+
+static void
+path_pop(struct loader *ld)
+{
+	ld->depth--;
+}
+
+/* ---- positions of every string value, in one pass ----------------------- */
+
+static int
+cmp_text_pos(const void *a, const void *b)
+{
+	const json_t *x = ((const struct text_pos *)a)->value;
+	const json_t *y = ((const struct text_pos *)b)->value;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Pre-order, objects in insertion order, which jansson keeps as in the text. */
+static void
+collect_strings(const json_t *v, struct text_pos *out, size_t cap, size_t *n)
+{
+	const char *key;
+	json_t *child;
+	size_t i;
+
+	if (json_is_string(v)) {
+		if (*n < cap)
+			out[*n].value = v;
+		(*n)++;
+	} else if (json_is_object(v)) {
+		json_object_foreach((json_t *)v, key, child)
+			collect_strings(child, out, cap, n);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, child)
+			collect_strings(child, out, cap, n);
+	}
+}
+
+/* The same strings found in the text, with their line and column. */
+static size_t
+scan_string_positions(const char *s, size_t len, struct text_pos *out, size_t cap)
+{
+	/* jansson's depth limit is 2048; deeper text never gets here. */
+	char stack[2100];
+	size_t depth = 0, n = 0, pos = 0;
+	unsigned int line = 1, col = 0;
+	bool want_key = false;
+
+	while (pos < len) {
+		unsigned char c = (unsigned char)s[pos];
+
+		if (c == '"') {
+			bool is_key = depth > 0 && stack[depth - 1] == '{' && want_key;
+			size_t end = pos;
+
+			if (!is_key) {
+				if (n < cap) {
+					out[n].line = line;
+					out[n].col = col + 1;
+				}
+				n++;
+			}
+			want_key = false;
+			skip_string(s, len, &end);
+			for (; pos < end; pos++) {
+				if (!utf8_continuation((unsigned char)s[pos]))
+					col++;
+			}
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			if (depth >= sizeof(stack))
+				return SIZE_MAX;
+			stack[depth++] = (char)c;
+			want_key = c == '{';
+		} else if (c == '}' || c == ']') {
+			if (depth > 0)
+				depth--;
+			want_key = false;
+		} else if (c == ',') {
+			want_key = depth > 0 && stack[depth - 1] == '{';
+		}
+		if (c == '\n') {
+			line++;
+			col = 0;
+		} else if (!utf8_continuation(c)) {
+			col++;
+		}
+		pos++;
+	}
+	return n;
+}
+
+static void
+index_strings(struct loader *ld, const json_t *root)
+{
+	size_t n = 0, cap;
+	struct text_pos *tp;
+
+	collect_strings(root, NULL, 0, &n);
+	if (n == 0)
+		return;
+	cap = n;
+	tp = calloc(cap, sizeof(*tp));
+	if (tp == NULL)
+		return;
+	n = 0;
+	collect_strings(root, tp, cap, &n);
+	if (scan_string_positions(ld->text, ld->len, tp, cap) != cap) {
+		free(tp); /* orders disagree: fall back to walking paths */
+		return;
+	}
+	qsort(tp, cap, sizeof(*tp), cmp_text_pos);
+	ld->strings = tp;
+	ld->nstrings = cap;
+}
+
+/* "NAME:LINE:COL" of a string value at the current path. */
+static void
+origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
+{
+	unsigned int line, col;
+	struct text_pos key = { .value = v };
+	const struct text_pos *hit = NULL;
+
+	if (ld->strings != NULL)
+		hit = bsearch(&key, ld->strings, ld->nstrings, sizeof(key), cmp_text_pos);
+	if (hit != NULL) {
+		line = hit->line;
+		col = hit->col;
+	} else {
+		offset_linecol(ld->text, locate(ld, false), &line, &col);
+	}
+	snprintf(buf, len, "%s:%u:%u", ld->name, line, col);
+}
+
+/* ---- the format --------------------------------------------------------- */
+
+static const char top_keys[] =
+	"version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients";
+static const char client_keys[] = "name, comment, sources, user, password_sha256, default, "
+				  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
+
+static int
+load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
+               enum policy_verdict action, bool cidr)
+{
+	char origin[PATH_MAX + 32], msg[512];
+	json_t *item;
+	size_t i;
+	int rc;
+
+	if (!json_is_array(v))
+		return fail_at(ld, false, "\"%s\": expected an array of %s", key,
+		               cidr ? "address strings (\"10.0.0.0/8\")"
+		                    : "pattern strings (\"*.example.com:443\")");
+	json_array_foreach(v, i, item) {
+		path_push_index(ld, i);
+		if (!json_is_string(item)) {
+			rc = fail_at(ld, false, "expected a string (%s)",
+			             cidr ? "an address or CIDR block" : "a HOST[:PORT] pattern");
+			path_pop(ld);
+			return rc;
+		}
+		origin_of(ld, item, origin, sizeof(origin));
+		if (cidr)
+			rc = policy_add_cidr(p, action, json_string_value(item), origin, msg,
+			                     sizeof(msg));
+		else
+			rc = policy_add_rule(p, action, json_string_value(item), origin, msg,
+			                     sizeof(msg));
+		if (rc != 0) {
+			rc = fail_at(ld, false, "%s", msg);
+			path_pop(ld);
+			return rc;
+		}
+		path_pop(ld);
+	}
+	return 0;
+}
+
+/* Keys both the top level and a client section may have. 1 when key is not one. */
+static int
+load_common_key(struct loader *ld, struct policy *p, const char *key, json_t *v)
+{
+	if (strcmp(key, "comment") == 0) {
+		if (!json_is_string(v))
+			return fail_at(ld, false, "\"comment\": expected a string");
+		return 0;
+	}
+	if (strcmp(key, "default") == 0) {
+		const char *s = json_is_string(v) ? json_string_value(v) : "";
+
+		if (strcmp(s, "deny") == 0)
+			return policy_set_default(p, POLICY_DENY);
+		if (strcmp(s, "ask") == 0)
+			return policy_set_default(p, POLICY_ASK);
+		return fail_at(ld, false, "\"default\": expected \"deny\" or \"ask\"");
+	}
+	if (strcmp(key, "ask_timeout") == 0) {
+		double t = json_is_number(v) ? json_number_value(v) : -1;
+
+		if (!(t > 0 && t <= ASK_TIMEOUT_MAX))
+			return fail_at(ld, false,
+			               "\"ask_timeout\": expected a number of seconds, more than 0 "
+			               "and at most 86400");
+		policy_set_ask_timeout(p, t);
+		return 0;
+	}
+	if (strcmp(key, "allow") == 0)
+		return load_rule_list(ld, p, key, v, POLICY_ALLOW, false);
+	if (strcmp(key, "deny") == 0)
+		return load_rule_list(ld, p, key, v, POLICY_DENY, false);
+	if (strcmp(key, "ask") == 0)
+		return load_rule_list(ld, p, key, v, POLICY_ASK, false);
+	if (strcmp(key, "allow_cidr") == 0)
+		return load_rule_list(ld, p, key, v, POLICY_ALLOW, true);
+	if (strcmp(key, "deny_cidr") == 0)
+		return load_rule_list(ld, p, key, v, POLICY_DENY, true);
+	return 1;
+}
+
+static bool
+client_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > CLIENT_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static bool
+client_user_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > CLIENT_USER_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		/* Basic auth cannot carry ':' in a user name. */
+		if (c < 0x20 || c == 0x7f || c == ':')
+			return false;
+	}
+	return true;
+}
+
+static int
+parse_sha256_hex(const char *s, unsigned char out[32])
+{
+	if (strlen(s) != 64)
+		return -EINVAL;
+	for (size_t i = 0; i < 32; i++) {
+		int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int
+load_client(struct loader *ld, struct policy *top, json_t *obj)
+{
+	struct policy *section = NULL;
+	struct policy_cidr *sources = NULL;
+	size_t nsources = 0;
+	const char *name = NULL, *user = NULL;
+	unsigned char hash[32];
+	bool have_hash = false;
+	char msg[512];
+	const char *key;
+	json_t *v;
+	int rc = 0;
+
+	if (!json_is_object(obj))
+		return fail_at(ld, false, "expected an object (a client section)");
+	section = policy_new();
+	if (section == NULL)
+		return fail_at(ld, false, "out of memory");
+	json_object_foreach(obj, key, v) {
+		path_push_key(ld, key);
+		if (strcmp(key, "name") == 0) {
+			if (!json_is_string(v) || !client_name_ok(json_string_value(v))) {
+				rc = fail_at(ld, false, "\"name\": expected 1-63 letters, digits, "
+				                        "'-', '_' or '.'");
+				goto pop_out;
+			}
+			name = json_string_value(v);
+		} else if (strcmp(key, "user") == 0) {
+			if (!json_is_string(v) || !client_user_ok(json_string_value(v))) {
+				rc = fail_at(ld, false, "\"user\": expected a proxy user name (1-128 "
+				                        "characters, no ':' or control characters)");
+				goto pop_out;
+			}
+			user = json_string_value(v);
+		} else if (strcmp(key, "password_sha256") == 0) {
+			if (!json_is_string(v) || parse_sha256_hex(json_string_value(v), hash) != 0) {
+				rc = fail_at(ld, false, "\"password_sha256\": expected 64 hex digits "
+				                        "(the SHA-256 of the password)");
+				goto pop_out;
+			}
+			have_hash = true;
+		} else if (strcmp(key, "sources") == 0) {
+			json_t *item;
+			size_t i;
+
+			if (!json_is_array(v) || json_array_size(v) == 0) {
+				rc = fail_at(ld, false, "\"sources\": expected a non-empty array of "
+				                        "CIDR blocks (\"10.0.0.0/8\")");
+				goto pop_out;
+			}
+			free(sources);
+			sources = calloc(json_array_size(v), sizeof(*sources));
+			if (sources == NULL) {
+				rc = fail_at(ld, false, "out of memory");
+				goto pop_out;
+			}
+			nsources = 0;
+			json_array_foreach(v, i, item) {
+				const char *why;
+
+				path_push_index(ld, i);
+				if (!json_is_string(item)) {
+					rc = fail_at(ld, false, "expected a string (a CIDR block)");
+					path_pop(ld);
+					goto pop_out;
+				}
+				why = policy_cidr_why(json_string_value(item), &sources[nsources]);
+				if (why != NULL) {
+					rc = fail_at(ld, false, "'%s': malformed address: %s",
+					             json_string_value(item), why);
+					path_pop(ld);
+					goto pop_out;
+				}
+				nsources++;
+				path_pop(ld);
+			}
+		} else {
+			rc = load_common_key(ld, section, key, v);
+			if (rc == 1)
+				rc = fail_at(ld, true, "unknown key \"%s\" in a client section "
+				                       "(expected one of: %s)",
+				             key, client_keys);
+			if (rc != 0)
+				goto pop_out;
+		}
+		path_pop(ld);
+	}
+	if (name == NULL) {
+		rc = fail_at(ld, false, "a client section needs \"name\"");
+		goto out;
+	}
+	if (user != NULL && !have_hash) {
+		rc = fail_at(ld, false, "client \"%s\": \"user\" needs \"password_sha256\"", name);
+		goto out;
+	}
+	if (user == NULL && have_hash) {
+		rc = fail_at(ld, false, "client \"%s\": \"password_sha256\" needs \"user\"", name);
+		goto out;
+	}
+	rc = policy_add_client(top, name, section, sources, nsources, user,
+	                       have_hash ? hash : NULL, msg, sizeof(msg));
+	if (rc != 0)
+		rc = fail_at(ld, false, "%s", msg);
+	goto out;
+pop_out:
+	path_pop(ld);
+out:
+	OPENSSL_cleanse(hash, sizeof(hash));
+	free(sources);
+	policy_free(section);
+	return rc;
+}
+
+static int
+load_root(struct loader *ld, json_t *root, struct policy **out)
+{
+	struct policy *p = NULL;
+	json_t *v, *clients;
+	const char *key;
+	int rc = 0;
+
+	if (!json_is_object(root))
+		return fail_at(ld, false, "expected a JSON object ({\"version\": 1, ...})");
+	v = json_object_get(root, "version");
+	if (v == NULL)
+		return fail_at(ld, false, "missing \"version\": expected \"version\": 1");
+	path_push_key(ld, "version");
+	if (!json_is_integer(v) || json_integer_value(v) != FILE_VERSION) {
+		rc = fail_at(ld, false, "\"version\": expected 1 (the only version so far)");
+		path_pop(ld);
+		return rc;
+	}
+	path_pop(ld);
+	p = policy_new();
+	if (p == NULL)
+		return fail_at(ld, false, "out of memory");
+	json_object_foreach(root, key, v) {
+		if (strcmp(key, "version") == 0 || strcmp(key, "clients") == 0)
+			continue;
+		path_push_key(ld, key);
+		rc = load_common_key(ld, p, key, v);
+		if (rc == 1)
+			rc = fail_at(ld, true, "unknown key \"%s\" (expected one of: %s)", key,
+			             top_keys);
+		path_pop(ld);
+		if (rc != 0)
+			goto out;
+	}
+	/* Client sections merge over the complete top level, so they come last. */
+	clients = json_object_get(root, "clients");
+	if (clients != NULL) {
+		size_t i;
+
+		path_push_key(ld, "clients");
+		if (!json_is_array(clients)) {
+			rc = fail_at(ld, false, "\"clients\": expected an array of client sections");
+			path_pop(ld);
+			goto out;
+		}
+		json_array_foreach(clients, i, v) {
+			path_push_index(ld, i);
+			rc = load_client(ld, p, v);
+			path_pop(ld);
+			if (rc != 0)
+				break;
+		}
+		path_pop(ld);
+	}
+out:
+	if (rc != 0) {
+		policy_free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
+                   char *err, size_t errlen)
+{
+	struct loader ld;
+	json_error_t jerr;
+	json_t *root = NULL;
+	int rc;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.name = name != NULL ? name : "(policy)";
+	ld.text = buf;
+	ld.len = len;
+	ld.err = err;
+	ld.errlen = errlen;
+	*out = NULL;
+	if (len > POLICY_FILE_MAX) {
+		snprintf(err, errlen, "%s: larger than %d bytes, the limit for a policy file",
+		         ld.name, POLICY_FILE_MAX);
+		return -EFBIG;
+	}
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		snprintf(err, errlen, "%s:%d:%d: invalid JSON: %s", ld.name,
+		         jerr.line < 1 ? 1 : jerr.line, jerr.column < 1 ? 1 : jerr.column,
+		         jerr.text);
+		one_line(err);
+		return -EINVAL;
+	}
+	index_strings(&ld, root);
+	rc = load_root(&ld, root, out);
+	free(ld.strings);
+	json_decref(root);
+	return rc;
+}
+
+/* Reads a whole regular file of at most POLICY_FILE_MAX bytes from fd. */
+static int
+read_capped(int fd, const char *path, char **out, size_t *outlen, char *err, size_t errlen)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *buf = malloc(cap);
+	int rc = 0;
+
+	if (buf == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap > POLICY_FILE_MAX) {
+				snprintf(err, errlen,
+				         "%s: larger than %d bytes, the limit for a policy file", path,
+				         POLICY_FILE_MAX);
+				rc = -EFBIG;
+				goto out;
+			}
+			nb = realloc(buf, cap * 2);
+			if (nb == NULL) {
+				snprintf(err, errlen, "%s: out of memory", path);
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > POLICY_FILE_MAX) {
+		snprintf(err, errlen, "%s: larger than %d bytes, the limit for a policy file", path,
+		         POLICY_FILE_MAX);
+		rc = -EFBIG;
+		goto out;
+	}
+out:
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+static int
+open_regular(const char *path, int flags, struct stat *st, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	/* O_NONBLOCK: a FIFO given as a policy file must not hang the open. */
+	do
+		fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+int
+policy_load_file(const char *path, struct policy **out, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, rc;
+
+	*out = NULL;
+	fd = open_regular(path, O_RDONLY, &st, err, errlen);
+	if (fd < 0)
+		return fd;
+	rc = read_capped(fd, path, &buf, &len, err, errlen);
+	close(fd);
+	if (rc != 0)
+		return rc;
+	rc = policy_load_buffer(path, buf, len, out, err, errlen);
+	free(buf);
+	return rc;
+}
+
+/* ---- adding a rule on disk ---------------------------------------------- */
+
+static int
+write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The new text of the file: root with pattern appended to its list. NULL on OOM. */
+static char *
+add_to_json(json_t *root, const char *key, const char *pattern, bool *present)
+{
+	json_t *list = json_object_get(root, key);
+	json_t *item;
+	size_t i;
+	char *text, *with_nl;
+	size_t n;
+
+	*present = false;
+	if (list == NULL) {
+		list = json_array();
+		if (list == NULL || json_object_set_new(root, key, list) != 0)
+			return NULL;
+	}
+	json_array_foreach(list, i, item) {
+		if (json_is_string(item) && strcmp(json_string_value(item), pattern) == 0) {
+			*present = true;
+			return NULL;
+		}
+	}
+	if (json_array_append_new(list, json_string(pattern)) != 0)
+		return NULL;
+	text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	if (text == NULL)
+		return NULL;
+	n = strlen(text);
+	with_nl = realloc(text, n + 2);
+	if (with_nl == NULL) {
+		free(text);
+		return NULL;
+	}
+	with_nl[n] = '\n';
+	with_nl[n + 1] = '\0';
+	return with_nl;
+}
+
+/* Writes text next to path and renames it over path, durably. */
+static int
+replace_file(const char *path, const struct stat *st, const char *text, char *err,
+             size_t errlen)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd = -1, dfd, rc = 0, n;
+
+	if (slash == NULL)
+		n = snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		n = snprintf(dir, sizeof(dir), "/");
+	else
+		n = snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (n < 0 || (size_t)n >= sizeof(dir) ||
+	    snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: cannot create a temporary file: %s", path,
+		         strerror(errno));
+		return rc;
+	}
+	/* Keep the file's mode and, where we may, its owner. */
+	if (fchmod(fd, st->st_mode & 07777) != 0 ||
+	    (fchown(fd, st->st_uid, st->st_gid) != 0 && errno != EPERM)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	rc = write_all(fd, text, strlen(text));
+	if (rc == 0 && fsync(fd) != 0)
+		rc = -errno;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: rename: %s", path, strerror(errno));
+		goto out;
+	}
+	/* The rename itself is durable once the directory is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}
+
+int
+policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
+                     char *err, size_t errlen)
+{
+	char real[PATH_MAX], norm[POLICY_HOST_MAX + 32];
+	char *buf = NULL, *text = NULL;
+	struct policy *check = NULL;
+	json_t *root = NULL;
+	json_error_t jerr;
+	struct stat st, now;
+	size_t len = 0;
+	bool present = false;
+	int fd = -1, rc;
+	const char *key = action == POLICY_ALLOW ? "allow" : action == POLICY_ASK ? "ask" : "deny";
+
+	rc = policy_pattern_normalise(pattern, norm, sizeof(norm), err, errlen);
+	if (rc != 0)
+		return rc;
+	if (realpath(path, real) == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	/*
+	 * Writers serialise on a lock of the file itself. The rename gives the
+	 * path a new inode, so after the lock is ours, check the path still
+	 * names the inode we locked; otherwise lock the new one.
+	 */
+	for (int attempt = 0;; attempt++) {
+		fd = open_regular(real, O_RDONLY, &st, err, errlen);
+		if (fd < 0)
+			return fd;
+		while (flock(fd, LOCK_EX) != 0) {
+			if (errno != EINTR) {
+				rc = -errno;
+				snprintf(err, errlen, "%s: lock: %s", real, strerror(errno));
+				goto out;
+			}
+		}
+		if (stat(real, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
+			break;
+		close(fd);
+		fd = -1;
+		if (attempt == 100) {
+			snprintf(err, errlen, "%s: keeps being replaced", real);
+			return -EBUSY;
+		}
+	}
+	rc = read_capped(fd, real, &buf, &len, err, errlen);
+	if (rc != 0)
+		goto out;
+	rc = policy_load_buffer(path, buf, len, &check, err, errlen);
+	if (rc != 0)
+		goto out; /* never rewrite a file that is wrong already */
+	policy_free(check);
+	check = NULL;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		snprintf(err, errlen, "%s: %s", path, jerr.text);
+		rc = -EINVAL;
+		goto out;
+	}
+	text = add_to_json(root, key, norm, &present);
+	if (present) {
+		rc = 0;
+		goto out;
+	}
+	if (text == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = policy_load_buffer(path, text, strlen(text), &check, err, errlen);
+	if (rc != 0)
+		goto out;
+	rc = replace_file(real, &st, text, err, errlen);
+out:
+	policy_free(check);
+	json_decref(root);
+	free(text);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,894 @@
+/*
+ * Rules and decisions: HOST[:PORT] patterns, address (CIDR) rules, the
+ * precedence deny > allow > ask > default, merging of rule sets, and the
+ * choice of a proxy client's section.
+ */
+#include "policy/policy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+enum pattern_kind { PATTERN_EXACT, PATTERN_SUFFIX, PATTERN_ANY };
+
+struct host_rule {
+	enum policy_verdict action;
+	enum pattern_kind kind;
+	int port;     /* POLICY_PORT_DEFAULT, POLICY_PORT_ANY or 1..65535 */
+	char *host;   /* the name, or for "*.example.com" the suffix "example.com" */
+	char *text;   /* normalised pattern, as people wrote it */
+	char *origin; /* "--allow", "policy.json:3:5" */
+};
+
+struct cidr_rule {
+	enum policy_verdict action;
+	struct policy_cidr cidr;
+	char *text;
+	char *origin;
+};
+
+struct client_section {
+	char *name;
+	struct policy_cidr *sources;
+	size_t nsources;
+	char *user; /* NULL: selected by source address only */
+	unsigned char password_sha256[32];
+	struct policy *section;   /* the section's own rules */
+	struct policy *effective; /* the top level with the section merged over it */
+};
+
+/*
+ * Rules live in reference-counted sets shared between policies: a merge
+ * (flags over a file, a client section over the top level, a sandbox's
+ * allowlist over the gateway's) lists the sets of both instead of copying
+ * rules, so a file with many client sections and many rules costs memory in
+ * proportion to its size, not to their product.
+ */
+struct ruleset {
+	int refs;
+	struct host_rule *rules;
+	size_t nrules, caprules;
+	struct cidr_rule *cidrs;
+	size_t ncidrs, capcidrs;
+};
+
+struct policy {
+	int refs;
+	struct ruleset **layers; /* consulted in order; the rules are their union */
+	size_t nlayers;
+	struct ruleset *own; /* where builders add: the last layer, not shared */
+	struct client_section *clients;
+	size_t nclients, capclients;
+	enum policy_verdict def;
+	bool def_set;
+	double ask_timeout;
+	bool ask_timeout_set;
+};
+
+#define POLICY_ASK_TIMEOUT_DEFAULT 60.0
+
+const char *
+policy_verdict_name(enum policy_verdict v)
+{
+	switch (v) {
+	case POLICY_ALLOW:
+		return "allow";
+	case POLICY_ASK:
+		return "ask";
+	case POLICY_DENY:
+	default:
+		return "deny";
+	}
+}
+
+const char *
+policy_reason_name(enum policy_reason r, enum policy_verdict v)
+{
+	switch (r) {
+	case POLICY_REASON_RULE:
+		return v == POLICY_ALLOW ? "allowed" : v == POLICY_ASK ? "ask" : "denied";
+	case POLICY_REASON_CIDR:
+		return v == POLICY_ALLOW ? "cidr-allowed" : "cidr-denied";
+	case POLICY_REASON_DEFAULT:
+		return v == POLICY_ASK ? "default-ask" : "default-deny";
+	case POLICY_REASON_PORT_NOT_ALLOWED:
+		return "port-not-allowed";
+	case POLICY_REASON_NON_PUBLIC:
+		return "non-public-address";
+	case POLICY_REASON_IP_LITERAL:
+		return "ip-literal";
+	case POLICY_REASON_PUBLIC_ADDRESS:
+		return "public-address";
+	}
+	return "unknown";
+}
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+struct policy *
+policy_new(void)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->refs = 1;
+	p->def = POLICY_DENY;
+	p->ask_timeout = POLICY_ASK_TIMEOUT_DEFAULT;
+	return p;
+}
+
+struct policy *
+policy_ref(struct policy *p)
+{
+	if (p != NULL)
+		__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+static void
+host_rule_clear(struct host_rule *r)
+{
+	free(r->host);
+	free(r->text);
+	free(r->origin);
+}
+
+static void
+cidr_rule_clear(struct cidr_rule *r)
+{
+	free(r->text);
+	free(r->origin);
+}
+
+static void
+ruleset_free(struct ruleset *rs)
+{
+	if (rs == NULL || __atomic_sub_fetch(&rs->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (size_t i = 0; i < rs->nrules; i++)
+		host_rule_clear(&rs->rules[i]);
+	for (size_t i = 0; i < rs->ncidrs; i++)
+		cidr_rule_clear(&rs->cidrs[i]);
+	free(rs->rules);
+	free(rs->cidrs);
+	free(rs);
+}
+
+static void
+client_clear(struct client_section *c)
+{
+	free(c->name);
+	free(c->sources);
+	if (c->user != NULL) {
+		OPENSSL_cleanse(c->password_sha256, sizeof(c->password_sha256));
+		free(c->user);
+	}
+	policy_free(c->section);
+	policy_free(c->effective);
+}
+
+void
+policy_free(struct policy *p)
+{
+	if (p == NULL)
+		return;
+	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (size_t i = 0; i < p->nlayers; i++)
+		ruleset_free(p->layers[i]);
+	for (size_t i = 0; i < p->nclients; i++)
+		client_clear(&p->clients[i]);
+	free(p->layers);
+	free(p->clients);
+	free(p);
+}
+
+/* Grows *arr (of *cap elements of size) so that one more fits. 0 or -ENOMEM. */
+static int
+grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap == 0 ? 8 : *cap * 2;
+	if (ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	na = realloc(*arr, ncap * size);
+	if (na == NULL)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+/* ---- patterns ----------------------------------------------------------- */
+
+struct pattern {
+	enum pattern_kind kind;
+	int port;
+	char host[POLICY_HOST_MAX + 1];
+	char text[POLICY_HOST_MAX + 32];
+};
+
+static const char *
+pattern_parse(const char *s, struct pattern *out)
+{
+	struct pattern pt;
+	struct policy_host h;
+	const char *colon, *host = s;
+	size_t hlen, slen;
+	const char *why;
+
+	memset(&pt, 0, sizeof(pt));
+	if (s == NULL || *s == '\0')
+		return "empty pattern";
+	slen = strlen(s);
+	if (s[0] == '[')
+		return "an IP address is not a host pattern; use an address rule "
+		       "(--allow-cidr / \"allow_cidr\")";
+	colon = strchr(s, ':');
+	hlen = colon != NULL ? (size_t)(colon - s) : slen;
+	if (colon != NULL && strchr(colon + 1, ':') != NULL)
+		return "more than one ':' (IPv6 addresses go in address rules, not host patterns)";
+	pt.port = POLICY_PORT_DEFAULT;
+	if (colon != NULL) {
+		const char *ps = colon + 1;
+
+		if (strcmp(ps, "*") == 0) {
+			pt.port = POLICY_PORT_ANY;
+		} else {
+			why = policy_port_why(ps, strlen(ps), &pt.port);
+			if (why != NULL)
+				return why;
+		}
+	}
+	if (hlen == 0)
+		return "empty host before ':'";
+	if (hlen == 1 && host[0] == '*') {
+		pt.kind = PATTERN_ANY;
+		pt.host[0] = '\0';
+	} else {
+		if (hlen >= 2 && host[0] == '*' && host[1] == '.') {
+			pt.kind = PATTERN_SUFFIX;
+			host += 2;
+			hlen -= 2;
+			if (hlen == 0 || (hlen == 1 && host[0] == '.'))
+				return "'*.' needs a domain after it, like '*.example.com'";
+		} else {
+			pt.kind = PATTERN_EXACT;
+		}
+		if (memchr(host, '*', hlen) != NULL)
+			return "'*' is allowed only as the whole host ('*') or as the whole first "
+			       "label ('*.example.com')";
+		why = policy_hostport_why(host, hlen);
+		if (why != NULL)
+			return why;
+		if (policy_host_parse(host, hlen, &h) != 0)
+			return "malformed host";
+		if (h.kind != POLICY_HOST_NAME)
+			return "an IP address is not a host pattern; use an address rule "
+			       "(--allow-cidr / \"allow_cidr\")";
+		memcpy(pt.host, h.text, sizeof(pt.host));
+	}
+	{
+		char port[16] = "";
+
+		if (pt.port == POLICY_PORT_ANY)
+			snprintf(port, sizeof(port), ":*");
+		else if (pt.port != POLICY_PORT_DEFAULT)
+			snprintf(port, sizeof(port), ":%d", pt.port);
+		snprintf(pt.text, sizeof(pt.text), "%s%s%s",
+		         pt.kind == PATTERN_ANY ? "*" : pt.kind == PATTERN_SUFFIX ? "*." : "",
+		         pt.host, port);
+	}
+	*out = pt;
+	return NULL;
+}
+
+int
+policy_pattern_normalise(const char *pattern, char *buf, size_t len, char *err, size_t errlen)
+{
+	struct pattern pt;
+	const char *why = pattern_parse(pattern, &pt);
+	int n;
+
+	if (why != NULL) {
+		set_err(err, errlen, "'%s': malformed pattern: %s", pattern != NULL ? pattern : "",
+		        why);
+		return -EINVAL;
+	}
+	n = snprintf(buf, len, "%s", pt.text);
+	if (n < 0 || (size_t)n >= len) {
+		set_err(err, errlen, "'%s': pattern too long", pattern);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* ---- builders ----------------------------------------------------------- */
+
+/* Appends a reference to rs unless p lists it already. */
+static int
+add_layer(struct policy *p, struct ruleset *rs)
+{
+	struct ruleset **nl;
+
+	for (size_t i = 0; i < p->nlayers; i++) {
+		if (p->layers[i] == rs)
+			return 0;
+	}
+	nl = realloc(p->layers, (p->nlayers + 1) * sizeof(*nl));
+	if (nl == NULL)
+		return -ENOMEM;
+	p->layers = nl;
+	__atomic_add_fetch(&rs->refs, 1, __ATOMIC_RELAXED);
+	p->layers[p->nlayers++] = rs;
+	return 0;
+}
+
+/*
+ * The set builders add to. A set another policy shares (a merge took it) is
+ * left as it is: that policy keeps what it saw, and p gets a new last layer.
+ */
+static struct ruleset *
+own_layer(struct policy *p)
+{
+	struct ruleset *rs;
+
+	if (p->own != NULL && __atomic_load_n(&p->own->refs, __ATOMIC_ACQUIRE) == 1)
+		return p->own;
+	rs = calloc(1, sizeof(*rs));
+	if (rs == NULL)
+		return NULL;
+	if (add_layer(p, rs) != 0) {
+		free(rs);
+		return NULL;
+	}
+	p->own = rs;
+	return rs;
+}
+
+static int
+push_rule(struct policy *p, enum policy_verdict action, enum pattern_kind kind, int port,
+          const char *host, const char *text, const char *origin)
+{
+	struct host_rule r = { .action = action, .kind = kind, .port = port };
+	struct ruleset *rs = own_layer(p);
+
+	if (rs == NULL || grow((void **)&rs->rules, &rs->caprules, rs->nrules, sizeof(r)) != 0)
+		return -ENOMEM;
+	r.host = strdup(host);
+	r.text = strdup(text);
+	r.origin = strdup(origin != NULL ? origin : "");
+	if (r.host == NULL || r.text == NULL || r.origin == NULL) {
+		host_rule_clear(&r);
+		return -ENOMEM;
+	}
+	rs->rules[rs->nrules++] = r;
+	return 0;
+}
+
+static int
+push_cidr(struct policy *p, enum policy_verdict action, const struct policy_cidr *c,
+          const char *text, const char *origin)
+{
+	struct cidr_rule r = { .action = action, .cidr = *c };
+	struct ruleset *rs = own_layer(p);
+
+	if (rs == NULL || grow((void **)&rs->cidrs, &rs->capcidrs, rs->ncidrs, sizeof(r)) != 0)
+		return -ENOMEM;
+	r.text = strdup(text);
+	r.origin = strdup(origin != NULL ? origin : "");
+	if (r.text == NULL || r.origin == NULL) {
+		cidr_rule_clear(&r);
+		return -ENOMEM;
+	}
+	rs->cidrs[rs->ncidrs++] = r;
+	return 0;
+}
+
+int
+policy_add_rule(struct policy *p, enum policy_verdict action, const char *pattern,
+                const char *origin, char *err, size_t errlen)
+{
+	struct pattern pt;
+	const char *why;
+	int rc;
+
+	if (action != POLICY_ALLOW && action != POLICY_DENY && action != POLICY_ASK) {
+		set_err(err, errlen, "a rule is allow, deny or ask");
+		return -EINVAL;
+	}
+	why = pattern_parse(pattern, &pt);
+	if (why != NULL) {
+		set_err(err, errlen, "'%s': malformed pattern: %s (expected HOST[:PORT], e.g. "
+		                     "example.com, *.example.com:443, *:*)",
+		        pattern != NULL ? pattern : "", why);
+		return -EINVAL;
+	}
+	rc = push_rule(p, action, pt.kind, pt.port, pt.host, pt.text, origin);
+	if (rc != 0)
+		set_err(err, errlen, "out of memory");
+	return rc;
+}
+
+int
+policy_add_cidr(struct policy *p, enum policy_verdict action, const char *cidr,
+                const char *origin, char *err, size_t errlen)
+{
+	struct policy_cidr c;
+	char text[INET6_ADDRSTRLEN + 8], addr[INET6_ADDRSTRLEN];
+	const char *why;
+	int rc;
+
+	if (action != POLICY_ALLOW && action != POLICY_DENY) {
+		set_err(err, errlen, "an address rule is allow or deny");
+		return -EINVAL;
+	}
+	why = policy_cidr_why(cidr, &c);
+	if (why != NULL) {
+		set_err(err, errlen, "'%s': malformed address rule: %s", cidr != NULL ? cidr : "",
+		        why);
+		return -EINVAL;
+	}
+	if (policy_addr_format(&c.addr, addr, sizeof(addr)) != 0)
+		addr[0] = '\0';
+	snprintf(text, sizeof(text), "%s/%u", addr, c.prefix);
+	rc = push_cidr(p, action, &c, text, origin);
+	if (rc != 0)
+		set_err(err, errlen, "out of memory");
+	return rc;
+}
+
+int
+policy_set_default(struct policy *p, enum policy_verdict v)
+{
+	if (v != POLICY_DENY && v != POLICY_ASK)
+		return -EINVAL;
+	p->def = v;
+	p->def_set = true;
+	return 0;
+}
+
+void
+policy_set_ask_timeout(struct policy *p, double seconds)
+{
+	p->ask_timeout = seconds;
+	p->ask_timeout_set = true;
+}
+
+double
+policy_ask_timeout(const struct policy *p)
+{
+	return p->ask_timeout;
+}
+
+enum policy_verdict
+policy_default(const struct policy *p)
+{
+	return p->def;
+}
+
+void
+policy_get_stats(const struct policy *p, struct policy_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < p->nlayers; i++) {
+		out->rules += p->layers[i]->nrules;
+		out->cidrs += p->layers[i]->ncidrs;
+	}
+	out->clients = p->nclients;
+	out->default_set = p->def_set;
+	out->ask_timeout_set = p->ask_timeout_set;
+}
+
+/* ---- merging ------------------------------------------------------------ */
+
+/* Adds src's rule sets to dst's; the caller sets the rest. */
+static int
+append_rules(struct policy *dst, const struct policy *src)
+{
+	for (size_t i = 0; i < src->nlayers; i++) {
+		if (add_layer(dst, src->layers[i]) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The top level's rules with overlay's over them; no client sections. */
+static struct policy *
+merge_rules(const struct policy *base, const struct policy *overlay)
+{
+	struct policy *m = policy_new();
+	int rc = 0;
+
+	if (m == NULL)
+		return NULL;
+	if (base != NULL) {
+		rc = append_rules(m, base);
+		if (rc != 0)
+			goto out;
+		m->def = base->def;
+		m->def_set = base->def_set;
+		m->ask_timeout = base->ask_timeout;
+		m->ask_timeout_set = base->ask_timeout_set;
+	}
+	if (overlay != NULL) {
+		rc = append_rules(m, overlay);
+		if (rc != 0)
+			goto out;
+		if (overlay->def_set) {
+			m->def = overlay->def;
+			m->def_set = true;
+		}
+		if (overlay->ask_timeout_set) {
+			m->ask_timeout = overlay->ask_timeout;
+			m->ask_timeout_set = true;
+		}
+	}
+out:
+	if (rc != 0) {
+		policy_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static int
+push_client(struct policy *p, const struct client_section *src)
+{
+	struct client_section c;
+
+	memset(&c, 0, sizeof(c));
+	if (grow((void **)&p->clients, &p->capclients, p->nclients, sizeof(c)) != 0)
+		return -ENOMEM;
+	c.name = strdup(src->name);
+	if (src->nsources > 0) {
+		c.sources = calloc(src->nsources, sizeof(*c.sources));
+		if (c.sources != NULL) {
+			memcpy(c.sources, src->sources, src->nsources * sizeof(*c.sources));
+			c.nsources = src->nsources;
+		}
+	}
+	if (src->user != NULL) {
+		c.user = strdup(src->user);
+		memcpy(c.password_sha256, src->password_sha256, sizeof(c.password_sha256));
+	}
+	c.section = policy_ref(src->section);
+	c.effective = merge_rules(p, src->section);
+	if (c.name == NULL || (src->nsources > 0 && c.sources == NULL) ||
+	    (src->user != NULL && c.user == NULL) || c.effective == NULL) {
+		client_clear(&c);
+		return -ENOMEM;
+	}
+	p->clients[p->nclients++] = c;
+	return 0;
+}
+
+struct policy *
+policy_merge(const struct policy *base, const struct policy *overlay)
+{
+	struct policy *m = merge_rules(base, overlay);
+	const struct policy *layers[2] = { base, overlay };
+
+	if (m == NULL)
+		return NULL;
+	/* Client sections are merged over the new top level, flags included. */
+	for (size_t l = 0; l < 2; l++) {
+		if (layers[l] == NULL)
+			continue;
+		for (size_t i = 0; i < layers[l]->nclients; i++) {
+			if (push_client(m, &layers[l]->clients[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
+	return m;
+}
+
+int
+policy_add_client(struct policy *p, const char *name, struct policy *section,
+                  const struct policy_cidr *sources, size_t nsources, const char *user,
+                  const unsigned char *password_sha256, char *err, size_t errlen)
+{
+	struct client_section c;
+
+	if (name == NULL || *name == '\0' || section == NULL) {
+		set_err(err, errlen, "a client section needs a name");
+		return -EINVAL;
+	}
+	if (nsources == 0 && user == NULL) {
+		set_err(err, errlen, "client '%s': expected \"sources\" or \"user\" to select it",
+		        name);
+		return -EINVAL;
+	}
+	if (user != NULL && password_sha256 == NULL) {
+		set_err(err, errlen, "client '%s': a user needs a password hash", name);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->nclients; i++) {
+		if (strcmp(p->clients[i].name, name) == 0) {
+			set_err(err, errlen, "client '%s' is defined twice", name);
+			return -EEXIST;
+		}
+		if (user != NULL && p->clients[i].user != NULL &&
+		    strcmp(p->clients[i].user, user) == 0) {
+			set_err(err, errlen, "user '%s' is used by clients '%s' and '%s'", user,
+			        p->clients[i].name, name);
+			return -EEXIST;
+		}
+	}
+	memset(&c, 0, sizeof(c));
+	c.name = (char *)name;
+	c.sources = (struct policy_cidr *)sources;
+	c.nsources = nsources;
+	c.user = (char *)user;
+	if (password_sha256 != NULL)
+		memcpy(c.password_sha256, password_sha256, sizeof(c.password_sha256));
+	c.section = section;
+	if (push_client(p, &c) != 0) {
+		OPENSSL_cleanse(c.password_sha256, sizeof(c.password_sha256));
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	OPENSSL_cleanse(c.password_sha256, sizeof(c.password_sha256));
+	return 0;
+}
+
+/* ---- decisions ---------------------------------------------------------- */
+
+static bool
+host_matches(const struct host_rule *r, const char *host, size_t hlen)
+{
+	size_t slen;
+
+	switch (r->kind) {
+	case PATTERN_ANY:
+		return true;
+	case PATTERN_EXACT:
+		return strcmp(r->host, host) == 0;
+	case PATTERN_SUFFIX:
+		slen = strlen(r->host);
+		return hlen > slen + 1 && host[hlen - slen - 1] == '.' &&
+		       memcmp(host + hlen - slen, r->host, slen) == 0;
+	}
+	return false;
+}
+
+static bool
+port_matches(const struct host_rule *r, int port)
+{
+	if (r->port == POLICY_PORT_ANY)
+		return true;
+	if (r->port == POLICY_PORT_DEFAULT)
+		return port == 80 || port == 443;
+	return r->port == port;
+}
+
+static void
+decide_set(struct policy_decision *out, enum policy_verdict v, enum policy_reason r,
+           const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+decide_set(struct policy_decision *out, enum policy_verdict v, enum policy_reason r,
+           const char *fmt, ...)
+{
+	va_list ap;
+
+	out->verdict = v;
+	out->reason = r;
+	va_start(ap, fmt);
+	vsnprintf(out->rule, sizeof(out->rule), fmt, ap);
+	va_end(ap);
+}
+
+/* Address rules: deny first, then allow. Returns whether one decided. */
+static bool
+decide_cidr(const struct policy *p, const struct policy_addr *addr, struct policy_decision *out)
+{
+	static const enum policy_verdict order[2] = { POLICY_DENY, POLICY_ALLOW };
+
+	for (size_t o = 0; o < 2; o++) {
+		for (size_t l = 0; l < p->nlayers; l++) {
+			const struct ruleset *rs = p->layers[l];
+
+			for (size_t i = 0; i < rs->ncidrs; i++) {
+				const struct cidr_rule *r = &rs->cidrs[i];
+
+				if (r->action != order[o] || !policy_cidr_contains(&r->cidr, addr))
+					continue;
+				decide_set(out, r->action, POLICY_REASON_CIDR, "%s-cidr %s (%s)",
+				           policy_verdict_name(r->action), r->text, r->origin);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+void
+policy_decide_addr(const struct policy *p, const struct policy_addr *addr,
+                   struct policy_decision *out)
+{
+	char text[INET6_ADDRSTRLEN];
+
+	if (decide_cidr(p, addr, out))
+		return;
+	if (policy_addr_format(addr, text, sizeof(text)) != 0)
+		snprintf(text, sizeof(text), "?");
+	if (policy_addr_is_public(addr))
+		decide_set(out, POLICY_ALLOW, POLICY_REASON_PUBLIC_ADDRESS, "public address %s",
+		           text);
+	else
+		decide_set(out, POLICY_DENY, POLICY_REASON_NON_PUBLIC,
+		           "non-public address %s (no allow-cidr rule covers it)", text);
+}
+
+void
+policy_decide(const struct policy *p, const struct policy_host *host, int port,
+              struct policy_decision *out)
+{
+	const struct host_rule *first[3] = { NULL, NULL, NULL }; /* by verdict */
+	const struct host_rule *other_port = NULL;
+	size_t hlen;
+
+	if (host->kind != POLICY_HOST_NAME) {
+		/* IP literals are decided by address rules alone (docs/policy.md). */
+		if (decide_cidr(p, &host->addr, out))
+			return;
+		if (!policy_addr_is_public(&host->addr))
+			decide_set(out, POLICY_DENY, POLICY_REASON_NON_PUBLIC,
+			           "non-public address %s (no allow-cidr rule covers it)",
+			           host->text);
+		else
+			decide_set(out, POLICY_DENY, POLICY_REASON_IP_LITERAL,
+			           "IP literal %s needs an allow-cidr rule (host rules match names "
+			           "only)",
+			           host->text);
+		return;
+	}
+	if (port < 1 || port > 65535) {
+		decide_set(out, POLICY_DENY, POLICY_REASON_PORT_NOT_ALLOWED, "port %d is not valid",
+		           port);
+		return;
+	}
+	hlen = strlen(host->text);
+	for (size_t l = 0; l < p->nlayers; l++) {
+		const struct ruleset *rs = p->layers[l];
+
+		for (size_t i = 0; i < rs->nrules; i++) {
+			const struct host_rule *r = &rs->rules[i];
+
+			if (first[r->action] != NULL || !host_matches(r, host->text, hlen))
+				continue;
+			if (port_matches(r, port))
+				first[r->action] = r;
+			else if (r->action == POLICY_ALLOW && other_port == NULL)
+				other_port = r;
+		}
+	}
+	static const enum policy_verdict order[3] = { POLICY_DENY, POLICY_ALLOW, POLICY_ASK };
+	for (size_t o = 0; o < 3; o++) {
+		const struct host_rule *r = first[order[o]];
+
+		if (r != NULL) {
+			decide_set(out, r->action, POLICY_REASON_RULE, "%s %s (%s)",
+			           policy_verdict_name(r->action), r->text, r->origin);
+			return;
+		}
+	}
+	if (other_port != NULL) {
+		decide_set(out, POLICY_DENY, POLICY_REASON_PORT_NOT_ALLOWED,
+		           "allow %s (%s) does not cover port %d", other_port->text,
+		           other_port->origin, port);
+		return;
+	}
+	decide_set(out, p->def, POLICY_REASON_DEFAULT, "default %s", policy_verdict_name(p->def));
+}
+
+/* ---- client sections ---------------------------------------------------- */
+
+static bool
+sources_contain(const struct client_section *c, const struct policy_addr *src)
+{
+	if (src == NULL)
+		return false;
+	for (size_t i = 0; i < c->nsources; i++) {
+		if (policy_cidr_contains(&c->sources[i], src))
+			return true;
+	}
+	return false;
+}
+
+/* Compares SHA-256(password) with the stored hash in constant time. */
+static bool
+password_ok(const struct client_section *c, const char *password)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	bool ok;
+
+	if (password == NULL)
+		return false;
+	if (EVP_Digest(password, strlen(password), md, &mdlen, EVP_sha256(), NULL) != 1 ||
+	    mdlen != 32)
+		return false;
+	ok = CRYPTO_memcmp(md, c->password_sha256, 32) == 0;
+	OPENSSL_cleanse(md, sizeof(md));
+	return ok;
+}
+
+struct policy *
+policy_select_client(const struct policy *p, const struct policy_addr *src, const char *user,
+                     const char *password, const char **name, bool *auth_required)
+{
+	bool any_user = false;
+
+	*name = NULL;
+	*auth_required = false;
+	for (size_t i = 0; i < p->nclients; i++)
+		any_user = any_user || p->clients[i].user != NULL;
+	/* Credentials are ignored when no section is selected by user. */
+	if (user != NULL && any_user) {
+		for (size_t i = 0; i < p->nclients; i++) {
+			const struct client_section *c = &p->clients[i];
+
+			if (c->user == NULL || strcmp(c->user, user) != 0)
+				continue;
+			if (!password_ok(c, password) || (c->nsources > 0 && !sources_contain(c, src)))
+				break;
+			*name = c->name;
+			return policy_ref(c->effective);
+		}
+		*auth_required = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < p->nclients; i++) {
+		const struct client_section *c = &p->clients[i];
+
+		if (!sources_contain(c, src))
+			continue;
+		if (c->user != NULL) {
+			/* This network's section needs credentials the client did not give. */
+			*auth_required = true;
+			return NULL;
+		}
+		*name = c->name;
+		return policy_ref(c->effective);
+	}
+	return policy_ref((struct policy *)p);
+}
+
+struct policy *
+policy_client_by_name(const struct policy *p, const char *name)
+{
+	for (size_t i = 0; i < p->nclients; i++) {
+		if (strcmp(p->clients[i].name, name) == 0)
+			return policy_ref(p->clients[i].effective);
+	}
+	return NULL;
+}
