@@ -5,21 +5,24 @@
 #ifndef TOLLGATE_AUDIT_H
 #define TOLLGATE_AUDIT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* One event. Every string may be NULL; the store copies what it keeps. */
 struct audit_event {
-	const char *kind;     /* "decision", "connection", "dns", "approval",
-	                       * "sandbox.start", "sandbox.end", "vault", "artifact",
-	                       * "mcp.call", ... (docs/audit.md lists them) */
-	const char *sandbox;  /* sandbox id or proxy client name */
+	const char *kind;    /* "decision", "connection", "dns", "approval",
+	                      * "sandbox.start", "sandbox.end", "vault", "artifact",
+	                      * "mcp.call", ... (docs/audit.md lists them) */
+	const char *sandbox; /* sandbox id or proxy client name */
 	const char *host;
 	int port;             /* 0 when none */
 	const char *decision; /* "allow", "deny", "ask", ... */
 	const char *reason;
-	const char *detail;   /* a JSON object as text: bytes, duration, address... */
+	const char *detail; /* a JSON object as text: bytes, duration, address... */
+	int64_t ts_ms;      /* Unix time in ms; 0 (the usual) means now */
 };
 
 struct audit;
@@ -41,8 +44,175 @@ struct audit_verify_result {
 	uint64_t rows_checked;
 	int64_t first_bad_id; /* -1 when the chain holds */
 	char what[256];       /* why that row breaks the chain */
+	int64_t head_id;      /* the newest row the chain covers (0: empty log) */
+	char head_hash[65];   /* its hash, hex: anchor it elsewhere */
+	bool anchor_found;    /* audit_verify_anchor: the anchor is in the chain */
 };
 /* 0 when it ran (see result), negative errno when the file cannot be read. */
 int audit_verify(const char *path, struct audit_verify_result *out, char *err, size_t errlen);
+
+/* ---- details of the store (docs/audit.md) -------------------------------- */
+
+/* PRAGMA user_version of a database this code writes; older ones are migrated. */
+#define AUDIT_SCHEMA_VERSION 2
+#define AUDIT_HASH_LEN 32
+#define AUDIT_HASH_HEX_LEN 64
+/* The prev_hash of row 1: 64 zeros. */
+extern const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1];
+
+/* Per-field caps: a longer string is cut (detail: replaced by a marker object). */
+#define AUDIT_FIELD_MAX 4096
+#define AUDIT_DETAIL_MAX 65536
+
+struct audit_options {
+	size_t queue_max;  /* rows waiting for the writer; then -ENOSPC (65536) */
+	size_t batch_rows; /* a batch commits once this many rows wait (512) */
+	unsigned batch_ms; /* or this long after its first row was queued (50) */
+	/* Benchmark baseline only: the same INSERTs without hashes or head. A
+	 * database written this way does not verify. */
+	bool unchained;
+};
+void audit_options_default(struct audit_options *o);
+int audit_open_with(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                    size_t errlen);
+
+struct audit_stats {
+	uint64_t queued;        /* accepted by audit_append */
+	uint64_t committed;     /* written and committed */
+	uint64_t dropped;       /* refused with -ENOSPC */
+	uint64_t failed;        /* lost to a failed transaction (logged) */
+	uint64_t batches;       /* transactions committed */
+	uint64_t writer_cpu_us; /* CPU time the writer thread spent on batches */
+};
+void audit_get_stats(struct audit *a, struct audit_stats *out);
+
+/* A row as stored. Strings may be NULL and live as long as the callback. */
+struct audit_row {
+	int64_t id;
+	const char *ts; /* "2026-11-22T03:47:17.123Z" */
+	const char *kind;
+	const char *sandbox;
+	const char *host;
+	int64_t port; /* 0 when none */
+	const char *decision;
+	const char *reason;
+	const char *detail;
+	const char *prev_hash;
+	const char *hash;
+	/* Byte lengths of the strings above (they may hold NULs when tampered). */
+	size_t ts_len, kind_len, sandbox_len, host_len, decision_len, reason_len, detail_len;
+};
+
+/*
+ * hash = SHA-256(prev || canonical content). The content is a version tag,
+ * the id as 8 bytes big-endian, then each field length-prefixed (docs/audit.md),
+ * so no two different rows share a content. 0 or -EIO (OpenSSL failed).
+ */
+int audit_row_hash(const struct audit_row *row, const uint8_t prev[AUDIT_HASH_LEN],
+                   uint8_t out[AUDIT_HASH_LEN]);
+/* The same, reusing one context and buffer (the writer, verify). */
+struct audit_hasher;
+struct audit_hasher *audit_hasher_new(void);
+void audit_hasher_free(struct audit_hasher *h);
+int audit_hasher_row(struct audit_hasher *h, const struct audit_row *row,
+                     const uint8_t prev[AUDIT_HASH_LEN], uint8_t out[AUDIT_HASH_LEN]);
+void audit_hash_to_hex(const uint8_t h[AUDIT_HASH_LEN], char hex[AUDIT_HASH_HEX_LEN + 1]);
+/* Lower-case hex only. 0 or -EINVAL. */
+int audit_hash_from_hex(const char *hex, size_t len, uint8_t h[AUDIT_HASH_LEN]);
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" for a Unix time in ms. 0 or -ERANGE. */
+int audit_format_ts(int64_t ms, char *buf, size_t len);
+/*
+ * ISO-8601 to Unix ms: "2026-11-22", "2026-11-22T03:47", "...:17", "...:17.5",
+ * with "Z" or "+HH:MM"/"-HH:MM" (none means UTC). 0 or -EINVAL.
+ */
+int audit_parse_ts(const char *s, int64_t *ms);
+
+/*
+ * Checks the chain as audit_verify does and also that a row with the hash
+ * anchor_hex (a head printed by an earlier verify) is part of it. anchor_hex
+ * may be NULL.
+ */
+int audit_verify_anchor(const char *path, const char *anchor_hex, struct audit_verify_result *out,
+                        char *err, size_t errlen);
+
+/* ---- reading (audit_query.c) --------------------------------------------- */
+
+struct audit_filter {
+	int64_t since_ms;     /* rows at or after this time; 0: no bound */
+	const char *sandbox;  /* exact */
+	const char *host;     /* exact, or "*.example.com" for the names below it */
+	const char *decision; /* exact */
+	const char *kind;     /* exact */
+	int64_t after_id;     /* rows with a larger id only */
+	int64_t until_id;     /* rows up to this id only; 0: no bound */
+	long limit;           /* the newest N matching rows; 0: all */
+};
+
+struct audit_reader;
+
+/*
+ * Opens an existing audit database for reading. A missing file is -ENOENT
+ * (nothing is created); a file that is not a tollgate audit database or has
+ * a newer schema is -EINVAL. err gets one line.
+ */
+int audit_reader_open(const char *path, struct audit_reader **out, char *err, size_t errlen);
+void audit_reader_free(struct audit_reader *r);
+/* The reader's connection, for audit_verify.c. */
+struct sqlite3 *audit_reader_db(struct audit_reader *r);
+
+/* Return non-zero to stop the query (it then returns that value). */
+typedef int (*audit_row_fn)(const struct audit_row *row, void *arg);
+
+/*
+ * Calls fn for each matching row, oldest first, from one snapshot.
+ * *max_id (may be NULL) gets the largest id in the log at that snapshot,
+ * where a follower continues. 0 or negative errno with err set.
+ */
+int audit_query(struct audit_reader *r, const struct audit_filter *f, audit_row_fn fn, void *arg,
+                int64_t *max_id, char *err, size_t errlen);
+
+/*
+ * After audit_query: polls every poll_ms for rows with an id above after_id
+ * that match f, calling fn for each, until *stop is set (a signal handler)
+ * or fn returns non-zero. 0 on stop, negative errno on a read error.
+ */
+int audit_follow(struct audit_reader *r, const struct audit_filter *f, int64_t after_id,
+                 unsigned poll_ms, audit_row_fn fn, void *arg, volatile sig_atomic_t *stop,
+                 char *err, size_t errlen);
+
+/* An aligned table: widths are measured over the rows it will show. */
+enum {
+	AUDIT_COL_ID,
+	AUDIT_COL_TS,
+	AUDIT_COL_KIND,
+	AUDIT_COL_SANDBOX,
+	AUDIT_COL_HOST,
+	AUDIT_COL_PORT,
+	AUDIT_COL_DECISION,
+	AUDIT_COL_REASON,
+	AUDIT_NCOLS
+};
+struct audit_table {
+	FILE *out;
+	int width[AUDIT_NCOLS];
+};
+/*
+ * Sets widths from the rows f selects (at least the headers' own). *max_id
+ * (may be NULL) gets the largest id of that snapshot: put it in until_id so
+ * the query shows the rows that were measured.
+ */
+int audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct audit_table *t,
+                        int64_t *max_id, char *err, size_t errlen);
+void audit_table_header(const struct audit_table *t);
+/* Control characters are shown as '?': a log must not drive the terminal. */
+void audit_table_row(const struct audit_table *t, const struct audit_row *row);
+
+/*
+ * One JSON object and a newline: id, ts, kind, sandbox, host, port,
+ * decision, reason, detail (an object; a string if the text is not one),
+ * hash. 0 or -ENOMEM/-EIO.
+ */
+int audit_json_row(FILE *out, const struct audit_row *row);
 
 #endif

@@ -1,0 +1,1086 @@
+/*
+ * The audit store's writer side: schema and migrations, the hash chain, and a
+ * writer thread that commits queued rows in batches, off the event loop.
+ */
+#include "policy/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "gateway/log.h"
+
+const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
+/* Domain separation: a hash of this format can never equal one of another. */
+static const char hash_tag[] = "tollgate.audit.v1";
+
+#define BUSY_TIMEOUT_MS 5000
+/* 10000-01-01: four-digit years keep ts fixed-width, so text order is time order. */
+#define TS_MS_MAX 253402300800000LL
+
+/*
+ * The migration steps, applied in order inside one transaction; after step N
+ * the file's user_version is N. Never edit a step that has shipped: append.
+ */
+static const char *const migrations[AUDIT_SCHEMA_VERSION] = {
+    /* 1: the rows, and an index for --since. */
+    "CREATE TABLE events ("
+    " id INTEGER PRIMARY KEY,"
+    " ts TEXT NOT NULL,"
+    " kind TEXT NOT NULL,"
+    " sandbox TEXT,"
+    " host TEXT,"
+    " port INTEGER,"
+    " decision TEXT,"
+    " reason TEXT,"
+    " detail TEXT,"
+    " prev_hash TEXT NOT NULL,"
+    " hash TEXT NOT NULL);"
+    "CREATE INDEX events_ts ON events(ts);",
+    /* 2: the head (newest id and hash), updated in each batch's transaction,
+     * so that deleting the newest rows shows. Seeded from the rows a
+     * version-1 file already holds. */
+    "CREATE TABLE head ("
+    " one INTEGER PRIMARY KEY CHECK (one = 1),"
+    " last_id INTEGER NOT NULL,"
+    " last_hash TEXT NOT NULL);"
+    "INSERT INTO head (one, last_id, last_hash) SELECT 1,"
+    " COALESCE((SELECT MAX(id) FROM events), 0),"
+    " COALESCE((SELECT hash FROM events ORDER BY id DESC LIMIT 1),"
+    " '0000000000000000000000000000000000000000000000000000000000000000');",
+};
+
+/* A queued row: the struct and its strings in one allocation. */
+struct queued_row {
+	struct queued_row *next;
+	int64_t ts_ms;
+	int64_t port;
+	char *kind, *sandbox, *host, *decision, *reason, *detail;
+	uint32_t kind_len, sandbox_len, host_len, decision_len, reason_len, detail_len;
+	char data[];
+};
+
+struct audit {
+	sqlite3 *db;
+	sqlite3_stmt *st_begin, *st_head, *st_insert, *st_update_head, *st_commit, *st_rollback;
+	struct audit_options opt;
+	char *path;
+
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t mu;
+	pthread_cond_t wake; /* the writer: rows, a full batch, a flush, stop */
+	pthread_cond_t done; /* flushers: a batch finished */
+
+	/* Under mu. */
+	struct queued_row *first, *last;
+	size_t count;
+	struct timespec first_queued; /* CLOCK_MONOTONIC: starts the batch timer */
+	uint64_t seq_queued, seq_taken, seq_done, flush_target;
+	bool stopping;
+	bool drop_logged;
+	uint64_t failed_at_last_flush;
+	struct audit_stats stats;
+
+	/* Writer thread only. */
+	struct audit_hasher *hasher;
+	int64_t ts_cache_sec; /* the second ts_cache was formatted for */
+	char ts_cache[32];
+	bool failing;  /* the last batch failed: log once until one succeeds */
+	uint64_t lost; /* rows of failed batches, for that log line */
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void
+audit_options_default(struct audit_options *o)
+{
+	*o = (struct audit_options){
+	    .queue_max = 65536,
+	    .batch_rows = 512,
+	    .batch_ms = 50,
+	    .unchained = false,
+	};
+}
+
+/* ---- time ---------------------------------------------------------------- */
+
+int
+audit_format_ts(int64_t ms, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t secs;
+	int64_t frac;
+	int n;
+
+	if (ms < 0)
+		return -ERANGE;
+	secs = (time_t)(ms / 1000);
+	frac = ms % 1000;
+	if (gmtime_r(&secs, &tm) == NULL || tm.tm_year + 1900 > 9999)
+		return -ERANGE;
+	n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+	             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
+	if (n < 0 || (size_t)n >= len)
+		return -ERANGE;
+	return 0;
+}
+
+/* Reads exactly n digits. */
+static int
+parse_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if ((*p)[i] < '0' || (*p)[i] > '9')
+			return -EINVAL;
+		v = v * 10 + ((*p)[i] - '0');
+	}
+	*p += n;
+	*out = v;
+	return 0;
+}
+
+int
+audit_parse_ts(const char *s, int64_t *ms)
+{
+	static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	struct tm tm = {0};
+	const char *p = s;
+	int year, mon, day, hour = 0, min = 0, sec = 0, frac = 0, oh = 0, om = 0, sign = 0;
+	int64_t t;
+
+	if (s == NULL)
+		return -EINVAL;
+	if (parse_digits(&p, 4, &year) != 0 || *p++ != '-' || parse_digits(&p, 2, &mon) != 0 ||
+	    *p++ != '-' || parse_digits(&p, 2, &day) != 0)
+		return -EINVAL;
+	if (year < 1970 || mon < 1 || mon > 12 || day < 1 || day > mdays[mon - 1])
+		return -EINVAL;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		p++;
+		if (parse_digits(&p, 2, &hour) != 0 || *p++ != ':' ||
+		    parse_digits(&p, 2, &min) != 0)
+			return -EINVAL;
+		if (*p == ':') {
+			p++;
+			if (parse_digits(&p, 2, &sec) != 0)
+				return -EINVAL;
+			if (*p == '.') {
+				int scale = 100, digits = 0;
+
+				p++;
+				for (; *p >= '0' && *p <= '9'; p++, digits++) {
+					frac += (*p - '0') * scale;
+					scale /= 10;
+				}
+				if (digits == 0 || digits > 9)
+					return -EINVAL;
+			}
+		}
+		if (hour > 23 || min > 59 || sec > 60)
+			return -EINVAL;
+		if (*p == 'Z' || *p == 'z') {
+			p++;
+		} else if (*p == '+' || *p == '-') {
+			sign = *p == '+' ? 1 : -1;
+			p++;
+			if (parse_digits(&p, 2, &oh) != 0)
+				return -EINVAL;
+			if (*p == ':')
+				p++;
+			if (parse_digits(&p, 2, &om) != 0 || oh > 23 || om > 59)
+				return -EINVAL;
+		}
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	tm.tm_year = year - 1900;
+	tm.tm_mon = mon - 1;
+	tm.tm_mday = day;
+	tm.tm_hour = hour;
+	tm.tm_min = min;
+	tm.tm_sec = sec;
+	t = (int64_t)timegm(&tm);
+	/* timegm normalises 30 February into March: refuse what it changed. */
+	if (tm.tm_mday != day || tm.tm_mon != mon - 1)
+		return -EINVAL;
+	t -= (int64_t)sign * (oh * 3600 + om * 60);
+	if (t < 0)
+		return -EINVAL;
+	*ms = t * 1000 + frac;
+	return 0;
+}
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the chain ----------------------------------------------------------- */
+
+struct canon_buf {
+	unsigned char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+/* The buffer is sized once per row (canon_row), so the writers below only copy. */
+static void
+canon_u64(struct canon_buf *b, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		b->p[b->len + (size_t)i] = (unsigned char)(v & 0xff);
+		v >>= 8;
+	}
+	b->len += 8;
+}
+
+/* NULL is one 0 byte; a string is 1, its length (8 bytes), its bytes. */
+static void
+canon_str(struct canon_buf *b, const char *s, size_t len)
+{
+	b->p[b->len++] = s != NULL ? 1 : 0;
+	if (s == NULL)
+		return;
+	canon_u64(b, len);
+	memcpy(b->p + b->len, s, len);
+	b->len += len;
+}
+
+static void
+canon_row(struct canon_buf *b, const struct audit_row *r)
+{
+	/* 9 strings of at most 9 + len bytes, the id and the port. */
+	size_t need = 9 * 9 + 16 + sizeof(hash_tag) + r->ts_len + r->kind_len + r->sandbox_len +
+	              r->host_len + r->decision_len + r->reason_len + r->detail_len;
+	unsigned char *np;
+	size_t ncap;
+
+	b->len = 0;
+	if (need > b->cap) {
+		for (ncap = b->cap != 0 ? b->cap : 512; ncap < need;)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (np == NULL) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	canon_str(b, hash_tag, sizeof(hash_tag) - 1);
+	canon_u64(b, (uint64_t)r->id);
+	canon_str(b, r->ts, r->ts_len);
+	canon_str(b, r->kind, r->kind_len);
+	canon_str(b, r->sandbox, r->sandbox_len);
+	canon_str(b, r->host, r->host_len);
+	canon_u64(b, (uint64_t)r->port);
+	canon_str(b, r->decision, r->decision_len);
+	canon_str(b, r->reason, r->reason_len);
+	canon_str(b, r->detail, r->detail_len);
+}
+
+/* A reusable SHA-256 context and canonical-content buffer: no allocation per row. */
+struct audit_hasher {
+	EVP_MD_CTX *ctx;
+	EVP_MD *md;
+	struct canon_buf buf;
+};
+
+struct audit_hasher *
+audit_hasher_new(void)
+{
+	struct audit_hasher *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return NULL;
+	h->ctx = EVP_MD_CTX_new();
+	h->md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (h->ctx == NULL || h->md == NULL || EVP_DigestInit_ex2(h->ctx, h->md, NULL) != 1) {
+		audit_hasher_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void
+audit_hasher_free(struct audit_hasher *h)
+{
+	if (h == NULL)
+		return;
+	EVP_MD_CTX_free(h->ctx);
+	EVP_MD_free(h->md);
+	free(h->buf.p);
+	free(h);
+}
+
+int
+audit_hasher_row(struct audit_hasher *h, const struct audit_row *row,
+                 const uint8_t prev[AUDIT_HASH_LEN], uint8_t out[AUDIT_HASH_LEN])
+{
+	unsigned int outlen = 0;
+
+	canon_row(&h->buf, row);
+	if (h->buf.oom) {
+		h->buf.oom = false;
+		return -ENOMEM;
+	}
+	/* NULL: the digest set up once in audit_hasher_new, without fetching
+	 * and setting it up again for every row. */
+	if (EVP_DigestInit_ex2(h->ctx, NULL, NULL) != 1 ||
+	    EVP_DigestUpdate(h->ctx, prev, AUDIT_HASH_LEN) != 1 ||
+	    EVP_DigestUpdate(h->ctx, h->buf.p, h->buf.len) != 1 ||
+	    EVP_DigestFinal_ex(h->ctx, out, &outlen) != 1 || outlen != AUDIT_HASH_LEN)
+		return -EIO;
+	return 0;
+}
+
+int
+audit_row_hash(const struct audit_row *row, const uint8_t prev[AUDIT_HASH_LEN],
+               uint8_t out[AUDIT_HASH_LEN])
+{
+	struct audit_hasher *h = audit_hasher_new();
+	int rc;
+
+	if (h == NULL)
+		return -ENOMEM;
+	rc = audit_hasher_row(h, row, prev, out);
+	audit_hasher_free(h);
+	return rc;
+}
+
+void
+audit_hash_to_hex(const uint8_t h[AUDIT_HASH_LEN], char hex[AUDIT_HASH_HEX_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < AUDIT_HASH_LEN; i++) {
+		hex[2 * i] = digits[h[i] >> 4];
+		hex[2 * i + 1] = digits[h[i] & 0xf];
+	}
+	hex[AUDIT_HASH_HEX_LEN] = '\0';
+}
+
+static int
+hex_nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+audit_hash_from_hex(const char *hex, size_t len, uint8_t h[AUDIT_HASH_LEN])
+{
+	if (hex == NULL || len != AUDIT_HASH_HEX_LEN)
+		return -EINVAL;
+	for (size_t i = 0; i < AUDIT_HASH_LEN; i++) {
+		int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		h[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* ---- opening and migrating ------------------------------------------------ */
+
+static int
+exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		set_err(err, errlen, "%s", msg != NULL ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+query_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = -EIO;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_step(st) != SQLITE_ROW)
+		goto out;
+	*out = sqlite3_column_int64(st, 0);
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * Brings the file to AUDIT_SCHEMA_VERSION: every missing step and the new
+ * user_version in one IMMEDIATE transaction, so that a failing step leaves
+ * the file as it was and two processes never migrate at once.
+ */
+static int
+migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+	char msg[512];
+	int64_t version = 0, tables = 0;
+	int rc;
+
+	rc = exec_sql(db, "BEGIN IMMEDIATE", msg, sizeof(msg));
+	if (rc != 0) {
+		set_err(err, errlen, "%s: %s", path, msg);
+		return rc;
+	}
+	if (query_int(db, "PRAGMA user_version", &version) != 0 ||
+	    query_int(db, "SELECT count(*) FROM sqlite_master", &tables) != 0) {
+		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+		rc = -EIO;
+		goto out;
+	}
+	if (version > AUDIT_SCHEMA_VERSION) {
+		set_err(err, errlen, "%s: schema version %lld is newer than this tollgate's (%d)",
+		        path, (long long)version, AUDIT_SCHEMA_VERSION);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (version == 0 && tables != 0) {
+		set_err(err, errlen, "%s: not a tollgate audit database (tables but no version)",
+		        path);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (int64_t v = version; v < AUDIT_SCHEMA_VERSION; v++) {
+		rc = exec_sql(db, migrations[v], msg, sizeof(msg));
+		if (rc != 0) {
+			set_err(err, errlen, "%s: migration to schema version %lld failed: %s",
+			        path, (long long)v + 1, msg);
+			goto out;
+		}
+	}
+	if (version != AUDIT_SCHEMA_VERSION) {
+		char sql[64];
+
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", AUDIT_SCHEMA_VERSION);
+		rc = exec_sql(db, sql, msg, sizeof(msg));
+		if (rc != 0) {
+			set_err(err, errlen, "%s: %s", path, msg);
+			goto out;
+		}
+	}
+	rc = exec_sql(db, "COMMIT", msg, sizeof(msg));
+	if (rc != 0)
+		set_err(err, errlen, "%s: %s", path, msg);
+out:
+	if (rc != 0)
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+static int
+prepare(struct audit *a, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
+{
+	if (sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
+		set_err(err, errlen, "%s: %s", a->path, sqlite3_errmsg(a->db));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg);
+
+int
+audit_open(const char *path, struct audit **out, char *err, size_t errlen)
+{
+	struct audit_options o;
+
+	audit_options_default(&o);
+	return audit_open_with(path, &o, out, err, errlen);
+}
+
+int
+audit_open_with(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                size_t errlen)
+{
+	struct audit *a = NULL;
+	sigset_t all, old_mask;
+	pthread_condattr_t ca;
+	char msg[512];
+	int64_t dummy;
+	int rc, fd;
+
+	*out = NULL;
+	if (path == NULL || o == NULL || o->queue_max == 0 || o->batch_rows == 0) {
+		set_err(err, errlen, "audit: bad arguments");
+		return -EINVAL;
+	}
+	a = calloc(1, sizeof(*a));
+	if (a == NULL) {
+		set_err(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	a->opt = *o;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_cond_init(&a->done, &ca);
+	pthread_condattr_destroy(&ca);
+	a->path = strdup(path);
+	if (a->path == NULL) {
+		rc = -ENOMEM;
+		set_err(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+
+	/* The log names hosts and sandboxes: only its owner reads it. SQLite
+	 * gives the -wal and -shm files the same mode. */
+	do {
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	} while (fd < 0 && errno == EINTR);
+	if (fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	close(fd);
+
+	if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		set_err(err, errlen, "%s: %s", path,
+		        a->db != NULL ? sqlite3_errmsg(a->db) : "cannot open");
+		rc = -EIO;
+		goto out;
+	}
+	sqlite3_busy_timeout(a->db, BUSY_TIMEOUT_MS);
+	/* Reading the header first turns "file is not a database" into an error here. */
+	if (query_int(a->db, "PRAGMA user_version", &dummy) != 0) {
+		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(a->db));
+		rc = -EINVAL;
+		goto out;
+	}
+	{
+		sqlite3_stmt *st = NULL;
+		bool wal = false;
+
+		if (sqlite3_prepare_v2(a->db, "PRAGMA journal_mode=WAL", -1, &st, NULL) ==
+		        SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			wal = sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+		sqlite3_finalize(st);
+		if (!wal) {
+			set_err(err, errlen, "%s: cannot switch to WAL mode: %s", path,
+			        sqlite3_errmsg(a->db));
+			rc = -EIO;
+			goto out;
+		}
+	}
+	/* In WAL mode NORMAL keeps every committed batch across a crash of the
+	 * process; only a power loss can undo the newest ones. */
+	rc = exec_sql(a->db, "PRAGMA synchronous=NORMAL", msg, sizeof(msg));
+	if (rc != 0) {
+		set_err(err, errlen, "%s: %s", path, msg);
+		goto out;
+	}
+	rc = migrate(a->db, path, err, errlen);
+	if (rc != 0)
+		goto out;
+
+	rc = prepare(a, &a->st_begin, "BEGIN IMMEDIATE", err, errlen);
+	if (rc == 0)
+		rc = prepare(a, &a->st_commit, "COMMIT", err, errlen);
+	if (rc == 0)
+		rc = prepare(a, &a->st_rollback, "ROLLBACK", err, errlen);
+	if (rc == 0)
+		rc = prepare(a, &a->st_head, "SELECT last_id, last_hash FROM head WHERE one = 1",
+		             err, errlen);
+	if (rc == 0)
+		rc = prepare(a, &a->st_insert,
+		             "INSERT INTO events (id, ts, kind, sandbox, host, port, decision,"
+		             " reason, detail, prev_hash, hash)"
+		             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+		             err, errlen);
+	if (rc == 0)
+		rc = prepare(a, &a->st_update_head,
+		             "UPDATE head SET last_id = ?1, last_hash = ?2 WHERE one = 1", err,
+		             errlen);
+	if (rc != 0)
+		goto out;
+
+	a->hasher = audit_hasher_new();
+	a->ts_cache_sec = -1;
+	if (a->hasher == NULL) {
+		set_err(err, errlen, "%s: OpenSSL has no SHA-256", path);
+		rc = -EIO;
+		goto out;
+	}
+
+	/* The writer takes no signals: they belong to the event loop's thread
+	 * (a signalfd or libevent's handler there must see every one). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
+	rc = -pthread_create(&a->writer, NULL, writer_main, a);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	if (rc != 0) {
+		set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
+		goto out;
+	}
+	a->writer_started = true;
+	*out = a;
+	a = NULL;
+out:
+	audit_free(a);
+	return rc;
+}
+
+/* ---- appending ----------------------------------------------------------- */
+
+static size_t
+field_len(const char *s, size_t cap)
+{
+	return s != NULL ? strnlen(s, cap) : 0;
+}
+
+/* Copies s (at most cap bytes) to *cursor; NULL stays NULL. */
+static char *
+field_copy(char **cursor, const char *s, size_t n)
+{
+	char *dst;
+
+	if (s == NULL)
+		return NULL;
+	dst = *cursor;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	*cursor += n + 1;
+	return dst;
+}
+
+int
+audit_append(struct audit *a, const struct audit_event *ev)
+{
+	char marker[96];
+	const char *detail;
+	size_t lk, ls, lh, ld, lr, lx, total;
+	struct queued_row *q;
+	char *cur;
+	bool wake = false;
+
+	if (a == NULL || ev == NULL || ev->kind == NULL || ev->port < 0 || ev->port > 65535 ||
+	    ev->ts_ms < 0 || ev->ts_ms >= TS_MS_MAX)
+		return -EINVAL;
+	lk = field_len(ev->kind, AUDIT_FIELD_MAX);
+	ls = field_len(ev->sandbox, AUDIT_FIELD_MAX);
+	lh = field_len(ev->host, AUDIT_FIELD_MAX);
+	ld = field_len(ev->decision, AUDIT_FIELD_MAX);
+	lr = field_len(ev->reason, AUDIT_FIELD_MAX);
+	detail = ev->detail;
+	lx = field_len(detail, AUDIT_DETAIL_MAX + 1);
+	if (lx > AUDIT_DETAIL_MAX) {
+		/* A cut JSON text would not parse: say what was there instead. */
+		snprintf(marker, sizeof(marker), "{\"truncated\":true,\"max_bytes\":%d}",
+		         AUDIT_DETAIL_MAX);
+		detail = marker;
+		lx = strlen(marker);
+	}
+	total = sizeof(*q) + lk + ls + lh + ld + lr + lx + 6;
+	q = malloc(total);
+	if (q == NULL)
+		return -ENOMEM;
+	q->next = NULL;
+	q->ts_ms = ev->ts_ms != 0 ? ev->ts_ms : now_ms();
+	q->port = ev->port;
+	cur = q->data;
+	q->kind = field_copy(&cur, ev->kind, lk);
+	q->sandbox = field_copy(&cur, ev->sandbox, ls);
+	q->host = field_copy(&cur, ev->host, lh);
+	q->decision = field_copy(&cur, ev->decision, ld);
+	q->reason = field_copy(&cur, ev->reason, lr);
+	q->detail = field_copy(&cur, detail, lx);
+	q->kind_len = (uint32_t)lk;
+	q->sandbox_len = (uint32_t)ls;
+	q->host_len = (uint32_t)lh;
+	q->decision_len = (uint32_t)ld;
+	q->reason_len = (uint32_t)lr;
+	q->detail_len = (uint32_t)lx;
+
+	pthread_mutex_lock(&a->mu);
+	if (a->count >= a->opt.queue_max || a->stopping) {
+		bool first_drop = !a->drop_logged;
+
+		a->stats.dropped++;
+		a->drop_logged = true;
+		pthread_mutex_unlock(&a->mu);
+		free(q);
+		/* Once per store: a flood of warnings would not help the disk catch up. */
+		if (first_drop)
+			log_warnx("audit: %s: queue full (%zu rows): dropping events until the "
+			          "writer catches up",
+			          a->path, a->opt.queue_max);
+		return -ENOSPC;
+	}
+	if (a->last != NULL)
+		a->last->next = q;
+	else
+		a->first = q;
+	a->last = q;
+	a->count++;
+	a->seq_queued++;
+	a->stats.queued++;
+	if (a->count == 1) {
+		clock_gettime(CLOCK_MONOTONIC, &a->first_queued);
+		wake = true;
+	}
+	if (a->count == a->opt.batch_rows)
+		wake = true;
+	if (wake)
+		pthread_cond_signal(&a->wake);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+int
+audit_flush(struct audit *a)
+{
+	uint64_t target;
+	int rc = 0;
+
+	if (a == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&a->mu);
+	target = a->seq_queued;
+	if (a->flush_target < target)
+		a->flush_target = target;
+	pthread_cond_signal(&a->wake);
+	while (a->seq_done < target)
+		pthread_cond_wait(&a->done, &a->mu);
+	if (a->stats.failed != a->failed_at_last_flush)
+		rc = -EIO;
+	a->failed_at_last_flush = a->stats.failed;
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
+void
+audit_get_stats(struct audit *a, struct audit_stats *out)
+{
+	pthread_mutex_lock(&a->mu);
+	*out = a->stats;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- the writer thread ---------------------------------------------------- */
+
+static void
+bind_text(sqlite3_stmt *st, int i, const char *s, uint32_t len)
+{
+	if (s != NULL)
+		sqlite3_bind_text(st, i, s, (int)len, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+static int
+step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : rc;
+}
+
+/* Rows come in bursts within one second: format its date and time once. */
+static void
+format_ts_cached(struct audit *a, int64_t ms, char *buf, size_t len)
+{
+	int64_t sec = ms / 1000;
+
+	if (sec != a->ts_cache_sec) {
+		if (audit_format_ts(sec * 1000, a->ts_cache, sizeof(a->ts_cache)) != 0) {
+			audit_format_ts(ms, buf, len);
+			return;
+		}
+		a->ts_cache_sec = sec;
+	}
+	/* "YYYY-MM-DDTHH:MM:SS." then the milliseconds and "Z". */
+	if (len < 25) {
+		audit_format_ts(ms, buf, len);
+		return;
+	}
+	memcpy(buf, a->ts_cache, 20);
+	buf[20] = (char)('0' + ms % 1000 / 100);
+	buf[21] = (char)('0' + ms % 100 / 10);
+	buf[22] = (char)('0' + ms % 10);
+	buf[23] = 'Z';
+	buf[24] = '\0';
+}
+
+/*
+ * One transaction: read the head, chain and insert every row, move the head.
+ * Reading the head inside the IMMEDIATE transaction (not caching it) keeps
+ * the chain whole when two processes share one file.
+ */
+static int
+write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
+{
+	uint8_t prev[AUDIT_HASH_LEN], h[AUDIT_HASH_LEN];
+	char prev_hex[AUDIT_HASH_HEX_LEN + 1], hex[AUDIT_HASH_HEX_LEN + 1], ts[32];
+	int64_t id = 0;
+	bool in_tx = false;
+	int rc;
+
+	rc = step_done(a->st_begin);
+	if (rc != 0)
+		goto out;
+	in_tx = true;
+	if (!a->opt.unchained) {
+		if (sqlite3_step(a->st_head) != SQLITE_ROW) {
+			sqlite3_reset(a->st_head);
+			set_err(err, errlen,
+			        "the head row is missing (run 'tollgate audit verify')");
+			rc = SQLITE_CORRUPT;
+			goto out;
+		}
+		id = sqlite3_column_int64(a->st_head, 0);
+		if (audit_hash_from_hex((const char *)sqlite3_column_text(a->st_head, 1),
+		                        (size_t)sqlite3_column_bytes(a->st_head, 1), prev) != 0) {
+			sqlite3_reset(a->st_head);
+			set_err(err, errlen,
+			        "the head hash is malformed (run 'tollgate audit verify')");
+			rc = SQLITE_CORRUPT;
+			goto out;
+		}
+		sqlite3_reset(a->st_head);
+	} else {
+		memset(prev, 0, sizeof(prev));
+	}
+	for (struct queued_row *q = rows; q != NULL; q = q->next) {
+		struct audit_row r;
+
+		format_ts_cached(a, q->ts_ms, ts, sizeof(ts));
+		audit_hash_to_hex(prev, prev_hex);
+		if (!a->opt.unchained) {
+			id++;
+			r = (struct audit_row){
+			    .id = id,
+			    .ts = ts,
+			    .ts_len = strlen(ts),
+			    .kind = q->kind,
+			    .kind_len = q->kind_len,
+			    .sandbox = q->sandbox,
+			    .sandbox_len = q->sandbox_len,
+			    .host = q->host,
+			    .host_len = q->host_len,
+			    .port = q->port,
+			    .decision = q->decision,
+			    .decision_len = q->decision_len,
+			    .reason = q->reason,
+			    .reason_len = q->reason_len,
+			    .detail = q->detail,
+			    .detail_len = q->detail_len,
+			};
+			if (audit_hasher_row(a->hasher, &r, prev, h) != 0) {
+				set_err(err, errlen, "cannot hash a row");
+				rc = SQLITE_NOMEM;
+				goto out;
+			}
+			audit_hash_to_hex(h, hex);
+			sqlite3_bind_int64(a->st_insert, 1, id);
+		} else {
+			/* Same bytes stored, no hashing: the benchmark's baseline. */
+			memcpy(hex, prev_hex, sizeof(hex));
+			sqlite3_bind_null(a->st_insert, 1);
+		}
+		sqlite3_bind_text(a->st_insert, 2, ts, -1, SQLITE_STATIC);
+		bind_text(a->st_insert, 3, q->kind, q->kind_len);
+		bind_text(a->st_insert, 4, q->sandbox, q->sandbox_len);
+		bind_text(a->st_insert, 5, q->host, q->host_len);
+		if (q->port != 0)
+			sqlite3_bind_int64(a->st_insert, 6, q->port);
+		else
+			sqlite3_bind_null(a->st_insert, 6);
+		bind_text(a->st_insert, 7, q->decision, q->decision_len);
+		bind_text(a->st_insert, 8, q->reason, q->reason_len);
+		bind_text(a->st_insert, 9, q->detail, q->detail_len);
+		sqlite3_bind_text(a->st_insert, 10, prev_hex, -1, SQLITE_STATIC);
+		sqlite3_bind_text(a->st_insert, 11, hex, -1, SQLITE_STATIC);
+		rc = step_done(a->st_insert); /* every parameter is bound anew for each row */
+		if (rc != 0) {
+			if (rc == SQLITE_CONSTRAINT)
+				set_err(err, errlen,
+				        "row %lld already exists beyond the head: the log was "
+				        "tampered with (run 'tollgate audit verify')",
+				        (long long)id);
+			goto out;
+		}
+		if (!a->opt.unchained)
+			memcpy(prev, h, sizeof(prev));
+	}
+	if (!a->opt.unchained) {
+		audit_hash_to_hex(prev, hex);
+		sqlite3_bind_int64(a->st_update_head, 1, id);
+		sqlite3_bind_text(a->st_update_head, 2, hex, -1, SQLITE_STATIC);
+		rc = step_done(a->st_update_head);
+		sqlite3_clear_bindings(a->st_update_head);
+		if (rc != 0)
+			goto out;
+	}
+	rc = step_done(a->st_commit);
+	if (rc == 0)
+		in_tx = false;
+out:
+	if (rc != 0 && err[0] == '\0')
+		set_err(err, errlen, "%s", sqlite3_errmsg(a->db));
+	if (in_tx)
+		step_done(a->st_rollback);
+	return rc;
+}
+
+static void
+deadline_after(const struct timespec *start, unsigned ms, struct timespec *out)
+{
+	*out = *start;
+	out->tv_sec += ms / 1000;
+	out->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (out->tv_nsec >= 1000000000L) {
+		out->tv_sec++;
+		out->tv_nsec -= 1000000000L;
+	}
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct audit *a = arg;
+	struct queued_row *batch, *q, *next;
+	struct timespec deadline, cpu0, cpu1;
+	char err[512];
+	size_t n;
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		while (a->count == 0 && !a->stopping)
+			pthread_cond_wait(&a->wake, &a->mu);
+		if (a->count == 0)
+			break; /* stopping, and nothing is left */
+		/* A full batch, the timer, a flush or stop: whichever comes first. */
+		deadline_after(&a->first_queued, a->opt.batch_ms, &deadline);
+		while (a->count < a->opt.batch_rows && !a->stopping &&
+		       a->seq_taken >= a->flush_target) {
+			if (pthread_cond_timedwait(&a->wake, &a->mu, &deadline) == ETIMEDOUT)
+				break;
+		}
+		batch = a->first;
+		q = batch;
+		for (n = 1; n < a->opt.batch_rows && q->next != NULL; n++)
+			q = q->next;
+		a->first = q->next;
+		q->next = NULL;
+		if (a->first == NULL)
+			a->last = NULL;
+		a->count -= n;
+		a->seq_taken += n;
+		if (a->count > 0)
+			clock_gettime(CLOCK_MONOTONIC, &a->first_queued);
+		pthread_mutex_unlock(&a->mu);
+
+		err[0] = '\0';
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
+		rc = write_batch(a, batch, err, sizeof(err));
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+		for (q = batch; q != NULL; q = next) {
+			next = q->next;
+			free(q);
+		}
+		/* Logged outside the lock: stderr may block, audit_append must not. */
+		if (rc != 0) {
+			a->lost += n;
+			if (!a->failing)
+				log_warnx("audit: %s: a batch of %zu rows was lost: %s", a->path, n,
+				          err);
+			a->failing = true;
+		} else if (a->failing) {
+			log_info("audit: %s: writing again (%llu rows were lost)", a->path,
+			         (unsigned long long)a->lost);
+			a->failing = false;
+		}
+
+		pthread_mutex_lock(&a->mu);
+		a->stats.writer_cpu_us += (uint64_t)((cpu1.tv_sec - cpu0.tv_sec) * 1000000 +
+		                                     (cpu1.tv_nsec - cpu0.tv_nsec) / 1000);
+		if (rc == 0) {
+			a->stats.committed += n;
+			a->stats.batches++;
+		} else {
+			a->stats.failed += n;
+		}
+		a->seq_done += n;
+		pthread_cond_broadcast(&a->done);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+void
+audit_free(struct audit *a)
+{
+	if (a == NULL)
+		return;
+	if (a->writer_started) {
+		pthread_mutex_lock(&a->mu);
+		a->stopping = true;
+		pthread_cond_signal(&a->wake);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->writer, NULL);
+		if (a->stats.dropped != 0)
+			log_warnx("audit: %s: %llu events were dropped (queue full)", a->path,
+			          (unsigned long long)a->stats.dropped);
+	}
+	sqlite3_finalize(a->st_begin);
+	sqlite3_finalize(a->st_head);
+	sqlite3_finalize(a->st_insert);
+	sqlite3_finalize(a->st_update_head);
+	sqlite3_finalize(a->st_commit);
+	sqlite3_finalize(a->st_rollback);
+	sqlite3_close(a->db);
+	audit_hasher_free(a->hasher);
+	free(a->path);
+	pthread_cond_destroy(&a->wake);
+	pthread_cond_destroy(&a->done);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}

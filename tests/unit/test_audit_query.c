@@ -1,0 +1,498 @@
+/*
+ * Reading the audit log: time parsing and formatting, every filter and the
+ * limit, following new rows, and the JSON and table output forms.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "policy/audit.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct audit_reader *r;
+};
+
+/* 2026-01-01T00:00:00Z */
+#define T0 1767225600000LL
+
+/*
+ * The log every filter test reads: id, time offset (minutes after T0),
+ * kind, sandbox, host, decision.
+ */
+static const struct {
+	int minutes;
+	const char *kind, *sandbox, *host, *decision;
+} rows[] = {
+    {0, "decision", "sb1", "example.com", "allow"},   /* 1 */
+    {1, "decision", "sb1", "a.example.com", "deny"},  /* 2 */
+    {2, "dns", "sb2", "b.a.example.com", "allow"},    /* 3 */
+    {3, "decision", "sb2", "badexample.com", "deny"}, /* 4 */
+    {4, "connection", "sb1", "example.com", "allow"}, /* 5 */
+    {5, "sandbox.start", "sb3", NULL, NULL},          /* 6 */
+    {6, "decision", NULL, "other.org", "ask"},        /* 7 */
+};
+#define NROWS ((int)(sizeof(rows) / sizeof(rows[0])))
+
+static void
+append_log(const char *path)
+{
+	struct audit *a = NULL;
+	char err[256];
+
+	if (audit_open(path, &a, err, sizeof(err)) != 0)
+		fail_msg("audit_open: %s", err);
+	for (int i = 0; i < NROWS; i++) {
+		struct audit_event ev = {
+		    .kind = rows[i].kind,
+		    .sandbox = rows[i].sandbox,
+		    .host = rows[i].host,
+		    .port = rows[i].host != NULL ? 443 : 0,
+		    .decision = rows[i].decision,
+		    .reason = "r",
+		    .ts_ms = T0 + rows[i].minutes * 60000LL,
+		};
+		assert_int_equal(audit_append(a, &ev), 0);
+	}
+	assert_int_equal(audit_flush(a), 0);
+	audit_free(a);
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	char err[256];
+
+	assert_non_null(fx);
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-query.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
+	append_log(fx->path);
+	if (audit_reader_open(fx->path, &fx->r, err, sizeof(err)) != 0)
+		fail_msg("audit_reader_open: %s", err);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char p[160];
+
+	audit_reader_free(fx->r);
+	unlink(fx->path);
+	snprintf(p, sizeof(p), "%s-wal", fx->path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", fx->path);
+	unlink(p);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+/* ---- time ---------------------------------------------------------------------- */
+
+static void
+test_format_ts(void **state)
+{
+	char buf[32];
+
+	(void)state;
+	assert_int_equal(audit_format_ts(0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
+	assert_int_equal(audit_format_ts(T0 + 3723456, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "2026-01-01T01:02:03.456Z");
+	assert_int_equal(audit_format_ts(-1, buf, sizeof(buf)), -ERANGE);
+	assert_int_equal(audit_format_ts(T0, buf, 10), -ERANGE);
+}
+
+static void
+test_parse_ts(void **state)
+{
+	static const struct {
+		const char *in;
+		int64_t ms; /* -1: refused */
+	} cases[] = {
+	    {"2026-01-01", T0},
+	    {"2026-01-01T00:00", T0},
+	    {"2026-01-01T00:00Z", T0},
+	    {"2026-01-01T01:02:03Z", T0 + 3723000},
+	    {"2026-01-01T01:02:03.4Z", T0 + 3723400},
+	    {"2026-01-01T01:02:03.456Z", T0 + 3723456},
+	    {"2026-01-01T01:02:03.456789Z", T0 + 3723456},
+	    {"2026-01-01 01:02:03", T0 + 3723000},
+	    {"2026-01-01T01:00:00+01:00", T0},
+	    {"2026-01-01T01:00:00+0100", T0},
+	    {"2025-12-31T22:30:00-01:30", T0},
+	    {"2024-02-29", 1709164800000LL},
+	    {"", -1},
+	    {"2026", -1},
+	    {"2026-1-01", -1},
+	    {"2026-13-01", -1},
+	    {"2026-00-10", -1},
+	    {"2026-02-29", -1},
+	    {"2026-04-31", -1},
+	    {"2026-01-01T24:00", -1},
+	    {"2026-01-01T10:60", -1},
+	    {"2026-01-01T10", -1},
+	    {"2026-01-01T10:00:00.", -1},
+	    {"2026-01-01T10:00:00Zjunk", -1},
+	    {"2026-01-01T10:00:00+1", -1},
+	    {"2026-01-01x", -1},
+	    {"1969-12-31", -1},
+	    {"10m", -1},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t ms = -7;
+		int rc = audit_parse_ts(cases[i].in, &ms);
+
+		if (cases[i].ms < 0) {
+			if (rc != -EINVAL)
+				fail_msg("'%s' was accepted as %lld", cases[i].in, (long long)ms);
+		} else if (rc != 0 || ms != cases[i].ms) {
+			fail_msg("'%s': rc %d, %lld, want %lld", cases[i].in, rc, (long long)ms,
+			         (long long)cases[i].ms);
+		}
+	}
+}
+
+/* ---- filters ---------------------------------------------------------------------- */
+
+struct ids {
+	int64_t id[64];
+	int n;
+	int stop_after; /* stop the query/follow after this many rows (0: never) */
+	volatile sig_atomic_t *stop;
+};
+
+static int
+collect(const struct audit_row *row, void *arg)
+{
+	struct ids *ids = arg;
+
+	if (ids->n < 64)
+		ids->id[ids->n++] = row->id;
+	if (ids->stop_after != 0 && ids->n >= ids->stop_after && ids->stop != NULL)
+		*ids->stop = 1;
+	return 0;
+}
+
+/* Runs f and compares the ids with want ("1 2 3", "" for none). */
+static void
+expect_ids(struct audit_reader *r, const struct audit_filter *f, const char *want)
+{
+	struct ids ids = {0};
+	char got[256] = "", err[256];
+	size_t len = 0;
+	int64_t max_id = 0;
+
+	if (audit_query(r, f, collect, &ids, &max_id, err, sizeof(err)) != 0)
+		fail_msg("audit_query: %s", err);
+	for (int i = 0; i < ids.n; i++)
+		len += (size_t)snprintf(got + len, sizeof(got) - len, "%s%lld", i ? " " : "",
+		                        (long long)ids.id[i]);
+	if (strcmp(got, want) != 0)
+		fail_msg("got ids '%s', want '%s'", got, want);
+	/* Where a follower would go on: the last row the query could show. */
+	assert_int_equal(max_id, f->until_id > 0 ? f->until_id : NROWS);
+}
+
+static void
+test_filters(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_filter f;
+
+#define CASE(init, want)                                                                           \
+	do {                                                                                       \
+		f = (struct audit_filter){0};                                                      \
+		init;                                                                              \
+		expect_ids(fx->r, &f, want);                                                       \
+	} while (0)
+	CASE((void)0, "1 2 3 4 5 6 7");
+	CASE(f.since_ms = T0 + 3 * 60000, "4 5 6 7");
+	CASE(f.since_ms = T0 + 3 * 60000 + 1, "5 6 7");
+	CASE(f.since_ms = T0 + 3600000, "");
+	CASE(f.sandbox = "sb1", "1 2 5");
+	CASE(f.sandbox = "sb", "");
+	CASE(f.host = "example.com", "1 5");
+	CASE(f.host = "EXAMPLE.com.", "1 5");
+	CASE(f.host = "*.example.com", "2 3");
+	CASE(f.host = "*.a.example.com", "3");
+	CASE(f.host = "*.org", "7");
+	CASE(f.decision = "deny", "2 4");
+	CASE(f.decision = "ask", "7");
+	CASE(f.kind = "decision", "1 2 4 7");
+	CASE(f.kind = "sandbox.start", "6");
+	CASE((f.kind = "decision", f.decision = "allow"), "1");
+	CASE((f.sandbox = "sb1", f.host = "example.com", f.since_ms = T0 + 1), "5");
+	CASE(f.limit = 2, "6 7");
+	CASE(f.limit = 100, "1 2 3 4 5 6 7");
+	CASE((f.limit = 2, f.decision = "allow"), "3 5");
+	CASE(f.after_id = 5, "6 7");
+	CASE(f.until_id = 2, "1 2");
+	CASE((f.until_id = 5, f.limit = 2), "4 5");
+	/* What a user types reaches SQL only as a bound value. */
+	CASE(f.host = "x' OR '1'='1", "");
+#undef CASE
+}
+
+/* ---- follow ----------------------------------------------------------------------- */
+
+static void
+append_one(const char *path, const char *host)
+{
+	struct audit_event ev = {.kind = "decision", .host = host, .decision = "allow"};
+	struct audit *a = NULL;
+	char err[256];
+
+	assert_int_equal(audit_open(path, &a, err, sizeof(err)), 0);
+	assert_int_equal(audit_append(a, &ev), 0);
+	assert_int_equal(audit_flush(a), 0);
+	audit_free(a);
+}
+
+static void
+test_follow(void **state)
+{
+	struct fixture *fx = *state;
+	volatile sig_atomic_t stop = 0;
+	struct audit_filter f = {.host = "new.example"};
+	struct ids ids = {.stop_after = 1, .stop = &stop};
+	char err[256];
+
+	/* A stop that is already set returns at once. */
+	stop = 1;
+	assert_int_equal(audit_follow(fx->r, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)),
+	                 0);
+	assert_int_equal(ids.n, 0);
+
+	/* Rows committed by another writer after the snapshot; only the one
+	 * matching the filter is delivered. A hang would end with SIGALRM. */
+	append_one(fx->path, "other.example");
+	append_one(fx->path, "new.example");
+	stop = 0;
+	alarm(30);
+	assert_int_equal(audit_follow(fx->r, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)),
+	                 0);
+	alarm(0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(ids.id[0], NROWS + 2);
+}
+
+/*
+ * The table measures, then queries up to the measured id: a row committed in
+ * between must reach the follower, not fall between the two.
+ */
+static void
+test_no_gap_before_follow(void **state)
+{
+	struct fixture *fx = *state;
+	volatile sig_atomic_t stop = 0;
+	struct audit_filter f = {0};
+	struct ids ids = {.stop_after = 1, .stop = &stop};
+	struct audit_table t = {.out = NULL};
+	int64_t measured = 0, max_id = 0;
+	char err[256];
+
+	assert_int_equal(audit_table_measure(fx->r, &f, &t, &measured, err, sizeof(err)), 0);
+	assert_int_equal(measured, NROWS);
+	append_one(fx->path, "between.example");
+	f.until_id = measured;
+	ids.stop_after = 0;
+	assert_int_equal(audit_query(fx->r, &f, collect, &ids, &max_id, err, sizeof(err)), 0);
+	assert_int_equal(ids.n, NROWS);
+	assert_int_equal(max_id, NROWS);
+
+	ids = (struct ids){.stop_after = 1, .stop = &stop};
+	alarm(30);
+	assert_int_equal(
+	    audit_follow(fx->r, &f, max_id, 10, collect, &ids, &stop, err, sizeof(err)), 0);
+	alarm(0);
+	assert_int_equal(ids.n, 1);
+	assert_int_equal(ids.id[0], NROWS + 1);
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+
+struct capture {
+	char *buf;
+	size_t len;
+	FILE *f;
+};
+
+static int
+json_cb(const struct audit_row *row, void *arg)
+{
+	return audit_json_row(arg, row);
+}
+
+static void
+test_json(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_filter f = {.until_id = 1};
+	struct capture c = {0};
+	struct audit_row row = {
+	    .id = 42,
+	    .ts = "2026-01-01T00:00:00.000Z",
+	    .ts_len = 24,
+	    .kind = "decision",
+	    .kind_len = 8,
+	    .reason = "bad \xff\xfe utf-8",
+	    .reason_len = 12,
+	    .detail = "[1,2]",
+	    .detail_len = 5,
+	    .hash = "00",
+	};
+	json_t *j;
+	json_error_t jerr;
+	char err[256];
+
+	c.f = open_memstream(&c.buf, &c.len);
+	assert_non_null(c.f);
+	assert_int_equal(audit_query(fx->r, &f, json_cb, c.f, NULL, err, sizeof(err)), 0);
+	assert_int_equal(audit_json_row(c.f, &row), 0);
+	fclose(c.f);
+
+	/* Two lines, each one object. */
+	char *nl = strchr(c.buf, '\n');
+
+	assert_non_null(nl);
+	j = json_loadb(c.buf, (size_t)(nl - c.buf), 0, &jerr);
+	if (j == NULL)
+		fail_msg("line 1 is not JSON: %s", jerr.text);
+	assert_int_equal(json_integer_value(json_object_get(j, "id")), 1);
+	assert_string_equal(json_string_value(json_object_get(j, "ts")),
+	                    "2026-01-01T00:00:00.000Z");
+	assert_string_equal(json_string_value(json_object_get(j, "kind")), "decision");
+	assert_string_equal(json_string_value(json_object_get(j, "sandbox")), "sb1");
+	assert_string_equal(json_string_value(json_object_get(j, "host")), "example.com");
+	assert_int_equal(json_integer_value(json_object_get(j, "port")), 443);
+	assert_string_equal(json_string_value(json_object_get(j, "decision")), "allow");
+	assert_string_equal(json_string_value(json_object_get(j, "reason")), "r");
+	assert_true(json_is_null(json_object_get(j, "detail")));
+	assert_int_equal(strlen(json_string_value(json_object_get(j, "hash"))), 64);
+	json_decref(j);
+
+	j = json_loads(nl + 1, 0, &jerr);
+	if (j == NULL)
+		fail_msg("line 2 is not JSON: %s", jerr.text);
+	assert_true(json_is_null(json_object_get(j, "sandbox")));
+	assert_true(json_is_null(json_object_get(j, "port")));
+	/* Not an object: kept as its text. */
+	assert_string_equal(json_string_value(json_object_get(j, "detail")), "[1,2]");
+	assert_string_equal(json_string_value(json_object_get(j, "reason")), "bad ?? utf-8");
+	json_decref(j);
+	free(c.buf);
+
+	/* A detail object is embedded as an object. */
+	row.detail = "{\"bytes\":5}";
+	row.detail_len = strlen(row.detail);
+	c.f = open_memstream(&c.buf, &c.len);
+	assert_int_equal(audit_json_row(c.f, &row), 0);
+	fclose(c.f);
+	j = json_loads(c.buf, 0, &jerr);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "detail"), "bytes")),
+	                 5);
+	json_decref(j);
+	free(c.buf);
+}
+
+static int
+table_cb(const struct audit_row *row, void *arg)
+{
+	audit_table_row(arg, row);
+	return 0;
+}
+
+static void
+test_table(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_filter f = {0};
+	struct audit_table t;
+	struct capture c = {0};
+	char err[256], *line, *save = NULL;
+	int64_t max_id = 0;
+	long host_col = -1;
+	int lines = 0;
+
+	/* A reason with a terminal escape must not reach the terminal. */
+	append_one(fx->path, "esc.example");
+	{
+		sqlite3 *db = NULL;
+
+		assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db,
+		                              "UPDATE events SET reason = 'a' || char(27) || '[2J'"
+		                              " WHERE host = 'esc.example'",
+		                              NULL, NULL, NULL),
+		                 SQLITE_OK);
+		sqlite3_close(db);
+	}
+	c.f = open_memstream(&c.buf, &c.len);
+	t.out = c.f;
+	assert_int_equal(audit_table_measure(fx->r, &f, &t, &max_id, err, sizeof(err)), 0);
+	assert_int_equal(max_id, NROWS + 1);
+	f.until_id = max_id;
+	audit_table_header(&t);
+	assert_int_equal(audit_query(fx->r, &f, table_cb, &t, NULL, err, sizeof(err)), 0);
+	fclose(c.f);
+
+	assert_null(strchr(c.buf, 27));
+	assert_non_null(strstr(c.buf, "a?[2J"));
+	/* Every line has its HOST column where the header has it. */
+	for (line = strtok_r(c.buf, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *host;
+
+		lines++;
+		if (host_col < 0) {
+			host = strstr(line, "HOST");
+			assert_non_null(host);
+			host_col = host - line;
+			assert_non_null(strstr(line, "ID"));
+			assert_non_null(strstr(line, "DECISION"));
+			continue;
+		}
+		assert_true((long)strlen(line) > host_col);
+		assert_true(line[host_col - 1] == ' ');
+		assert_true(line[host_col] != ' ');
+	}
+	assert_int_equal(lines, NROWS + 2);
+	free(c.buf);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_format_ts),
+	    cmocka_unit_test(test_parse_ts),
+	    cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_follow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_gap_before_follow, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_json, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
