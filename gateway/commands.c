@@ -5,9 +5,15 @@
 
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
+extern const struct gw_command gw_command_pending;
+extern const struct gw_command gw_command_approve;
+extern const struct gw_command gw_command_deny;
 
 const struct gw_command *const gw_commands[] = {
 	&gw_command_policy,
 	&gw_command_audit,
+	&gw_command_pending,
+	&gw_command_approve,
+	&gw_command_deny,
 	NULL,
 };

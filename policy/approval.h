@@ -38,6 +38,8 @@ struct approval_info {
 	char host[POLICY_HOST_MAX + 1];
 	int port;        /* 0: any port (a DNS lookup asked) */
 	double created;  /* CLOCK_REALTIME seconds */
+	double expires;  /* CLOCK_REALTIME seconds: the timer denies then */
+	size_t waiters;  /* requests held by it (0 when only detached ones asked) */
 	char context[256]; /* e.g. the sandboxed command, for the prompt */
 };
 
@@ -51,18 +53,46 @@ typedef void (*approval_notify_cb)(const struct approval_info *info, void *arg);
 typedef void (*approval_always_cb)(const char *client, const char *pattern, bool allow,
                                    void *arg);
 
+/*
+ * What a listener hears: a new pending approval, a decision, a timeout, or
+ * an approval whose last waiter went away. allow and scope mean something
+ * only for APPROVAL_EVENT_DECIDED.
+ */
+enum approval_event {
+	APPROVAL_EVENT_PENDING,
+	APPROVAL_EVENT_DECIDED,
+	APPROVAL_EVENT_TIMEOUT,
+	APPROVAL_EVENT_GONE,
+};
+/* "pending", "decided", "timeout", "gone". */
+const char *approval_event_name(enum approval_event e);
+typedef void (*approval_listener_cb)(enum approval_event event, const struct approval_info *info,
+                                     bool allow, enum approval_scope scope, void *arg);
+
 int approvals_new(struct event_base *base, struct approvals **out);
 /* Every waiter is told APPROVAL_DENIED first. Accepts NULL. */
 void approvals_free(struct approvals *a);
 void approvals_set_notify(struct approvals *a, approval_notify_cb cb, void *arg);
 void approvals_set_always(struct approvals *a, approval_always_cb cb, void *arg);
+/*
+ * Any number of channels may listen (the control socket's subscribers, a
+ * terminal prompt). Listeners are told from the event loop, never from
+ * inside approval_request, so a listener may decide at once. Returns a
+ * handle for approvals_unlisten (> 0), or -ENOMEM.
+ */
+int approvals_listen(struct approvals *a, approval_listener_cb cb, void *arg);
+void approvals_unlisten(struct approvals *a, int handle);
 
 /*
  * Holds a request. If an approval for the same client, host and port is
  * already pending, joins it (one person decides both); a DNS-time approval
  * (port 0) is joined by a later request for any port of the same host. The
- * callback runs exactly once unless the wait is cancelled first. timeout in
- * seconds: after it, APPROVAL_TIMEOUT.
+ * callback runs exactly once unless the wait is cancelled first, always from
+ * the event loop (never inside this call); the wait is freed after it.
+ * timeout in seconds: after it, APPROVAL_TIMEOUT; a joiner with a later
+ * deadline extends the approval's. A request already covered by a remembered
+ * decision (approvals_remembered) is answered on the next loop iteration
+ * without a new approval. NULL on allocation failure or a bad argument.
  */
 struct approval_wait *approval_request(struct approvals *a, const char *client,
                                        const char *host, int port, const char *context,
@@ -75,15 +105,25 @@ void approval_wait_cancel(struct approval_wait *w);
 /* Leave the approval pending but stop this waiter, e.g. after DNS's short wait. */
 void approval_wait_detach(struct approval_wait *w);
 
-/* Decides a pending approval. 0, or -ENOENT when there is no such id. */
+/*
+ * Decides a pending approval. 0, or -ENOENT when there is no such id. The
+ * waiters' callbacks run before it returns. A client or always decision also
+ * decides the other pending approvals it covers.
+ */
 int approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope);
 
-/* Whether an earlier decision with scope client/always covers this request:
- * 1 allowed, 0 denied, -1 no such decision. */
+/*
+ * Whether an earlier decision with scope client/always covers this request:
+ * 1 allowed, 0 denied, -1 no such decision. A decision for port 0 covers
+ * every port of the host. A DNS-time query (port 0) is allowed by an allow
+ * for any port of the host, and denied only by a port-0 deny. Deny wins.
+ */
 int approvals_remembered(const struct approvals *a, const char *client, const char *host,
                          int port);
 
 /* Copies up to max pending approvals, oldest first; returns how many there are. */
 size_t approvals_list(const struct approvals *a, struct approval_info *out, size_t max);
+/* One pending approval by id: 0, or -ENOENT. */
+int approvals_get(const struct approvals *a, uint64_t id, struct approval_info *out);
 
 #endif

@@ -1,0 +1,1169 @@
+/*
+ * The control socket (docs/control.md): a unix socket on the gateway's event
+ * loop that lists and decides approvals, one JSON object per line, and the
+ * small blocking client and finder the CLI commands use to reach it.
+ */
+#include "gateway/control.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "gateway/cli.h"
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+
+#define CONTROL_BACKLOG 16
+#define CONTROL_ACCEPT_BURST 32     /* accepts per wakeup, so one burst cannot starve the loop */
+#define CONTROL_LIST_MAX 1024       /* approvals in one answer */
+#define CONTROL_SUBSCRIBER_STALL 30 /* seconds a subscriber may leave output unread */
+#define CONTROL_CALL_TIMEOUT_MS 10000
+#define CONTROL_REPLY_MAX (8u << 20) /* the client's cap on one answer line */
+
+struct control_client {
+	TAILQ_ENTRY(control_client) entry;
+	struct gw_control *ctl;
+	struct bufferevent *bev;
+	bool subscribed;
+	bool closing; /* close once the output is written */
+	bool dead;    /* to be freed by the reaper, outside any callback chain */
+};
+
+struct gw_control {
+	struct gw_context *ctx;
+	char path[GW_CONTROL_PATH_MAX];
+	dev_t dev; /* of the socket file we made: only that one is removed */
+	ino_t ino;
+	int fd;
+	struct event *ev_accept;
+	struct event *ev_resume; /* accepting again after running out of fds */
+	struct event *ev_reap;
+	TAILQ_HEAD(, control_client) clients;
+	size_t nclients;
+	size_t max_clients;
+	double idle_timeout;
+	int listen_handle;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static struct timeval
+tv_of(double s)
+{
+	struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
+
+	return tv;
+}
+
+static double
+realtime_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+int
+gw_control_dir(char *buf, size_t len)
+{
+	const char *env = getenv("TOLLGATE_CONTROL_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char home[PATH_MAX];
+	int n, rc;
+
+	if (env != NULL && *env != '\0')
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/run/tollgate");
+	else if (xdg != NULL && *xdg == '/')
+		n = snprintf(buf, len, "%s/tollgate", xdg);
+	else {
+		rc = gw_home_dir(home, sizeof(home));
+		if (rc != 0)
+			return rc;
+		n = snprintf(buf, len, "%s/run", home);
+	}
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int
+gw_control_default_path(char *buf, size_t len)
+{
+	char dir[PATH_MAX];
+	int rc, n;
+
+	rc = gw_control_dir(dir, sizeof(dir));
+	if (rc != 0)
+		return rc;
+	n = snprintf(buf, len, "%s/%ld.sock", dir, (long)getpid());
+	if (n < 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * Creates dir and its parents; the last one 0700. An existing directory
+ * must be ours and is tightened to 0700 when it is looser (tighten): a
+ * socket directory anyone else can write into could hold an impostor.
+ */
+static int
+ensure_dir(const char *dir, bool tighten, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+	struct stat st;
+	int n;
+
+	n = snprintf(tmp, sizeof(tmp), "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		set_err(err, errlen, "%s: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+			int saved = errno;
+
+			set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
+			return -saved;
+		}
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
+		int saved = errno;
+
+		set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
+		return -saved;
+	}
+	if (stat(tmp, &st) != 0) {
+		int saved = errno;
+
+		set_err(err, errlen, "%s: %s", tmp, strerror(saved));
+		return -saved;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		set_err(err, errlen, "%s: not a directory", tmp);
+		return -ENOTDIR;
+	}
+	if (!tighten)
+		return 0;
+	if (st.st_uid != geteuid()) {
+		set_err(err, errlen, "%s: owned by uid %u, not by us", tmp, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & 0077) != 0 && chmod(tmp, 0700) != 0) {
+		int saved = errno;
+
+		set_err(err, errlen, "cannot make %s private: %s", tmp, strerror(saved));
+		return -saved;
+	}
+	return 0;
+}
+
+static int
+fill_sockaddr(const char *path, struct sockaddr_un *sun)
+{
+	size_t n = strlen(path);
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (n == 0 || n >= sizeof(sun->sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sun->sun_path, path, n + 1);
+	return 0;
+}
+
+/* Connects a blocking SOCK_STREAM socket to path: an fd or negative errno. */
+static int
+connect_path(const char *path)
+{
+	struct sockaddr_un sun;
+	int fd, rc;
+
+	rc = fill_sockaddr(path, &sun);
+	if (rc != 0)
+		return rc;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	do
+		rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	while (rc != 0 && errno == EINTR);
+	if (rc != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* ---- the server: clients ------------------------------------------------- */
+
+static void
+client_free(struct control_client *cl)
+{
+	struct gw_control *c = cl->ctl;
+
+	TAILQ_REMOVE(&c->clients, cl, entry);
+	c->nclients--;
+	bufferevent_free(cl->bev);
+	free(cl);
+}
+
+/* Frees dead clients from the loop, never from inside their own callbacks. */
+static void
+reap_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_control *c = arg;
+	struct control_client *cl, *next;
+
+	for (cl = TAILQ_FIRST(&c->clients); cl != NULL; cl = next) {
+		next = TAILQ_NEXT(cl, entry);
+		if (cl->dead)
+			client_free(cl);
+	}
+}
+
+static void
+client_close(struct control_client *cl)
+{
+	if (cl->dead)
+		return;
+	cl->dead = true;
+	bufferevent_disable(cl->bev, EV_READ | EV_WRITE);
+	event_active(cl->ctl->ev_reap, EV_TIMEOUT, 1);
+}
+
+/* Stops reading; closes once what is queued has been written. */
+static void
+client_close_after_write(struct control_client *cl)
+{
+	cl->closing = true;
+	bufferevent_disable(cl->bev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(cl->bev)) == 0)
+		client_close(cl);
+}
+
+/* Queues one JSON line (and frees obj). A client that lets answers pile up is dropped. */
+static void
+client_send(struct control_client *cl, json_t *obj)
+{
+	struct evbuffer *out = bufferevent_get_output(cl->bev);
+	char *text;
+
+	if (obj == NULL) {
+		client_close(cl);
+		return;
+	}
+	if (cl->dead) {
+		json_decref(obj);
+		return;
+	}
+	/* 15 digits: seconds since the epoch keep their milliseconds. */
+	text = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	json_decref(obj);
+	if (text == NULL) {
+		client_close(cl);
+		return;
+	}
+	if (evbuffer_get_length(out) + strlen(text) + 1 > GW_CONTROL_OUTPUT_MAX) {
+		log_warnx("control: a client does not read its answers; closing it");
+		free(text);
+		client_close(cl);
+		return;
+	}
+	evbuffer_add(out, text, strlen(text));
+	evbuffer_add(out, "\n", 1);
+	free(text);
+}
+
+static void client_error(struct control_client *cl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+client_error(struct control_client *cl, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	client_send(cl, json_pack("{s:b, s:s}", "ok", 0, "error", msg));
+}
+
+/* Milliseconds are all a person or a channel needs. */
+static double
+round_ms(double s)
+{
+	return s > 0 ? (double)(int64_t)(s * 1000 + 0.5) / 1000 : 0.0;
+}
+
+static json_t *
+approval_json(const struct approval_info *info, double now)
+{
+	double age = round_ms(now - info->created), left = round_ms(info->expires - now);
+
+	return json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:f, s:I, s:s}", "id",
+	                 (json_int_t)info->id, "client", info->client, "host", info->host, "port",
+	                 info->port, "age", age, "created", round_ms(info->created), "expires_in",
+	                 left, "waiters", (json_int_t)info->waiters, "context", info->context);
+}
+
+static json_t *
+pending_json(const struct approvals *a)
+{
+	struct approval_info *list;
+	size_t n;
+	json_t *arr = json_array();
+	double now = realtime_now();
+
+	if (arr == NULL)
+		return NULL;
+	list = calloc(CONTROL_LIST_MAX, sizeof(*list));
+	if (list == NULL) {
+		json_decref(arr);
+		return NULL;
+	}
+	n = approvals_list(a, list, CONTROL_LIST_MAX);
+	if (n > CONTROL_LIST_MAX)
+		n = CONTROL_LIST_MAX;
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, approval_json(&list[i], now));
+	free(list);
+	return arr;
+}
+
+static void
+answer_pending(struct control_client *cl)
+{
+	json_t *arr = pending_json(cl->ctl->ctx->approvals);
+
+	if (arr == NULL) {
+		client_error(cl, "out of memory");
+		return;
+	}
+	client_send(cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)getpid(),
+	                          "approvals", arr));
+}
+
+/* The audit row of a person's decision: who decided is this channel. */
+static void
+audit_decision(struct gw_context *ctx, const struct approval_info *info, bool allow,
+               enum approval_scope scope)
+{
+	struct audit_event ev = {0};
+	char detail[160];
+
+	if (ctx->audit == NULL)
+		return;
+	snprintf(detail, sizeof(detail), "{\"id\":%llu,\"scope\":\"%s\",\"by\":\"control socket\"}",
+	         (unsigned long long)info->id, approval_scope_name(scope));
+	ev.kind = "approval";
+	ev.sandbox = info->client;
+	ev.host = info->host;
+	ev.port = info->port;
+	ev.decision = allow ? "allow" : "deny";
+	ev.reason = allow ? "approved" : "denied";
+	ev.detail = detail;
+	if (audit_append(ctx->audit, &ev) != 0)
+		log_warnx("control: the audit queue is full; approval %llu not audited",
+		          (unsigned long long)info->id);
+}
+
+static void
+answer_decide(struct control_client *cl, json_t *req, bool allow)
+{
+	const char *op = allow ? "approve" : "deny";
+	json_t *jid = json_object_get(req, "id");
+	json_t *jscope = json_object_get(req, "scope");
+	json_t *jpid = json_object_get(req, "pid");
+	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
+	struct approval_info info;
+	bool found;
+	json_int_t id;
+	int rc;
+
+	if (!json_is_integer(jid) || json_integer_value(jid) <= 0) {
+		client_error(cl, "%s: \"id\" must be a positive integer", op);
+		return;
+	}
+	id = json_integer_value(jid);
+	if (jscope != NULL && (!json_is_string(jscope) ||
+	                       approval_scope_parse(json_string_value(jscope), &scope) != 0)) {
+		client_error(cl, "%s: \"scope\" must be \"once\", \"client\" or \"always\"", op);
+		return;
+	}
+	/* A qualified id (PID:ID) names the gateway too: refuse to decide in another. */
+	if (jpid != NULL && (!json_is_integer(jpid) || json_integer_value(jpid) != getpid())) {
+		client_error(cl, "%s: this gateway is pid %ld, not the one named", op,
+		             (long)getpid());
+		return;
+	}
+	found = approvals_get(cl->ctl->ctx->approvals, (uint64_t)id, &info) == 0;
+	rc = approval_decide(cl->ctl->ctx->approvals, (uint64_t)id, allow, scope);
+	if (rc == -ENOENT) {
+		client_error(cl, "no pending approval %lld", (long long)id);
+		return;
+	}
+	if (rc != 0) {
+		client_error(cl, "%s: %s", op, strerror(-rc));
+		return;
+	}
+	log_info("approval %lld: %s (scope %s) through the control socket", (long long)id,
+	         allow ? "approved" : "denied", approval_scope_name(scope));
+	if (found)
+		audit_decision(cl->ctl->ctx, &info, allow, scope);
+	client_send(cl, json_pack("{s:b, s:I, s:s, s:s}", "ok", 1, "id", id, "decision",
+	                          allow ? "approve" : "deny", "scope", approval_scope_name(scope)));
+}
+
+static void
+answer_subscribe(struct control_client *cl)
+{
+	json_t *arr = pending_json(cl->ctl->ctx->approvals);
+	struct timeval stall = tv_of(CONTROL_SUBSCRIBER_STALL);
+
+	if (arr == NULL) {
+		client_error(cl, "out of memory");
+		return;
+	}
+	/* A subscriber is silent by nature: no read timeout, but it must keep
+	 * reading what it is sent. */
+	cl->subscribed = true;
+	bufferevent_set_timeouts(cl->bev, NULL, &stall);
+	client_send(cl, json_pack("{s:b, s:b, s:I, s:o}", "ok", 1, "subscribed", 1, "pid",
+	                          (json_int_t)getpid(), "approvals", arr));
+}
+
+static void
+handle_line(struct control_client *cl, const char *line, size_t len)
+{
+	json_error_t jerr;
+	json_t *req;
+	const char *op;
+
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (req == NULL || !json_is_object(req)) {
+		client_error(cl, "bad request: %s", req == NULL ? jerr.text : "not a JSON object");
+		goto out;
+	}
+	op = json_string_value(json_object_get(req, "op"));
+	if (op == NULL)
+		client_error(cl, "bad request: no \"op\" string");
+	else if (strcmp(op, "pending") == 0)
+		answer_pending(cl);
+	else if (strcmp(op, "approve") == 0)
+		answer_decide(cl, req, true);
+	else if (strcmp(op, "deny") == 0)
+		answer_decide(cl, req, false);
+	else if (strcmp(op, "subscribe") == 0)
+		answer_subscribe(cl);
+	else if (strcmp(op, "ping") == 0)
+		client_send(cl, json_pack("{s:b, s:I, s:s}", "ok", 1, "pid", (json_int_t)getpid(),
+		                          "version", TOLLGATE_VERSION));
+	else
+		client_error(cl, "unknown op '%.64s'", op);
+out:
+	json_decref(req);
+}
+
+static void
+client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *cl = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	char *line;
+	size_t n;
+
+	while (!cl->dead && !cl->closing) {
+		line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+		if (line == NULL) {
+			/* The watermark stops reading just past the cap; no newline by
+			 * then means the line is too long. */
+			if (evbuffer_get_length(in) > GW_CONTROL_LINE_MAX + 1) {
+				client_error(cl, "request line longer than %u bytes",
+				             (unsigned)GW_CONTROL_LINE_MAX);
+				client_close_after_write(cl);
+			}
+			return;
+		}
+		if (n > GW_CONTROL_LINE_MAX) {
+			client_error(cl, "request line longer than %u bytes",
+			             (unsigned)GW_CONTROL_LINE_MAX);
+			client_close_after_write(cl);
+		} else if (n > 0) {
+			handle_line(cl, line, n);
+		}
+		free(line);
+	}
+}
+
+static void
+client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *cl = arg;
+
+	if (cl->closing)
+		client_close(cl);
+}
+
+static void
+client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct control_client *cl = arg;
+
+	if ((what & BEV_EVENT_TIMEOUT) != 0)
+		log_debug("%s: closing an idle control client", __func__);
+	/* A client that half-closes after its requests (`... | socat - UNIX:...`)
+	 * still gets the answers already queued. */
+	if ((what & BEV_EVENT_EOF) != 0 && (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0) {
+		client_close_after_write(cl);
+		return;
+	}
+	/* An error or a timeout: this client is done. */
+	client_close(cl);
+}
+
+/* The listener the registry tells of every change: one line per subscriber. */
+static void
+control_listener_cb(enum approval_event event, const struct approval_info *info, bool allow,
+                    enum approval_scope scope, void *arg)
+{
+	struct gw_control *c = arg;
+	struct control_client *cl;
+	double now = realtime_now();
+
+	TAILQ_FOREACH(cl, &c->clients, entry)
+	{
+		json_t *ev;
+
+		if (!cl->subscribed || cl->dead)
+			continue;
+		ev = json_pack("{s:s, s:o}", "event", approval_event_name(event), "approval",
+		               approval_json(info, now));
+		if (ev != NULL && event == APPROVAL_EVENT_DECIDED) {
+			json_object_set_new(ev, "decision",
+			                    json_string(allow ? "approve" : "deny"));
+			json_object_set_new(ev, "scope", json_string(approval_scope_name(scope)));
+		}
+		client_send(cl, ev);
+	}
+}
+
+static bool
+peer_is_owner(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return false;
+	return cred.uid == geteuid();
+}
+
+static void
+accept_client(struct gw_control *c, int fd)
+{
+	struct control_client *cl;
+	struct timeval idle = tv_of(c->idle_timeout);
+	static const char full[] = "{\"ok\":false,\"error\":\"too many control clients\"}\n";
+
+	/* The socket is 0600 in a 0700 directory; the credential check also
+	 * covers a descriptor passed on by its owner to someone else. */
+	if (!peer_is_owner(fd)) {
+		log_warnx("control: refused a client of another uid");
+		close(fd);
+		return;
+	}
+	if (c->nclients >= c->max_clients) {
+		/* Best effort: the socket is new, so its buffer has room. */
+		ssize_t w = send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		(void)w;
+		close(fd);
+		return;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (cl == NULL) {
+		close(fd);
+		return;
+	}
+	cl->ctl = c;
+	cl->bev = bufferevent_socket_new(c->ctx->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (cl->bev == NULL) {
+		close(fd);
+		free(cl);
+		return;
+	}
+	bufferevent_setcb(cl->bev, client_read_cb, client_write_cb, client_event_cb, cl);
+	/* Never buffer more than one request line (and its CRLF) past the cap. */
+	bufferevent_setwatermark(cl->bev, EV_READ, 0, GW_CONTROL_LINE_MAX + 2);
+	bufferevent_set_timeouts(cl->bev, &idle, &idle);
+	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&c->clients, cl, entry);
+	c->nclients++;
+}
+
+static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_control *c = arg;
+
+	event_add(c->ev_accept, NULL);
+}
+
+static void
+accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct gw_control *c = arg;
+
+	for (int i = 0; i < CONTROL_ACCEPT_BURST; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			accept_client(c, fd);
+			continue;
+		}
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			struct timeval tv = {1, 0};
+
+			/* Out of descriptors: pause rather than spin on a readable socket. */
+			log_warn("control: accept");
+			event_del(c->ev_accept);
+			evtimer_add(c->ev_resume, &tv);
+		}
+		return;
+	}
+}
+
+/* ---- "always": the policy file --------------------------------------- */
+
+/* Rebuilds the policy in force from the file and the flags, as at start. */
+static int
+reload_policy(struct gw_context *ctx, char *err, size_t errlen)
+{
+	struct policy *file = NULL, *merged;
+	int rc;
+
+	rc = policy_load_file(ctx->policy_path, &file, err, errlen);
+	if (rc != 0)
+		return rc;
+	merged =
+	    ctx->flags_policy != NULL ? policy_merge(file, ctx->flags_policy) : policy_ref(file);
+	policy_free(file);
+	if (merged == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	policy_free(ctx->policy);
+	ctx->policy = merged;
+	return 0;
+}
+
+static void
+always_cb(const char *client, const char *pattern, bool allow, void *arg)
+{
+	struct gw_context *ctx = arg;
+	char err[512];
+	int rc;
+
+	if (ctx->policy_path == NULL) {
+		log_info("approval: %s %s for every client until the gateway exits "
+		         "(no policy file to write it to)",
+		         allow ? "allowed" : "denied", pattern);
+		return;
+	}
+	rc = policy_file_add_rule(ctx->policy_path, allow ? POLICY_ALLOW : POLICY_DENY, pattern,
+	                          err, sizeof(err));
+	if (rc != 0) {
+		log_warnx("approval: cannot add '%s %s' to %s: %s (kept until exit)",
+		          allow ? "allow" : "deny", pattern, ctx->policy_path, err);
+		return;
+	}
+	rc = reload_policy(ctx, err, sizeof(err));
+	if (rc != 0) {
+		log_warnx("approval: wrote '%s %s' to %s, but reloading failed: %s",
+		          allow ? "allow" : "deny", pattern, ctx->policy_path, err);
+		return;
+	}
+	log_info("approval: wrote '%s %s' to %s and reloaded it", allow ? "allow" : "deny", pattern,
+	         ctx->policy_path);
+}
+
+/* ---- the server: start and stop ------------------------------------------ */
+
+/* Removes a socket at path that no live process listens on; refuses anything else. */
+static int
+clear_stale(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		set_err(err, errlen, "%s exists and is not a socket", path);
+		return -EEXIST;
+	}
+	fd = connect_path(path);
+	if (fd >= 0) {
+		close(fd);
+		set_err(err, errlen, "another gateway listens on %s", path);
+		return -EADDRINUSE;
+	}
+	if (unlink(path) != 0 && errno != ENOENT) {
+		set_err(err, errlen, "cannot remove the stale socket %s: %s", path,
+		        strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int
+control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	char dir[PATH_MAX];
+	char *slash;
+	mode_t old;
+	int rc;
+
+	rc = fill_sockaddr(c->path, &sun);
+	if (rc != 0) {
+		set_err(err, errlen, "%s: path too long for a unix socket", c->path);
+		return rc;
+	}
+	snprintf(dir, sizeof(dir), "%s", c->path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		/* The default directory is ours to keep private; a directory the
+		 * user named is theirs (a missing one is still made 0700). */
+		rc = ensure_dir(dir, is_default, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	rc = clear_stale(c->path, err, errlen);
+	if (rc != 0)
+		return rc;
+
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->fd < 0) {
+		rc = -errno;
+		set_err(err, errlen, "socket: %s", strerror(errno));
+		return rc;
+	}
+	/* The file is born 0600: no window in which another user could connect. */
+	old = umask(0177);
+	rc = bind(c->fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc != 0) {
+		rc = -errno;
+		set_err(err, errlen, "cannot bind %s: %s", c->path, strerror(errno));
+		return rc;
+	}
+	if (chmod(c->path, 0600) != 0 || stat(c->path, &st) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "%s: %s", c->path, strerror(errno));
+		unlink(c->path);
+		return rc;
+	}
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	if (listen(c->fd, CONTROL_BACKLOG) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
+		unlink(c->path);
+		c->ino = 0;
+		return rc;
+	}
+	return 0;
+}
+
+int
+gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **out, char *err,
+                 size_t errlen)
+{
+	struct gw_control *c;
+	bool is_default = path == NULL;
+	int rc, n;
+
+	if (ctx == NULL || ctx->base == NULL || ctx->approvals == NULL || out == NULL) {
+		set_err(err, errlen, "control socket: no event loop or approvals");
+		return -EINVAL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->ctx = ctx;
+	c->fd = -1;
+	c->max_clients = GW_CONTROL_CLIENTS_MAX;
+	c->idle_timeout = GW_CONTROL_IDLE_TIMEOUT;
+	c->listen_handle = -1;
+	TAILQ_INIT(&c->clients);
+	if (is_default) {
+		rc = gw_control_default_path(c->path, sizeof(c->path));
+		if (rc != 0) {
+			set_err(err, errlen, "no directory for the control socket: %s",
+			        strerror(-rc));
+			goto fail;
+		}
+	} else {
+		n = snprintf(c->path, sizeof(c->path), "%s", path);
+		if (n <= 0 || (size_t)n >= sizeof(c->path)) {
+			set_err(err, errlen, "%s: path too long for a unix socket", path);
+			rc = -ENAMETOOLONG;
+			goto fail;
+		}
+	}
+	rc = control_listen(c, is_default, err, errlen);
+	if (rc != 0)
+		goto fail;
+	c->ev_accept = event_new(ctx->base, c->fd, EV_READ | EV_PERSIST, accept_cb, c);
+	c->ev_resume = evtimer_new(ctx->base, resume_cb, c);
+	c->ev_reap = event_new(ctx->base, -1, 0, reap_cb, c);
+	if (c->ev_accept == NULL || c->ev_resume == NULL || c->ev_reap == NULL ||
+	    event_add(c->ev_accept, NULL) != 0) {
+		set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->listen_handle = approvals_listen(ctx->approvals, control_listener_cb, c);
+	if (c->listen_handle < 0) {
+		set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	approvals_set_always(ctx->approvals, always_cb, ctx);
+	log_debug("%s: listening on %s", __func__, c->path);
+	*out = c;
+	return 0;
+fail:
+	gw_control_free(c);
+	return rc;
+}
+
+void
+gw_control_free(struct gw_control *c)
+{
+	struct control_client *cl;
+	struct stat st;
+
+	if (c == NULL)
+		return;
+	if (c->listen_handle > 0)
+		approvals_unlisten(c->ctx->approvals, c->listen_handle);
+	while ((cl = TAILQ_FIRST(&c->clients)) != NULL)
+		client_free(cl);
+	if (c->ev_accept != NULL)
+		event_free(c->ev_accept);
+	if (c->ev_resume != NULL)
+		event_free(c->ev_resume);
+	if (c->ev_reap != NULL)
+		event_free(c->ev_reap);
+	if (c->fd >= 0) {
+		/* Only the file we made: another gateway may have replaced it. */
+		if (c->ino != 0 && lstat(c->path, &st) == 0 && st.st_dev == c->dev &&
+		    st.st_ino == c->ino)
+			unlink(c->path);
+		close(c->fd);
+	}
+	free(c);
+}
+
+const char *
+gw_control_path(const struct gw_control *c)
+{
+	return c->path;
+}
+
+void
+gw_control_set_limits(struct gw_control *c, size_t max_clients, double idle_timeout)
+{
+	if (max_clients > 0)
+		c->max_clients = max_clients;
+	if (idle_timeout > 0)
+		c->idle_timeout = idle_timeout;
+}
+
+/* ---- the client ---------------------------------------------------------- */
+
+static int
+write_all(int fd, const char *buf, size_t len, int timeout_ms)
+{
+	while (len > 0) {
+		struct pollfd pfd = {fd, POLLOUT, 0};
+		ssize_t n;
+		int prc = poll(&pfd, 1, timeout_ms);
+
+		if (prc < 0 && errno == EINTR)
+			continue;
+		if (prc < 0)
+			return -errno;
+		if (prc == 0)
+			return -ETIMEDOUT;
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads one line (without its newline) into a malloc'd buffer, capped. */
+static int
+read_line(int fd, char **out, size_t *outlen, int timeout_ms)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	int rc = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	for (;;) {
+		struct pollfd pfd = {fd, POLLIN, 0};
+		char *nl;
+		ssize_t n;
+		int prc;
+
+		if (len == cap) {
+			char *bigger;
+
+			if (cap >= CONTROL_REPLY_MAX) {
+				rc = -EMSGSIZE;
+				goto out;
+			}
+			bigger = realloc(buf, cap * 2);
+			if (bigger == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+		prc = poll(&pfd, 1, timeout_ms);
+		if (prc < 0 && errno == EINTR)
+			continue;
+		if (prc < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (prc == 0) {
+			rc = -ETIMEDOUT;
+			goto out;
+		}
+		n = recv(fd, buf + len, cap - len, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0) {
+			rc = -ECONNRESET;
+			goto out;
+		}
+		nl = memchr(buf + len, '\n', (size_t)n);
+		len += (size_t)n;
+		if (nl != NULL) {
+			*nl = '\0';
+			*outlen = (size_t)(nl - buf);
+			*out = buf;
+			return 0;
+		}
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+int
+gw_control_call(const char *path, json_t *request, json_t **reply, char *err, size_t errlen)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	json_error_t jerr;
+	char *text = NULL, *line = NULL;
+	size_t len = 0;
+	int fd, rc;
+
+	*reply = NULL;
+	fd = connect_path(path);
+	if (fd < 0) {
+		rc = fd;
+		if (rc == -ECONNREFUSED || rc == -ENOENT)
+			set_err(err, errlen, "no gateway listens on %s", path);
+		else
+			set_err(err, errlen, "cannot connect to %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	/* Decisions go only to a gateway of our own (or root's). */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		set_err(err, errlen, "%s belongs to another user", path);
+		rc = -EPERM;
+		goto out;
+	}
+	text = json_dumps(request, JSON_COMPACT);
+	if (text == NULL) {
+		set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = write_all(fd, text, strlen(text), CONTROL_CALL_TIMEOUT_MS);
+	if (rc == 0)
+		rc = write_all(fd, "\n", 1, CONTROL_CALL_TIMEOUT_MS);
+	if (rc == 0)
+		rc = read_line(fd, &line, &len, CONTROL_CALL_TIMEOUT_MS);
+	if (rc != 0) {
+		set_err(err, errlen, "%s: %s", path,
+		        rc == -ECONNRESET ? "the gateway closed the connection" : strerror(-rc));
+		goto out;
+	}
+	*reply = json_loadb(line, len, 0, &jerr);
+	if (*reply == NULL || !json_is_object(*reply) ||
+	    !json_is_boolean(json_object_get(*reply, "ok"))) {
+		set_err(err, errlen, "%s: not a control answer", path);
+		json_decref(*reply);
+		*reply = NULL;
+		rc = -EPROTO;
+	}
+out:
+	free(line);
+	free(text);
+	close(fd);
+	return rc;
+}
+
+/* ---- the finder ---------------------------------------------------------- */
+
+static int
+endpoint_cmp(const void *a, const void *b)
+{
+	const struct gw_control_endpoint *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* "<pid>.sock": the pid, or -1. */
+static long
+pid_of_name(const char *name)
+{
+	const char *dot = strchr(name, '.');
+	char digits[16];
+	size_t n;
+	long pid;
+
+	if (dot == NULL || strcmp(dot, ".sock") != 0)
+		return -1;
+	n = (size_t)(dot - name);
+	if (n == 0 || n >= sizeof(digits))
+		return -1;
+	memcpy(digits, name, n);
+	digits[n] = '\0';
+	if (gw_parse_long(digits, 1, INT32_MAX, &pid) != 0)
+		return -1;
+	return pid;
+}
+
+int
+gw_control_find(const char *dir, struct gw_control_endpoint *out, size_t max)
+{
+	char dbuf[PATH_MAX];
+	struct dirent *de;
+	size_t found = 0;
+	DIR *d;
+	int rc;
+
+	if (dir == NULL) {
+		rc = gw_control_dir(dbuf, sizeof(dbuf));
+		if (rc != 0)
+			return rc;
+		dir = dbuf;
+	}
+	d = opendir(dir); /* glibc opens it O_CLOEXEC */
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		struct gw_control_endpoint ep;
+		struct stat st;
+		long pid = pid_of_name(de->d_name);
+		int n, fd;
+
+		if (pid < 0)
+			continue;
+		/* A dead pid's socket is stale: ignored, and replaced when that
+		 * pid runs a gateway again. */
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			continue;
+		n = snprintf(ep.path, sizeof(ep.path), "%s/%s", dir, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(ep.path))
+			continue;
+		if (lstat(ep.path, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		/* The pid may have been reused by something else. */
+		fd = connect_path(ep.path);
+		if (fd < 0)
+			continue;
+		close(fd);
+		ep.pid = (pid_t)pid;
+		if (found < max)
+			out[found] = ep;
+		found++;
+	}
+	closedir(d);
+	qsort(out, found < max ? found : max, sizeof(*out), endpoint_cmp);
+	return found > INT_MAX ? INT_MAX : (int)found;
+}

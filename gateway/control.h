@@ -1,0 +1,73 @@
+/*
+ * The control socket: a unix socket per gateway process through which
+ * `tollgate pending / approve / deny` (and any other channel) list and decide
+ * approvals. JSON lines; the protocol is docs/control.md.
+ */
+#ifndef TOLLGATE_GW_CONTROL_H
+#define TOLLGATE_GW_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include <jansson.h>
+
+struct gw_context;
+struct gw_control;
+
+#define GW_CONTROL_LINE_MAX 4096         /* a request line, newline excluded */
+#define GW_CONTROL_CLIENTS_MAX 32        /* connected clients at once */
+#define GW_CONTROL_IDLE_TIMEOUT 60.0     /* seconds a client may stay silent */
+#define GW_CONTROL_OUTPUT_MAX (1u << 20) /* answers a client has not read yet */
+#define GW_CONTROL_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path))
+
+/*
+ * Listens on path (NULL: gw_control_default_path) on ctx->base, deciding
+ * with ctx->approvals. The directory is created 0700 when missing, the
+ * socket is 0600, and only the gateway's own uid may connect. A socket left
+ * at path by a process that is gone is replaced; a live one is -EADDRINUSE.
+ * Also makes "always" decisions write ctx->policy_path (when set) and reload
+ * the policy. 0 or negative errno, with one line in err.
+ */
+int gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **out, char *err,
+                     size_t errlen);
+/* Closes every client, the listener, and removes the socket. Accepts NULL. */
+void gw_control_free(struct gw_control *c);
+const char *gw_control_path(const struct gw_control *c);
+/* For tests and embedders: 0 keeps a limit as it is. */
+void gw_control_set_limits(struct gw_control *c, size_t max_clients, double idle_timeout);
+
+/*
+ * Where gateways put their sockets: $TOLLGATE_CONTROL_DIR when set; else
+ * /run/tollgate for root; else $XDG_RUNTIME_DIR/tollgate; else
+ * $TOLLGATE_HOME/run. 0 or -ENAMETOOLONG/-ENOENT.
+ */
+int gw_control_dir(char *buf, size_t len);
+/* gw_control_dir()/<pid>.sock for this process. */
+int gw_control_default_path(char *buf, size_t len);
+
+struct gw_control_endpoint {
+	char path[GW_CONTROL_PATH_MAX];
+	pid_t pid; /* from the socket's name */
+};
+
+/*
+ * The live gateways in dir (NULL: gw_control_dir), sorted by pid: sockets
+ * named <pid>.sock whose process exists and which accept a connection.
+ * Stale sockets are skipped. Returns how many were found (up to max
+ * copied), or negative errno when dir cannot be read (-ENOENT: no gateway
+ * ever ran here).
+ */
+int gw_control_find(const char *dir, struct gw_control_endpoint *out, size_t max);
+
+/*
+ * A blocking call for the CLI: connects to path, checks that the gateway
+ * runs as our uid (or root), sends request as one line and reads one answer
+ * line (bounded in size and time). *reply is the parsed answer, which the
+ * caller frees. 0, or negative errno with err set (-ECONNREFUSED, -ENOENT:
+ * no gateway there; -EPROTO: a bad answer; -ETIMEDOUT).
+ */
+int gw_control_call(const char *path, json_t *request, json_t **reply, char *err, size_t errlen);
+
+#endif

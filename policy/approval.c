@@ -1,0 +1,729 @@
+/*
+ * The approval registry: pending approvals with their waiters and timers on
+ * the gateway's event loop, decisions remembered per client or for all, and
+ * the listeners (channels) told of every change. See policy/approval.h.
+ */
+#include "policy/approval.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+/* Decisions remembered with scope client/always; the oldest go past this. */
+#define REMEMBERED_MAX 4096
+
+struct approval;
+
+struct approval_wait {
+	TAILQ_ENTRY(approval_wait) entry;
+	struct approvals *reg;
+	struct approval *approval; /* NULL when answered from memory */
+	approval_cb cb;
+	void *arg;
+	/* Answered from a remembered decision, on the next loop iteration. */
+	struct event *ev_answer;
+	enum approval_outcome outcome;
+	enum approval_scope scope;
+};
+
+TAILQ_HEAD(wait_list, approval_wait);
+
+struct approval {
+	TAILQ_ENTRY(approval) entry;
+	struct approvals *reg;
+	struct approval_info info;
+	struct wait_list waiters;
+	bool held;        /* a detached waiter asked: stays without waiters */
+	bool announced;   /* listeners were told it is pending */
+	bool dispatching; /* its waiters are being told; do not free it */
+	double deadline;  /* CLOCK_MONOTONIC seconds */
+	struct event *timer;
+	struct event *announce;
+};
+
+struct remembered {
+	TAILQ_ENTRY(remembered) entry;
+	bool all_clients; /* scope always */
+	char client[sizeof(((struct approval_info *)0)->client)];
+	char host[POLICY_HOST_MAX + 1];
+	int port; /* 0: every port */
+	bool allow;
+};
+
+struct listener {
+	TAILQ_ENTRY(listener) entry;
+	int handle;
+	approval_listener_cb cb; /* NULL once removed while listeners were being told */
+	void *arg;
+};
+
+struct approvals {
+	struct event_base *base;
+	TAILQ_HEAD(, approval) pending; /* oldest first */
+	struct wait_list answered;      /* waits answered from memory, not yet told */
+	TAILQ_HEAD(, remembered) remembered;
+	size_t nremembered;
+	TAILQ_HEAD(, listener) listeners;
+	int next_handle;
+	int telling; /* depth of listener calls: removal is deferred meanwhile */
+	approval_notify_cb notify;
+	void *notify_arg;
+	approval_always_cb always;
+	void *always_arg;
+};
+
+/* Unique per process and never reused, even across registries. */
+static uint64_t approval_next_id = 1;
+
+const char *
+approval_scope_name(enum approval_scope s)
+{
+	switch (s) {
+	case APPROVAL_SCOPE_ONCE:
+		return "once";
+	case APPROVAL_SCOPE_CLIENT:
+		return "client";
+	case APPROVAL_SCOPE_ALWAYS:
+		return "always";
+	}
+	return "?";
+}
+
+int
+approval_scope_parse(const char *s, enum approval_scope *out)
+{
+	if (s == NULL)
+		return -EINVAL;
+	if (strcmp(s, "once") == 0)
+		*out = APPROVAL_SCOPE_ONCE;
+	else if (strcmp(s, "client") == 0)
+		*out = APPROVAL_SCOPE_CLIENT;
+	else if (strcmp(s, "always") == 0)
+		*out = APPROVAL_SCOPE_ALWAYS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *
+approval_event_name(enum approval_event e)
+{
+	switch (e) {
+	case APPROVAL_EVENT_PENDING:
+		return "pending";
+	case APPROVAL_EVENT_DECIDED:
+		return "decided";
+	case APPROVAL_EVENT_TIMEOUT:
+		return "timeout";
+	case APPROVAL_EVENT_GONE:
+		return "gone";
+	}
+	return "?";
+}
+
+static double
+now_clock(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct timeval
+seconds_to_tv(double s)
+{
+	struct timeval tv;
+
+	if (s < 0)
+		s = 0;
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	if (tv.tv_usec >= 1000000)
+		tv.tv_usec = 999999;
+	return tv;
+}
+
+/* Bounded copy that always terminates; truncation is acceptable here. */
+static void
+copy_str(char *dst, size_t len, const char *src)
+{
+	size_t n = src != NULL ? strnlen(src, len - 1) : 0;
+
+	if (n > 0)
+		memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* ---- listeners ---------------------------------------------------------- */
+
+static void
+sweep_listeners(struct approvals *a)
+{
+	struct listener *l, *next;
+
+	if (a->telling > 0)
+		return;
+	for (l = TAILQ_FIRST(&a->listeners); l != NULL; l = next) {
+		next = TAILQ_NEXT(l, entry);
+		if (l->cb == NULL) {
+			TAILQ_REMOVE(&a->listeners, l, entry);
+			free(l);
+		}
+	}
+}
+
+static void
+tell_listeners(struct approvals *a, enum approval_event ev, const struct approval_info *info,
+               bool allow, enum approval_scope scope)
+{
+	struct listener *l;
+
+	a->telling++;
+	/* A listener added meanwhile is at the tail and hears this too; one
+	 * removed meanwhile has cb NULL and stays linked until the sweep. */
+	TAILQ_FOREACH(l, &a->listeners, entry)
+	{
+		if (l->cb != NULL)
+			l->cb(ev, info, allow, scope, l->arg);
+	}
+	a->telling--;
+	sweep_listeners(a);
+}
+
+int
+approvals_listen(struct approvals *a, approval_listener_cb cb, void *arg)
+{
+	struct listener *l;
+
+	if (a == NULL || cb == NULL)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -ENOMEM;
+	l->handle = ++a->next_handle;
+	l->cb = cb;
+	l->arg = arg;
+	TAILQ_INSERT_TAIL(&a->listeners, l, entry);
+	return l->handle;
+}
+
+void
+approvals_unlisten(struct approvals *a, int handle)
+{
+	struct listener *l;
+
+	if (a == NULL)
+		return;
+	TAILQ_FOREACH(l, &a->listeners, entry)
+	{
+		if (l->handle == handle) {
+			l->cb = NULL;
+			l->handle = 0;
+			break;
+		}
+	}
+	sweep_listeners(a);
+}
+
+void
+approvals_set_notify(struct approvals *a, approval_notify_cb cb, void *arg)
+{
+	a->notify = cb;
+	a->notify_arg = arg;
+}
+
+void
+approvals_set_always(struct approvals *a, approval_always_cb cb, void *arg)
+{
+	a->always = cb;
+	a->always_arg = arg;
+}
+
+/* ---- remembered decisions ----------------------------------------------- */
+
+static bool
+remembered_same_key(const struct remembered *r, bool all_clients, const char *client,
+                    const char *host, int port)
+{
+	if (r->all_clients != all_clients || r->port != port || strcmp(r->host, host) != 0)
+		return false;
+	return all_clients || strcmp(r->client, client) == 0;
+}
+
+static void
+remember(struct approvals *a, bool all_clients, const char *client, const char *host, int port,
+         bool allow)
+{
+	struct remembered *r;
+
+	/* A later decision for the same key replaces the earlier one. */
+	TAILQ_FOREACH(r, &a->remembered, entry)
+	{
+		if (remembered_same_key(r, all_clients, client, host, port)) {
+			r->allow = allow;
+			return;
+		}
+	}
+	if (a->nremembered >= REMEMBERED_MAX) {
+		r = TAILQ_FIRST(&a->remembered);
+		TAILQ_REMOVE(&a->remembered, r, entry);
+		a->nremembered--;
+	} else {
+		r = calloc(1, sizeof(*r));
+		if (r == NULL)
+			return; /* not remembered: the person is asked again */
+	}
+	memset(r, 0, sizeof(*r));
+	r->all_clients = all_clients;
+	copy_str(r->client, sizeof(r->client), client);
+	copy_str(r->host, sizeof(r->host), host);
+	r->port = port;
+	r->allow = allow;
+	TAILQ_INSERT_TAIL(&a->remembered, r, entry);
+	a->nremembered++;
+}
+
+/* As approvals_remembered; *scope says whether an always or a client decision decided. */
+static int
+remembered_scope(const struct approvals *a, const char *client, const char *host, int port,
+                 enum approval_scope *scope)
+{
+	const struct remembered *r;
+	bool allowed = false;
+
+	if (a == NULL || host == NULL)
+		return -1;
+	if (client == NULL)
+		client = "";
+	TAILQ_FOREACH(r, &a->remembered, entry)
+	{
+		if (!r->all_clients && strcmp(r->client, client) != 0)
+			continue;
+		if (strcmp(r->host, host) != 0)
+			continue;
+		if (!r->allow) {
+			if (r->port == 0 || r->port == port) {
+				*scope =
+				    r->all_clients ? APPROVAL_SCOPE_ALWAYS : APPROVAL_SCOPE_CLIENT;
+				return 0;
+			}
+			continue;
+		}
+		if (!allowed && (r->port == 0 || r->port == port || port == 0)) {
+			*scope = r->all_clients ? APPROVAL_SCOPE_ALWAYS : APPROVAL_SCOPE_CLIENT;
+			allowed = true;
+		}
+	}
+	return allowed ? 1 : -1;
+}
+
+int
+approvals_remembered(const struct approvals *a, const char *client, const char *host, int port)
+{
+	enum approval_scope scope;
+
+	return remembered_scope(a, client, host, port, &scope);
+}
+
+/* ---- approvals ---------------------------------------------------------- */
+
+static struct approval *
+find_by_id(const struct approvals *a, uint64_t id)
+{
+	struct approval *ap;
+
+	TAILQ_FOREACH(ap, &a->pending, entry)
+	{
+		if (ap->info.id == id)
+			return ap;
+	}
+	return NULL;
+}
+
+static void
+approval_free_one(struct approval *ap)
+{
+	if (ap == NULL)
+		return;
+	if (ap->timer != NULL)
+		event_free(ap->timer);
+	if (ap->announce != NULL)
+		event_free(ap->announce);
+	free(ap);
+}
+
+/*
+ * Ends an approval: unlinks it, tells listeners (when they had heard of it)
+ * and then every waiter, and frees it. Callbacks may re-enter the registry:
+ * the approval is no longer findable, and a waiter cancelled meanwhile is
+ * simply taken off the list.
+ */
+static void
+approval_finish(struct approval *ap, enum approval_event ev, enum approval_outcome outcome,
+                bool allow, enum approval_scope scope)
+{
+	struct approvals *a = ap->reg;
+	struct approval_wait *w;
+	struct approval_info info;
+
+	TAILQ_REMOVE(&a->pending, ap, entry);
+	event_del(ap->timer);
+	ap->dispatching = true;
+	info = ap->info;
+	if (ap->announced)
+		tell_listeners(a, ev, &info, allow, scope);
+	if (ev != APPROVAL_EVENT_GONE) {
+		while ((w = TAILQ_FIRST(&ap->waiters)) != NULL) {
+			TAILQ_REMOVE(&ap->waiters, w, entry);
+			ap->info.waiters--;
+			w->approval = NULL;
+			w->cb(outcome, scope, w->arg);
+			free(w);
+		}
+	}
+	approval_free_one(ap);
+}
+
+static void
+approval_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct approval *ap = arg;
+	double left = ap->deadline - now_clock(CLOCK_MONOTONIC);
+
+	/* A joiner may have moved the deadline since the timer was set. */
+	if (left > 0.0005) {
+		struct timeval tv = seconds_to_tv(left);
+
+		evtimer_add(ap->timer, &tv);
+		return;
+	}
+	approval_finish(ap, APPROVAL_EVENT_TIMEOUT, APPROVAL_TIMEOUT, false, APPROVAL_SCOPE_ONCE);
+}
+
+static void
+approval_announce_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct approval *ap = arg;
+	struct approvals *a = ap->reg;
+	uint64_t id = ap->info.id;
+	struct approval_info info = ap->info;
+
+	ap->announced = true;
+	if (a->notify != NULL) {
+		a->notify(&info, a->notify_arg);
+		/* The notify callback may have decided it already. */
+		if (find_by_id(a, id) == NULL)
+			return;
+	}
+	tell_listeners(a, APPROVAL_EVENT_PENDING, &info, false, APPROVAL_SCOPE_ONCE);
+}
+
+static void
+answered_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct approval_wait *w = arg;
+
+	TAILQ_REMOVE(&w->reg->answered, w, entry);
+	event_free(w->ev_answer);
+	w->ev_answer = NULL;
+	w->cb(w->outcome, w->scope, w->arg);
+	free(w);
+}
+
+/* A wait answered from a remembered decision on the next loop iteration. */
+static struct approval_wait *
+wait_answered(struct approvals *a, bool allow, enum approval_scope scope, approval_cb cb, void *arg)
+{
+	struct approval_wait *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return NULL;
+	w->reg = a;
+	w->cb = cb;
+	w->arg = arg;
+	w->outcome = allow ? APPROVAL_APPROVED : APPROVAL_DENIED;
+	w->scope = scope;
+	w->ev_answer = event_new(a->base, -1, 0, answered_cb, w);
+	if (w->ev_answer == NULL) {
+		free(w);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&a->answered, w, entry);
+	event_active(w->ev_answer, EV_TIMEOUT, 1);
+	return w;
+}
+
+static struct approval *
+find_joinable(const struct approvals *a, const char *client, const char *host, int port)
+{
+	struct approval *ap;
+
+	TAILQ_FOREACH(ap, &a->pending, entry)
+	{
+		if (strcmp(ap->info.client, client) != 0 || strcmp(ap->info.host, host) != 0)
+			continue;
+		if (ap->info.port == port || ap->info.port == 0)
+			return ap;
+	}
+	return NULL;
+}
+
+struct approval_wait *
+approval_request(struct approvals *a, const char *client, const char *host, int port,
+                 const char *context, double timeout, approval_cb cb, void *arg)
+{
+	struct approval_wait *w = NULL;
+	struct approval *ap = NULL;
+	enum approval_scope scope;
+	struct timeval tv;
+	double now_mono, deadline;
+	int known;
+
+	if (a == NULL || host == NULL || *host == '\0' || cb == NULL || port < 0 || port > 65535 ||
+	    strlen(host) > POLICY_HOST_MAX || !(timeout >= 0))
+		return NULL;
+	if (client == NULL)
+		client = "";
+
+	known = remembered_scope(a, client, host, port, &scope);
+	if (known >= 0)
+		return wait_answered(a, known == 1, scope, cb, arg);
+
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return NULL;
+	w->reg = a;
+	w->cb = cb;
+	w->arg = arg;
+
+	now_mono = now_clock(CLOCK_MONOTONIC);
+	deadline = now_mono + timeout;
+	ap = find_joinable(a, client, host, port);
+	if (ap != NULL) {
+		if (deadline > ap->deadline) {
+			ap->info.expires += deadline - ap->deadline;
+			ap->deadline = deadline;
+		}
+		goto join;
+	}
+
+	ap = calloc(1, sizeof(*ap));
+	if (ap == NULL)
+		goto fail;
+	ap->reg = a;
+	TAILQ_INIT(&ap->waiters);
+	ap->info.id = approval_next_id++;
+	copy_str(ap->info.client, sizeof(ap->info.client), client);
+	copy_str(ap->info.host, sizeof(ap->info.host), host);
+	ap->info.port = port;
+	ap->info.created = now_clock(CLOCK_REALTIME);
+	ap->info.expires = ap->info.created + timeout;
+	copy_str(ap->info.context, sizeof(ap->info.context), context);
+	ap->deadline = deadline;
+	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
+	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
+	if (ap->timer == NULL || ap->announce == NULL)
+		goto fail;
+	tv = seconds_to_tv(timeout);
+	if (evtimer_add(ap->timer, &tv) != 0)
+		goto fail;
+	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
+	event_active(ap->announce, EV_TIMEOUT, 1);
+join:
+	w->approval = ap;
+	TAILQ_INSERT_TAIL(&ap->waiters, w, entry);
+	ap->info.waiters++;
+	return w;
+fail:
+	approval_free_one(ap);
+	free(w);
+	return NULL;
+}
+
+static void
+wait_remove(struct approval_wait *w, bool hold)
+{
+	struct approval *ap = w->approval;
+
+	if (ap == NULL) {
+		/* Answered from memory and not yet told: just forget it. */
+		if (w->ev_answer != NULL) {
+			TAILQ_REMOVE(&w->reg->answered, w, entry);
+			event_free(w->ev_answer);
+		}
+		free(w);
+		return;
+	}
+	TAILQ_REMOVE(&ap->waiters, w, entry);
+	ap->info.waiters--;
+	free(w);
+	if (hold)
+		ap->held = true;
+	if (TAILQ_EMPTY(&ap->waiters) && !ap->held && !ap->dispatching)
+		approval_finish(ap, APPROVAL_EVENT_GONE, APPROVAL_DENIED, false,
+		                APPROVAL_SCOPE_ONCE);
+}
+
+void
+approval_wait_cancel(struct approval_wait *w)
+{
+	if (w != NULL)
+		wait_remove(w, false);
+}
+
+void
+approval_wait_detach(struct approval_wait *w)
+{
+	if (w != NULL)
+		wait_remove(w, true);
+}
+
+/* The pattern an "always" decision writes: HOST:PORT, [V6]:PORT, HOST:* for port 0. */
+static void
+always_pattern(const struct approval_info *info, char *buf, size_t len)
+{
+	bool v6 = strchr(info->host, ':') != NULL;
+
+	if (info->port == 0)
+		snprintf(buf, len, "%s%s%s:*", v6 ? "[" : "", info->host, v6 ? "]" : "");
+	else
+		snprintf(buf, len, "%s%s%s:%d", v6 ? "[" : "", info->host, v6 ? "]" : "",
+		         info->port);
+}
+
+int
+approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope)
+{
+	struct approval *ap;
+	enum approval_outcome outcome = allow ? APPROVAL_APPROVED : APPROVAL_DENIED;
+
+	if (a == NULL)
+		return -EINVAL;
+	ap = find_by_id(a, id);
+	if (ap == NULL)
+		return -ENOENT;
+	if (scope == APPROVAL_SCOPE_CLIENT || scope == APPROVAL_SCOPE_ALWAYS)
+		remember(a, scope == APPROVAL_SCOPE_ALWAYS, ap->info.client, ap->info.host,
+		         ap->info.port, allow);
+	if (scope == APPROVAL_SCOPE_ALWAYS && a->always != NULL) {
+		char pattern[POLICY_HOST_MAX + 16];
+
+		always_pattern(&ap->info, pattern, sizeof(pattern));
+		a->always(ap->info.client, pattern, allow, a->always_arg);
+		/* The owner's callback must not have ended it, but be safe. */
+		ap = find_by_id(a, id);
+		if (ap == NULL)
+			return 0;
+	}
+	approval_finish(ap, APPROVAL_EVENT_DECIDED, outcome, allow, scope);
+
+	if (scope == APPROVAL_SCOPE_ONCE)
+		return 0;
+	/* Other pending approvals the remembered decision now covers. Each
+	 * round ends one, and callbacks may change the list: search again. */
+	for (;;) {
+		int known = -1;
+
+		TAILQ_FOREACH(ap, &a->pending, entry)
+		{
+			known =
+			    approvals_remembered(a, ap->info.client, ap->info.host, ap->info.port);
+			if (known >= 0)
+				break;
+		}
+		if (ap == NULL)
+			break;
+		approval_finish(ap, APPROVAL_EVENT_DECIDED,
+		                known == 1 ? APPROVAL_APPROVED : APPROVAL_DENIED, known == 1,
+		                scope);
+	}
+	return 0;
+}
+
+size_t
+approvals_list(const struct approvals *a, struct approval_info *out, size_t max)
+{
+	const struct approval *ap;
+	size_t n = 0;
+
+	if (a == NULL)
+		return 0;
+	TAILQ_FOREACH(ap, &a->pending, entry)
+	{
+		if (n < max)
+			out[n] = ap->info;
+		n++;
+	}
+	return n;
+}
+
+int
+approvals_get(const struct approvals *a, uint64_t id, struct approval_info *out)
+{
+	const struct approval *ap;
+
+	if (a == NULL)
+		return -ENOENT;
+	ap = find_by_id(a, id);
+	if (ap == NULL)
+		return -ENOENT;
+	*out = ap->info;
+	return 0;
+}
+
+int
+approvals_new(struct event_base *base, struct approvals **out)
+{
+	struct approvals *a;
+
+	if (base == NULL || out == NULL)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (a == NULL)
+		return -ENOMEM;
+	a->base = base;
+	TAILQ_INIT(&a->pending);
+	TAILQ_INIT(&a->answered);
+	TAILQ_INIT(&a->remembered);
+	TAILQ_INIT(&a->listeners);
+	*out = a;
+	return 0;
+}
+
+void
+approvals_free(struct approvals *a)
+{
+	struct approval *ap;
+	struct approval_wait *w;
+	struct remembered *r;
+	struct listener *l;
+
+	if (a == NULL)
+		return;
+	/* Waiters hear a denial, listeners nothing: the gateway is going away. */
+	while ((ap = TAILQ_FIRST(&a->pending)) != NULL) {
+		ap->announced = false;
+		approval_finish(ap, APPROVAL_EVENT_DECIDED, APPROVAL_DENIED, false,
+		                APPROVAL_SCOPE_ONCE);
+	}
+	while ((w = TAILQ_FIRST(&a->answered)) != NULL) {
+		TAILQ_REMOVE(&a->answered, w, entry);
+		event_free(w->ev_answer);
+		w->cb(APPROVAL_DENIED, APPROVAL_SCOPE_ONCE, w->arg);
+		free(w);
+	}
+	while ((r = TAILQ_FIRST(&a->remembered)) != NULL) {
+		TAILQ_REMOVE(&a->remembered, r, entry);
+		free(r);
+	}
+	while ((l = TAILQ_FIRST(&a->listeners)) != NULL) {
+		TAILQ_REMOVE(&a->listeners, l, entry);
+		free(l);
+	}
+	free(a);
+}
