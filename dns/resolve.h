@@ -20,10 +20,10 @@ struct dns_pin {
 };
 
 struct dns_resolver_config {
-	const char *upstream;        /* "ADDR" or "ADDR:PORT" ("[V6]:PORT"); NULL: system's */
-	const struct dns_pin *pins;  /* --resolve HOST:ADDR, answered without a query */
+	const char *upstream;       /* "ADDR" or "ADDR:PORT" ("[V6]:PORT"); NULL: system's */
+	const struct dns_pin *pins; /* --resolve HOST:ADDR, answered without a query */
 	size_t npins;
-	double timeout;              /* seconds per query in all; 0: 5 s */
+	double timeout; /* seconds per query in all; 0: 5 s */
 };
 
 /* Parses "HOST:ADDR" (ADDR may be "[V6]") into a pin. 0 or -EINVAL. */
@@ -38,7 +38,10 @@ void dns_resolver_free(struct dns_resolver *r);
 
 /*
  * status: 0 with naddrs >= 1; -ENOENT for no such name or no address;
- * -ETIMEDOUT; -EIO for other failures. ttl is the smallest TTL seen.
+ * -ETIMEDOUT; -EIO for other failures. ttl is the smallest TTL seen (a
+ * pinned or /etc/hosts name gets 60 s). IPv4 addresses come first.
+ * The callback may start or cancel other queries, but must not free the
+ * resolver.
  */
 typedef void (*dns_resolve_cb)(int status, const struct policy_addr *addrs, size_t naddrs,
                                uint32_t ttl, void *arg);
@@ -50,6 +53,16 @@ typedef void (*dns_resolve_cb)(int status, const struct policy_addr *addrs, size
  */
 struct dns_query *dns_resolve(struct dns_resolver *r, const char *host, int family,
                               dns_resolve_cb cb, void *arg);
+/*
+ * As dns_resolve, with flags. DNS_RESOLVE_F_NODATA: a name that exists but
+ * has no address of the family asked is reported as -ENODATA rather than
+ * -ENOENT (the DNS server answers NOERROR with no records for it, not
+ * NXDOMAIN).
+ */
+#define DNS_RESOLVE_F_NODATA 0x1u
+struct dns_query *dns_resolve_flags(struct dns_resolver *r, const char *host, int family,
+                                    unsigned flags, dns_resolve_cb cb, void *arg);
+
 /* The callback will not be called. Safe until the callback has run. */
 void dns_query_cancel(struct dns_query *q);
 
