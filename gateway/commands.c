@@ -3,6 +3,7 @@
  */
 #include "gateway/cli.h"
 
+extern const struct gw_command gw_command_proxy;
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
 extern const struct gw_command gw_command_pending;
@@ -10,6 +11,7 @@ extern const struct gw_command gw_command_approve;
 extern const struct gw_command gw_command_deny;
 
 const struct gw_command *const gw_commands[] = {
+	&gw_command_proxy,
 	&gw_command_policy,
 	&gw_command_audit,
 	&gw_command_pending,

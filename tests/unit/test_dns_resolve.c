@@ -106,7 +106,7 @@ start_server(void **state)
 	argv[7] = NULL;
 	if (posix_spawnp(&server_pid, "python3", NULL, NULL, argv, environ) != 0)
 		return -1;
-	for (i = 0; i < 100; i++) { /* up to 10 s */
+	for (i = 0; i < 300; i++) { /* up to 30 s: python3 starts slowly on a loaded machine */
 		FILE *f = fopen(portfile, "re");
 
 		if (f != NULL) {

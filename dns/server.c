@@ -1,0 +1,1387 @@
+/*
+ * The DNS server: UDP and TCP listeners, the decision on each question, the
+ * answer cache shared by every client, and audit rows aggregated over a short
+ * window. Parsing and building messages is dns/wire.c's; resolving is
+ * dns/resolve.c's.
+ */
+#include "dns/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "dns/resolve.h"
+#include "dns/wire.h"
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+
+#define UDP_BATCH 32
+#define UDP_ROUNDS 8        /* batches per wake-up, so TCP and timers get their turn */
+#define UDP_QUERY_MAX 4096  /* a larger datagram is not a query we answer */
+#define TCP_INFLIGHT_MAX 16 /* questions in flight on one TCP connection */
+#define TCP_OUTPUT_MAX (256 * 1024)
+#define PENDING_MAX 10000   /* questions waiting (upstream, approval) in all */
+#define NEGATIVE_TTL_MAX 30 /* NXDOMAIN and no-data answers are cached this long at most */
+#define AUDIT_AGG_MAX 1024
+#define AUDIT_BUCKETS 1024
+
+struct dns_server;
+struct dns_req;
+
+struct listener {
+	LIST_ENTRY(listener) link;
+	struct dns_server *s;
+	int fd;
+	bool udp;
+	struct event *ev;           /* UDP */
+	struct evconnlistener *lev; /* TCP */
+	char *client_id;            /* NULL: by source address */
+	struct policy *policy;      /* NULL: gw->policy */
+};
+
+struct tcp_conn {
+	LIST_ENTRY(tcp_conn) link;
+	struct dns_server *s;
+	struct listener *l;
+	struct bufferevent *bev;
+	struct policy_addr src;
+	bool has_src;
+	unsigned int inflight;
+	bool eof;
+	TAILQ_HEAD(, dns_req) reqs;
+};
+
+struct cache_entry {
+	struct dns_server *s;
+	struct cache_entry *hnext;
+	TAILQ_ENTRY(cache_entry) lru;
+	uint32_t hash;
+	int family;
+	char name[POLICY_HOST_MAX + 1];
+	bool pending;
+	bool busy; /* its waiters are being answered: not to be freed now */
+	struct dns_query *query;
+	TAILQ_HEAD(, dns_req) waiters;
+	int status;
+	size_t naddrs;
+	struct policy_addr addrs[DNS_RESOLVE_MAX_ADDRS];
+	double expires; /* monotonic seconds */
+	/*
+	 * The last policy that judged these addresses (a reference) and which
+	 * it allowed, bit i for addrs[i]: most questions come from clients
+	 * under the same policy, and judging costs more than answering.
+	 */
+	struct policy *judged_by;
+	uint32_t allowed_mask;
+};
+
+/* What one answer did, for the audit row. */
+struct answer_note {
+	const char *decision;
+	const char *reason;
+	const char *rule;
+	int rcode;
+	size_t answers;
+	size_t dropped; /* addresses withheld (non-public) */
+};
+
+struct dns_req {
+	struct dns_server *s;
+	struct listener *l;
+	struct tcp_conn *conn; /* NULL for UDP */
+	TAILQ_ENTRY(dns_req) conn_link;
+	TAILQ_ENTRY(dns_req) wait_link;
+	LIST_ENTRY(dns_req) all_link;
+	struct cache_entry *waiting_on;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	struct dns_wire_query q;
+	char client[64];
+	struct policy *policy; /* a reference */
+	struct policy_host host;
+	char rule[256];
+	struct approval_wait *wait;
+	struct event *ask_timer;
+	bool heap;
+	bool approved;
+};
+
+struct audit_agg {
+	struct audit_agg *hnext;
+	TAILQ_ENTRY(audit_agg) order;
+	uint32_t hash;
+	char client[64];
+	char host[DNS_WIRE_TEXT_MAX + 1];
+	uint16_t qtype;
+	char decision[16];
+	char reason[40];
+	int rcode;
+	size_t answers, dropped;
+	char rule[256];
+	unsigned long count;
+};
+
+struct dns_server {
+	struct gw_context *gw;
+	struct dns_server_config cfg;
+	LIST_HEAD(, listener) listeners;
+	LIST_HEAD(, tcp_conn) conns;
+	unsigned int nconns;
+	LIST_HEAD(, dns_req) pending;
+	size_t npending;
+
+	struct cache_entry **buckets;
+	size_t nbuckets;
+	TAILQ_HEAD(cache_lru, cache_entry) lru;
+	size_t ncache;
+
+	struct audit_agg *agg_buckets[AUDIT_BUCKETS];
+	TAILQ_HEAD(, audit_agg) agg_order;
+	size_t nagg;
+	struct event *agg_timer;
+
+	uint8_t tcp_msg[DNS_WIRE_MSG_MAX];
+	uint8_t out[DNS_WIRE_MSG_MAX + 2];
+
+	/* UDP answers made while a batch of datagrams is read go out in one sendmmsg. */
+	struct listener *batch_listener;
+	unsigned int nbatch;
+	uint8_t batch_out[UDP_BATCH][DNS_WIRE_UDP_MAX];
+	struct mmsghdr batch_msgs[UDP_BATCH];
+	struct iovec batch_iov[UDP_BATCH];
+	struct sockaddr_storage batch_peers[UDP_BATCH];
+};
+
+static void req_resolve(struct dns_req *r);
+static void tcp_conn_free(struct tcp_conn *c);
+static void tcp_maybe_resume(struct tcp_conn *c);
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static double
+now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct timeval
+seconds_tv(double s)
+{
+	struct timeval tv;
+
+	if (s < 0)
+		s = 0;
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
+static uint32_t
+hash_str(uint32_t h, const char *s)
+{
+	/* FNV-1a */
+	for (; *s != '\0'; s++) {
+		h ^= (uint8_t)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* A bounded copy without printf's cost (this runs for every question). */
+static void
+copy_text(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strnlen(src, dstlen - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* The client's name: its address, formatted on the hot path without inet_ntop's printf. */
+static void
+format_client(const struct policy_addr *a, char *buf, size_t len)
+{
+	const uint8_t *b = (const uint8_t *)&a->u.v4;
+	char tmp[16];
+	size_t o = 0;
+	int i;
+
+	if (a->family != AF_INET || len < sizeof(tmp)) {
+		if (policy_addr_format(a, buf, len) != 0)
+			copy_text(buf, len, "?");
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		unsigned v = b[i];
+
+		if (v >= 100)
+			tmp[o++] = (char)('0' + v / 100);
+		if (v >= 10)
+			tmp[o++] = (char)('0' + v / 10 % 10);
+		tmp[o++] = (char)('0' + v % 10);
+		tmp[o++] = i < 3 ? '.' : '\0';
+	}
+	memcpy(buf, tmp, o);
+}
+
+void
+dns_server_config_defaults(struct dns_server_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ttl_cap = 60;
+	cfg->deny_rcode = DNS_WIRE_RCODE_NXDOMAIN;
+	cfg->ask_wait = 2;
+	cfg->cache_entries = 10000;
+	cfg->tcp_max_conns = 256;
+	cfg->tcp_idle = 10;
+	cfg->audit_window = 2;
+}
+
+int
+dns_server_parse_rcode(const char *s, int *rcode)
+{
+	if (strcmp(s, "nxdomain") == 0)
+		*rcode = DNS_WIRE_RCODE_NXDOMAIN;
+	else if (strcmp(s, "refused") == 0)
+		*rcode = DNS_WIRE_RCODE_REFUSED;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static const char *
+type_text(uint16_t qtype, char *buf, size_t len)
+{
+	const char *name = dns_wire_type_name(qtype);
+
+	if (name != NULL)
+		return name;
+	snprintf(buf, len, "TYPE%u", (unsigned)qtype);
+	return buf;
+}
+
+/* Copies s into a JSON string body, escaping what JSON needs. */
+static void
+json_str(char *out, size_t outlen, const char *s)
+{
+	size_t o = 0;
+
+	for (; s != NULL && *s != '\0' && o + 7 < outlen; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			o += (size_t)snprintf(out + o, outlen - o, "\\u%04x", ch);
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* ---- audit rows, aggregated ---------------------------------------------- */
+
+static void
+agg_write(struct dns_server *s, struct audit_agg *g)
+{
+	char detail[768], rule[300], tbuf[16];
+	struct audit_event ev;
+
+	if (s->gw->audit == NULL)
+		return;
+	json_str(rule, sizeof(rule), g->rule);
+	snprintf(detail, sizeof(detail),
+	         "{\"type\":\"%s\",\"rcode\":\"%s\",\"answers\":%zu,\"dropped\":%zu,"
+	         "\"count\":%lu,\"rule\":\"%s\"}",
+	         type_text(g->qtype, tbuf, sizeof(tbuf)), dns_wire_rcode_name(g->rcode), g->answers,
+	         g->dropped, g->count, rule);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = "dns";
+	ev.sandbox = g->client;
+	ev.host = g->host[0] != '\0' ? g->host : NULL;
+	ev.port = 0;
+	ev.decision = g->decision;
+	ev.reason = g->reason;
+	ev.detail = detail;
+	if (audit_append(s->gw->audit, &ev) != 0)
+		log_warnx("dns: audit queue full: a row was lost");
+}
+
+static void
+agg_flush_all(struct dns_server *s)
+{
+	struct audit_agg *g;
+
+	while ((g = TAILQ_FIRST(&s->agg_order)) != NULL) {
+		TAILQ_REMOVE(&s->agg_order, g, order);
+		agg_write(s, g);
+		free(g);
+	}
+	memset(s->agg_buckets, 0, sizeof(s->agg_buckets));
+	s->nagg = 0;
+}
+
+static void
+agg_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	agg_flush_all(arg);
+}
+
+static void
+audit_answer(struct dns_server *s, const struct dns_req *r, const struct answer_note *n)
+{
+	const char *host = r->q.has_question ? r->q.name : "";
+	struct audit_agg *g;
+	uint32_t h;
+	struct timeval tv;
+
+	if (s->gw->audit == NULL)
+		return;
+	h = hash_str(2166136261u, r->client);
+	h = hash_str(h, host);
+	h = hash_str(h, n->decision);
+	h = hash_str(h, n->reason);
+	h ^= (uint32_t)r->q.qtype * 31u + (uint32_t)n->rcode;
+	for (g = s->agg_buckets[h % AUDIT_BUCKETS]; g != NULL; g = g->hnext) {
+		if (g->hash == h && g->qtype == r->q.qtype && g->rcode == n->rcode &&
+		    strcmp(g->client, r->client) == 0 && strcmp(g->host, host) == 0 &&
+		    strcmp(g->decision, n->decision) == 0 && strcmp(g->reason, n->reason) == 0) {
+			g->count++;
+			return;
+		}
+	}
+	if (s->nagg >= AUDIT_AGG_MAX)
+		agg_flush_all(s);
+	g = calloc(1, sizeof(*g));
+	if (g == NULL) {
+		log_warnx("dns: out of memory: an audit row was lost");
+		return;
+	}
+	g->hash = h;
+	snprintf(g->client, sizeof(g->client), "%s", r->client);
+	snprintf(g->host, sizeof(g->host), "%s", host);
+	g->qtype = r->q.qtype;
+	snprintf(g->decision, sizeof(g->decision), "%s", n->decision);
+	snprintf(g->reason, sizeof(g->reason), "%s", n->reason);
+	snprintf(g->rule, sizeof(g->rule), "%s", n->rule != NULL ? n->rule : "");
+	g->rcode = n->rcode;
+	g->answers = n->answers;
+	g->dropped = n->dropped;
+	g->count = 1;
+	g->hnext = s->agg_buckets[h % AUDIT_BUCKETS];
+	s->agg_buckets[h % AUDIT_BUCKETS] = g;
+	TAILQ_INSERT_TAIL(&s->agg_order, g, order);
+	if (s->nagg++ == 0) {
+		tv = seconds_tv(s->cfg.audit_window);
+		evtimer_add(s->agg_timer, &tv);
+	}
+}
+
+/* ---- sending answers ------------------------------------------------------ */
+
+static void
+send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t naddrs,
+           uint32_t ttl)
+{
+	struct dns_server *s = r->s;
+	size_t limit, len = 0;
+	ssize_t n;
+
+	if (r->conn != NULL) {
+		if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->out + 2,
+		                         DNS_WIRE_MSG_MAX, &len) != 0)
+			return;
+		dns_wire_tcp_prefix(s->out, len);
+		if (bufferevent_write(r->conn->bev, s->out, len + 2) != 0)
+			log_warnx("dns: cannot queue a TCP answer");
+		return;
+	}
+	limit = dns_wire_udp_limit(&r->q);
+	if (s->batch_listener == r->l && s->nbatch < UDP_BATCH && limit <= DNS_WIRE_UDP_MAX) {
+		unsigned int i = s->nbatch;
+
+		if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->batch_out[i], limit,
+		                         &len) != 0)
+			return;
+		memcpy(&s->batch_peers[i], &r->peer, r->peerlen);
+		s->batch_iov[i].iov_base = s->batch_out[i];
+		s->batch_iov[i].iov_len = len;
+		memset(&s->batch_msgs[i], 0, sizeof(s->batch_msgs[i]));
+		s->batch_msgs[i].msg_hdr.msg_name = &s->batch_peers[i];
+		s->batch_msgs[i].msg_hdr.msg_namelen = r->peerlen;
+		s->batch_msgs[i].msg_hdr.msg_iov = &s->batch_iov[i];
+		s->batch_msgs[i].msg_hdr.msg_iovlen = 1;
+		s->nbatch++;
+		return;
+	}
+	if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->out, limit, &len) != 0)
+		return;
+	do {
+		n = sendto(r->l->fd, s->out, len, MSG_DONTWAIT, (struct sockaddr *)&r->peer,
+		           r->peerlen);
+	} while (n < 0 && errno == EINTR);
+	/* A full socket buffer drops the answer, as UDP would; the client retries. */
+}
+
+/* Sends the answer, writes its audit note and, for a held request, frees it. */
+static void req_free(struct dns_req *r);
+
+static void
+req_answer(struct dns_req *r, const struct answer_note *n, const struct policy_addr *addrs,
+           uint32_t ttl)
+{
+	send_reply(r, n->rcode, addrs, n->answers, ttl);
+	if (log_get_verbosity() >= LOG_LEVEL_DEBUG) {
+		char tbuf[16];
+
+		log_debug("%s: %s %s %s: %s %s (%s), %zu answer(s)", __func__, r->client,
+		          r->q.has_question ? r->q.name : "-",
+		          type_text(r->q.qtype, tbuf, sizeof(tbuf)), n->decision, n->reason,
+		          dns_wire_rcode_name(n->rcode), n->answers);
+	}
+	audit_answer(r->s, r, n);
+	if (r->heap)
+		req_free(r);
+}
+
+static void
+req_answer_simple(struct dns_req *r, int rcode, const char *decision, const char *reason)
+{
+	struct answer_note n = {
+	    .decision = decision, .reason = reason, .rule = r->rule, .rcode = rcode};
+
+	req_answer(r, &n, NULL, 0);
+}
+
+/* ---- requests that wait --------------------------------------------------- */
+
+static void
+req_free(struct dns_req *r)
+{
+	struct tcp_conn *c = r->conn;
+
+	if (r->wait != NULL)
+		approval_wait_detach(r->wait); /* the approval stays for the connection after */
+	if (r->ask_timer != NULL)
+		event_free(r->ask_timer);
+	if (r->waiting_on != NULL)
+		TAILQ_REMOVE(&r->waiting_on->waiters, r, wait_link);
+	LIST_REMOVE(r, all_link);
+	r->s->npending--;
+	policy_free(r->policy);
+	if (c != NULL) {
+		TAILQ_REMOVE(&c->reqs, r, conn_link);
+		c->inflight--;
+	}
+	free(r);
+	if (c != NULL)
+		tcp_maybe_resume(c);
+}
+
+/* Copies a request from the stack to the heap so that it can wait. */
+static struct dns_req *
+req_hold(struct dns_req *tmp)
+{
+	struct dns_server *s = tmp->s;
+	struct dns_req *r;
+
+	if (s->npending >= PENDING_MAX)
+		return NULL;
+	r = malloc(sizeof(*r));
+	if (r == NULL)
+		return NULL;
+	memcpy(r, tmp, sizeof(*r));
+	r->heap = true;
+	r->policy = policy_ref(tmp->policy);
+	LIST_INSERT_HEAD(&s->pending, r, all_link);
+	s->npending++;
+	if (r->conn != NULL) {
+		TAILQ_INSERT_TAIL(&r->conn->reqs, r, conn_link);
+		r->conn->inflight++;
+	}
+	return r;
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+static struct cache_entry *
+cache_find(struct dns_server *s, const char *name, int family, uint32_t h)
+{
+	struct cache_entry *e;
+
+	for (e = s->buckets[h & (s->nbuckets - 1)]; e != NULL; e = e->hnext) {
+		if (e->hash == h && e->family == family && strcmp(e->name, name) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void
+cache_unlink(struct dns_server *s, struct cache_entry *e)
+{
+	struct cache_entry **pp = &s->buckets[e->hash & (s->nbuckets - 1)];
+
+	while (*pp != NULL && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp == e)
+		*pp = e->hnext;
+	TAILQ_REMOVE(&s->lru, e, lru);
+	s->ncache--;
+}
+
+static void
+cache_entry_free(struct dns_server *s, struct cache_entry *e)
+{
+	struct dns_req *r;
+
+	cache_unlink(s, e);
+	if (e->query != NULL)
+		dns_query_cancel(e->query);
+	policy_free(e->judged_by);
+	while ((r = TAILQ_FIRST(&e->waiters)) != NULL) {
+		TAILQ_REMOVE(&e->waiters, r, wait_link);
+		r->waiting_on = NULL;
+		req_answer_simple(r, DNS_WIRE_RCODE_SERVFAIL, "allow", "resolve-failed");
+	}
+	free(e);
+}
+
+/* Makes room for one more: expired entries first, then the least recently used. */
+static bool
+cache_make_room(struct dns_server *s)
+{
+	struct cache_entry *e, *prev;
+	double now = now_mono();
+	int scanned = 0;
+
+	if (s->ncache < s->cfg.cache_entries)
+		return true;
+	for (e = TAILQ_LAST(&s->lru, cache_lru); e != NULL && scanned < 64; e = prev) {
+		prev = TAILQ_PREV(e, cache_lru, lru);
+		scanned++;
+		if (!e->pending && !e->busy && (e->expires <= now || scanned == 1)) {
+			cache_entry_free(s, e);
+			if (s->ncache < s->cfg.cache_entries)
+				return true;
+		}
+	}
+	return s->ncache < s->cfg.cache_entries;
+}
+
+static void
+answer_from_entry(struct dns_req *r, struct cache_entry *e, double now)
+{
+	struct policy_addr keep[DNS_RESOLVE_MAX_ADDRS];
+	struct answer_note n = {.decision = "allow",
+	                        .reason = r->approved ? "approved" : "allowed",
+	                        .rule = r->rule,
+	                        .rcode = DNS_WIRE_RCODE_NOERROR};
+	double left = e->expires - now;
+	uint32_t ttl;
+	size_t i;
+
+	if (e->status == -ENOENT) {
+		n.rcode = DNS_WIRE_RCODE_NXDOMAIN;
+		req_answer(r, &n, NULL, 0);
+		return;
+	}
+	if (e->status == -ENODATA) {
+		req_answer(r, &n, NULL, 0);
+		return;
+	}
+	if (e->status != 0) {
+		n.rcode = DNS_WIRE_RCODE_SERVFAIL;
+		n.reason = e->status == -ETIMEDOUT ? "upstream-timeout" : "resolve-failed";
+		req_answer(r, &n, NULL, 0);
+		return;
+	}
+	if (e->judged_by != r->policy) {
+		policy_free(e->judged_by);
+		e->judged_by = policy_ref(r->policy);
+		e->allowed_mask = 0;
+		for (i = 0; i < e->naddrs; i++) {
+			struct policy_decision d;
+
+			policy_decide_addr(r->policy, &e->addrs[i], &d);
+			if (d.verdict == POLICY_ALLOW)
+				e->allowed_mask |= 1u << i;
+		}
+	}
+	for (i = 0; i < e->naddrs; i++) {
+		if (e->allowed_mask & (1u << i))
+			keep[n.answers++] = e->addrs[i];
+		else
+			n.dropped++;
+	}
+	if (n.answers == 0 && n.dropped > 0) {
+		/* Every address was internal: the name answers with nothing (rebinding). */
+		n.decision = "deny";
+		n.reason = "non-public-address";
+	}
+	ttl = left < 1 ? 1 : (uint32_t)left;
+	if (ttl > r->s->cfg.ttl_cap)
+		ttl = r->s->cfg.ttl_cap;
+	req_answer(r, &n, keep, ttl);
+}
+
+static void
+on_resolved(int status, const struct policy_addr *addrs, size_t naddrs, uint32_t ttl, void *arg)
+{
+	struct cache_entry *e = arg;
+	struct dns_req *r;
+	double now = now_mono();
+
+	e->query = NULL;
+	e->pending = false;
+	e->status = status;
+	policy_free(e->judged_by);
+	e->judged_by = NULL;
+	e->naddrs = naddrs > DNS_RESOLVE_MAX_ADDRS ? DNS_RESOLVE_MAX_ADDRS : naddrs;
+	if (e->naddrs > 0)
+		memcpy(e->addrs, addrs, e->naddrs * sizeof(addrs[0]));
+	if (status == 0)
+		e->expires = now + ttl;
+	else if (status == -ENOENT || status == -ENODATA)
+		e->expires = now + (e->s->cfg.ttl_cap < NEGATIVE_TTL_MAX ? e->s->cfg.ttl_cap
+		                                                         : NEGATIVE_TTL_MAX);
+	else
+		e->expires = now + 1; /* a failing upstream is asked again a second later */
+	/* Answering may read more TCP questions, which must not free e meanwhile. */
+	e->busy = true;
+	while ((r = TAILQ_FIRST(&e->waiters)) != NULL) {
+		TAILQ_REMOVE(&e->waiters, r, wait_link);
+		r->waiting_on = NULL;
+		answer_from_entry(r, e, now);
+	}
+	e->busy = false;
+}
+
+/* ---- deciding ------------------------------------------------------------- */
+
+/*
+ * A name's verdict for DNS: the policy decides (host, port) pairs, and a
+ * lookup names no port, so a name is allowed when 443 or 80 is, or when an
+ * allow rule names another port; ask when either asks.
+ */
+static void
+decide_name(const struct policy *p, const struct policy_host *host, struct policy_decision *out)
+{
+	struct policy_decision d80;
+
+	policy_decide(p, host, 443, out);
+	if (out->verdict == POLICY_ALLOW)
+		return;
+	policy_decide(p, host, 80, &d80);
+	if (d80.verdict == POLICY_ALLOW) {
+		*out = d80;
+		return;
+	}
+	if (out->reason == POLICY_REASON_PORT_NOT_ALLOWED ||
+	    d80.reason == POLICY_REASON_PORT_NOT_ALLOWED) {
+		out->verdict = POLICY_ALLOW;
+		out->reason = POLICY_REASON_RULE;
+		return;
+	}
+	if (out->verdict != POLICY_ASK && d80.verdict == POLICY_ASK)
+		*out = d80;
+}
+
+static void
+ask_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dns_req *r = arg;
+
+	/* req_free detaches the wait: the approval stays pending for the connection. */
+	req_answer_simple(r, DNS_WIRE_RCODE_REFUSED, "ask", "approval-pending");
+}
+
+static void
+on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
+{
+	struct dns_req *r = arg;
+
+	r->wait = NULL; /* told: the wait is over */
+	if (r->ask_timer != NULL)
+		evtimer_del(r->ask_timer);
+	if (outcome == APPROVAL_APPROVED) {
+		r->approved = true;
+		req_resolve(r);
+		return;
+	}
+	req_answer_simple(r, r->s->cfg.deny_rcode, "deny",
+	                  outcome == APPROVAL_TIMEOUT ? "approval-timeout" : "approval-denied");
+}
+
+static void
+req_ask(struct dns_req *tmp)
+{
+	struct dns_server *s = tmp->s;
+	struct dns_req *r;
+	struct timeval tv;
+	char context[64], tbuf[16];
+
+	if (s->gw->approvals == NULL) {
+		req_answer_simple(tmp, s->cfg.deny_rcode, "deny", "approval-unavailable");
+		return;
+	}
+	r = req_hold(tmp);
+	if (r == NULL) {
+		req_answer_simple(tmp, DNS_WIRE_RCODE_REFUSED, "ask", "overloaded");
+		return;
+	}
+	snprintf(context, sizeof(context), "DNS %s query",
+	         type_text(r->q.qtype, tbuf, sizeof(tbuf)));
+	r->ask_timer = evtimer_new(s->gw->base, ask_timer_cb, r);
+	if (r->ask_timer != NULL)
+		r->wait = approval_request(s->gw->approvals, r->client, r->host.text, 0, context,
+		                           policy_ask_timeout(r->policy), on_approval, r);
+	if (r->wait == NULL) {
+		req_answer_simple(r, s->cfg.deny_rcode, "deny", "approval-unavailable");
+		return;
+	}
+	tv = seconds_tv(s->cfg.ask_wait);
+	evtimer_add(r->ask_timer, &tv);
+}
+
+/*
+ * An allowed A or AAAA question: steered, answered from the cache, or
+ * resolved upstream (one query for every client asking the same name).
+ * r may be on the stack (held when it must wait) or held already.
+ */
+static void
+req_resolve(struct dns_req *r)
+{
+	struct dns_server *s = r->s;
+	int family = r->q.qtype == DNS_WIRE_TYPE_A ? AF_INET : AF_INET6;
+	struct cache_entry *e;
+	struct dns_req *held;
+	double now;
+	uint32_t h;
+
+	if (s->cfg.steer) {
+		struct answer_note n = {.decision = "allow",
+		                        .reason = "steered",
+		                        .rule = r->rule,
+		                        .rcode = DNS_WIRE_RCODE_NOERROR};
+		bool match = s->cfg.steer_addr.family == family;
+
+		n.answers = match ? 1 : 0;
+		req_answer(r, &n, match ? &s->cfg.steer_addr : NULL, s->cfg.ttl_cap);
+		return;
+	}
+	if (s->gw->resolver == NULL) {
+		req_answer_simple(r, DNS_WIRE_RCODE_SERVFAIL, "allow", "resolve-failed");
+		return;
+	}
+	now = now_mono();
+	h = hash_str(2166136261u, r->host.text) ^ (uint32_t)family;
+	e = cache_find(s, r->host.text, family, h);
+	if (e != NULL && !e->pending && !e->busy && e->expires <= now) {
+		cache_entry_free(s, e);
+		e = NULL;
+	}
+	if (e != NULL && !e->pending) {
+		/* (An expired entry still busy answering serves its last answer once more.) */
+		TAILQ_REMOVE(&s->lru, e, lru);
+		TAILQ_INSERT_HEAD(&s->lru, e, lru);
+		answer_from_entry(r, e, now);
+		return;
+	}
+	held = r->heap ? r : req_hold(r);
+	if (held == NULL) {
+		req_answer_simple(r, DNS_WIRE_RCODE_REFUSED, "allow", "overloaded");
+		return;
+	}
+	if (e == NULL) {
+		if (!cache_make_room(s)) {
+			req_answer_simple(held, DNS_WIRE_RCODE_SERVFAIL, "allow", "overloaded");
+			return;
+		}
+		e = calloc(1, sizeof(*e));
+		if (e == NULL) {
+			req_answer_simple(held, DNS_WIRE_RCODE_SERVFAIL, "allow", "overloaded");
+			return;
+		}
+		e->s = s;
+		e->hash = h;
+		e->family = family;
+		snprintf(e->name, sizeof(e->name), "%s", r->host.text);
+		e->pending = true;
+		TAILQ_INIT(&e->waiters);
+		e->hnext = s->buckets[h & (s->nbuckets - 1)];
+		s->buckets[h & (s->nbuckets - 1)] = e;
+		TAILQ_INSERT_HEAD(&s->lru, e, lru);
+		s->ncache++;
+		TAILQ_INSERT_TAIL(&e->waiters, held, wait_link);
+		held->waiting_on = e;
+		e->query = dns_resolve_flags(s->gw->resolver, e->name, family, DNS_RESOLVE_F_NODATA,
+		                             on_resolved, e);
+		if (e->query == NULL)
+			cache_entry_free(s, e); /* answers the waiter SERVFAIL */
+		return;
+	}
+	TAILQ_INSERT_TAIL(&e->waiters, held, wait_link);
+	held->waiting_on = e;
+}
+
+/* Picks the policy and the client's name for a question from src. */
+static bool
+req_select_policy(struct dns_req *r, const struct policy_addr *src)
+{
+	struct dns_server *s = r->s;
+	const char *name = NULL;
+	bool auth_required = false;
+
+	if (r->l->client_id != NULL) {
+		copy_text(r->client, sizeof(r->client), r->l->client_id);
+		r->policy = r->l->policy != NULL ? r->l->policy : s->gw->policy;
+		return r->policy != NULL;
+	}
+	if (src != NULL)
+		format_client(src, r->client, sizeof(r->client));
+	else
+		copy_text(r->client, sizeof(r->client), "local");
+	if (s->gw->policy == NULL)
+		return false;
+	/* The stack request borrows; req_hold takes a reference of its own. */
+	r->policy = policy_select_client(s->gw->policy, src, NULL, NULL, &name, &auth_required);
+	if (r->policy == NULL)
+		return false;
+	if (name != NULL)
+		copy_text(r->client, sizeof(r->client), name);
+	return true;
+}
+
+/* One message from a client: answers it now or holds it. */
+static void
+handle_message(struct dns_server *s, struct listener *l, struct tcp_conn *conn,
+               const struct sockaddr_storage *peer, socklen_t peerlen,
+               const struct policy_addr *src, const uint8_t *msg, size_t len)
+{
+	struct dns_req r;
+	struct policy_decision d;
+	bool selected_ref, selected;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.s = s;
+	r.l = l;
+	r.conn = conn;
+	if (peer != NULL) {
+		memcpy(&r.peer, peer, peerlen);
+		r.peerlen = peerlen;
+	}
+	rc = dns_wire_parse_query(msg, len, &r.q);
+	if (rc < 0)
+		return; /* not a query, or no header to answer with */
+	selected_ref = l->client_id == NULL;
+	selected = req_select_policy(&r, src); /* names the client, for the audit row */
+	if (rc > 0) {
+		req_answer_simple(&r, rc, "deny",
+		                  rc == DNS_WIRE_RCODE_FORMERR   ? "malformed-query"
+		                  : rc == DNS_WIRE_RCODE_REFUSED ? "class-not-served"
+		                                                 : "not-served");
+		goto out;
+	}
+	if (!selected) {
+		req_answer_simple(&r, DNS_WIRE_RCODE_REFUSED, "deny", "no-policy-for-client");
+		goto out;
+	}
+	if (!r.q.name_ldh || policy_host_parse(r.q.name, strlen(r.q.name), &r.host) != 0 ||
+	    r.host.kind != POLICY_HOST_NAME) {
+		req_answer_simple(&r, s->cfg.deny_rcode, "deny", "malformed-host");
+		goto out;
+	}
+	decide_name(r.policy, &r.host, &d);
+	copy_text(r.rule, sizeof(r.rule), d.rule);
+	if (d.verdict == POLICY_DENY) {
+		req_answer_simple(&r, s->cfg.deny_rcode, "deny",
+		                  policy_reason_name(d.reason, d.verdict));
+		goto out;
+	}
+	if (r.q.qtype != DNS_WIRE_TYPE_A && r.q.qtype != DNS_WIRE_TYPE_AAAA) {
+		/* HTTPS, SVCB, TXT, MX, ANY...: nothing to tunnel through, nothing upstream. */
+		req_answer_simple(&r, DNS_WIRE_RCODE_NOERROR,
+		                  d.verdict == POLICY_ALLOW ? "allow" : "ask", "type-not-served");
+		goto out;
+	}
+	if (d.verdict == POLICY_ASK) {
+		int known = s->gw->approvals != NULL
+		                ? approvals_remembered(s->gw->approvals, r.client, r.host.text, 0)
+		                : -1;
+
+		if (known == 0) {
+			req_answer_simple(&r, s->cfg.deny_rcode, "deny", "approval-denied");
+			goto out;
+		}
+		if (known < 0) {
+			req_ask(&r);
+			goto out;
+		}
+		r.approved = true;
+	}
+	req_resolve(&r);
+out:
+	if (selected_ref)
+		policy_free(r.policy);
+}
+
+/* ---- UDP ------------------------------------------------------------------ */
+
+static void
+batch_flush(struct dns_server *s)
+{
+	unsigned int sent = 0;
+	int n;
+
+	while (sent < s->nbatch) {
+		n = sendmmsg(s->batch_listener->fd, s->batch_msgs + sent, s->nbatch - sent,
+		             MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* a full socket buffer drops the rest, as UDP would */
+		sent += (unsigned int)n;
+	}
+	s->nbatch = 0;
+}
+
+static void
+udp_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+	struct dns_server *s = l->s;
+	static uint8_t bufs[UDP_BATCH][UDP_QUERY_MAX];
+	struct mmsghdr msgs[UDP_BATCH];
+	struct iovec iov[UDP_BATCH];
+	struct sockaddr_storage peers[UDP_BATCH];
+	int round, i, n;
+
+	for (round = 0; round < UDP_ROUNDS; round++) {
+		memset(msgs, 0, sizeof(msgs));
+		for (i = 0; i < UDP_BATCH; i++) {
+			iov[i].iov_base = bufs[i];
+			iov[i].iov_len = sizeof(bufs[i]);
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_name = &peers[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(peers[i]);
+		}
+		n = recvmmsg(fd, msgs, UDP_BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				log_warn("dns: UDP receive");
+			return;
+		}
+		s->batch_listener = l;
+		s->nbatch = 0;
+		for (i = 0; i < n; i++) {
+			struct policy_addr src;
+			const struct policy_addr *srcp = NULL;
+
+			if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)
+				continue;
+			if (msgs[i].msg_hdr.msg_namelen >= sizeof(struct sockaddr_in) &&
+			    policy_addr_from_sockaddr((struct sockaddr *)&peers[i], &src) == 0)
+				srcp = &src;
+			handle_message(s, l, NULL, &peers[i], msgs[i].msg_hdr.msg_namelen, srcp,
+			               bufs[i], msgs[i].msg_len);
+		}
+		batch_flush(s);
+		s->batch_listener = NULL;
+		if (n < UDP_BATCH)
+			return;
+	}
+}
+
+/* ---- TCP ------------------------------------------------------------------ */
+
+static void
+tcp_conn_free(struct tcp_conn *c)
+{
+	struct dns_req *r;
+
+	/* Held questions go too; an approval they wait on stays pending. */
+	while ((r = TAILQ_FIRST(&c->reqs)) != NULL) {
+		r->conn = NULL;
+		TAILQ_REMOVE(&c->reqs, r, conn_link);
+		c->inflight--;
+		req_free(r);
+	}
+	LIST_REMOVE(c, link);
+	c->s->nconns--;
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void tcp_read_cb(struct bufferevent *bev, void *arg);
+
+static void
+tcp_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	/* The output drained: finish a closing connection, or read again. */
+	if (c->eof && c->inflight == 0) {
+		tcp_conn_free(c);
+		return;
+	}
+	tcp_maybe_resume(c);
+}
+
+static void
+tcp_maybe_resume(struct tcp_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (c->eof) {
+		if (c->inflight == 0 && evbuffer_get_length(out) == 0)
+			tcp_conn_free(c);
+		return;
+	}
+	if (c->inflight < TCP_INFLIGHT_MAX && evbuffer_get_length(out) < TCP_OUTPUT_MAX &&
+	    !(bufferevent_get_enabled(c->bev) & EV_READ)) {
+		bufferevent_enable(c->bev, EV_READ);
+		/* Messages may be buffered already. */
+		if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
+			tcp_read_cb(c->bev, c);
+	}
+}
+
+static void
+tcp_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct tcp_conn *c = arg;
+	struct dns_server *s = c->s;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t prefix[2];
+	size_t msglen;
+
+	while (c->inflight < TCP_INFLIGHT_MAX &&
+	       evbuffer_get_length(bufferevent_get_output(bev)) < TCP_OUTPUT_MAX) {
+		if (evbuffer_copyout(in, prefix, 2) != 2)
+			return;
+		if (dns_wire_tcp_frame(prefix, 2, &msglen) != 0) {
+			tcp_conn_free(c);
+			return;
+		}
+		if (evbuffer_get_length(in) < 2 + msglen)
+			return;
+		evbuffer_drain(in, 2);
+		if (evbuffer_remove(in, s->tcp_msg, msglen) != (int)msglen) {
+			tcp_conn_free(c);
+			return;
+		}
+		/* A held question on this connection counts in c->inflight. */
+		c->inflight++;
+		handle_message(s, c->l, c, NULL, 0, c->has_src ? &c->src : NULL, s->tcp_msg,
+		               msglen);
+		c->inflight--;
+	}
+	/* Back-pressure: read again when answers drain or questions finish. */
+	bufferevent_disable(bev, EV_READ);
+}
+
+static void
+tcp_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		c->eof = true;
+		bufferevent_disable(bev, EV_READ);
+		tcp_maybe_resume(c);
+		return;
+	}
+	/* Error or idle time-out. */
+	tcp_conn_free(c);
+}
+
+static void
+tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
+              void *arg)
+{
+	struct listener *l = arg;
+	struct dns_server *s = l->s;
+	struct tcp_conn *c;
+	struct timeval idle;
+
+	if (s->nconns >= s->cfg.tcp_max_conns || s->gw->stopping) {
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->s = s;
+	c->l = l;
+	TAILQ_INIT(&c->reqs);
+	c->has_src = policy_addr_from_sockaddr(sa, &c->src) == 0;
+	c->bev = bufferevent_socket_new(s->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		close(fd);
+		free(c);
+		return;
+	}
+	LIST_INSERT_HEAD(&s->conns, c, link);
+	s->nconns++;
+	idle = seconds_tv(s->cfg.tcp_idle);
+	bufferevent_set_timeouts(c->bev, &idle, &idle);
+	/* A message is at most 2 + 65535 bytes: never buffer more than one and a bit. */
+	bufferevent_setwatermark(c->bev, EV_READ, 0, 2 * (DNS_WIRE_MSG_MAX + 2));
+	bufferevent_setcb(c->bev, tcp_read_cb, tcp_write_cb, tcp_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* ---- listeners ------------------------------------------------------------ */
+
+static void
+listener_free(struct listener *l)
+{
+	if (l == NULL)
+		return;
+	if (l->ev != NULL)
+		event_free(l->ev);
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev); /* closes fd */
+	else if (l->fd >= 0)
+		close(l->fd);
+	free(l->client_id);
+	policy_free(l->policy);
+	free(l);
+}
+
+static int
+listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, struct policy *policy)
+{
+	struct event_base *base = s->gw->base;
+	struct listener *l = calloc(1, sizeof(*l));
+
+	if (l == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->s = s;
+	l->fd = fd;
+	l->udp = udp;
+	if (client_id != NULL) {
+		l->client_id = strdup(client_id);
+		if (l->client_id == NULL)
+			goto fail;
+	}
+	if (policy != NULL)
+		l->policy = policy_ref(policy);
+	if (udp) {
+		l->ev = event_new(base, fd, EV_READ | EV_PERSIST, udp_read_cb, l);
+		if (l->ev == NULL || event_add(l->ev, NULL) != 0)
+			goto fail;
+	} else {
+		l->lev = evconnlistener_new(base, tcp_accept_cb, l,
+		                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+		if (l->lev == NULL)
+			goto fail;
+	}
+	LIST_INSERT_HEAD(&s->listeners, l, link);
+	return 0;
+fail:
+	listener_free(l);
+	return -ENOMEM;
+}
+
+int
+dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	if (s == NULL || fd < 0 || client_id == NULL)
+		return -EINVAL;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+		return -errno;
+	if (type != SOCK_DGRAM && type != SOCK_STREAM)
+		return -EINVAL;
+	evutil_make_socket_nonblocking(fd);
+	return listener_start(s, fd, type == SOCK_DGRAM, client_id, policy);
+}
+
+static int
+bind_socket(const struct sockaddr_storage *ss, socklen_t sslen, int type, char *err, size_t errlen,
+            const char *addrport)
+{
+	int fd, one = 1, rc;
+
+	fd = socket(ss->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: socket: %s", addrport, strerror(errno));
+		return rc;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, sslen) != 0 ||
+	    (type == SOCK_STREAM && listen(fd, 128) != 0)) {
+		rc = -errno;
+		snprintf(err, errlen, "%s (%s): %s", addrport, type == SOCK_STREAM ? "TCP" : "UDP",
+		         strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int
+dns_server_listen(struct dns_server *s, const char *addrport, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	struct policy_host host;
+	socklen_t sslen;
+	int port = -1, ufd, tfd, rc;
+
+	if (policy_hostport_parse(addrport, strlen(addrport), &host, &port) != 0 ||
+	    host.kind == POLICY_HOST_NAME || port < 0) {
+		snprintf(err, errlen, "'%s': expected ADDR:PORT or [V6]:PORT", addrport);
+		return -EINVAL;
+	}
+	memset(&ss, 0, sizeof(ss));
+	if (host.addr.family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		sin->sin_addr = host.addr.u.v4;
+		sslen = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		sin6->sin6_addr = host.addr.u.v6;
+		sslen = sizeof(*sin6);
+	}
+	ufd = bind_socket(&ss, sslen, SOCK_DGRAM, err, errlen, addrport);
+	if (ufd < 0)
+		return ufd;
+	tfd = bind_socket(&ss, sslen, SOCK_STREAM, err, errlen, addrport);
+	if (tfd < 0) {
+		close(ufd);
+		return tfd;
+	}
+	rc = listener_start(s, ufd, true, NULL, NULL);
+	if (rc == 0)
+		rc = listener_start(s, tfd, false, NULL, NULL);
+	else
+		close(tfd);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", addrport, strerror(-rc));
+		return rc;
+	}
+	port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+	                                     : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	log_info("dns: listening on %s%s%s:%d (UDP and TCP)",
+	         host.addr.family == AF_INET6 ? "[" : "", host.text,
+	         host.addr.family == AF_INET6 ? "]" : "", port);
+	return 0;
+}
+
+/* ---- the server ----------------------------------------------------------- */
+
+int
+dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg, struct dns_server **out,
+               char *err, size_t errlen)
+{
+	struct dns_server *s;
+	size_t n = 16;
+
+	*out = NULL;
+	if (gw == NULL || gw->base == NULL) {
+		snprintf(err, errlen, "no event loop");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	s->gw = gw;
+	if (cfg != NULL)
+		s->cfg = *cfg;
+	else
+		dns_server_config_defaults(&s->cfg);
+	if (s->cfg.cache_entries == 0)
+		s->cfg.cache_entries = 10000;
+	if (s->cfg.tcp_max_conns == 0)
+		s->cfg.tcp_max_conns = 256;
+	if (s->cfg.tcp_idle <= 0)
+		s->cfg.tcp_idle = 10;
+	if (s->cfg.audit_window <= 0)
+		s->cfg.audit_window = 2;
+	if (s->cfg.ask_wait < 0)
+		s->cfg.ask_wait = 0;
+	if (s->cfg.deny_rcode != DNS_WIRE_RCODE_REFUSED)
+		s->cfg.deny_rcode = DNS_WIRE_RCODE_NXDOMAIN;
+	LIST_INIT(&s->listeners);
+	LIST_INIT(&s->conns);
+	LIST_INIT(&s->pending);
+	TAILQ_INIT(&s->lru);
+	TAILQ_INIT(&s->agg_order);
+	while (n < s->cfg.cache_entries && n < (1u << 24))
+		n <<= 1;
+	s->nbuckets = n;
+	s->buckets = calloc(n, sizeof(*s->buckets));
+	s->agg_timer = evtimer_new(gw->base, agg_timer_cb, s);
+	if (s->buckets == NULL || s->agg_timer == NULL) {
+		snprintf(err, errlen, "out of memory");
+		dns_server_free(s);
+		return -ENOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+void
+dns_server_free(struct dns_server *s)
+{
+	struct listener *l;
+	struct tcp_conn *c;
+	struct cache_entry *e;
+	struct dns_req *r;
+
+	if (s == NULL)
+		return;
+	while ((l = LIST_FIRST(&s->listeners)) != NULL) {
+		LIST_REMOVE(l, link);
+		listener_free(l);
+	}
+	while ((c = LIST_FIRST(&s->conns)) != NULL)
+		tcp_conn_free(c);
+	/* Questions still held (UDP ones) are dropped without an answer. */
+	while ((r = LIST_FIRST(&s->pending)) != NULL)
+		req_free(r);
+	while ((e = TAILQ_FIRST(&s->lru)) != NULL)
+		cache_entry_free(s, e);
+	agg_flush_all(s);
+	if (s->agg_timer != NULL)
+		event_free(s->agg_timer);
+	free(s->buckets);
+	free(s);
+}

@@ -1,0 +1,62 @@
+/*
+ * tollgate's DNS server: answers A and AAAA for names the policy allows
+ * (resolved upstream through dns/resolve.h, non-public addresses dropped,
+ * TTLs capped, answers cached), refuses the rest, audits every answer.
+ * UDP and TCP, on the gateway's one event loop. docs/dns.md describes it.
+ */
+#ifndef TOLLGATE_DNS_SERVER_H
+#define TOLLGATE_DNS_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+struct gw_context;
+struct dns_server;
+
+struct dns_server_config {
+	uint32_t ttl_cap; /* answers' TTL at most this (seconds) */
+	int deny_rcode;   /* DNS_WIRE_RCODE_NXDOMAIN or DNS_WIRE_RCODE_REFUSED */
+	double ask_wait;  /* seconds an `ask` name waits for a person */
+	bool steer;       /* answer allowed names with steer_addr */
+	struct policy_addr steer_addr;
+	size_t cache_entries; /* names (per address family) cached at most */
+	unsigned int tcp_max_conns;
+	double tcp_idle;     /* seconds a TCP connection may stay silent */
+	double audit_window; /* identical answers within it share one audit row */
+};
+
+/* 60 s TTL cap, NXDOMAIN, 2 s ask wait, no steering, 10000 names, 256 TCP
+ * connections idle at most 10 s, 2 s audit window. */
+void dns_server_config_defaults(struct dns_server_config *cfg);
+
+/*
+ * A DNS server on gw's loop: decides with gw->policy (read for every query,
+ * so a reload applies to the next one), resolves with gw->resolver, audits
+ * to gw->audit, asks gw->approvals. 0 or negative errno with err set.
+ */
+int dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg,
+                   struct dns_server **out, char *err, size_t errlen);
+/* Flushes the audit rows it holds, closes everything. Accepts NULL. */
+void dns_server_free(struct dns_server *s);
+
+/*
+ * Serves UDP and TCP on "ADDR:PORT" ("[V6]:PORT"). Clients are told apart by
+ * source address and the policy's client sections. 0 or negative errno.
+ */
+int dns_server_listen(struct dns_server *s, const char *addrport, char *err, size_t errlen);
+
+/*
+ * Serves a socket made elsewhere (e.g. in a sandbox's network namespace): a
+ * bound SOCK_DGRAM socket, or a listening SOCK_STREAM one. Every query on it
+ * belongs to client_id and is decided by policy alone (no client sections).
+ * Takes ownership of fd and a reference to policy (NULL: gw->policy).
+ */
+int dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy);
+
+/* Parses --dns-deny-rcode's value: "nxdomain" or "refused". 0 or -EINVAL. */
+int dns_server_parse_rcode(const char *s, int *rcode);
+
+#endif

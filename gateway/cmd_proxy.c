@@ -1,0 +1,594 @@
+/*
+ * `tollgate proxy`: the egress proxy on its own, for containers, VMs and CI
+ * runners that set HTTP(S)_PROXY. Builds the gateway context (policy,
+ * resolver, audit, approvals), runs the loop, reloads on SIGHUP and drains
+ * on SIGTERM.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "dns/resolve.h"
+#include "dns/server.h"
+#include "gateway/cli.h"
+#include "gateway/control.h"
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+extern const struct gw_command gw_command_proxy;
+
+#define PROXY_LISTEN_MAX 16
+#define PROXY_PINS_MAX 64
+
+/*
+ * Long options only. To add one: a value in this enum, a line in
+ * proxy_options[], a case in parse_flags() and a line in the usage text.
+ */
+enum {
+	OPT_LISTEN = 256,
+	OPT_POLICY,
+	OPT_ALLOW,
+	OPT_DENY,
+	OPT_ASK,
+	OPT_ALLOW_CIDR,
+	OPT_DENY_CIDR,
+	OPT_DEFAULT,
+	OPT_ASK_TIMEOUT,
+	OPT_RESOLVE,
+	OPT_UPSTREAM_DNS,
+	OPT_AUDIT,
+	OPT_CONTROL,
+	OPT_LOG_FORMAT,
+	OPT_MAX_CONNS,
+	OPT_MAX_CONNS_PER_CLIENT,
+	OPT_HEAD_TIMEOUT,
+	OPT_IDLE_TIMEOUT,
+	OPT_CONNECT_TIMEOUT,
+	OPT_SNI_TIMEOUT,
+	OPT_ALLOW_NO_SNI,
+	OPT_GRACE,
+	OPT_DNS_LISTEN,
+	OPT_DNS_TTL_CAP,
+	OPT_DNS_DENY_RCODE,
+	OPT_DNS_ASK_WAIT,
+	OPT_DNS_STEER,
+};
+
+static const struct option proxy_options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "allow", required_argument, NULL, OPT_ALLOW },
+	{ "deny", required_argument, NULL, OPT_DENY },
+	{ "ask", required_argument, NULL, OPT_ASK },
+	{ "allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR },
+	{ "deny-cidr", required_argument, NULL, OPT_DENY_CIDR },
+	{ "default", required_argument, NULL, OPT_DEFAULT },
+	{ "ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT },
+	{ "resolve", required_argument, NULL, OPT_RESOLVE },
+	{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "control", required_argument, NULL, OPT_CONTROL },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+	{ "max-conns-per-client", required_argument, NULL, OPT_MAX_CONNS_PER_CLIENT },
+	{ "head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT },
+	{ "allow-no-sni", no_argument, NULL, OPT_ALLOW_NO_SNI },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "dns-listen", required_argument, NULL, OPT_DNS_LISTEN },
+	{ "dns-ttl-cap", required_argument, NULL, OPT_DNS_TTL_CAP },
+	{ "dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE },
+	{ "dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT },
+	{ "dns-steer", required_argument, NULL, OPT_DNS_STEER },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct proxy_flags {
+	const char *listen[PROXY_LISTEN_MAX];
+	size_t nlisten;
+	const char *policy_path;
+	struct policy *rules; /* --allow/--deny/--ask/--*-cidr/--default/--ask-timeout */
+	struct dns_pin pins[PROXY_PINS_MAX];
+	size_t npins;
+	const char *upstream_dns;
+	const char *audit_path;
+	const char *control_path;
+	bool json_logs;
+	int verbosity;
+	struct proxy_config cfg;
+	double grace;
+	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
+	size_t ndns_listen;
+	struct dns_server_config dns;
+};
+
+/* The loop's state for signal handlers. */
+struct proxy_run {
+	struct gw_context gw;
+	struct proxy *proxy;
+	struct dns_server *dns;
+	struct event *grace_timer;
+	double grace;
+};
+
+static int
+parse_seconds(const char *flag, const char *value, double *out)
+{
+	if (gw_parse_duration(value, out) != 0)
+		return gw_fail("proxy", "%s: '%s' is not a duration (e.g. 10s, 500ms, 2m)", flag,
+		               value);
+	return 0;
+}
+
+static int
+parse_count(const char *flag, const char *value, unsigned int *out)
+{
+	long v;
+
+	if (gw_parse_long(value, 1, 1000000, &v) != 0)
+		return gw_fail("proxy", "%s: '%s' is not a number from 1 to 1000000", flag, value);
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int
+add_rule(struct proxy_flags *f, enum policy_verdict action, bool cidr, const char *flag,
+         const char *value)
+{
+	char err[256];
+	int rc;
+
+	if (cidr)
+		rc = policy_add_cidr(f->rules, action, value, flag, err, sizeof(err));
+	else
+		rc = policy_add_rule(f->rules, action, value, flag, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail("proxy", "%s %s: %s", flag, value, err);
+	return 0;
+}
+
+/* The DNS server's flags (--dns-*). 0 or GW_EXIT_FAILURE. */
+static int
+parse_dns_flag(int c, const char *value, struct proxy_flags *f)
+{
+	struct policy_host host;
+	double secs;
+
+	switch (c) {
+	case OPT_DNS_LISTEN:
+		if (f->ndns_listen >= PROXY_LISTEN_MAX)
+			return gw_fail("proxy", "--dns-listen: at most %d", PROXY_LISTEN_MAX);
+		f->dns_listen[f->ndns_listen++] = value;
+		return 0;
+	case OPT_DNS_TTL_CAP:
+		if (gw_parse_duration(value, &secs) != 0 || secs < 0 || secs > 86400)
+			return gw_fail("proxy", "--dns-ttl-cap: '%s' is not a duration up to 1d",
+			               value);
+		f->dns.ttl_cap = (uint32_t)secs;
+		return 0;
+	case OPT_DNS_DENY_RCODE:
+		if (dns_server_parse_rcode(value, &f->dns.deny_rcode) != 0)
+			return gw_fail("proxy", "--dns-deny-rcode: '%s' is not nxdomain or refused",
+			               value);
+		return 0;
+	case OPT_DNS_ASK_WAIT:
+		if (parse_seconds("--dns-ask-wait", value, &secs) != 0)
+			return GW_EXIT_FAILURE;
+		f->dns.ask_wait = secs;
+		return 0;
+	case OPT_DNS_STEER:
+		if (policy_host_parse(value, strlen(value), &host) != 0 ||
+		    host.kind == POLICY_HOST_NAME)
+			return gw_fail("proxy", "--dns-steer: '%s' is not an IP address", value);
+		f->dns.steer = true;
+		f->dns.steer_addr = host.addr;
+		return 0;
+	}
+	return gw_fail("proxy", "unexpected flag");
+}
+
+/* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
+static int
+parse_flags(int argc, char **argv, struct proxy_flags *f)
+{
+	double secs;
+	int c, rc;
+
+	for (;;) {
+		c = gw_getopt(argc, argv, "v", proxy_options, &gw_command_proxy);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_OPT_HELP;
+		if (c == GW_OPT_ERROR)
+			return GW_EXIT_FAILURE;
+		rc = 0;
+		switch (c) {
+		case OPT_LISTEN:
+			if (f->nlisten >= PROXY_LISTEN_MAX)
+				return gw_fail("proxy", "--listen: at most %d", PROXY_LISTEN_MAX);
+			f->listen[f->nlisten++] = optarg;
+			break;
+		case OPT_POLICY:
+			f->policy_path = optarg;
+			break;
+		case OPT_ALLOW:
+			rc = add_rule(f, POLICY_ALLOW, false, "--allow", optarg);
+			break;
+		case OPT_DENY:
+			rc = add_rule(f, POLICY_DENY, false, "--deny", optarg);
+			break;
+		case OPT_ASK:
+			rc = add_rule(f, POLICY_ASK, false, "--ask", optarg);
+			break;
+		case OPT_ALLOW_CIDR:
+			rc = add_rule(f, POLICY_ALLOW, true, "--allow-cidr", optarg);
+			break;
+		case OPT_DENY_CIDR:
+			rc = add_rule(f, POLICY_DENY, true, "--deny-cidr", optarg);
+			break;
+		case OPT_DEFAULT:
+			if (strcmp(optarg, "deny") == 0)
+				policy_set_default(f->rules, POLICY_DENY);
+			else if (strcmp(optarg, "ask") == 0)
+				policy_set_default(f->rules, POLICY_ASK);
+			else
+				return gw_fail("proxy", "--default: '%s' is not deny or ask", optarg);
+			break;
+		case OPT_ASK_TIMEOUT:
+			rc = parse_seconds("--ask-timeout", optarg, &secs);
+			if (rc == 0 && secs <= 0)
+				rc = gw_fail("proxy", "--ask-timeout: must be more than 0");
+			if (rc == 0)
+				policy_set_ask_timeout(f->rules, secs);
+			break;
+		case OPT_RESOLVE:
+			if (f->npins >= PROXY_PINS_MAX)
+				return gw_fail("proxy", "--resolve: at most %d", PROXY_PINS_MAX);
+			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
+				return gw_fail("proxy", "--resolve: '%s' is not HOST:ADDR", optarg);
+			f->npins++;
+			break;
+		case OPT_UPSTREAM_DNS:
+			f->upstream_dns = optarg;
+			break;
+		case OPT_AUDIT:
+			f->audit_path = optarg;
+			break;
+		case OPT_CONTROL:
+			f->control_path = optarg;
+			break;
+		case OPT_LOG_FORMAT:
+			if (strcmp(optarg, "json") == 0)
+				f->json_logs = true;
+			else if (strcmp(optarg, "text") == 0)
+				f->json_logs = false;
+			else
+				return gw_fail("proxy", "--log-format: '%s' is not text or json", optarg);
+			break;
+		case 'v':
+			f->verbosity++;
+			break;
+		case OPT_MAX_CONNS:
+			rc = parse_count("--max-conns", optarg, &f->cfg.max_conns);
+			break;
+		case OPT_MAX_CONNS_PER_CLIENT:
+			rc = parse_count("--max-conns-per-client", optarg,
+			                 &f->cfg.max_conns_per_client);
+			break;
+		case OPT_HEAD_TIMEOUT:
+			rc = parse_seconds("--head-timeout", optarg, &f->cfg.head_timeout);
+			break;
+		case OPT_IDLE_TIMEOUT:
+			rc = parse_seconds("--idle-timeout", optarg, &f->cfg.idle_timeout);
+			break;
+		case OPT_CONNECT_TIMEOUT:
+			rc = parse_seconds("--connect-timeout", optarg, &f->cfg.connect_timeout);
+			break;
+		case OPT_SNI_TIMEOUT:
+			rc = parse_seconds("--sni-timeout", optarg, &f->cfg.sni_timeout);
+			break;
+		case OPT_ALLOW_NO_SNI:
+			f->cfg.allow_no_sni = true;
+			break;
+		case OPT_GRACE:
+			rc = parse_seconds("--grace", optarg, &f->grace);
+			break;
+		case OPT_DNS_LISTEN:
+		case OPT_DNS_TTL_CAP:
+		case OPT_DNS_DENY_RCODE:
+		case OPT_DNS_ASK_WAIT:
+		case OPT_DNS_STEER:
+			rc = parse_dns_flag(c, optarg, f);
+			break;
+		default:
+			return gw_fail("proxy", "unexpected flag");
+		}
+		if (rc != 0)
+			return GW_EXIT_FAILURE;
+	}
+	if (optind < argc)
+		return gw_fail("proxy", "unexpected argument '%s'", argv[optind]);
+	if (f->nlisten == 0)
+		return gw_fail("proxy", "--listen ADDR:PORT is required");
+	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
+	    f->cfg.sni_timeout <= 0)
+		return gw_fail("proxy", "timeouts must be more than 0");
+	return 0;
+}
+
+/* The file's policy with the flags' rules over it, or the flags' alone. */
+static int
+build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
+             size_t errlen)
+{
+	struct policy *file = NULL;
+	int rc;
+
+	if (path == NULL) {
+		*out = policy_ref(rules);
+		return 0;
+	}
+	rc = policy_load_file(path, &file, err, errlen);
+	if (rc != 0)
+		return rc;
+	*out = policy_merge(file, rules);
+	policy_free(file);
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void
+on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy_run *run = arg;
+	struct policy *fresh = NULL;
+	char err[512];
+
+	if (run->gw.policy_path == NULL) {
+		log_info("proxy: SIGHUP: no --policy file to reload");
+		return;
+	}
+	if (build_policy(run->gw.policy_path, run->gw.flags_policy, &fresh, err, sizeof(err)) !=
+	    0) {
+		log_warnx("proxy: reload failed, the old policy stays in force: %s", err);
+		return;
+	}
+	/* Requests in flight hold their own references to the old policy. */
+	policy_free(run->gw.policy);
+	run->gw.policy = fresh;
+	log_info("proxy: reloaded %s", run->gw.policy_path);
+}
+
+static void
+on_drained(void *arg)
+{
+	struct proxy_run *run = arg;
+
+	event_base_loopexit(run->gw.base, NULL);
+}
+
+static void
+on_grace_over(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_run *run = arg;
+
+	log_info("proxy: grace period over: closing %zu connection(s)",
+	         proxy_conn_count(run->proxy));
+	event_base_loopexit(run->gw.base, NULL);
+}
+
+static void
+on_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+	struct proxy_run *run = arg;
+	struct timeval tv;
+
+	if (run->gw.stopping) {
+		/* A second signal: no more waiting. */
+		event_base_loopexit(run->gw.base, NULL);
+		return;
+	}
+	run->gw.stopping = true;
+	log_info("proxy: %s: no new connections; %zu open, waiting up to %.0f s",
+	         sig == SIGINT ? "SIGINT" : "SIGTERM", proxy_conn_count(run->proxy), run->grace);
+	tv.tv_sec = (time_t)run->grace;
+	tv.tv_usec = (suseconds_t)((run->grace - (double)tv.tv_sec) * 1e6);
+	run->grace_timer = evtimer_new(run->gw.base, on_grace_over, run);
+	if (run->grace_timer != NULL)
+		evtimer_add(run->grace_timer, &tv);
+	proxy_set_drained_cb(run->proxy, on_drained, run);
+	proxy_stop_accepting(run->proxy);
+}
+
+static int
+run_proxy(int argc, char **argv)
+{
+	struct proxy_flags f = { 0 };
+	struct proxy_run run = { 0 };
+	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
+	struct gw_control *control = NULL;
+	char err[512], audit_path[PATH_MAX];
+	int rc, exit_code = GW_EXIT_FAILURE;
+
+	proxy_config_defaults(&f.cfg);
+	f.grace = 10;
+	dns_server_config_defaults(&f.dns);
+	f.rules = policy_new();
+	if (f.rules == NULL)
+		return gw_fail("proxy", "out of memory");
+	rc = parse_flags(argc, argv, &f);
+	if (rc == GW_OPT_HELP) {
+		exit_code = GW_EXIT_OK;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	log_init(f.verbosity > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, f.json_logs);
+	/* A peer that closes mid-write must cost an EPIPE, not the process. */
+	signal(SIGPIPE, SIG_IGN);
+
+	run.grace = f.grace;
+	run.gw.policy_path = f.policy_path;
+	run.gw.flags_policy = f.rules;
+	if (build_policy(f.policy_path, f.rules, &run.gw.policy, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "%s", err);
+		goto out;
+	}
+	run.gw.base = event_base_new();
+	if (run.gw.base == NULL) {
+		gw_fail("proxy", "cannot create the event loop");
+		goto out;
+	}
+
+	struct dns_resolver_config dcfg = {
+		.upstream = f.upstream_dns,
+		.pins = f.pins,
+		.npins = f.npins,
+	};
+	if (dns_resolver_new(run.gw.base, &dcfg, &run.gw.resolver, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "resolver: %s", err);
+		goto out;
+	}
+	if (f.audit_path == NULL) {
+		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0) {
+			gw_fail("proxy", "cannot find TOLLGATE_HOME for the audit log (use --audit)");
+			goto out;
+		}
+		f.audit_path = audit_path;
+	}
+	if (audit_open(f.audit_path, &run.gw.audit, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "audit log %s: %s", f.audit_path, err);
+		goto out;
+	}
+	if (approvals_new(run.gw.base, &run.gw.approvals) != 0) {
+		gw_fail("proxy", "cannot create the approvals registry");
+		goto out;
+	}
+	/* approvals: the control socket through which people list and decide them. */
+	if (gw_control_start(&run.gw, f.control_path, &control, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "control socket: %s", err);
+		goto out;
+	}
+
+	if (proxy_new(&run.gw, &f.cfg, &run.proxy) != 0) {
+		gw_fail("proxy", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < f.nlisten; i++) {
+		if (proxy_listen(run.proxy, f.listen[i], err, sizeof(err)) != 0) {
+			gw_fail("proxy", "--listen %s", err);
+			goto out;
+		}
+	}
+	/* Other servers on this loop (e.g. a DNS listener) start here, with &run.gw. */
+	if (f.ndns_listen > 0 && dns_server_new(&run.gw, &f.dns, &run.dns, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "DNS server: %s", err);
+		goto out;
+	}
+	for (size_t i = 0; i < f.ndns_listen; i++) {
+		if (dns_server_listen(run.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
+			gw_fail("proxy", "--dns-listen %s", err);
+			goto out;
+		}
+	}
+
+	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
+	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
+	ev_hup = evsignal_new(run.gw.base, SIGHUP, on_sighup, &run);
+	if (ev_term == NULL || ev_int == NULL || ev_hup == NULL || evsignal_add(ev_term, NULL) ||
+	    evsignal_add(ev_int, NULL) || evsignal_add(ev_hup, NULL)) {
+		gw_fail("proxy", "cannot install signal handlers");
+		goto out;
+	}
+	log_info("proxy: ready (control socket %s)", gw_control_path(control));
+	if (event_base_dispatch(run.gw.base) != 0) {
+		gw_fail("proxy", "event loop failed");
+		goto out;
+	}
+	exit_code = GW_EXIT_OK;
+out:
+	/* Connections close first so that their audit rows are queued before the flush. */
+	proxy_free(run.proxy);
+	dns_server_free(run.dns);
+	gw_control_free(control);
+	approvals_free(run.gw.approvals);
+	if (ev_term != NULL)
+		event_free(ev_term);
+	if (ev_int != NULL)
+		event_free(ev_int);
+	if (ev_hup != NULL)
+		event_free(ev_hup);
+	/* Freeing the events restored the default actions; tearing down flushes
+	 * the audit log, and a second signal must not cut that short. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	if (run.grace_timer != NULL)
+		event_free(run.grace_timer);
+	dns_resolver_free(run.gw.resolver);
+	if (run.gw.audit != NULL) {
+		audit_flush(run.gw.audit);
+		audit_free(run.gw.audit);
+	}
+	policy_free(run.gw.policy);
+	policy_free(f.rules);
+	if (run.gw.base != NULL)
+		event_base_free(run.gw.base);
+	return exit_code;
+}
+
+const struct gw_command gw_command_proxy = {
+	.name = "proxy",
+	.summary = "run the egress proxy (HTTP CONNECT and absolute-form HTTP)",
+	.usage =
+		"usage: tollgate proxy --listen ADDR:PORT [--listen ...] [FLAGS]\n"
+		"\n"
+		"An HTTP proxy that decides every CONNECT and http:// request by policy,\n"
+		"checks resolved addresses and TLS SNI, and audits each decision.\n"
+		"\n"
+		"policy:\n"
+		"  --policy FILE            policy file (JSON; SIGHUP reloads it)\n"
+		"  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
+		"  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
+		"  --default deny|ask       what no rule matches (deny)\n"
+		"  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
+		"  --allow-no-sni           let TLS without server_name reach a named host\n"
+		"names:\n"
+		"  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
+		"  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+		"limits:\n"
+		"  --max-conns N            client connections in all (4096)\n"
+		"  --max-conns-per-client N  per client address (256)\n"
+		"  --head-timeout D         to receive a request head (10s)\n"
+		"  --idle-timeout D         tunnel or keep-alive silence (300s)\n"
+		"  --connect-timeout D      per upstream address (10s)\n"
+		"  --sni-timeout D          to complete a started ClientHello (5s)\n"
+		"  --grace D                SIGTERM: how long open tunnels may finish (10s)\n"
+		"DNS server (docs/dns.md):\n"
+		"  --dns-listen ADDR:PORT   serve DNS (UDP and TCP) under the same policy\n"
+		"  --dns-ttl-cap D          answers' TTL at most this (60s)\n"
+		"  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
+		"  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
+		"  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
+		"other:\n"
+		"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
+		"  --control SOCKET         control socket for pending approvals\n"
+		"  --log-format text|json   stderr log format (text)\n"
+		"  -v, --verbose            debug logging\n",
+	.run = run_proxy,
+};

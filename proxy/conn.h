@@ -1,0 +1,184 @@
+/*
+ * Inside the proxy module: one client connection's state and the functions
+ * its files (server, connect, forward, relay, upstream, respond) share.
+ * Not an API: nothing outside proxy/ includes this.
+ */
+#ifndef TOLLGATE_PROXY_CONN_H
+#define TOLLGATE_PROXY_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "dns/resolve.h"
+#include "policy/policy.h"
+#include "proxy/head.h"
+#include "proxy/proxy.h"
+
+struct bufferevent;
+struct evconnlistener;
+struct proxy_relay;
+struct proxy_forward;
+struct proxy_upstream;
+
+struct proxy_listener {
+	struct proxy *proxy;
+	struct evconnlistener *lev;
+	char *client_id;       /* NULL: tell clients apart by address */
+	struct policy *policy; /* with client_id: the policy of every connection */
+	TAILQ_ENTRY(proxy_listener) entry;
+};
+
+struct proxy_client_count {
+	char key[64];
+	unsigned int n;
+	struct proxy_client_count *next;
+};
+
+struct proxy {
+	struct gw_context *gw;
+	struct proxy_config cfg;
+	TAILQ_HEAD(, proxy_listener) listeners;
+	TAILQ_HEAD(, proxy_conn) conns;
+	size_t nconns;
+	struct proxy_client_count *counts;
+	uint64_t next_id;
+	bool stopping;
+	bool drained; /* drained_cb was called */
+	void (*drained_cb)(void *arg);
+	void *drained_arg;
+};
+
+enum proxy_conn_state {
+	PROXY_CONN_HEAD,     /* reading a request head */
+	PROXY_CONN_DECIDING, /* policy, approval, resolution, upstream connect */
+	PROXY_CONN_PEEK,     /* tunnel: 200 sent, reading the ClientHello */
+	PROXY_CONN_RELAY,    /* tunnel: bytes both ways */
+	PROXY_CONN_FORWARD,  /* absolute-form request or response in flight */
+	PROXY_CONN_REFUSING, /* writing a refusal, then closing */
+	PROXY_CONN_LINGER,   /* refusal written: reading what the client still sends */
+};
+
+/* Called when the upstream connection for the current request is open. */
+typedef void (*proxy_target_cb)(struct proxy_conn *c, int fd);
+
+struct proxy_conn {
+	struct proxy *proxy;
+	TAILQ_ENTRY(proxy_conn) entry;
+	uint64_t id;
+	enum proxy_conn_state state;
+	struct proxy_listener *listener;
+	struct proxy_client_count *count;
+
+	int cfd;                  /* the client's socket, owned here */
+	struct bufferevent *cbev; /* over cfd while heads and HTTP bodies are read */
+	struct event *timer;      /* head, SNI, idle and refusal timeouts */
+	bool head_started;        /* a first-byte timer runs: head, or ClientHello */
+	struct timespec last_activity;
+
+	struct policy_addr src;
+	char peer[64];   /* "ADDR:PORT" of the client, for logs */
+	char client[64]; /* who the client is: listener id, section or address */
+
+	/* The request being decided or served. */
+	char *head_buf; /* the request head's bytes; head points into them */
+	size_t head_len;
+	struct proxy_head *head; /* while the request is decided or forwarded */
+	struct policy *policy;   /* the policy this request is decided by (a reference) */
+	struct policy_host host;
+	int port;
+	bool decision_audited;
+	struct dns_query *query;
+	struct approval_wait *wait;
+	struct policy_addr addrs[DNS_RESOLVE_MAX_ADDRS];
+	size_t naddrs;
+	struct proxy_upstream *connecting;
+	proxy_target_cb on_target;
+
+	/* The upstream connection, once open. */
+	int ufd;
+	char upstream[80]; /* "ADDR:PORT" */
+	struct timespec started;
+	uint64_t bytes_up, bytes_down;
+	bool connection_pending; /* a connection row is owed when this request ends */
+
+	/* Tunnels. */
+	unsigned char *peek; /* the client's first bytes, held until SNI is checked */
+	size_t peek_len;
+	struct event *peek_ev;
+	struct proxy_relay *relay;
+
+	/* Absolute-form forwarding. */
+	struct proxy_forward *fwd;
+};
+
+/* server.c */
+/* Logs, audits (a connection row when an upstream was open) and frees. */
+void proxy_conn_close(struct proxy_conn *c, const char *reason);
+/* Starts reading the next request head (after accept, or keep-alive). */
+void proxy_conn_read_head(struct proxy_conn *c);
+/* (Re)arms the connection's timer. */
+void proxy_conn_timer(struct proxy_conn *c, double seconds);
+void proxy_conn_touch(struct proxy_conn *c);
+/* Audit rows. host may be unset (empty) when no target was parsed. */
+void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+                          const char *rule);
+void proxy_audit_connection(struct proxy_conn *c, const char *reason);
+double proxy_elapsed_ms(const struct timespec *since);
+
+/* respond.c */
+/*
+ * Answers with a refusal (status, X-Tollgate-Reason, a one-line body,
+ * Connection: close), audits it unless the decision was audited already,
+ * and closes once the answer is written.
+ */
+void proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why);
+/* The 503 for a connection over a limit, written straight to fd before closing it. */
+void proxy_refuse_fd(int fd, int status, const char *reason, const char *why);
+
+/* connect.c */
+void proxy_connect_start(struct proxy_conn *c);
+/*
+ * The pipeline both request kinds share: client section, policy decision,
+ * approval, resolution, address checks, upstream connect. Refuses by itself;
+ * calls cb only with an open upstream socket.
+ */
+void proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int default_port,
+                       proxy_target_cb cb);
+/* Drops the decision state (query, approval wait, connect attempt, policy). */
+void proxy_target_cancel(struct proxy_conn *c);
+
+/* forward.c */
+void proxy_forward_start(struct proxy_conn *c);
+void proxy_forward_free(struct proxy_forward *f);
+/* Whether the connection's kept upstream connection goes to c->host:c->port. */
+bool proxy_forward_reusable(struct proxy_conn *c);
+
+/* relay.c */
+/* Relays cfd <-> ufd; the client-to-upstream way waits for proxy_relay_start_up. */
+int proxy_relay_new(struct proxy_conn *c, struct proxy_relay **out);
+int proxy_relay_start_up(struct proxy_relay *r);
+void proxy_relay_free(struct proxy_relay *r);
+
+/* upstream.c */
+/*
+ * Connects to addrs in turn, each with timeout seconds. cb gets an open
+ * nonblocking socket and the index of its address, or fd -1 and an error:
+ * -ETIMEDOUT when every attempt timed out, else the last error.
+ */
+typedef void (*proxy_upstream_cb)(int fd, int err, size_t idx, void *arg);
+struct proxy_upstream *proxy_upstream_connect(struct event_base *base,
+                                              const struct policy_addr *addrs, size_t n, int port,
+                                              double timeout, proxy_upstream_cb cb, void *arg);
+/* cb is not called. Accepts NULL. */
+void proxy_upstream_cancel(struct proxy_upstream *u);
+int proxy_sockaddr_from(const struct policy_addr *a, int port, struct sockaddr_storage *ss,
+                        socklen_t *len);
+/* "ADDR:PORT" or "[V6]:PORT". */
+void proxy_format_hostport(const struct policy_addr *a, int port, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,465 @@
+/*
+ * The CONNECT flow and the decision pipeline it shares with forwarding:
+ * client section, policy, approval, resolution, address checks, upstream
+ * connect; then the 200, the SNI peek and the relay.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "proxy/conn.h"
+#include "proxy/sni.h"
+
+static void target_resolve(struct proxy_conn *c);
+
+void
+proxy_target_cancel(struct proxy_conn *c)
+{
+	if (c->query != NULL) {
+		dns_query_cancel(c->query);
+		c->query = NULL;
+	}
+	if (c->wait != NULL) {
+		/* approvals: a client gone while waiting takes its approval with it. */
+		approval_wait_cancel(c->wait);
+		c->wait = NULL;
+	}
+	if (c->connecting != NULL) {
+		proxy_upstream_cancel(c->connecting);
+		c->connecting = NULL;
+	}
+}
+
+/* The X-Tollgate-Reason of a policy refusal. */
+static const char *
+refusal_reason(const struct policy_decision *d)
+{
+	if (d->reason == POLICY_REASON_PORT_NOT_ALLOWED)
+		return "port-not-allowed";
+	if (d->reason == POLICY_REASON_NON_PUBLIC)
+		return "non-public-address";
+	return "denied";
+}
+
+static void
+on_upstream(int fd, int err, size_t idx, void *arg)
+{
+	struct proxy_conn *c = arg;
+	char why[640];
+
+	c->connecting = NULL;
+	if (fd < 0) {
+		if (err == -ETIMEDOUT) {
+			snprintf(why, sizeof(why), "no answer from %s port %d within %.0f s",
+			         c->host.text, c->port, c->proxy->cfg.connect_timeout);
+			proxy_refuse(c, 504, "upstream-timeout", why);
+		} else {
+			snprintf(why, sizeof(why), "cannot connect to %s port %d: %s", c->host.text,
+			         c->port, strerror(-err));
+			proxy_refuse(c, 502, "upstream-unreachable", why);
+		}
+		return;
+	}
+	c->ufd = fd;
+	proxy_format_hostport(&c->addrs[idx], c->port, c->upstream, sizeof(c->upstream));
+	clock_gettime(CLOCK_MONOTONIC, &c->started);
+	proxy_conn_touch(c);
+	c->bytes_up = c->bytes_down = 0;
+	c->connection_pending = true;
+	c->on_target(c, fd);
+}
+
+/* Every resolved address is judged again: rebinding and SSRF stop here. */
+static void
+target_check_addrs(struct proxy_conn *c, const struct policy_addr *addrs, size_t n)
+{
+	struct policy_decision d = {0};
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n && kept < DNS_RESOLVE_MAX_ADDRS; i++) {
+		char text[64];
+
+		policy_decide_addr(c->policy, &addrs[i], &d);
+		if (d.verdict == POLICY_ALLOW) {
+			c->addrs[kept++] = addrs[i];
+			continue;
+		}
+		if (policy_addr_format(&addrs[i], text, sizeof(text)) == 0)
+			log_debug("%s: %s: %s dropped: %s", __func__, c->host.text, text, d.rule);
+	}
+	c->naddrs = kept;
+	if (kept == 0) {
+		char why[640];
+
+		snprintf(why, sizeof(why), "%s resolves only to addresses the policy refuses (%s)",
+		         c->host.text, d.rule);
+		proxy_refuse(c, 403,
+		             d.reason == POLICY_REASON_NON_PUBLIC ? "non-public-address" : "denied",
+		             why);
+		return;
+	}
+	c->connecting = proxy_upstream_connect(c->proxy->gw->base, c->addrs, c->naddrs, c->port,
+	                                       c->proxy->cfg.connect_timeout, on_upstream, c);
+	if (c->connecting == NULL)
+		proxy_refuse(c, 502, "upstream-unreachable", "cannot start a connection");
+}
+
+static void
+on_resolved(int status, const struct policy_addr *addrs, size_t naddrs, uint32_t ttl, void *arg)
+{
+	struct proxy_conn *c = arg;
+	char why[640];
+
+	c->query = NULL;
+	if (status != 0 || naddrs == 0) {
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", c->host.text,
+		         status == -ETIMEDOUT ? "timed out"
+		         : status == -ENOENT  ? "no such name or no address"
+		                              : "resolver failure");
+		proxy_refuse(c, 502, "resolve-failed", why);
+		return;
+	}
+	target_check_addrs(c, addrs, naddrs);
+}
+
+static void
+target_resolve(struct proxy_conn *c)
+{
+	struct dns_resolver *r = c->proxy->gw->resolver;
+
+	if (proxy_forward_reusable(c)) {
+		/* Decided like any request; the kept upstream connection serves it. */
+		c->on_target(c, -1);
+		return;
+	}
+	if (c->host.kind != POLICY_HOST_NAME) {
+		target_check_addrs(c, &c->host.addr, 1);
+		return;
+	}
+	if (r == NULL) {
+		proxy_refuse(c, 502, "resolve-failed", "no resolver");
+		return;
+	}
+	c->query = dns_resolve(r, c->host.text, AF_UNSPEC, on_resolved, c);
+	if (c->query == NULL)
+		proxy_refuse(c, 502, "resolve-failed", "cannot start a query");
+}
+
+static void
+on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
+{
+	struct proxy_conn *c = arg;
+	char rule[96];
+
+	c->wait = NULL; /* the registry frees it after this call */
+	switch (outcome) {
+	case APPROVAL_APPROVED:
+		snprintf(rule, sizeof(rule), "approved (scope %s)", approval_scope_name(scope));
+		proxy_audit_decision(c, "allow", "approved", rule);
+		log_info("proxy: %s: %s -> %s:%d approved (%s)", c->peer, c->client, c->host.text,
+		         c->port, approval_scope_name(scope));
+		target_resolve(c);
+		return;
+	case APPROVAL_TIMEOUT:
+		proxy_refuse(c, 403, "approval-timeout", "nobody approved the request in time");
+		return;
+	case APPROVAL_DENIED:
+	default:
+		proxy_refuse(c, 403, "approval-denied", "the request was denied by a person");
+		return;
+	}
+}
+
+/*
+ * approvals: the one place an `ask` decision waits for a person. The
+ * request holds here (no answer yet) until approve, deny, timeout, or the
+ * client leaving (proxy_target_cancel cancels the wait).
+ */
+static void
+target_ask(struct proxy_conn *c)
+{
+	struct approvals *a = c->proxy->gw->approvals;
+	char context[512];
+
+	if (a == NULL) {
+		proxy_refuse(c, 403, "approval-denied", "no approval channel to ask");
+		return;
+	}
+	snprintf(context, sizeof(context), "%s %s:%d from %s",
+	         c->head != NULL ? c->head->method : "CONNECT", c->host.text, c->port, c->peer);
+	c->wait = approval_request(a, c->client, c->host.text, c->port, context,
+	                           policy_ask_timeout(c->policy), on_approval, c);
+	if (c->wait == NULL) {
+		proxy_refuse(c, 403, "approval-denied", "cannot create an approval");
+		return;
+	}
+	log_info("proxy: %s: %s -> %s:%d waits for approval", c->peer, c->client, c->host.text,
+	         c->port);
+}
+
+/* Picks the policy for this request: the listener's, or a client section. */
+static int
+select_policy(struct proxy_conn *c)
+{
+	struct proxy_listener *l = c->listener;
+	struct policy *gp = c->proxy->gw->policy;
+	const char *name = NULL;
+	bool auth_required = false;
+	struct proxy_head *h = c->head;
+
+	policy_free(c->policy);
+	c->policy = NULL;
+	if (l != NULL && l->client_id != NULL) {
+		c->policy = policy_ref(l->policy != NULL ? l->policy : gp);
+		return 0;
+	}
+	if (gp == NULL) {
+		proxy_refuse(c, 403, "denied", "no policy in force");
+		return -1;
+	}
+	c->policy = policy_select_client(gp, &c->src, h->has_auth ? h->user : NULL,
+	                                 h->has_auth ? h->password : NULL, &name, &auth_required);
+	proxy_head_clear_secrets(h);
+	if (c->policy == NULL) {
+		if (auth_required)
+			proxy_refuse(c, 407, "proxy-auth-required",
+			             "this client must give proxy credentials");
+		else
+			proxy_refuse(c, 403, "denied", "no policy for this client");
+		return -1;
+	}
+	if (name != NULL)
+		snprintf(c->client, sizeof(c->client), "%s", name);
+	return 0;
+}
+
+void
+proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int default_port,
+                  proxy_target_cb cb)
+{
+	struct policy_decision d;
+	int port = -1;
+
+	c->on_target = cb;
+	if (select_policy(c) != 0)
+		return;
+	if (policy_hostport_parse(authority, len, &c->host, &port) != 0) {
+		const char *why = policy_hostport_why(authority, len);
+
+		c->host.text[0] = '\0';
+		c->port = 0;
+		proxy_refuse(c, 403, "malformed-host", why != NULL ? why : "malformed host");
+		return;
+	}
+	if (port < 0 && default_port <= 0) {
+		c->port = 0;
+		proxy_refuse(c, 403, "malformed-host", "CONNECT needs host:port");
+		return;
+	}
+	c->port = port > 0 ? port : default_port;
+	policy_decide(c->policy, &c->host, c->port, &d);
+	switch (d.verdict) {
+	case POLICY_ALLOW:
+		proxy_audit_decision(c, "allow", policy_reason_name(d.reason, d.verdict), d.rule);
+		log_info("proxy: %s: %s -> %s:%d allowed by %s", c->peer, c->client, c->host.text,
+		         c->port, d.rule);
+		target_resolve(c);
+		return;
+	case POLICY_ASK:
+		proxy_audit_decision(c, "ask", policy_reason_name(d.reason, d.verdict), d.rule);
+		target_ask(c);
+		return;
+	case POLICY_DENY:
+	default:
+		proxy_refuse(c, 403, refusal_reason(&d), d.rule);
+		return;
+	}
+}
+
+/* ---- the tunnel ----------------------------------------------------------- */
+
+static void on_peek_read(evutil_socket_t fd, short what, void *arg);
+
+static void
+sni_refuse(struct proxy_conn *c, const char *why)
+{
+	proxy_audit_decision(c, "deny", "sni-mismatch", why);
+	log_info("proxy: %s: %s -> %s:%d tunnel closed: sni-mismatch: %s", c->peer, c->client,
+	         c->host.text, c->port, why);
+	proxy_conn_close(c, "sni-mismatch");
+}
+
+/* The client's first bytes are judged; the relay's upward way starts only then. */
+static void
+peek_judge(struct proxy_conn *c, bool eof)
+{
+	char name[PROXY_SNI_NAME_MAX + 1];
+	char why[640];
+	struct policy_host sni;
+	enum proxy_sni_result r;
+
+	/* A client that half-closed without a byte may still read what the
+	 * upstream says: there is nothing to check, so the relay starts. */
+	r = c->peek_len == 0 ? PROXY_SNI_NOT_TLS
+	                     : proxy_sni_parse(c->peek, c->peek_len, name, sizeof(name));
+	switch (r) {
+	case PROXY_SNI_NEED_MORE:
+		if (eof || c->peek_len >= PROXY_SNI_PEEK_MAX) {
+			sni_refuse(c, "incomplete ClientHello");
+			return;
+		}
+		if (c->peek_len > 0 && !c->head_started) {
+			/* The SNI timeout runs from the first byte of the hello. */
+			c->head_started = true;
+			proxy_conn_timer(c, c->proxy->cfg.sni_timeout);
+		}
+		return;
+	case PROXY_SNI_MALFORMED:
+		sni_refuse(c, "malformed ClientHello");
+		return;
+	case PROXY_SNI_FOUND:
+		if (policy_host_parse(name, strlen(name), &sni) != 0) {
+			sni_refuse(c, "server_name is not a valid host name");
+			return;
+		}
+		if (c->host.kind != POLICY_HOST_NAME && sni.kind == POLICY_HOST_NAME) {
+			snprintf(why, sizeof(why),
+			         "server_name %s, but CONNECT named the address %s", sni.text,
+			         c->host.text);
+			sni_refuse(c, why);
+			return;
+		}
+		if (sni.kind != c->host.kind || strcmp(sni.text, c->host.text) != 0) {
+			snprintf(why, sizeof(why), "server_name %s is not the CONNECT host %s",
+			         sni.text, c->host.text);
+			sni_refuse(c, why);
+			return;
+		}
+		break;
+	case PROXY_SNI_ABSENT:
+		if (c->host.kind == POLICY_HOST_NAME && !c->proxy->cfg.allow_no_sni) {
+			sni_refuse(c, "ClientHello without server_name to a named host");
+			return;
+		}
+		break;
+	case PROXY_SNI_NOT_TLS:
+		/* Plain TCP through CONNECT (SSH, a database...): no name to check. */
+		break;
+	}
+	log_debug("%s: %s: first bytes %s", __func__, c->peer, proxy_sni_result_name(r));
+	if (c->peek_ev != NULL) {
+		event_free(c->peek_ev);
+		c->peek_ev = NULL;
+	}
+	if (c->peek_len == 0) {
+		free(c->peek);
+		c->peek = NULL;
+	} else {
+		unsigned char *shrunk = realloc(c->peek, c->peek_len);
+
+		if (shrunk != NULL)
+			c->peek = shrunk;
+	}
+	c->state = PROXY_CONN_RELAY;
+	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
+	proxy_relay_start_up(c->relay); /* may close c: nothing after this */
+}
+
+static void
+on_peek_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	ssize_t n;
+
+	/* Made on the first byte: a tunnel idle from the start holds no buffer. */
+	if (c->peek == NULL) {
+		c->peek = malloc(PROXY_SNI_PEEK_MAX);
+		if (c->peek == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
+	}
+	do
+		n = read(c->cfd, c->peek + c->peek_len, PROXY_SNI_PEEK_MAX - c->peek_len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN)
+			return;
+		proxy_conn_close(c, "client-error");
+		return;
+	}
+	c->peek_len += (size_t)n;
+	proxy_conn_touch(c);
+	peek_judge(c, n == 0);
+}
+
+static void
+on_tunnel_open(struct proxy_conn *c, int fd)
+{
+	static const char established[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	struct evbuffer *in = bufferevent_get_input(c->cbev);
+	size_t early = evbuffer_get_length(in);
+	ssize_t n;
+	int rc;
+
+	/* Bytes a client sent right behind its CONNECT belong to the tunnel. */
+	if (early > 0) {
+		c->peek = malloc(PROXY_SNI_PEEK_MAX);
+		if (c->peek == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
+		if (early > PROXY_SNI_PEEK_MAX)
+			early = PROXY_SNI_PEEK_MAX;
+		c->peek_len = (size_t)evbuffer_remove(in, c->peek, early);
+	}
+	bufferevent_free(c->cbev);
+	c->cbev = NULL;
+	proxy_head_clear_secrets(c->head);
+	free(c->head);
+	c->head = NULL;
+	free(c->head_buf);
+	c->head_buf = NULL;
+
+	/* The send buffer of the client's socket is empty: this fits at once. */
+	do
+		n = write(c->cfd, established, sizeof(established) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)(sizeof(established) - 1)) {
+		proxy_conn_close(c, "client-error");
+		return;
+	}
+	rc = proxy_relay_new(c, &c->relay);
+	if (rc != 0) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	c->state = PROXY_CONN_PEEK;
+	c->head_started = false;
+	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
+	c->peek_ev = event_new(c->proxy->gw->base, c->cfd, EV_READ | EV_PERSIST, on_peek_read, c);
+	if (c->peek_ev == NULL) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	event_add(c->peek_ev, NULL);
+	if (c->peek_len > 0)
+		peek_judge(c, false); /* may close c */
+}
+
+void
+proxy_connect_start(struct proxy_conn *c)
+{
+	/* A CONNECT after forwarded requests: the kept upstream is no use now. */
+	proxy_forward_free(c->fwd);
+	c->fwd = NULL;
+	proxy_target_open(c, c->head->authority, c->head->authority_len, 0, on_tunnel_open);
+}

@@ -1,0 +1,695 @@
+/*
+ * Absolute-form HTTP forwarding ("GET http://host/path HTTP/1.1"): every
+ * request on a kept-alive client connection is decided on its own, sent
+ * upstream without hop-by-hop headers or Proxy-Authorization, and its
+ * response framed by Content-Length, chunked coding or the upstream's close.
+ * An upstream connection is reused for the next request to the same host
+ * and port.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "proxy/conn.h"
+
+#define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */
+#define FWD_CHUNK_LINE_MAX 1024  /* a chunk-size line with its extensions */
+
+enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_CLOSE };
+enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_DATA_END, CHUNK_TRAILERS, CHUNK_DONE };
+
+struct body {
+	enum body_kind kind;
+	uint64_t remaining; /* LENGTH: bytes left; CHUNKED: of the current chunk */
+	enum chunk_state chunk;
+	bool done;
+};
+
+enum fwd_phase { FWD_IDLE, FWD_RESPONSE_HEAD, FWD_RESPONSE_BODY };
+
+struct proxy_forward {
+	struct proxy_conn *c;
+	struct bufferevent *ubev; /* upstream connection, kept for reuse */
+	char up_host[POLICY_HOST_MAX + 1];
+	int up_port;
+	struct policy *up_policy; /* the policy whose address checks it passed */
+	bool reused;              /* this request went on a kept connection */
+	struct evbuffer *replay;  /* the request as sent, to retry a kept connection once */
+	bool retried;
+
+	enum fwd_phase phase;
+	struct body req, resp;
+	bool head_request;     /* HEAD: the response has no body */
+	int client_minor;      /* the client's HTTP/1.x */
+	bool client_close;     /* close the client connection after this response */
+	bool upstream_close;   /* do not reuse the upstream connection */
+	bool response_started; /* a response byte went to the client */
+	struct proxy_head *rhead;
+};
+
+static void fwd_pump_request(struct proxy_forward *f);
+static void fwd_pump_response(struct proxy_forward *f);
+static void on_upstream_read(struct bufferevent *bev, void *arg);
+static void on_upstream_event(struct bufferevent *bev, short what, void *arg);
+static void on_upstream_write(struct bufferevent *bev, void *arg);
+
+static void
+drop_upstream(struct proxy_forward *f)
+{
+	if (f->ubev != NULL) {
+		bufferevent_free(f->ubev);
+		f->ubev = NULL;
+	}
+	f->up_host[0] = '\0';
+	f->up_port = 0;
+	policy_free(f->up_policy);
+	f->up_policy = NULL;
+}
+
+void
+proxy_forward_free(struct proxy_forward *f)
+{
+	if (f == NULL)
+		return;
+	drop_upstream(f);
+	if (f->replay != NULL)
+		evbuffer_free(f->replay);
+	free(f->rhead);
+	free(f);
+}
+
+/* ---- bodies ----------------------------------------------------------------- */
+
+static int
+parse_chunk_size(const char *line, size_t len, uint64_t *out)
+{
+	uint64_t n = 0;
+	size_t i = 0;
+
+	for (; i < len; i++) {
+		char ch = line[i];
+		int v;
+
+		if (ch >= '0' && ch <= '9')
+			v = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			v = ch - 'a' + 10;
+		else if (ch >= 'A' && ch <= 'F')
+			v = ch - 'A' + 10;
+		else
+			break;
+		if (i >= 15)
+			return -1; /* over 2^60: no real chunk is that large */
+		n = n * 16 + (uint64_t)v;
+	}
+	if (i == 0)
+		return -1;
+	/* Only extensions may follow (";name=value"), possibly after whitespace. */
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	if (i < len && line[i] != ';')
+		return -1;
+	for (; i < len; i++) {
+		if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+			return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+/*
+ * Moves body bytes from src to dst as they are framed, never past the
+ * body's end (what follows is the next message). 0, or -1 when the framing
+ * is broken. b->done is set at the end.
+ */
+static int
+body_move(struct body *b, struct evbuffer *src, struct evbuffer *dst, uint64_t *count)
+{
+	char line[FWD_CHUNK_LINE_MAX + 2];
+
+	while (!b->done) {
+		size_t avail = evbuffer_get_length(src);
+		struct evbuffer_ptr eol;
+		size_t eol_len = 0, n;
+
+		switch (b->kind) {
+		case BODY_NONE:
+			b->done = true;
+			return 0;
+		case BODY_CLOSE:
+			*count += avail;
+			evbuffer_remove_buffer(src, dst, avail);
+			return 0; /* done at EOF */
+		case BODY_LENGTH:
+			n = avail < b->remaining ? avail : (size_t)b->remaining;
+			if (n == 0)
+				return 0;
+			evbuffer_remove_buffer(src, dst, n);
+			*count += n;
+			b->remaining -= n;
+			b->done = b->remaining == 0;
+			continue;
+		case BODY_CHUNKED:
+			break;
+		}
+		switch (b->chunk) {
+		case CHUNK_SIZE:
+		case CHUNK_TRAILERS:
+			eol = evbuffer_search_eol(src, NULL, &eol_len, EVBUFFER_EOL_CRLF_STRICT);
+			if (eol.pos < 0) {
+				size_t cap = b->chunk == CHUNK_SIZE ? FWD_CHUNK_LINE_MAX
+				                                    : PROXY_HEAD_MAX_LINE;
+				return avail > cap ? -1 : 0;
+			}
+			n = (size_t)eol.pos;
+			if (b->chunk == CHUNK_SIZE) {
+				if (n > FWD_CHUNK_LINE_MAX)
+					return -1;
+				evbuffer_copyout(src, line, n);
+				if (parse_chunk_size(line, n, &b->remaining) != 0)
+					return -1;
+				b->chunk = b->remaining == 0 ? CHUNK_TRAILERS : CHUNK_DATA;
+			} else if (n == 0) {
+				b->chunk = CHUNK_DONE;
+				b->done = true;
+			} else if (n > PROXY_HEAD_MAX_LINE) {
+				return -1;
+			}
+			evbuffer_remove_buffer(src, dst, n + 2);
+			*count += n + 2;
+			continue;
+		case CHUNK_DATA:
+			n = avail < b->remaining ? avail : (size_t)b->remaining;
+			if (n == 0)
+				return 0;
+			evbuffer_remove_buffer(src, dst, n);
+			*count += n;
+			b->remaining -= n;
+			if (b->remaining == 0)
+				b->chunk = CHUNK_DATA_END;
+			continue;
+		case CHUNK_DATA_END:
+			if (avail < 2)
+				return 0;
+			evbuffer_copyout(src, line, 2);
+			if (line[0] != '\r' || line[1] != '\n')
+				return -1;
+			evbuffer_remove_buffer(src, dst, 2);
+			*count += 2;
+			b->chunk = CHUNK_SIZE;
+			continue;
+		case CHUNK_DONE:
+			b->done = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+static void
+body_init(struct body *b, enum body_kind kind, uint64_t length)
+{
+	memset(b, 0, sizeof(*b));
+	b->kind = kind;
+	b->remaining = length;
+	b->chunk = CHUNK_SIZE;
+	b->done = kind == BODY_NONE || (kind == BODY_LENGTH && length == 0);
+}
+
+/* ---- end of an exchange --------------------------------------------------------- */
+
+static void
+on_client_flushed_close(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		proxy_conn_close(c, "closed");
+}
+
+static void
+on_client_gone(struct bufferevent *bev, short what, void *arg)
+{
+	proxy_conn_close(arg, (what & BEV_EVENT_EOF) ? "client-gone" : "client-error");
+}
+
+/* Both bodies are through: audit, then the next request or the end. */
+static void
+exchange_done(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+
+	proxy_audit_connection(c, "done");
+	free(f->rhead);
+	f->rhead = NULL;
+	if (f->replay != NULL) {
+		evbuffer_free(f->replay);
+		f->replay = NULL;
+	}
+	f->phase = FWD_IDLE;
+	f->retried = false;
+	if (f->upstream_close)
+		drop_upstream(f);
+	else
+		bufferevent_setcb(f->ubev, on_upstream_read, NULL, on_upstream_event, f);
+	if (f->client_close || c->proxy->stopping) {
+		bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
+		bufferevent_setcb(c->cbev, NULL, on_client_flushed_close, on_client_gone, c);
+		bufferevent_disable(c->cbev, EV_READ);
+		bufferevent_enable(c->cbev, EV_WRITE);
+		on_client_flushed_close(c->cbev, c);
+		return;
+	}
+	proxy_conn_read_head(c);
+}
+
+static void
+exchange_check_done(struct proxy_forward *f)
+{
+	if (f->phase == FWD_RESPONSE_BODY && f->resp.done && f->req.done)
+		exchange_done(f);
+}
+
+/* A failure before the client saw a response byte gets an answer; after, a close. */
+static void
+fwd_fail(struct proxy_forward *f, int status, const char *reason, const char *why)
+{
+	struct proxy_conn *c = f->c;
+
+	drop_upstream(f);
+	if (!f->response_started) {
+		c->decision_audited = true; /* the request was decided; this is its outcome */
+		proxy_refuse(c, status, reason, why);
+		return;
+	}
+	log_info("proxy: %s: %s:%d: %s", c->peer, c->host.text, c->port, why);
+	proxy_conn_close(c, reason);
+}
+
+/* ---- request: client -> upstream ---------------------------------------------- */
+
+static void
+on_client_body(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	proxy_conn_touch(c);
+	fwd_pump_request(c->fwd);
+}
+
+static void
+on_client_ignore(struct bufferevent *bev, void *arg)
+{
+	/* The next pipelined request waits in the buffer (capped by the watermark). */
+}
+
+static void
+on_client_drained(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	struct proxy_forward *f = c->fwd;
+
+	/* The client caught up: read the upstream again. */
+	if (f != NULL && f->ubev != NULL && f->phase == FWD_RESPONSE_BODY) {
+		bufferevent_enable(f->ubev, EV_READ);
+		fwd_pump_response(f);
+	}
+}
+
+static void
+fwd_pump_request(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	struct evbuffer *out;
+
+	if (f->req.done || f->ubev == NULL)
+		return;
+	out = bufferevent_get_output(f->ubev);
+	if (body_move(&f->req, bufferevent_get_input(c->cbev), out, &c->bytes_up) != 0) {
+		fwd_fail(f, 400, "malformed-request", "malformed chunked request body");
+		return;
+	}
+	if (f->req.done) {
+		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
+		exchange_check_done(f);
+		return;
+	}
+	if (evbuffer_get_length(out) > FWD_BUF_MAX)
+		bufferevent_disable(c->cbev, EV_READ);
+}
+
+static void
+on_upstream_write(struct bufferevent *bev, void *arg)
+{
+	struct proxy_forward *f = arg;
+	struct proxy_conn *c = f->c;
+
+	/* The upstream caught up with the request body: read the client again. */
+	if (!f->req.done && c->cbev != NULL) {
+		bufferevent_enable(c->cbev, EV_READ);
+		fwd_pump_request(f);
+	}
+}
+
+static bool
+header_is(const struct proxy_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/* The request head as it goes upstream. */
+static int
+build_request(struct proxy_forward *f, struct evbuffer *out)
+{
+	struct proxy_head *h = f->c->head;
+	int rc = 0;
+
+	rc |= evbuffer_add_printf(out, "%s %s%.*s HTTP/1.%d\r\nHost: %.*s\r\n", h->method,
+	                          h->path[0] == '?' ? "/" : "", (int)h->path_len, h->path,
+	                          h->version_minor, (int)h->authority_len, h->authority) < 0;
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const struct proxy_header *hd = &h->headers[i];
+
+		if (header_is(hd, "Host") || proxy_head_is_hop_by_hop(h, hd))
+			continue;
+		rc |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)hd->name_len, hd->name,
+		                          (int)hd->value_len, hd->value) < 0;
+	}
+	if (h->chunked)
+		rc |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
+	rc |= evbuffer_add(out, "\r\n", 2);
+	return rc != 0 ? -ENOMEM : 0;
+}
+
+static void
+send_request(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	struct evbuffer *head = evbuffer_new();
+	size_t n;
+
+	if (head == NULL || build_request(f, head) != 0) {
+		if (head != NULL)
+			evbuffer_free(head);
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return;
+	}
+	n = evbuffer_get_length(head);
+	/* Kept for one retry when a kept connection turns out to be closed. */
+	if (f->reused && f->req.kind == BODY_NONE) {
+		f->replay = evbuffer_new();
+		if (f->replay != NULL)
+			evbuffer_add_buffer_reference(f->replay, head);
+	}
+	evbuffer_add_buffer(bufferevent_get_output(f->ubev), head);
+	evbuffer_free(head);
+	c->bytes_up += n;
+	f->phase = FWD_RESPONSE_HEAD;
+	bufferevent_setcb(f->ubev, on_upstream_read, on_upstream_write, on_upstream_event, f);
+	bufferevent_setwatermark(f->ubev, EV_WRITE, FWD_BUF_MAX / 2, 0);
+	bufferevent_setwatermark(c->cbev, EV_WRITE, FWD_BUF_MAX / 2, 0);
+	bufferevent_enable(f->ubev, EV_READ | EV_WRITE);
+	if (f->req.done) {
+		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
+	} else {
+		bufferevent_setcb(c->cbev, on_client_body, on_client_drained, on_client_gone, c);
+		bufferevent_enable(c->cbev, EV_READ);
+		fwd_pump_request(f);
+	}
+}
+
+static void
+on_forward_target(struct proxy_conn *c, int fd)
+{
+	struct proxy_forward *f = c->fwd;
+
+	if (fd >= 0) {
+		/* A new upstream connection; the bufferevent owns the socket. */
+		drop_upstream(f);
+		c->ufd = -1;
+		f->ubev = bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (f->ubev == NULL) {
+			close(fd);
+			fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+			return;
+		}
+		bufferevent_setwatermark(f->ubev, EV_READ, 0, FWD_BUF_MAX);
+		/* libevent's default of 16 KiB per read or write costs syscalls. */
+		bufferevent_set_max_single_read(f->ubev, FWD_BUF_MAX);
+		bufferevent_set_max_single_write(f->ubev, FWD_BUF_MAX);
+		bufferevent_set_max_single_write(c->cbev, FWD_BUF_MAX);
+		snprintf(f->up_host, sizeof(f->up_host), "%s", c->host.text);
+		f->up_port = c->port;
+		f->up_policy = policy_ref(c->policy);
+		f->reused = false;
+	} else {
+		f->reused = true;
+		clock_gettime(CLOCK_MONOTONIC, &c->started);
+		c->bytes_up = c->bytes_down = 0;
+		c->connection_pending = true;
+	}
+	c->state = PROXY_CONN_FORWARD;
+	proxy_conn_touch(c);
+	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
+	send_request(f);
+}
+
+bool
+proxy_forward_reusable(struct proxy_conn *c)
+{
+	struct proxy_forward *f = c->fwd;
+
+	/* Only under the same policy: a reload may refuse the address it reached. */
+	return f != NULL && f->ubev != NULL && f->up_port == c->port && f->up_policy == c->policy &&
+	       strcmp(f->up_host, c->host.text) == 0;
+}
+
+/* ---- response: upstream -> client -------------------------------------------------- */
+
+static void
+write_response_head(struct proxy_forward *f, const struct proxy_head *r, struct evbuffer *out)
+{
+	bool interim = r->status < 200;
+
+	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", r->status, (int)r->reason_len, r->reason);
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const struct proxy_header *hd = &r->headers[i];
+
+		if (proxy_head_is_hop_by_hop(r, hd))
+			continue;
+		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)hd->name_len, hd->name,
+		                    (int)hd->value_len, hd->value);
+	}
+	if (!interim) {
+		const struct proxy_header *te = proxy_head_get(r, "Transfer-Encoding");
+
+		if (f->resp.kind == BODY_CHUNKED)
+			evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+		else if (r->other_coding && te != NULL)
+			/* A coding we do not frame (the body ends at close): the
+			 * client needs it to decode the body. */
+			evbuffer_add_printf(out, "Transfer-Encoding: %.*s\r\n", (int)te->value_len,
+			                    te->value);
+		if (f->client_close)
+			evbuffer_add_printf(out, "Connection: close\r\n");
+	}
+	evbuffer_add(out, "\r\n", 2);
+}
+
+/* 0: a head was handled; 1: need more bytes; -1: failed (f may be gone). */
+static int
+read_response_head(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	struct evbuffer *in = bufferevent_get_input(f->ubev);
+	struct evbuffer *out = bufferevent_get_output(c->cbev);
+	size_t len = evbuffer_get_length(in), before;
+	char *buf;
+	long end;
+	struct proxy_head *r;
+
+	if (len == 0)
+		return 1;
+	if (len > PROXY_HEAD_MAX)
+		len = PROXY_HEAD_MAX;
+	buf = (char *)evbuffer_pullup(in, (ssize_t)len);
+	end = proxy_head_find_end(buf, len);
+	if (end == 0)
+		return 1;
+	if (end < 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "malformed response head from upstream");
+		return -1;
+	}
+	if (f->rhead == NULL)
+		f->rhead = malloc(sizeof(*f->rhead));
+	r = f->rhead;
+	if (r == NULL || proxy_head_parse_response(buf, (size_t)end, r) != PROXY_HEAD_OK) {
+		fwd_fail(f, 502, "upstream-unreachable", "malformed response head from upstream");
+		return -1;
+	}
+	if (r->status == 101) {
+		fwd_fail(f, 502, "upstream-unreachable", "protocol upgrades are not forwarded");
+		return -1;
+	}
+	if (r->status >= 200) {
+		if (f->head_request || r->status == 204 || r->status == 304)
+			body_init(&f->resp, BODY_NONE, 0);
+		else if (r->chunked)
+			body_init(&f->resp, BODY_CHUNKED, 0);
+		else if (r->has_content_length)
+			body_init(&f->resp, BODY_LENGTH, r->content_length);
+		else
+			body_init(&f->resp, BODY_CLOSE, 0);
+		if (f->resp.kind == BODY_CLOSE)
+			f->client_close = true;
+		if (r->connection_close || f->resp.kind == BODY_CLOSE)
+			f->upstream_close = true;
+	}
+	before = evbuffer_get_length(out);
+	write_response_head(f, r, out);
+	c->bytes_down += evbuffer_get_length(out) - before;
+	evbuffer_drain(in, (size_t)end);
+	f->response_started = true;
+	if (f->replay != NULL) {
+		evbuffer_free(f->replay);
+		f->replay = NULL;
+	}
+	if (r->status >= 200)
+		f->phase = FWD_RESPONSE_BODY;
+	return 0;
+}
+
+static void
+fwd_pump_response(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	struct evbuffer *out;
+	int rc;
+
+	while (f->phase == FWD_RESPONSE_HEAD) {
+		rc = read_response_head(f);
+		if (rc != 0)
+			return;
+	}
+	if (f->phase != FWD_RESPONSE_BODY)
+		return;
+	out = bufferevent_get_output(c->cbev);
+	if (body_move(&f->resp, bufferevent_get_input(f->ubev), out, &c->bytes_down) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable",
+		         "malformed chunked response from upstream");
+		return;
+	}
+	if (evbuffer_get_length(out) > FWD_BUF_MAX)
+		bufferevent_disable(f->ubev, EV_READ);
+	if (f->resp.done && !f->req.done) {
+		/* The origin answered before the whole body came: do not reuse it. */
+		f->upstream_close = true;
+		f->client_close = true;
+		f->req.done = true;
+	}
+	exchange_check_done(f);
+}
+
+static void
+on_upstream_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy_forward *f = arg;
+
+	proxy_conn_touch(f->c);
+	if (f->phase == FWD_IDLE) {
+		/* Bytes from a kept connection nobody asked for: it is not reusable. */
+		drop_upstream(f);
+		return;
+	}
+	fwd_pump_response(f);
+}
+
+static void
+retry_on_fresh_connection(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+
+	f->retried = true;
+	drop_upstream(f);
+	if (f->replay != NULL) {
+		evbuffer_free(f->replay);
+		f->replay = NULL;
+	}
+	c->connection_pending = false;
+	c->state = PROXY_CONN_DECIDING;
+	/* Decided again (a second decision row), then a fresh connection. */
+	proxy_forward_start(c);
+}
+
+static void
+on_upstream_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_forward *f = arg;
+	struct proxy_conn *c = f->c;
+
+	if (f->phase == FWD_IDLE) {
+		/* A kept connection closed between requests. */
+		drop_upstream(f);
+		return;
+	}
+	if (f->phase == FWD_RESPONSE_BODY && f->resp.kind == BODY_CLOSE && (what & BEV_EVENT_EOF)) {
+		fwd_pump_response(f); /* whatever is still buffered */
+		if (c->fwd != f || f->phase != FWD_RESPONSE_BODY)
+			return;
+		f->resp.done = true;
+		f->req.done = true;
+		f->upstream_close = true;
+		exchange_check_done(f);
+		return;
+	}
+	if (f->phase == FWD_RESPONSE_HEAD && f->reused && !f->retried && !f->response_started &&
+	    f->replay != NULL && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
+		/* The origin closed the kept connection as we reused it: once more, fresh. */
+		retry_on_fresh_connection(f);
+		return;
+	}
+	fwd_fail(f, 502, "upstream-unreachable",
+	         (what & BEV_EVENT_EOF) ? "the upstream closed the connection mid-response"
+	                                : "upstream connection error");
+}
+
+/* ---- start ------------------------------------------------------------------------- */
+
+void
+proxy_forward_start(struct proxy_conn *c)
+{
+	struct proxy_forward *f = c->fwd;
+	struct proxy_head *h = c->head;
+
+	if (f == NULL) {
+		f = calloc(1, sizeof(*f));
+		if (f == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
+		f->c = c;
+		c->fwd = f;
+	}
+	f->phase = FWD_IDLE;
+	f->response_started = false;
+	f->upstream_close = false;
+	f->head_request = strcmp(h->method, "HEAD") == 0;
+	f->client_minor = h->version_minor;
+	f->client_close = h->connection_close;
+	if (h->chunked)
+		body_init(&f->req, BODY_CHUNKED, 0);
+	else if (h->has_content_length)
+		body_init(&f->req, BODY_LENGTH, h->content_length);
+	else
+		body_init(&f->req, BODY_NONE, 0);
+	proxy_target_open(c, h->authority, h->authority_len, 80, on_forward_target);
+}

@@ -1,0 +1,62 @@
+/*
+ * The egress proxy: HTTP CONNECT tunnels and absolute-form HTTP forwarding,
+ * each request decided by the policy, on the gateway's one event loop.
+ * This header is the module's whole API (tollgate proxy, and later every
+ * sandbox's listeners, use it).
+ */
+#ifndef TOLLGATE_PROXY_H
+#define TOLLGATE_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct gw_context;
+struct policy;
+struct proxy;
+
+struct proxy_config {
+	unsigned int max_conns;            /* client connections in all (503 past it) */
+	unsigned int max_conns_per_client; /* per source address or listener identity */
+	double head_timeout;    /* seconds from a head's first byte to its end (slowloris) */
+	double idle_timeout;    /* seconds without a byte either way: tunnel or keep-alive */
+	double connect_timeout; /* seconds per upstream address */
+	double sni_timeout;     /* seconds to complete a ClientHello once it started */
+	bool allow_no_sni;      /* a ClientHello without server_name to a named host */
+};
+
+/* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
+ * 10 s connect, 5 s SNI, no SNI-less TLS to a named host. */
+void proxy_config_defaults(struct proxy_config *cfg);
+
+/*
+ * A proxy on gw's event loop, deciding with gw->policy (read at every
+ * request, so a reload takes effect for the next one), resolving with
+ * gw->resolver, auditing to gw->audit and asking gw->approvals.
+ */
+int proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **out);
+/* Closes every connection (their audit rows are written) and listener. Accepts NULL. */
+void proxy_free(struct proxy *p);
+
+/*
+ * Listens on "ADDR:PORT" ("[V6]:PORT"); clients are told apart by source
+ * address and the policy file's client sections. 0 or negative errno, err set.
+ */
+int proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen);
+
+/*
+ * Serves an already bound, listening socket made elsewhere (e.g. inside a
+ * sandbox's network namespace). Every connection accepted on it belongs to
+ * client_id and is decided by policy alone (no client sections, no
+ * Proxy-Authorization). Takes ownership of fd and a reference to policy.
+ */
+int proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy);
+
+/* SIGTERM: closes the listeners and connections with no request in flight;
+ * tunnels and requests in flight go on. */
+void proxy_stop_accepting(struct proxy *p);
+/* Client connections open now. */
+size_t proxy_conn_count(const struct proxy *p);
+/* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
+void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);
+
+#endif

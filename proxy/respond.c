@@ -1,0 +1,151 @@
+/*
+ * Refusals: HTTP answers a person and a program can both read. Every one
+ * has the status, an X-Tollgate-Reason naming why, a one-line text body and
+ * Connection: close; the connection ends once the answer is written.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "gateway/log.h"
+#include "proxy/conn.h"
+
+#define REFUSAL_WRITE_TIMEOUT 5.0 /* a client that never reads its refusal */
+#define REFUSAL_LINGER 2.0        /* reading what the client still sends */
+
+static const char *
+status_text(int status)
+{
+	switch (status) {
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 407:
+		return "Proxy Authentication Required";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return "Error";
+	}
+}
+
+/* The whole answer in buf; its length, or 0 when it does not fit. */
+static size_t
+format_refusal(char *buf, size_t len, int status, const char *reason, const char *why)
+{
+	int n;
+
+	n = snprintf(buf, len,
+	             "HTTP/1.1 %d %s\r\n"
+	             "X-Tollgate-Reason: %s\r\n"
+	             "%s"
+	             "Content-Type: text/plain\r\n"
+	             "Content-Length: %zu\r\n"
+	             "Connection: close\r\n"
+	             "\r\n"
+	             "%s\n",
+	             status, status_text(status), reason,
+	             status == 407 ? "Proxy-Authenticate: Basic realm=\"tollgate\"\r\n" : "",
+	             strlen(why) + 1, why);
+	if (n < 0 || (size_t)n >= len)
+		return 0;
+	return (size_t)n;
+}
+
+static void
+on_refusal_event(struct bufferevent *bev, short what, void *arg)
+{
+	proxy_conn_close(arg, NULL);
+}
+
+static void
+on_linger_read(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+/*
+ * Closing a socket with unread bytes makes the kernel send a reset, which
+ * can destroy the answer before the client reads it (a 431 is sent while
+ * the client is still writing its head). So: half-close, and read and drop
+ * what still comes for a short while.
+ */
+static void
+on_refusal_written(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return;
+	c->state = PROXY_CONN_LINGER;
+	shutdown(c->cfd, SHUT_WR);
+	bufferevent_setwatermark(bev, EV_READ, 0, 0);
+	bufferevent_setcb(bev, on_linger_read, NULL, on_refusal_event, c);
+	bufferevent_disable(bev, EV_WRITE);
+	bufferevent_enable(bev, EV_READ);
+	proxy_conn_timer(c, REFUSAL_LINGER);
+}
+
+void
+proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why)
+{
+	char answer[2048];
+	size_t n;
+
+	if (why == NULL)
+		why = reason;
+	if (!c->decision_audited)
+		proxy_audit_decision(c, "deny", reason, why);
+	if (c->host.text[0] != '\0')
+		log_info("proxy: %s: %s -> %s:%d refused %d %s: %s", c->peer, c->client,
+		         c->host.text, c->port, status, reason, why);
+	else
+		log_info("proxy: %s: %s refused %d %s: %s", c->peer, c->client, status, reason,
+		         why);
+	proxy_target_cancel(c);
+	n = format_refusal(answer, sizeof(answer), status, reason, why);
+	if (c->cbev == NULL || n == 0) {
+		/* A tunnel past its 200 has no HTTP left to answer with. */
+		proxy_conn_close(c, reason);
+		return;
+	}
+	c->state = PROXY_CONN_REFUSING;
+	/* Whatever else the client sends is not read: it is not going anywhere. */
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->cbev, NULL, on_refusal_written, on_refusal_event, c);
+	if (bufferevent_write(c->cbev, answer, n) != 0) {
+		proxy_conn_close(c, reason);
+		return;
+	}
+	bufferevent_enable(c->cbev, EV_WRITE);
+	proxy_conn_timer(c, REFUSAL_WRITE_TIMEOUT);
+}
+
+void
+proxy_refuse_fd(int fd, int status, const char *reason, const char *why)
+{
+	char answer[2048];
+	size_t n = format_refusal(answer, sizeof(answer), status, reason, why);
+	ssize_t w;
+
+	/* Best effort on a fresh socket whose send buffer is empty. */
+	do
+		w = write(fd, answer, n);
+	while (w < 0 && errno == EINTR);
+	(void)w;
+}

@@ -1,0 +1,656 @@
+/*
+ * The proxy's listeners and connections: accept under the connection
+ * limits, read a request head under its size cap and timeout, dispatch it
+ * to the CONNECT or forwarding flow, and one close path that logs, audits
+ * and frees.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/audit.h"
+#include "proxy/conn.h"
+
+void
+proxy_config_defaults(struct proxy_config *cfg)
+{
+	cfg->max_conns = 4096;
+	cfg->max_conns_per_client = 256;
+	cfg->head_timeout = 10;
+	cfg->idle_timeout = 300;
+	cfg->connect_timeout = 10;
+	cfg->sni_timeout = 5;
+	cfg->allow_no_sni = false;
+}
+
+double
+proxy_elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - since->tv_sec) * 1e3 +
+	       (double)(now.tv_nsec - since->tv_nsec) / 1e6;
+}
+
+/* ---- audit -------------------------------------------------------------- */
+
+/* Appends s as a JSON string body to buf at *pos (bounded, always terminated). */
+static void
+json_put(char *buf, size_t len, size_t *pos, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+		int n;
+
+		if (*pos + 8 >= len)
+			break;
+		if (*p == '"' || *p == '\\')
+			n = snprintf(buf + *pos, len - *pos, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			n = snprintf(buf + *pos, len - *pos, "\\u%04x", *p);
+		else
+			n = snprintf(buf + *pos, len - *pos, "%c", *p);
+		if (n > 0)
+			*pos += (size_t)n;
+	}
+}
+
+void
+proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+                     const char *rule)
+{
+	struct audit *a = c->proxy->gw->audit;
+	char detail[768];
+	size_t pos = 0;
+
+	c->decision_audited = true;
+	if (a == NULL)
+		return;
+	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
+	json_put(detail, sizeof(detail), &pos, rule != NULL ? rule : "");
+	snprintf(detail + pos, sizeof(detail) - pos, "\",\"peer\":\"%s\"}", c->peer);
+	struct audit_event ev = {
+	    .kind = "decision",
+	    .sandbox = c->client,
+	    .host = c->host.text[0] != '\0' ? c->host.text : NULL,
+	    .port = c->port > 0 ? c->port : 0,
+	    .decision = decision,
+	    .reason = reason,
+	    .detail = detail,
+	};
+	if (audit_append(a, &ev) != 0)
+		log_warnx("proxy: audit queue full: a decision row was lost");
+}
+
+void
+proxy_audit_connection(struct proxy_conn *c, const char *reason)
+{
+	struct audit *a = c->proxy->gw->audit;
+	char detail[512];
+
+	c->connection_pending = false;
+	if (a == NULL)
+		return;
+	snprintf(detail, sizeof(detail),
+	         "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"duration_ms\":%.0f,"
+	         "\"upstream\":\"%s\",\"peer\":\"%s\"}",
+	         (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
+	         proxy_elapsed_ms(&c->started), c->upstream, c->peer);
+	struct audit_event ev = {
+	    .kind = "connection",
+	    .sandbox = c->client,
+	    .host = c->host.text,
+	    .port = c->port,
+	    .decision = "allow",
+	    .reason = reason,
+	    .detail = detail,
+	};
+	if (audit_append(a, &ev) != 0)
+		log_warnx("proxy: audit queue full: a connection row was lost");
+}
+
+/* ---- connection lifecycle ----------------------------------------------- */
+
+static struct proxy_client_count *
+count_get(struct proxy *p, const char *key)
+{
+	struct proxy_client_count *cc;
+
+	for (cc = p->counts; cc != NULL; cc = cc->next) {
+		if (strcmp(cc->key, key) == 0)
+			return cc;
+	}
+	cc = calloc(1, sizeof(*cc));
+	if (cc == NULL)
+		return NULL;
+	snprintf(cc->key, sizeof(cc->key), "%s", key);
+	cc->next = p->counts;
+	p->counts = cc;
+	return cc;
+}
+
+static void
+count_put(struct proxy *p, struct proxy_client_count *cc)
+{
+	struct proxy_client_count **pp;
+
+	if (cc == NULL || --cc->n > 0)
+		return;
+	for (pp = &p->counts; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == cc) {
+			*pp = cc->next;
+			free(cc);
+			return;
+		}
+	}
+}
+
+void
+proxy_conn_touch(struct proxy_conn *c)
+{
+	clock_gettime(CLOCK_MONOTONIC, &c->last_activity);
+}
+
+void
+proxy_conn_timer(struct proxy_conn *c, double seconds)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	event_add(c->timer, &tv);
+}
+
+static void
+notify_drained(struct proxy *p)
+{
+	p->drained = true;
+	p->drained_cb(p->drained_arg);
+}
+
+void
+proxy_conn_close(struct proxy_conn *c, const char *reason)
+{
+	struct proxy *p = c->proxy;
+
+	if (reason != NULL)
+		log_debug("%s: %s: %s", __func__, c->peer, reason);
+	if (c->connection_pending)
+		proxy_audit_connection(c, reason != NULL ? reason : "closed");
+	proxy_target_cancel(c);
+	proxy_relay_free(c->relay);
+	proxy_forward_free(c->fwd);
+	if (c->cbev != NULL)
+		bufferevent_free(c->cbev);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->cfd >= 0)
+		close(c->cfd);
+	if (c->ufd >= 0)
+		close(c->ufd);
+	if (c->head != NULL) {
+		proxy_head_clear_secrets(c->head);
+		free(c->head);
+	}
+	free(c->head_buf);
+	free(c->peek);
+	if (c->peek_ev != NULL)
+		event_free(c->peek_ev);
+	policy_free(c->policy);
+	count_put(p, c->count);
+	TAILQ_REMOVE(&p->conns, c, entry);
+	p->nconns--;
+	free(c);
+	if (p->stopping && p->nconns == 0 && p->drained_cb != NULL && !p->drained)
+		notify_drained(p);
+}
+
+static void
+on_conn_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	double idle_ms;
+
+	switch (c->state) {
+	case PROXY_CONN_HEAD:
+		proxy_conn_close(c, c->head_started ? "head-timeout" : "idle-timeout");
+		return;
+	case PROXY_CONN_PEEK:
+		if (c->head_started) {
+			/* A ClientHello started and did not complete in time. */
+			proxy_audit_decision(c, "deny", "sni-mismatch",
+			                     "no complete ClientHello in time");
+			proxy_conn_close(c, "sni-timeout");
+			return;
+		}
+		/* Nothing from the client yet: only the idle timeout applies. */
+		/* fall through */
+	case PROXY_CONN_RELAY:
+	case PROXY_CONN_FORWARD:
+		/* The timer is not re-armed per byte: it checks the last activity. */
+		idle_ms = proxy_elapsed_ms(&c->last_activity);
+		if (idle_ms >= c->proxy->cfg.idle_timeout * 1e3) {
+			proxy_conn_close(c, "idle-timeout");
+			return;
+		}
+		proxy_conn_timer(c, c->proxy->cfg.idle_timeout - idle_ms / 1e3 + 0.01);
+		return;
+	case PROXY_CONN_DECIDING:
+	case PROXY_CONN_REFUSING:
+	case PROXY_CONN_LINGER:
+		proxy_conn_close(c, "timeout");
+		return;
+	}
+}
+
+static void
+on_client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	/* EOF or an error while a request is read or decided: the client is gone. */
+	proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "client-gone" : "client-error");
+}
+
+static void
+dispatch_head(struct proxy_conn *c, size_t end)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cbev);
+	enum proxy_head_result rc;
+
+	free(c->head_buf);
+	c->head_buf = malloc(end);
+	if (c->head == NULL)
+		c->head = malloc(sizeof(*c->head));
+	if (c->head_buf == NULL || c->head == NULL) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	evbuffer_remove(in, c->head_buf, end);
+	c->head_len = end;
+	rc = proxy_head_parse_request(c->head_buf, end, c->head);
+	switch (rc) {
+	case PROXY_HEAD_OK:
+		break;
+	case PROXY_HEAD_TOO_LARGE:
+		proxy_refuse(c, 431, "head-too-large", c->head->error);
+		return;
+	case PROXY_HEAD_ORIGIN_FORM:
+		proxy_refuse(c, 400, "malformed-request",
+		             "this is a proxy: send CONNECT host:port or an absolute URL");
+		return;
+	case PROXY_HEAD_BAD:
+	default:
+		proxy_refuse(c, 400, "malformed-request", c->head->error);
+		return;
+	}
+	c->state = PROXY_CONN_DECIDING;
+	event_del(c->timer);
+	if (c->head->form == PROXY_FORM_CONNECT)
+		proxy_connect_start(c);
+	else
+		proxy_forward_start(c);
+}
+
+static void
+on_head_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t len = evbuffer_get_length(in);
+	const char *data;
+	long end;
+
+	if (c->state != PROXY_CONN_HEAD || len == 0)
+		return;
+	/* RFC 9112 2.2: empty lines before a request line are ignored (a client
+	 * may send a stray CRLF after a body). */
+	while (len >= 2) {
+		char crlf[2];
+
+		evbuffer_copyout(in, crlf, 2);
+		if (crlf[0] != '\r' || crlf[1] != '\n')
+			break;
+		evbuffer_drain(in, 2);
+		len -= 2;
+	}
+	if (len == 0)
+		return;
+	if (!c->head_started) {
+		c->head_started = true;
+		proxy_conn_timer(c, c->proxy->cfg.head_timeout);
+	}
+	if (len > PROXY_HEAD_MAX)
+		len = PROXY_HEAD_MAX;
+	data = (const char *)evbuffer_pullup(in, (ssize_t)len);
+	if (data == NULL) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	end = proxy_head_find_end(data, len);
+	if (end == 0)
+		return;
+	if (end == PROXY_HEAD_TOO_LARGE) {
+		proxy_refuse(c, 431, "head-too-large", "request head over 16 KiB");
+		return;
+	}
+	if (end < 0) {
+		proxy_refuse(c, 400, "malformed-request", "NUL or a line ending other than CRLF");
+		return;
+	}
+	dispatch_head(c, (size_t)end);
+}
+
+void
+proxy_conn_read_head(struct proxy_conn *c)
+{
+	struct proxy *p = c->proxy;
+
+	if (p->stopping) {
+		proxy_conn_close(c, "stopping");
+		return;
+	}
+	c->state = PROXY_CONN_HEAD;
+	c->decision_audited = false;
+	c->host.text[0] = '\0';
+	c->port = 0;
+	if (c->cbev == NULL) {
+		c->cbev = bufferevent_socket_new(p->gw->base, c->cfd, 0);
+		if (c->cbev == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
+	}
+	/* Reading stops at the cap: a head that long without its end is a 431. */
+	bufferevent_setwatermark(c->cbev, EV_READ, 0, PROXY_HEAD_MAX);
+	bufferevent_setcb(c->cbev, on_head_read, NULL, on_client_event, c);
+	bufferevent_enable(c->cbev, EV_READ);
+	/* A new connection gets the head timeout at once; a kept-alive one may
+	 * idle until its next request starts. */
+	c->head_started = c->id != 0 && c->fwd == NULL;
+	proxy_conn_timer(c, c->head_started ? p->cfg.head_timeout : p->cfg.idle_timeout);
+	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0)
+		on_head_read(c->cbev, c); /* a pipelined request is already here */
+}
+
+static void
+describe_peer(const struct sockaddr *sa, struct proxy_conn *c)
+{
+	char text[64];
+	int port = 0;
+
+	if (policy_addr_from_sockaddr(sa, &c->src) != 0 ||
+	    policy_addr_format(&c->src, text, sizeof(text)) != 0) {
+		snprintf(c->peer, sizeof(c->peer), "unix");
+		snprintf(c->client, sizeof(c->client), "local");
+		return;
+	}
+	if (sa->sa_family == AF_INET)
+		port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	else if (sa->sa_family == AF_INET6)
+		port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	proxy_format_hostport(&c->src, port, c->peer, sizeof(c->peer));
+	snprintf(c->client, sizeof(c->client), "%s", text);
+}
+
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct proxy_listener *l = arg;
+	struct proxy *p = l->proxy;
+	struct proxy_client_count *cc;
+	struct proxy_conn *c;
+
+	if (p->stopping) {
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->proxy = p;
+	c->listener = l;
+	c->cfd = fd;
+	c->ufd = -1;
+	describe_peer(sa, c);
+	if (l->client_id != NULL)
+		snprintf(c->client, sizeof(c->client), "%s", l->client_id);
+
+	if (p->nconns >= p->cfg.max_conns) {
+		log_warnx("proxy: %s: over the limit of %u connections", c->peer, p->cfg.max_conns);
+		proxy_refuse_fd(fd, 503, "too-many-connections",
+		                "the proxy is at its connection limit");
+		goto refuse;
+	}
+	cc = count_get(p, c->client);
+	if (cc == NULL)
+		goto refuse;
+	if (cc->n >= p->cfg.max_conns_per_client) {
+		log_warnx("proxy: %s: over the limit of %u connections per client", c->peer,
+		          p->cfg.max_conns_per_client);
+		proxy_refuse_fd(fd, 503, "too-many-connections",
+		                "this client is at its connection limit");
+		cc->n++;
+		count_put(p, cc);
+		goto refuse;
+	}
+	cc->n++;
+	c->count = cc;
+	c->timer = evtimer_new(p->gw->base, on_conn_timer, c);
+	if (c->timer == NULL) {
+		count_put(p, cc);
+		goto refuse;
+	}
+	c->id = ++p->next_id;
+	TAILQ_INSERT_TAIL(&p->conns, c, entry);
+	p->nconns++;
+	log_debug("%s: %s (%s)", __func__, c->peer, c->client);
+	proxy_conn_read_head(c);
+	return;
+refuse:
+	/* Lingering a little would save the 503 from a reset, but an
+	 * overloaded proxy should not hold more sockets than it must. */
+	shutdown(fd, SHUT_WR);
+	close(fd);
+	free(c);
+}
+
+static void
+on_accept_error(struct evconnlistener *lev, void *arg)
+{
+	/* EMFILE and friends: libevent retries on the next readiness. */
+	log_warn("proxy: accept");
+}
+
+/* ---- the proxy ----------------------------------------------------------- */
+
+int
+proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **out)
+{
+	struct proxy *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return -ENOMEM;
+	p->gw = gw;
+	if (cfg != NULL)
+		p->cfg = *cfg;
+	else
+		proxy_config_defaults(&p->cfg);
+	TAILQ_INIT(&p->listeners);
+	TAILQ_INIT(&p->conns);
+	*out = p;
+	return 0;
+}
+
+static int
+listener_add(struct proxy *p, struct evconnlistener *lev, struct proxy_listener *l)
+{
+	l->proxy = p;
+	l->lev = lev;
+	evconnlistener_set_error_cb(lev, on_accept_error);
+	TAILQ_INSERT_TAIL(&p->listeners, l, entry);
+	return 0;
+}
+
+int
+proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+	struct proxy_listener *l;
+	struct evconnlistener *lev;
+	const char *colon = strrchr(addrport, ':');
+	const char *bracket = strrchr(addrport, ']');
+	char bound[80];
+	int rc = 0;
+
+	if (colon == NULL || (bracket != NULL && colon < bracket) ||
+	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)&ss, &sslen) != 0) {
+		snprintf(err, errlen, "'%s' is not ADDR:PORT", addrport);
+		return -EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -ENOMEM;
+	lev = evconnlistener_new_bind(p->gw->base, on_accept, l,
+	                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+	                                  LEV_OPT_REUSEABLE,
+	                              1024, (struct sockaddr *)&ss, sslen);
+	if (lev == NULL) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", addrport, strerror(errno));
+		free(l);
+		return rc != 0 ? rc : -EIO;
+	}
+	listener_add(p, lev, l);
+	sslen = sizeof(ss);
+	if (getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&ss, (socklen_t *)&sslen) ==
+	    0) {
+		struct policy_addr a;
+		int port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+		                                    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+
+		if (policy_addr_from_sockaddr((struct sockaddr *)&ss, &a) == 0) {
+			proxy_format_hostport(&a, port, bound, sizeof(bound));
+			log_info("proxy: listening on %s", bound);
+		}
+	}
+	return 0;
+}
+
+int
+proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy)
+{
+	struct proxy_listener *l = calloc(1, sizeof(*l));
+	struct evconnlistener *lev;
+
+	if (l == NULL)
+		return -ENOMEM;
+	l->client_id = client_id != NULL ? strdup(client_id) : NULL;
+	if (client_id != NULL && l->client_id == NULL) {
+		free(l);
+		return -ENOMEM;
+	}
+	evutil_make_socket_nonblocking(fd);
+	/* backlog 0: the socket is listening already. */
+	lev = evconnlistener_new(p->gw->base, on_accept, l,
+	                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (lev == NULL) {
+		free(l->client_id);
+		free(l);
+		return -ENOMEM;
+	}
+	l->policy = policy != NULL ? policy_ref(policy) : NULL;
+	return listener_add(p, lev, l);
+}
+
+static void
+listeners_free(struct proxy *p)
+{
+	struct proxy_listener *l;
+
+	while ((l = TAILQ_FIRST(&p->listeners)) != NULL) {
+		TAILQ_REMOVE(&p->listeners, l, entry);
+		if (l->lev != NULL)
+			evconnlistener_free(l->lev);
+		policy_free(l->policy);
+		free(l->client_id);
+		free(l);
+	}
+}
+
+void
+proxy_stop_accepting(struct proxy *p)
+{
+	struct proxy_conn *c, *next;
+	struct proxy_listener *l;
+
+	p->stopping = true;
+	/*
+	 * Connections belong to a listener only by pointer; free listeners only
+	 * once no connection can look at them (proxy_free). Here they just stop.
+	 */
+	/* The sockets close now, so new clients are refused by the kernel rather
+	 * than queued; the structs stay until proxy_free, as connections point
+	 * at them. */
+	TAILQ_FOREACH(l, &p->listeners, entry)
+	{
+		if (l->lev != NULL) {
+			evconnlistener_free(l->lev);
+			l->lev = NULL;
+		}
+	}
+	for (c = TAILQ_FIRST(&p->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_LINGER)
+			proxy_conn_close(c, "stopping");
+	}
+	if (p->nconns == 0 && p->drained_cb != NULL && !p->drained)
+		notify_drained(p);
+}
+
+size_t
+proxy_conn_count(const struct proxy *p)
+{
+	return p->nconns;
+}
+
+void
+proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg)
+{
+	p->drained_cb = cb;
+	p->drained_arg = arg;
+}
+
+void
+proxy_free(struct proxy *p)
+{
+	struct proxy_conn *c;
+
+	if (p == NULL)
+		return;
+	p->drained_cb = NULL;
+	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
+		proxy_conn_close(c, "shutdown");
+	listeners_free(p);
+	while (p->counts != NULL) {
+		struct proxy_client_count *cc = p->counts;
+
+		p->counts = cc->next;
+		free(cc);
+	}
+	free(p);
+}

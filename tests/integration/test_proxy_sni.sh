@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The SNI check of CONNECT tunnels, with openssl s_client -proxy as the
+# client: a ClientHello naming the CONNECT host passes; another name, or none
+# (unless --allow-no-sni), closes the tunnel before a byte reaches the origin.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+command -v openssl >/dev/null || skip "openssl is not installed"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
+openssl s_client -help 2>&1 | grep -q -- '-proxy' || skip "openssl s_client has no -proxy"
+
+start_tls_origin
+start_proxy sni --resolve origin.test:127.0.0.1 --allow "origin.test:$TLS_PORT" \
+	--allow-cidr 127.0.0.1/32
+DB=$TEST_TMP/sni.db
+
+# handshake PROXY_PORT HOST:PORT S_CLIENT-FLAGS...: "ok" when the TLS handshake completed.
+handshake() {
+	local pport=$1 target=$2; shift 2
+	if timeout 10 openssl s_client -proxy "127.0.0.1:$pport" -connect "$target" "$@" \
+		-brief </dev/null 2>&1 | grep -q 'CONNECTION ESTABLISHED'; then
+		echo ok
+	else
+		echo refused
+	fi
+}
+
+expect_eq "SNI equal to the CONNECT host" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -servername origin.test)" ok
+expect_eq "SNI differing only in case and a trailing dot" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -servername ORIGIN.test.)" ok
+expect_eq "SNI naming another host: tunnel closed" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -servername evil.test)" refused
+expect_eq "no SNI to a named host: tunnel closed" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -noservername)" refused
+expect_eq "no SNI to an IP literal: allowed" \
+	"$(handshake "$PROXY_PORT" "127.0.0.1:$TLS_PORT" -noservername)" ok
+expect_eq "SNI naming a host when CONNECT named an address: closed" \
+	"$(handshake "$PROXY_PORT" "127.0.0.1:$TLS_PORT" -servername origin.test)" refused
+
+# A mismatch never reaches the origin: a plain TCP listener sees no byte.
+SINK_PORT=$(free_port)
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+s.settimeout(30)
+out = open(sys.argv[2], "w")
+while True:
+    c, _ = s.accept(); c.settimeout(5)
+    got = b""
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b: break
+            got += b
+    except socket.timeout:
+        pass
+    out.write("%d\n" % len(got)); out.flush()
+' "$SINK_PORT" "$TEST_TMP/sink.bytes" &
+defer "kill $! 2>/dev/null"
+wait_for 10 port_open "$SINK_PORT" || fail "sink did not start"
+sleep 0.2
+lines() { wc -l <"$TEST_TMP/sink.bytes"; }
+wait_for 10 test "$(lines)" -ge 1 || true # port_open's own connection
+base=$(lines)
+start_proxy sink --resolve sink.test:127.0.0.1 --allow "sink.test:$SINK_PORT" \
+	--allow-cidr 127.0.0.1/32
+expect_eq "mismatch to a sink: refused" \
+	"$(handshake "$PROXY_PORT" "sink.test:$SINK_PORT" -servername evil.test)" refused
+wait_for 10 test "$(lines)" -gt "$base" || true
+expect_eq "mismatch: the origin received 0 bytes" "$(sed -n "$((base + 1))p" "$TEST_TMP/sink.bytes")" "0"
+
+# Plain TCP (not TLS) through CONNECT is allowed and reaches the origin.
+out=$($RAW "$PROXY_PORT" "CONNECT sink.test:$SINK_PORT HTTP/1.1\r\nHost: x\r\n\r\nplain bytes\n")
+expect_eq "non-TLS first bytes: tunnel open" "$out" "200 -"
+wait_for 10 test "$(lines)" -gt "$((base + 1))" || true
+expect_eq "non-TLS bytes reached the origin" "$(sed -n "$((base + 2))p" "$TEST_TMP/sink.bytes")" "12"
+
+# --allow-no-sni lets a ClientHello without server_name through.
+start_proxy nosni --resolve origin.test:127.0.0.1 --allow "origin.test:$TLS_PORT" \
+	--allow-cidr 127.0.0.1/32 --allow-no-sni
+expect_eq "--allow-no-sni: no SNI allowed" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -noservername)" ok
+expect_eq "--allow-no-sni: a wrong SNI is still refused" \
+	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -servername evil.test)" refused
+
+sleep 0.3 # audit rows are committed in batches
+n=$(audit_count "$DB" "kind='decision' and reason='sni-mismatch' and detail like '%evil.test%'")
+expect_match "audit: sni-mismatch decision naming the SNI" "$n" '^[1-9][0-9]*$'
+n=$(audit_count "$DB" "kind='connection' and reason='sni-mismatch' and json_extract(detail,'$.bytes_up')=0")
+expect_match "audit: the refused tunnel sent 0 bytes up" "$n" '^[1-9][0-9]*$'
+finish
