@@ -122,12 +122,22 @@ def main():
         name, rtype, value, ttl = spec.split(",")
         zone.setdefault(name.lower(), []).append((TYPES[rtype], int(ttl), value))
 
-    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    udp.bind(("127.0.0.1", 0))
-    port = udp.getsockname()[1]
-    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.bind(("127.0.0.1", port))
+    # UDP and TCP share one port number: the kernel picks a free UDP port,
+    # which may be taken for TCP, so try again a bounded number of times.
+    for attempt in range(100):
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))
+        port = udp.getsockname()[1]
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            tcp.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            udp.close()
+            tcp.close()
+    else:
+        sys.exit("dns_upstream: no port free for both UDP and TCP")
     tcp.listen(16)
     log = open(args.log, "a")
     with open(args.port_file + ".tmp", "w") as f:
