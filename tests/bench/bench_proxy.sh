@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# Proxy benchmarks: `tollgate proxy` against direct, Squid and tinyproxy, all in one run
+# on loopback, printing every figure as a ratio (docs/performance.md, "Proxy").
+#
+#   tests/bench/bench_proxy.sh [BUILD_DIR]     (default: build; run as root)
+#
+# Phases: 1 GiB through one CONNECT tunnel; absolute-form HTTP under wrk -c16; a new
+# CONNECT tunnel per request from 16 clients; RSS per idle tunnel. CPU seconds per GiB and
+# per 1000 requests come from /proc/PID/stat of each proxy before and after each phase.
+# Knobs: WRK_SECONDS (10), CHURN_SECONDS (5), ROUNDS (2: wrk and churn runs per target),
+# FETCH_RUNS (3), IDLE_TUNNELS (10000, capped by the fd limit), PHASES ("fetch wrk churn
+# idle": a subset runs only those), BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and
+# its logs), BENCH_PERF_DIR=DIR (`perf record -g` of tollgate per phase into
+# DIR/tollgate-PHASE.data; the figures then carry perf's cost).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$src/build}
+tollgate=$build/tollgate
+client=$build/bench_proxy_client
+wrk_secs=${WRK_SECONDS:-10}
+churn_secs=${CHURN_SECONDS:-5}
+fetch_runs=${FETCH_RUNS:-3}
+rounds=${ROUNDS:-2}
+phases=" ${PHASES:-fetch wrk churn idle} "
+phase() { [[ $phases == *" $1 "* ]]; }
+[[ -x $tollgate && -x $client ]] || {
+	echo "bench_proxy: build tollgate and bench_proxy_client first ($build)" >&2
+	exit 1
+}
+[[ $(id -u) -eq 0 ]] || { echo "bench_proxy: run as root (squid, tinyproxy, unshare)" >&2; exit 1; }
+# Only when one is missing: install-deps also checks the whole build list.
+for tool in nginx squid tinyproxy wrk curl unshare; do
+	command -v "$tool" >/dev/null || {
+		"$src/scripts/install-deps" nginx-light squid tinyproxy wrk >/dev/null
+		break
+	}
+done
+# Everything started from here (client, origin, proxies) runs ahead of other work on a
+# shared machine, alike for every target: figures then vary far less between runs.
+renice -n "${BENCH_NICE:--20}" -p $$ >/dev/null
+
+# Every process gets as many fds as the hard limit allows; idle tunnels need two each
+# in a proxy, so the tunnel count is capped to fit.
+ulimit -n "$(ulimit -Hn)"
+nofile=$(ulimit -n)
+idle_max=$(((nofile - 200) / 2))
+idle_n=${IDLE_TUNNELS:-10000}
+((idle_n > idle_max)) && idle_n=$idle_max
+
+tmp=$(mktemp -d /tmp/tollgate-bench-proxy.XXXXXX)
+chmod 755 "$tmp" # squid and tinyproxy drop to their own users and read their files here
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	perf_stop
+	rm -f "$tmp/www/big"
+	if [[ -n ${BENCH_KEEP:-} ]]; then
+		echo "bench_proxy: logs kept in $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime of all threads, ticks
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+hz=$(getconf CLK_TCK)
+calc() { python3 -c "print($1)"; }
+perf_dir=${BENCH_PERF_DIR:-}
+perf_pid=""
+perf_start() { # NAME PHASE
+	[[ -n $perf_dir && $1 == tollgate ]] || return 0
+	mkdir -p "$perf_dir"
+	perf record -q -g -p "$tg_pid" -o "$perf_dir/tollgate-$2.data" 2>/dev/null &
+	perf_pid=$!
+	sleep 0.5
+}
+perf_stop() {
+	[[ -n $perf_pid ]] || return 0
+	kill -INT "$perf_pid" 2>/dev/null || true
+	wait "$perf_pid" 2>/dev/null || true
+	perf_pid=""
+}
+
+# --- origin: nginx with a sparse 1 GiB file and a small one ---
+op=$(port)
+mkdir -p "$tmp/www" "$tmp/nginx"
+truncate -s 1G "$tmp/www/big"
+cat "$tmp/www/big" >/dev/null # in the page cache before the first run, for every run alike
+head -c 612 /dev/zero | tr '\0' 'x' >"$tmp/www/small"
+cat >"$tmp/nginx/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile $nofile;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections $((nofile - 100)); }
+http {
+	access_log off;
+	default_type application/octet-stream;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_timeout 600s;
+	keepalive_requests 100000000;
+	client_header_timeout 600s;
+	client_body_temp_path $tmp/nginx/body;
+	proxy_temp_path $tmp/nginx/proxy;
+	fastcgi_temp_path $tmp/nginx/fastcgi;
+	uwsgi_temp_path $tmp/nginx/uwsgi;
+	scgi_temp_path $tmp/nginx/scgi;
+	server {
+		listen 127.0.0.1:$op;
+		server_name origin.test;
+		root $tmp/www;
+	}
+}
+EOF
+nginx -e "$tmp/nginx/error.log" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" &
+pids+=("$!")
+
+# The allowlist each proxy gets: the origin's name on its port, nothing else.
+printf '127.0.0.1 origin.test\n' >"$tmp/hosts"
+
+# --- tollgate ---
+tp=$(port)
+TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \
+	--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8 \
+	--audit "$tmp/audit.db" --control "$tmp/tollgate.ctl" \
+	--max-conns $((idle_n + 1000)) --max-conns-per-client $((idle_n + 1000)) \
+	--idle-timeout 600s 2>"$tmp/tollgate.log" &
+tg_pid=$!
+pids+=("$tg_pid")
+
+# --- squid: foreground, no cache, hosts from the temp file, the same ACL ---
+sp=$(port)
+mkdir -p "$tmp/squid"
+chown proxy:proxy "$tmp/squid"
+cat >"$tmp/squid/squid.conf" <<EOF
+http_port 127.0.0.1:$sp
+visible_hostname bench.test
+pid_filename $tmp/squid/squid.pid
+cache_log $tmp/squid/cache.log
+access_log none
+cache_store_log none
+coredump_dir $tmp/squid
+netdb_filename none
+cache deny all
+cache_mem 8 MB
+hosts_file $tmp/hosts
+dns_nameservers 127.0.0.1
+debug_options ALL,1
+max_filedescriptors $nofile
+shutdown_lifetime 1 seconds
+icp_port 0
+htcp_port 0
+acl origin dstdomain origin.test
+acl origin_port port $op
+http_access allow origin origin_port
+http_access deny all
+EOF
+squid -f "$tmp/squid/squid.conf" -N 2>"$tmp/squid/stderr.log" &
+sq_pid=$!
+pids+=("$sq_pid")
+
+# --- tinyproxy: foreground; it resolves with the system's resolver, so it runs in its
+# own mount namespace where /etc/hosts is the temp file ---
+yp=$(port)
+mkdir -p "$tmp/tinyproxy"
+chown nobody:nogroup "$tmp/tinyproxy"
+printf '^origin\\.test$\n' >"$tmp/tinyproxy/filter"
+cat >"$tmp/tinyproxy/tinyproxy.conf" <<EOF
+User nobody
+Group nogroup
+Port $yp
+Listen 127.0.0.1
+Timeout 600
+LogFile "$tmp/tinyproxy/tinyproxy.log"
+LogLevel Warning
+PidFile "$tmp/tinyproxy/tinyproxy.pid"
+MaxClients 1000
+Allow 127.0.0.1
+Filter "$tmp/tinyproxy/filter"
+FilterType ere
+FilterDefaultDeny Yes
+ConnectPort $op
+DisableViaHeader Yes
+EOF
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+unshare -m sh -c 'mount --bind "$1" /etc/hosts && exec tinyproxy -d -c "$2"' sh \
+	"$tmp/hosts" "$tmp/tinyproxy/tinyproxy.conf" 2>"$tmp/tinyproxy/stderr.log" &
+ty_pid=$!
+pids+=("$ty_pid")
+
+ready() { # PROXY_PORT|"" -> waits for a 200 of /small
+	local args=()
+	[[ -n $1 ]] && args=(-x "127.0.0.1:$1")
+	for _ in $(seq 100); do
+		if [[ $(curl -s -o /dev/null -w '%{http_code}' "${args[@]}" --max-time 2 \
+			"http://origin.test:$op/small" --resolve "origin.test:$op:127.0.0.1") == 200 ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "bench_proxy: ${1:-origin} did not come up; logs in $tmp" >&2
+	tail -n 5 "$tmp"/*.log "$tmp"/*/*.log >&2 || true
+	exit 1
+}
+# The same allowlist: another name on the same origin is refused by each proxy.
+refused() { # PROXY_PORT
+	local code
+	code=$(curl -s -o /dev/null -w '%{http_code}' -x "127.0.0.1:$1" --max-time 5 \
+		"http://other.test:$op/small" || true)
+	[[ $code == 403 ]] || { echo "bench_proxy: port $1 let other.test through ($code)" >&2; exit 1; }
+}
+ready ""
+ngx_worker=$(pgrep -P "${pids[0]}" nginx | head -n 1)
+for p in "$tp" "$sp" "$yp"; do
+	ready "$p"
+	refused "$p"
+done
+
+names=(direct tollgate squid tinyproxy)
+declare -A pport=([direct]="" [tollgate]=$tp [squid]=$sp [tinyproxy]=$yp)
+declare -A ppid=([direct]="" [tollgate]=$tg_pid [squid]=$sq_pid [tinyproxy]=$ty_pid)
+via() { if [[ -n ${pport[$1]} ]]; then echo "-x 127.0.0.1:${pport[$1]}"; fi; }
+kv() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+
+declare -A r_fetch r_fetch_cpu r_fetch_all r_wrk r_wrk_cpu r_churn r_churn_cpu r_idle
+echo "bench_proxy: $(nproc) cores, $(date -u +%FT%TZ), idle tunnels: $idle_n" >&2
+
+# Each phase runs the four targets in turn, ROUNDS times over, and keeps each target's
+# best run (with that run's CPU figure): on a shared machine a run is only ever slowed
+# down by others, and interleaving spreads that over all four alike.
+better() { [[ -z ${2:-} || $(calc "int($1 > $2)") == 1 ]]; }
+cpu_of() { [[ -n ${ppid[$1]} ]] && cpu "${ppid[$1]}" || echo 0; }
+
+# --- 1 GiB through one CONNECT tunnel (direct: the same GET without a proxy) ---
+phase fetch || fetch_runs=0
+for _ in $(seq "$fetch_runs"); do
+	for n in "${names[@]}"; do
+		perf_start "$n" fetch
+		c0=$(cpu_of "$n")
+		g0=$(cpu "$ngx_worker")
+		# shellcheck disable=SC2046
+		out=$("$client" fetch -o "127.0.0.1:$op" -h "origin.test:$op" -p /big $(via "$n"))
+		c1=$(cpu_of "$n")
+		g1=$(cpu "$ngx_worker")
+		perf_stop
+		mibs=$(kv mib_per_s <<<"$out")
+		gib=$(calc "$(kv bytes <<<"$out") / 2**30")
+		percpu=$(calc "round(($c1 - $c0) / $hz / $gib, 3)")
+		# Client, origin and proxy together: on 2 cores this is what bounds a path.
+		allcpu=$(calc "round((($c1 - $c0 + $g1 - $g0) / $hz + $(kv cpu_s <<<"$out")) / $gib, 3)")
+		echo "fetch $n: $mibs MiB/s, proxy $percpu cpu-s/GiB, all $allcpu cpu-s/GiB" >&2
+		if better "$mibs" "${r_fetch[$n]:-}"; then
+			r_fetch[$n]=$mibs
+			r_fetch_cpu[$n]=$percpu
+			r_fetch_all[$n]=$allcpu
+		fi
+	done
+done
+
+# --- absolute-form HTTP, keep-alive, wrk -c16 -t2 (direct: origin-form to nginx) ---
+for n in "${names[@]}"; do
+	if [[ $n == direct ]]; then
+		line="GET /small HTTP/1.1"
+	else
+		line="GET http://origin.test:$op/small HTTP/1.1"
+	fi
+	cat >"$tmp/wrk-$n.lua" <<EOF
+local req = "$line\r\nHost: origin.test:$op\r\n\r\n"
+request = function() return req end
+EOF
+done
+wrk_rounds=$rounds
+phase wrk || wrk_rounds=0
+for _ in $(seq "$wrk_rounds"); do
+	for n in "${names[@]}"; do
+		target=${pport[$n]:-$op}
+		perf_start "$n" wrk
+		c0=$(cpu_of "$n")
+		out=$(wrk -c16 -t2 -d"${wrk_secs}s" --timeout 5s -s "$tmp/wrk-$n.lua" \
+			"http://127.0.0.1:$target/" 2>&1)
+		c1=$(cpu_of "$n")
+		perf_stop
+		reqs=$(awk '/requests in/ {print $1}' <<<"$out")
+		rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+		percpu=$(calc "round(($c1 - $c0) / $hz / max($reqs, 1) * 1000, 4)")
+		errs=$(awk '/Socket errors|Non-2xx/ {printf "%s; ", $0}' <<<"$out")
+		echo "wrk $n: $rps req/s ($reqs), $percpu cpu-s/1000 ${errs}" >&2
+		if better "$rps" "${r_wrk[$n]:-}"; then
+			r_wrk[$n]=$rps
+			r_wrk_cpu[$n]=$percpu
+		fi
+	done
+done
+
+# --- a new CONNECT tunnel per request, 16 clients (direct: a new connection) ---
+churn_rounds=$rounds
+phase churn || churn_rounds=0
+for _ in $(seq "$churn_rounds"); do
+	for n in "${names[@]}"; do
+		perf_start "$n" churn
+		c0=$(cpu_of "$n")
+		# shellcheck disable=SC2046
+		out=$("$client" churn -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
+			$(via "$n") -c 16 -n 100000 -t "$churn_secs")
+		c1=$(cpu_of "$n")
+		perf_stop
+		reqs=$(kv requests <<<"$out")
+		failed=$(kv failed <<<"$out")
+		rps=$(kv rps <<<"$out")
+		percpu=$(calc "round(($c1 - $c0) / $hz / max($reqs, 1) * 1000, 4)")
+		echo "churn $n: $rps req/s ($reqs, $failed failed), $percpu cpu-s/1000" >&2
+		if better "$rps" "${r_churn[$n]:-}"; then
+			r_churn[$n]=$rps
+			r_churn_cpu[$n]=$percpu
+		fi
+		sleep 1 # let the closing sockets drain before the next target
+	done
+done
+
+# --- idle tunnels: RSS before and after, per tunnel (tinyproxy: a thread per
+# client and MaxClients-bound, so it is left out) ---
+idle_names=(tollgate squid)
+phase idle || idle_names=()
+for n in "${idle_names[@]}"; do
+	pid=${ppid[$n]}
+	before=$(rss_kib "$pid")
+	word=""
+	coproc idle { "$client" idle -h "origin.test:$op" -x "127.0.0.1:${pport[$n]}" \
+		-k "$idle_n" -t 120; }
+	pids+=("$idle_PID") # killed by cleanup if the script stops early
+	read -r -t 120 word opened <&"${idle[0]}" || opened=0
+	sleep 1
+	after=$(rss_kib "$pid")
+	eval "exec ${idle[1]}>&-" # the client closes its tunnels when its stdin closes
+	# shellcheck disable=SC2154 # idle_PID is set by coproc
+	wait "$idle_PID" || true
+	if ((opened > 0)); then
+		r_idle[$n]=$(calc "round(($after - $before) / $opened, 2)")
+	else
+		r_idle[$n]=-
+	fi
+	echo "idle $n: $opened tunnels, RSS $before -> $after KiB, ${r_idle[$n]} KiB each" >&2
+	[[ $word == ready && $opened == "$idle_n" ]] || echo "idle $n: only $opened of $idle_n opened" >&2
+	sleep 2
+done
+
+# --- the table ---
+ratio() { calc "round($1 / $2, 2)" 2>/dev/null || echo -; }
+echo
+printf '%-34s %12s %12s %12s %12s\n' "" direct tollgate squid tinyproxy
+printf '%-34s %12s %12s %12s %12s\n' "1 GiB via CONNECT, MiB/s" \
+	"${r_fetch[direct]:--}" "${r_fetch[tollgate]:--}" "${r_fetch[squid]:--}" "${r_fetch[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  ratio to direct (goal >= 0.95)" 1 \
+	"$(ratio "${r_fetch[tollgate]:--}" "${r_fetch[direct]:--}")" \
+	"$(ratio "${r_fetch[squid]:--}" "${r_fetch[direct]:--}")" \
+	"$(ratio "${r_fetch[tinyproxy]:--}" "${r_fetch[direct]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "  proxy CPU s per GiB" - \
+	"${r_fetch_cpu[tollgate]:--}" "${r_fetch_cpu[squid]:--}" "${r_fetch_cpu[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  client+origin+proxy CPU s per GiB" \
+	"${r_fetch_all[direct]:--}" "${r_fetch_all[tollgate]:--}" "${r_fetch_all[squid]:--}" "${r_fetch_all[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "absolute-form keep-alive, req/s" \
+	"${r_wrk[direct]:--}" "${r_wrk[tollgate]:--}" "${r_wrk[squid]:--}" "${r_wrk[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  tollgate / this (goal >= 2.5 Squid)" - 1 \
+	"$(ratio "${r_wrk[tollgate]:--}" "${r_wrk[squid]:--}")" \
+	"$(ratio "${r_wrk[tollgate]:--}" "${r_wrk[tinyproxy]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "  proxy CPU s per 1000 requests" - \
+	"${r_wrk_cpu[tollgate]:--}" "${r_wrk_cpu[squid]:--}" "${r_wrk_cpu[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "new CONNECT per request, req/s" \
+	"${r_churn[direct]:--}" "${r_churn[tollgate]:--}" "${r_churn[squid]:--}" "${r_churn[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  tollgate / this (goal >= 2 Squid)" - 1 \
+	"$(ratio "${r_churn[tollgate]:--}" "${r_churn[squid]:--}")" \
+	"$(ratio "${r_churn[tollgate]:--}" "${r_churn[tinyproxy]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "  proxy CPU s per 1000 requests" - \
+	"${r_churn_cpu[tollgate]:--}" "${r_churn_cpu[squid]:--}" "${r_churn_cpu[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "$idle_n idle tunnels, KiB RSS each" - \
+	"${r_idle[tollgate]:--}" "${r_idle[squid]:--}" -
