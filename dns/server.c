@@ -49,6 +49,9 @@ struct listener {
 	struct evconnlistener *lev; /* TCP */
 	char *client_id;            /* NULL: by source address */
 	struct policy *policy;      /* NULL: gw->policy */
+	bool steer;                 /* answer allowed names with steer_addr (this
+	                             * listener's; cfg.steer is the server's) */
+	struct policy_addr steer_addr;
 };
 
 struct tcp_conn {
@@ -775,15 +778,19 @@ req_resolve(struct dns_req *r)
 	double now;
 	uint32_t h;
 
-	if (s->cfg.steer) {
+	/* Transparent mode: each sandbox's listener steers to its own hub address. */
+	const struct policy_addr *steer = r->l->steer    ? &r->l->steer_addr
+	                                  : s->cfg.steer ? &s->cfg.steer_addr
+	                                                 : NULL;
+	if (steer != NULL) {
 		struct answer_note n = {.decision = "allow",
 		                        .reason = "steered",
 		                        .rule = r->rule,
 		                        .rcode = DNS_WIRE_RCODE_NOERROR};
-		bool match = s->cfg.steer_addr.family == family;
+		bool match = steer->family == family;
 
 		n.answers = match ? 1 : 0;
-		req_answer(r, &n, match ? &s->cfg.steer_addr : NULL, s->cfg.ttl_cap);
+		req_answer(r, &n, match ? steer : NULL, s->cfg.ttl_cap);
 		return;
 	}
 	if (s->gw->resolver == NULL) {
@@ -1171,7 +1178,8 @@ listener_free(struct listener *l)
 }
 
 static int
-listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, struct policy *policy)
+listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, struct policy *policy,
+               const struct policy_addr *steer)
 {
 	struct event_base *base = s->gw->base;
 	struct listener *l = calloc(1, sizeof(*l));
@@ -1190,6 +1198,10 @@ listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, st
 	}
 	if (policy != NULL)
 		l->policy = policy_ref(policy);
+	if (steer != NULL) {
+		l->steer = true;
+		l->steer_addr = *steer;
+	}
 	if (udp) {
 		l->ev = event_new(base, fd, EV_READ | EV_PERSIST, udp_read_cb, l);
 		if (l->ev == NULL || event_add(l->ev, NULL) != 0)
@@ -1210,6 +1222,13 @@ fail:
 int
 dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy)
 {
+	return dns_server_add_fd_steered(s, fd, client_id, policy, NULL);
+}
+
+int
+dns_server_add_fd_steered(struct dns_server *s, int fd, const char *client_id,
+                          struct policy *policy, const struct policy_addr *steer)
+{
 	int type = 0;
 	socklen_t len = sizeof(type);
 
@@ -1220,7 +1239,9 @@ dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct po
 	if (type != SOCK_DGRAM && type != SOCK_STREAM)
 		return -EINVAL;
 	evutil_make_socket_nonblocking(fd);
-	return listener_start(s, fd, type == SOCK_DGRAM, client_id, policy);
+	if (steer != NULL && steer->family != AF_INET && steer->family != AF_INET6)
+		return -EINVAL;
+	return listener_start(s, fd, type == SOCK_DGRAM, client_id, policy, steer);
 }
 
 static int
@@ -1286,9 +1307,9 @@ dns_server_listen(struct dns_server *s, const char *addrport, char *err, size_t 
 		close(ufd);
 		return tfd;
 	}
-	rc = listener_start(s, ufd, true, NULL, NULL);
+	rc = listener_start(s, ufd, true, NULL, NULL, NULL);
 	if (rc == 0)
-		rc = listener_start(s, tfd, false, NULL, NULL);
+		rc = listener_start(s, tfd, false, NULL, NULL, NULL);
 	else
 		close(tfd);
 	if (rc != 0) {

@@ -56,6 +56,14 @@ int dns_server_listen(struct dns_server *s, const char *addrport, char *err, siz
  */
 int dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy);
 
+/*
+ * The same, answering every allowed A (or AAAA) question on fd with steer,
+ * and the other family with no address (transparent mode: each sandbox's
+ * DNS steers to its own hub address). steer NULL: as dns_server_add_fd.
+ */
+int dns_server_add_fd_steered(struct dns_server *s, int fd, const char *client_id,
+                              struct policy *policy, const struct policy_addr *steer);
+
 /* Parses --dns-deny-rcode's value: "nxdomain" or "refused". 0 or -EINVAL. */
 int dns_server_parse_rcode(const char *s, int *rcode);
 

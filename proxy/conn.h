@@ -25,9 +25,17 @@ struct proxy_relay;
 struct proxy_forward;
 struct proxy_upstream;
 
+enum proxy_listener_kind {
+	PROXY_LISTENER_PROXY,            /* CONNECT and absolute-form */
+	PROXY_LISTENER_TRANSPARENT_HTTP, /* origin-form, routed by Host */
+	PROXY_LISTENER_TRANSPARENT_TLS,  /* TLS, routed by SNI */
+};
+
 struct proxy_listener {
 	struct proxy *proxy;
 	struct evconnlistener *lev;
+	enum proxy_listener_kind kind;
+	int port;              /* transparent: the port it stands for */
 	char *client_id;       /* NULL: tell clients apart by address */
 	struct policy *policy; /* with client_id: the policy of every connection */
 	TAILQ_ENTRY(proxy_listener) entry;
@@ -55,6 +63,7 @@ struct proxy {
 
 enum proxy_conn_state {
 	PROXY_CONN_HEAD,     /* reading a request head */
+	PROXY_CONN_HELLO,    /* transparent TLS: reading the ClientHello, nothing decided */
 	PROXY_CONN_DECIDING, /* policy, approval, resolution, upstream connect */
 	PROXY_CONN_PEEK,     /* tunnel: 200 sent, reading the ClientHello */
 	PROXY_CONN_RELAY,    /* tunnel: bytes both ways */
@@ -151,6 +160,20 @@ void proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, 
                        proxy_target_cb cb);
 /* Drops the decision state (query, approval wait, connect attempt, policy). */
 void proxy_target_cancel(struct proxy_conn *c);
+
+/* transparent.c */
+/* A connection accepted on a transparent TLS listener: peek, decide, relay. */
+void proxy_transparent_tls_start(struct proxy_conn *c);
+/* Whether c came in on a transparent listener. */
+bool proxy_conn_transparent(const struct proxy_conn *c);
+/*
+ * Transparent HTTP: checks the request's authority (its Host) against the
+ * port the listener stands for; refuses (400) and returns false when it
+ * cannot be routed.
+ */
+bool proxy_transparent_http_check(struct proxy_conn *c);
+/* The port a request without one in its authority goes to. */
+int proxy_conn_default_port(const struct proxy_conn *c);
 
 /* forward.c */
 void proxy_forward_start(struct proxy_conn *c);

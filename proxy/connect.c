@@ -193,8 +193,12 @@ target_ask(struct proxy_conn *c)
 		proxy_refuse(c, 403, "approval-denied", "no approval channel to ask");
 		return;
 	}
-	snprintf(context, sizeof(context), "%s %s:%d from %s",
-	         c->head != NULL ? c->head->method : "CONNECT", c->host.text, c->port, c->peer);
+	snprintf(context, sizeof(context), "%s%s %s:%d from %s",
+	         proxy_conn_transparent(c) ? "transparent " : "",
+	         c->head != NULL             ? c->head->method
+	         : proxy_conn_transparent(c) ? "TLS"
+	                                     : "CONNECT",
+	         c->host.text, c->port, c->peer);
 	c->wait = approval_request(a, c->client, c->host.text, c->port, context,
 	                           policy_ask_timeout(c->policy), on_approval, c);
 	if (c->wait == NULL) {
@@ -225,9 +229,12 @@ select_policy(struct proxy_conn *c)
 		proxy_refuse(c, 403, "denied", "no policy in force");
 		return -1;
 	}
-	c->policy = policy_select_client(gp, &c->src, h->has_auth ? h->user : NULL,
-	                                 h->has_auth ? h->password : NULL, &name, &auth_required);
-	proxy_head_clear_secrets(h);
+	/* A transparent TLS connection has no head, so no credentials. */
+	c->policy = policy_select_client(gp, &c->src, h != NULL && h->has_auth ? h->user : NULL,
+	                                 h != NULL && h->has_auth ? h->password : NULL, &name,
+	                                 &auth_required);
+	if (h != NULL)
+		proxy_head_clear_secrets(h);
 	if (c->policy == NULL) {
 		if (auth_required)
 			proxy_refuse(c, 407, "proxy-auth-required",

@@ -691,5 +691,6 @@ proxy_forward_start(struct proxy_conn *c)
 		body_init(&f->req, BODY_LENGTH, h->content_length);
 	else
 		body_init(&f->req, BODY_NONE, 0);
-	proxy_target_open(c, h->authority, h->authority_len, 80, on_forward_target);
+	proxy_target_open(c, h->authority, h->authority_len, proxy_conn_default_port(c),
+	                  on_forward_target);
 }

@@ -389,8 +389,9 @@ parse_absolute(const char *t, size_t len, struct proxy_head *h)
 	return PROXY_HEAD_OK;
 }
 
-enum proxy_head_result
-proxy_head_parse_request(const char *buf, size_t len, struct proxy_head *h)
+/* A request head; origin: sent to an origin server rather than to a proxy. */
+static enum proxy_head_result
+parse_request(const char *buf, size_t len, struct proxy_head *h, bool origin)
 {
 	const char *line, *sp1, *sp2;
 	size_t llen, pos = 0;
@@ -446,7 +447,19 @@ proxy_head_parse_request(const char *buf, size_t len, struct proxy_head *h)
 			return PROXY_HEAD_BAD;
 		}
 	}
-	if (strcmp(h->method, "CONNECT") == 0) {
+	if (origin && (strcmp(h->method, "CONNECT") == 0 || target[0] == '*')) {
+		h->error = "CONNECT or asterisk-form sent to an origin server";
+		return PROXY_HEAD_BAD;
+	}
+	if (origin && target[0] == '/') {
+		h->form = PROXY_FORM_ORIGIN;
+		h->path = target;
+		h->path_len = tlen;
+		if (memchr(target, '#', tlen) != NULL) {
+			h->error = "fragment in a request target";
+			return PROXY_HEAD_BAD;
+		}
+	} else if (strcmp(h->method, "CONNECT") == 0) {
 		h->form = PROXY_FORM_CONNECT;
 		h->authority = target;
 		h->authority_len = tlen;
@@ -468,7 +481,30 @@ proxy_head_parse_request(const char *buf, size_t len, struct proxy_head *h)
 		h->error = "HTTP/1.1 request without Host";
 		return PROXY_HEAD_BAD;
 	}
+	if (h->form == PROXY_FORM_ORIGIN) {
+		/* The only name the request carries: no Host, nowhere to go. */
+		const struct proxy_header *host = proxy_head_get(h, "Host");
+
+		if (host == NULL || host->value_len == 0) {
+			h->error = "request without a Host to route by";
+			return PROXY_HEAD_BAD;
+		}
+		h->authority = host->value;
+		h->authority_len = host->value_len;
+	}
 	return PROXY_HEAD_OK;
+}
+
+enum proxy_head_result
+proxy_head_parse_request(const char *buf, size_t len, struct proxy_head *h)
+{
+	return parse_request(buf, len, h, false);
+}
+
+enum proxy_head_result
+proxy_head_parse_origin(const char *buf, size_t len, struct proxy_head *h)
+{
+	return parse_request(buf, len, h, true);
 }
 
 enum proxy_head_result

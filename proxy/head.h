@@ -29,7 +29,11 @@ struct proxy_header {
 	size_t value_len;
 };
 
-enum proxy_form { PROXY_FORM_CONNECT, PROXY_FORM_ABSOLUTE };
+enum proxy_form {
+	PROXY_FORM_CONNECT,
+	PROXY_FORM_ABSOLUTE,
+	PROXY_FORM_ORIGIN, /* "GET /path": only from proxy_head_parse_origin */
+};
 
 struct proxy_head {
 	/* Request line (requests only). */
@@ -39,7 +43,7 @@ struct proxy_head {
 	 * policy_hostport_parse, not here: this parser knows no host rules. */
 	const char *authority;
 	size_t authority_len;
-	const char *path; /* absolute-form: path and query ("/" when empty) */
+	const char *path; /* absolute- and origin-form: path and query ("/" when empty) */
 	size_t path_len;
 	int version_minor; /* HTTP/1.0 or HTTP/1.1 */
 
@@ -77,6 +81,13 @@ long proxy_head_find_end(const char *buf, size_t len);
 /* Parses a complete request head (len as proxy_head_find_end returned). */
 enum proxy_head_result proxy_head_parse_request(const char *buf, size_t len,
                                                 struct proxy_head *out);
+/*
+ * Parses a complete request head sent to an origin server (a transparent
+ * listener): origin-form ("GET /path") or absolute-form; CONNECT and the
+ * asterisk-form are BAD. For origin-form the authority is the Host field's
+ * value, which must be present (HTTP/1.0 too) and not empty.
+ */
+enum proxy_head_result proxy_head_parse_origin(const char *buf, size_t len, struct proxy_head *out);
 /* Parses a complete response head. */
 enum proxy_head_result proxy_head_parse_response(const char *buf, size_t len,
                                                  struct proxy_head *out);

@@ -51,6 +51,38 @@ int proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen
  */
 int proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy);
 
+/*
+ * Transparent mode: a listener that clients reach without knowing of a
+ * proxy (the DNS server answered their lookup with its address). Each
+ * connection is routed as if a CONNECT had named the host it carries.
+ */
+enum proxy_transparent_kind {
+	PROXY_TRANSPARENT_HTTP, /* plain HTTP: the Host header names the target */
+	PROXY_TRANSPARENT_TLS,  /* TLS: the ClientHello's server_name names it */
+};
+
+struct proxy_transparent_opts {
+	enum proxy_transparent_kind kind;
+	/* The port this listener stands for (80, 443): the port decided and
+	 * connected to upstream, whatever port the listener itself is on. */
+	int port;
+};
+
+/*
+ * Serves an already listening socket in transparent mode (see
+ * proxy_listener_add for fd, client_id and policy; client_id may be NULL:
+ * then clients are told apart by address and client sections, without
+ * credentials). HTTP: origin-form requests, each decided by its Host as
+ * host:opts->port, then forwarded; refusals are HTTP answers. TLS: the
+ * ClientHello is read (same caps and timeouts as a tunnel's peek), its
+ * server_name decided as host:opts->port, and after the address checks
+ * and the upstream connect the hello is replayed and bytes relayed; a
+ * refusal can only close the connection. 0 or negative errno.
+ */
+int proxy_listener_add_transparent(struct proxy *p, int fd,
+                                   const struct proxy_transparent_opts *opts, const char *client_id,
+                                   struct policy *policy);
+
 /* SIGTERM: closes the listeners and connections with no request in flight;
  * tunnels and requests in flight go on. */
 void proxy_stop_accepting(struct proxy *p);

@@ -79,7 +79,8 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
 	json_put(detail, sizeof(detail), &pos, rule != NULL ? rule : "");
-	snprintf(detail + pos, sizeof(detail) - pos, "\",\"peer\":\"%s\"}", c->peer);
+	snprintf(detail + pos, sizeof(detail) - pos, "\",\"peer\":\"%s\"%s}", c->peer,
+	         proxy_conn_transparent(c) ? ",\"mode\":\"transparent\"" : "");
 	struct audit_event ev = {
 	    .kind = "decision",
 	    .sandbox = c->client,
@@ -226,6 +227,16 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
 	case PROXY_CONN_HEAD:
 		proxy_conn_close(c, c->head_started ? "head-timeout" : "idle-timeout");
 		return;
+	case PROXY_CONN_HELLO:
+		if (c->head_started) {
+			/* No name to decide by: the hello never completed. */
+			proxy_audit_decision(c, "deny", "no-sni",
+			                     "no complete ClientHello in time");
+			proxy_conn_close(c, "sni-timeout");
+			return;
+		}
+		proxy_conn_close(c, "head-timeout");
+		return;
 	case PROXY_CONN_PEEK:
 		if (c->head_started) {
 			/* A ClientHello started and did not complete in time. */
@@ -279,7 +290,10 @@ dispatch_head(struct proxy_conn *c, size_t end)
 	}
 	evbuffer_remove(in, c->head_buf, end);
 	c->head_len = end;
-	rc = proxy_head_parse_request(c->head_buf, end, c->head);
+	if (proxy_conn_transparent(c))
+		rc = proxy_head_parse_origin(c->head_buf, end, c->head);
+	else
+		rc = proxy_head_parse_request(c->head_buf, end, c->head);
 	switch (rc) {
 	case PROXY_HEAD_OK:
 		break;
@@ -295,6 +309,8 @@ dispatch_head(struct proxy_conn *c, size_t end)
 		proxy_refuse(c, 400, "malformed-request", c->head->error);
 		return;
 	}
+	if (proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
+		return;
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
 	if (c->head->form == PROXY_FORM_CONNECT)
@@ -458,7 +474,10 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
 	p->nconns++;
 	log_debug("%s: %s (%s)", __func__, c->peer, c->client);
-	proxy_conn_read_head(c);
+	if (l->kind == PROXY_LISTENER_TRANSPARENT_TLS)
+		proxy_transparent_tls_start(c);
+	else
+		proxy_conn_read_head(c);
 	return;
 refuse:
 	/* Lingering a little would save the 503 from a reset, but an
@@ -551,14 +570,17 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 	return 0;
 }
 
-int
-proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy)
+static int
+listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port,
+                const char *client_id, struct policy *policy)
 {
 	struct proxy_listener *l = calloc(1, sizeof(*l));
 	struct evconnlistener *lev;
 
 	if (l == NULL)
 		return -ENOMEM;
+	l->kind = kind;
+	l->port = port;
 	l->client_id = client_id != NULL ? strdup(client_id) : NULL;
 	if (client_id != NULL && l->client_id == NULL) {
 		free(l);
@@ -575,6 +597,26 @@ proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy
 	}
 	l->policy = policy != NULL ? policy_ref(policy) : NULL;
 	return listener_add(p, lev, l);
+}
+
+int
+proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy)
+{
+	return listener_add_fd(p, fd, PROXY_LISTENER_PROXY, 0, client_id, policy);
+}
+
+int
+proxy_listener_add_transparent(struct proxy *p, int fd, const struct proxy_transparent_opts *opts,
+                               const char *client_id, struct policy *policy)
+{
+	if (opts == NULL || opts->port <= 0 || opts->port > 65535 ||
+	    (opts->kind != PROXY_TRANSPARENT_HTTP && opts->kind != PROXY_TRANSPARENT_TLS))
+		return -EINVAL;
+	return listener_add_fd(p, fd,
+	                       opts->kind == PROXY_TRANSPARENT_TLS
+	                           ? PROXY_LISTENER_TRANSPARENT_TLS
+	                           : PROXY_LISTENER_TRANSPARENT_HTTP,
+	                       opts->port, client_id, policy);
 }
 
 static void
@@ -615,7 +657,8 @@ proxy_stop_accepting(struct proxy *p)
 	}
 	for (c = TAILQ_FIRST(&p->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
-		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_LINGER)
+		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_HELLO ||
+		    c->state == PROXY_CONN_LINGER)
 			proxy_conn_close(c, "stopping");
 	}
 	if (p->nconns == 0 && p->drained_cb != NULL && !p->drained)
