@@ -3,19 +3,27 @@
  */
 #include "gateway/cli.h"
 
+extern const struct gw_command gw_command_run;
 extern const struct gw_command gw_command_proxy;
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
 extern const struct gw_command gw_command_pending;
 extern const struct gw_command gw_command_approve;
 extern const struct gw_command gw_command_deny;
+extern const struct gw_command gw_command_vault;
+extern const struct gw_command gw_command_key;
+extern const struct gw_command gw_command_verify;
 
 const struct gw_command *const gw_commands[] = {
+	&gw_command_run,
 	&gw_command_proxy,
 	&gw_command_policy,
 	&gw_command_audit,
 	&gw_command_pending,
 	&gw_command_approve,
 	&gw_command_deny,
+	&gw_command_vault,
+	&gw_command_key,
+	&gw_command_verify,
 	NULL,
 };

@@ -1,0 +1,190 @@
+/*
+ * The process side of a sandbox: clone into new namespaces, a read-only view
+ * of the system, Landlock, seccomp, rlimits and a cgroup. This header is the
+ * whole of the privileged interface the rest of tollgate uses to run code.
+ */
+#ifndef TOLLGATE_EXEC_EXEC_H
+#define TOLLGATE_EXEC_EXEC_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+/*
+ * Inside the sandbox the command runs as uid/gid 1000. Host ids: inside id
+ * N is host id EXEC_HOST_ID_BASE + N, a range no distribution allocates
+ * (useradd stops at 60000, subuid ranges at 600100000), so a sandbox's
+ * processes and files belong to no one on the host. A --workdir owned by a
+ * regular user maps inside 1000 to that user instead, so that the sandbox
+ * can write there and what it writes belongs to that user.
+ */
+#define EXEC_SANDBOX_UID 1000
+#define EXEC_SANDBOX_GID 1000
+#define EXEC_HOST_ID_BASE 2000000000u
+#define EXEC_WORKDIR "/work"
+#define EXEC_OUTDIR "/out" /* run --out DIR: bound here when given */
+#define EXEC_HOSTNAME "sandbox"
+
+struct exec_limits {
+	long ram_mb;      /* 0: none */
+	long cpu_seconds; /* 0: none */
+	long pids;        /* 0: none */
+	long nofile;      /* 0: inherited */
+};
+
+struct exec_spec {
+	char *const *argv;   /* argv[0] searched on the sandbox's PATH */
+	const char *workdir; /* NULL: a fresh temporary directory */
+	char *const *env;    /* extra K=V, NULL-terminated; may be NULL */
+	struct exec_limits limits;
+	const char *hide_path; /* TOLLGATE_HOME: hidden when it would be visible */
+	/* An output directory bound writable at EXEC_OUTDIR, or NULL. Handed to
+	 * the sandbox's user (chown) for the run; the caller restores it. */
+	const char *outdir;
+};
+
+/*
+ * Called in the parent after clone(), before the child may continue: link
+ * the child's network namespace (netns_fd, to be closed by the caller) and
+ * name the address of its proxy and DNS server in hub_addr ("" for none).
+ */
+typedef int (*exec_attach_fn)(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr,
+                              size_t hub_len, char *err, size_t errlen);
+
+struct exec_sandbox;
+
+struct exec_result {
+	int exit_status;   /* what `tollgate run` should exit with */
+	int exit_code;     /* the command's, when it exited; -1 otherwise */
+	int signal;        /* the signal that killed it, 0 otherwise */
+	bool setup_failed; /* exit_status 125: failed_step says where */
+	bool exec_failed;  /* exit_status 126/127 */
+	char failed_step[48];
+	int failed_errno;
+	double cpu_seconds;   /* cgroup accounting, else rusage */
+	uint64_t peak_memory; /* bytes; cgroup accounting, else ru_maxrss */
+	bool cpu_exceeded;    /* killed for --cpu by the cgroup check */
+};
+
+/* Removes what killed tollgate processes left behind (exec/cleanup.c). */
+void exec_cleanup_stale(void);
+
+/*
+ * Makes the sandbox and starts the command. On success the command runs;
+ * watch exec_sandbox_pidfd() (readable when the sandbox's init has exited)
+ * and then call exec_sandbox_finish(). 0 or negative errno, err set (one
+ * line). -EPERM means the privilege is missing.
+ */
+int exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                       struct exec_sandbox **out, char *err, size_t errlen);
+const char *exec_sandbox_id(const struct exec_sandbox *s);
+int exec_sandbox_pidfd(const struct exec_sandbox *s);
+/* Forwards a signal to the command (through the sandbox's init). */
+int exec_sandbox_signal(struct exec_sandbox *s, int sig);
+/* Kills every process of the sandbox at once. */
+int exec_sandbox_kill(struct exec_sandbox *s);
+/* CPU seconds used so far by the whole sandbox, or -1 when unknown. */
+double exec_sandbox_cpu_used(struct exec_sandbox *s);
+/*
+ * Reaps the sandbox (blocking only until its init is gone, which the pidfd
+ * said) and fills res. Call once.
+ */
+int exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res);
+/* Kills what still runs, reaps, removes the cgroup and the temporary
+ * directory, closes every fd. Accepts NULL. */
+void exec_sandbox_free(struct exec_sandbox *s);
+
+/* ---- shared inside exec/ (not for other modules) ------------------------ */
+
+/* Command exit status for a wait status: the code, or 128+N for signal N. */
+int exec_status_from_wait(int wstatus);
+/* 127 for "not found" errnos, 126 for the rest. */
+int exec_status_from_exec_errno(int err);
+
+/*
+ * The sandbox's init reports over a CLOEXEC pipe; one message per write,
+ * smaller than PIPE_BUF so it arrives whole.
+ */
+enum exec_msg_kind {
+	EXEC_MSG_SETUP_FAILED = 1, /* step + errno */
+	EXEC_MSG_EXEC_FAILED,      /* errno of execve */
+	EXEC_MSG_STATUS,           /* the command's wait status */
+};
+struct exec_msg {
+	int32_t kind;
+	int32_t value;
+	char step[48];
+};
+
+/* What the child needs, prepared by the parent before clone(). */
+struct exec_plan {
+	char root[PATH_MAX];     /* mount point of the new root (tmpfs) */
+	char workdir[PATH_MAX];  /* host path bound at EXEC_WORKDIR */
+	char work_mnt[PATH_MAX]; /* where the child binds it first, still as the
+	                          * host's root, whose permission checks it passes */
+	char hide[PATH_MAX];     /* path inside the sandbox to cover, or "" */
+	char outdir[PATH_MAX];   /* host path bound at EXEC_OUTDIR, or "" */
+	char out_mnt[PATH_MAX];  /* as work_mnt, for outdir */
+	char hub_addr[64];       /* from the parent's "go" message */
+	int go_fd;               /* read end: "go" or EOF */
+	int report_fd;           /* write end: struct exec_msg */
+	char *const *argv;
+	char **envp;         /* proxy entries point into proxy_env */
+	size_t proxy_env_at; /* index of the first proxy entry in envp */
+	char proxy_env[10][128];
+	struct rlimit rlim_as, rlim_data, rlim_nproc, rlim_cpu, rlim_nofile;
+	bool set_as, set_data, set_nproc, set_cpu, set_nofile;
+	void *seccomp_prog; /* struct sock_fprog */
+	int last_cap;
+	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */
+};
+
+/* Child side: each returns 0 or -errno with *step naming what failed. */
+int exec_mounts_build(const struct exec_plan *p, const char **step);
+int exec_landlock_apply(const char **step);
+int exec_limits_apply(const struct exec_plan *p, const char **step);
+/* The open-files limit, last: Landlock's set-up needs a free fd. */
+int exec_limits_apply_nofile(const struct exec_plan *p, const char **step);
+int exec_seccomp_apply(const struct exec_plan *p, const char **step);
+
+/* Parent side. */
+int exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan *p);
+int exec_limits_raise_nofile(const struct exec_plan *p, pid_t pid);
+/* Builds the filter; *out is a malloc'd struct sock_fprog with its code. */
+int exec_seccomp_build(void **out, char *err, size_t errlen);
+void exec_seccomp_free(void *prog);
+
+/* ---- cgroups (exec/cgroup.c) ---- */
+
+struct exec_cgroup;
+/* Creates the sandbox's cgroup(s) named name, with limits. NULL *out when
+ * no hierarchy can be used (reported by err but not an error). */
+int exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgroup **out,
+                    char *err, size_t errlen);
+bool exec_cgroup_has_memory(const struct exec_cgroup *cg);
+int exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid);
+void exec_cgroup_kill(struct exec_cgroup *cg);
+double exec_cgroup_cpu_seconds(struct exec_cgroup *cg);   /* -1: unknown */
+uint64_t exec_cgroup_peak_memory(struct exec_cgroup *cg); /* 0: unknown */
+/* Removes the directories (waits briefly for the kernel to empty them). */
+void exec_cgroup_free(struct exec_cgroup *cg);
+/* Where this process's cgroups live, for the stale clean-up. */
+int exec_cgroup_dirs(char dirs[][PATH_MAX], size_t max);
+
+/* ---- clean-up helpers (exec/cleanup.c) ---- */
+
+/* rm -rf that never follows a symlink out of dir. 0 or -errno. */
+int exec_remove_tree(const char *path);
+/* "tollgate-run.PID.START.ID": this process's PID and start time. */
+int exec_instance_tag(char *buf, size_t len);
+/* Whether a tag names a tollgate process that is no longer alive. */
+bool exec_tag_is_stale(const char *name, const char *prefix);
+/* The directory temporary sandbox directories go in ($TMPDIR or /tmp). */
+const char *exec_tmp_dir(void);
+
+#define EXEC_TAG_PREFIX "tollgate-run."
+
+#endif

@@ -1,0 +1,297 @@
+/*
+ * One sandbox's gate: veth to the hub, then listeners made inside the hub on
+ * the veth's host end (SO_BINDTODEVICE), handed to the proxy and DNS server
+ * with the sandbox's id and policy. Identity is the interface it came in on.
+ */
+#include "exec/gate.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dns/server.h"
+#include "gateway/log.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+#define GATE_BACKLOG 128
+
+struct exec_gate {
+	struct exec_hub *hub;
+	struct exec_veth veth;
+	bool attached;
+	char hub_addr[INET_ADDRSTRLEN];
+	char sandbox_addr[INET_ADDRSTRLEN];
+	char *sandbox_id;
+	struct policy *policy;
+	struct exec_gate_fds fds;
+};
+
+/*
+ * A listening socket made inside the hub, bound to addr:port on the veth
+ * ifname only. SOCK_NONBLOCK: the event loop serves it.
+ */
+static int
+hub_listener(struct exec_hub *hub, const char *ifname, struct in_addr addr, int type, int port,
+             char *err, size_t errlen)
+{
+	struct sockaddr_in sin = {
+	    .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = addr};
+	const char *proto = type == SOCK_STREAM ? "TCP" : "UDP";
+	int fd = -1, rc = 0, one = 1;
+
+	fd = exec_hub_socket(hub, AF_INET, type | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = fd;
+		fd = -1;
+		snprintf(err, errlen, "listener %s %d: socket in the hub: %s", proto, port,
+		         strerror(-rc));
+		goto out;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
+	    (type == SOCK_STREAM &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
+		rc = -errno;
+		snprintf(err, errlen, "listener %s %d on %s: setsockopt: %s", proto, port, ifname,
+		         strerror(errno));
+		goto out;
+	}
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "listener %s %d on %s: bind: %s", proto, port, ifname,
+		         strerror(errno));
+		goto out;
+	}
+	if (type == SOCK_STREAM && listen(fd, GATE_BACKLOG) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "listener %s %d on %s: listen: %s", proto, port, ifname,
+		         strerror(errno));
+		goto out;
+	}
+out:
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static void
+close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* The sandbox's listeners, in the hub, on its veth's host end. */
+static int
+gate_make_listeners(struct exec_gate *g, const struct exec_gate_options *opts, char *err,
+                    size_t errlen)
+{
+	const struct {
+		int *fd;
+		int type;
+		int port;
+		bool want;
+	} listeners[] = {
+	    {&g->fds.proxy, SOCK_STREAM, EXEC_GATE_PROXY_PORT, true},
+	    {&g->fds.dns_udp, SOCK_DGRAM, EXEC_GATE_DNS_PORT, true},
+	    {&g->fds.dns_tcp, SOCK_STREAM, EXEC_GATE_DNS_PORT, true},
+	    {&g->fds.http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, opts->transparent},
+	    {&g->fds.https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, opts->transparent},
+	};
+	for (size_t i = 0; i < sizeof(listeners) / sizeof(listeners[0]); i++) {
+		int fd;
+
+		if (!listeners[i].want)
+			continue;
+		fd = hub_listener(g->hub, g->veth.ifname, g->veth.hub_addr, listeners[i].type,
+		                  listeners[i].port, err, errlen);
+		if (fd < 0)
+			return fd;
+		*listeners[i].fd = fd;
+	}
+	return 0;
+}
+
+/*
+ * Hands the listeners to their servers, which own them from then on.
+ * proxy_listener_add leaves the fd with the caller when it fails;
+ * dns_server_add_fd closes it on most failures but not all, so after it the
+ * fd is never touched again (a rare leak beats closing someone else's fd).
+ */
+static int
+gate_register(struct exec_gate *g, const struct exec_gate_options *opts, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (opts->proxy != NULL) {
+		rc = proxy_listener_add(opts->proxy, g->fds.proxy, g->sandbox_id, g->policy);
+		if (rc < 0) {
+			snprintf(err, errlen, "proxy listener for sandbox %s: %s", g->sandbox_id,
+			         strerror(-rc));
+			goto out;
+		}
+		g->fds.proxy = -1;
+	}
+	if (opts->transparent && opts->proxy != NULL) {
+		const struct {
+			int *fd;
+			struct proxy_transparent_opts t;
+		} tl[] = {
+		    {&g->fds.http, {PROXY_TRANSPARENT_HTTP, EXEC_GATE_HTTP_PORT}},
+		    {&g->fds.https, {PROXY_TRANSPARENT_TLS, EXEC_GATE_HTTPS_PORT}},
+		};
+
+		for (size_t i = 0; i < sizeof(tl) / sizeof(tl[0]); i++) {
+			rc = proxy_listener_add_transparent(opts->proxy, *tl[i].fd, &tl[i].t,
+			                                    g->sandbox_id, g->policy);
+			if (rc < 0) {
+				snprintf(err, errlen, "transparent listener %d for sandbox %s: %s",
+				         tl[i].t.port, g->sandbox_id, strerror(-rc));
+				goto out;
+			}
+			*tl[i].fd = -1;
+		}
+	}
+	if (opts->dns != NULL) {
+		int *dns_fds[] = {&g->fds.dns_udp, &g->fds.dns_tcp};
+		struct policy_addr steer;
+
+		/* Transparent mode: allowed names resolve to this sandbox's own
+		 * hub address, where the 80/443 listeners route them. */
+		if (opts->transparent) {
+			steer.family = AF_INET;
+			steer.u.v4 = g->veth.hub_addr;
+		}
+		for (size_t i = 0; i < sizeof(dns_fds) / sizeof(dns_fds[0]); i++) {
+			int fd = *dns_fds[i];
+
+			*dns_fds[i] = -1;
+			rc = dns_server_add_fd_steered(opts->dns, fd, g->sandbox_id, g->policy,
+			                               opts->transparent ? &steer : NULL);
+			if (rc < 0) {
+				snprintf(err, errlen, "DNS listener for sandbox %s: %s",
+				         g->sandbox_id, strerror(-rc));
+				goto out;
+			}
+		}
+	}
+out:
+	return rc;
+}
+
+int
+exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_netns_fd,
+                    const char *sandbox_id, struct policy *policy,
+                    const struct exec_gate_options *opts, struct exec_gate **out, char *err,
+                    size_t errlen)
+{
+	static const struct exec_gate_options defaults = {.transparent = false};
+	struct exec_gate *g = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (opts == NULL)
+		opts = &defaults;
+	g = calloc(1, sizeof(*g));
+	if (g == NULL) {
+		snprintf(err, errlen, "gate: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	g->hub = hub;
+	g->fds = (struct exec_gate_fds){-1, -1, -1, -1, -1};
+	g->sandbox_id = strdup(sandbox_id != NULL ? sandbox_id : "");
+	if (g->sandbox_id == NULL) {
+		snprintf(err, errlen, "gate: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (policy != NULL)
+		g->policy = policy_ref(policy);
+
+	rc = exec_veth_attach(hub, sandbox_netns_fd, &g->veth, err, errlen);
+	if (rc < 0)
+		goto out;
+	g->attached = true;
+	inet_ntop(AF_INET, &g->veth.hub_addr, g->hub_addr, sizeof(g->hub_addr));
+	inet_ntop(AF_INET, &g->veth.sandbox_addr, g->sandbox_addr, sizeof(g->sandbox_addr));
+
+	rc = gate_make_listeners(g, opts, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = gate_register(g, opts, err, errlen);
+	if (rc < 0)
+		goto out;
+	log_debug("%s: sandbox %s: %s (%s) <-> %s", __func__, g->sandbox_id, g->veth.ifname,
+	          g->hub_addr, g->sandbox_addr);
+out:
+	if (rc < 0) {
+		exec_gate_close(g);
+		return rc;
+	}
+	*out = g;
+	return 0;
+}
+
+int
+exec_gate_open(struct gw_context *ctx, struct exec_hub *hub, int sandbox_netns_fd,
+               const char *sandbox_id, struct policy *policy, struct exec_gate **out, char *err,
+               size_t errlen)
+{
+	return exec_gate_open_opts(ctx, hub, sandbox_netns_fd, sandbox_id, policy, NULL, out, err,
+	                           errlen);
+}
+
+const char *
+exec_gate_hub_addr(const struct exec_gate *g)
+{
+	return g->hub_addr;
+}
+
+const char *
+exec_gate_sandbox_addr(const struct exec_gate *g)
+{
+	return g->sandbox_addr;
+}
+
+const char *
+exec_gate_ifname(const struct exec_gate *g)
+{
+	return g->veth.ifname;
+}
+
+void
+exec_gate_get_fds(const struct exec_gate *g, struct exec_gate_fds *out)
+{
+	*out = g->fds;
+}
+
+void
+exec_gate_close(struct exec_gate *g)
+{
+	if (g == NULL)
+		return;
+	/*
+	 * A listener handed to the proxy or the DNS server stays theirs until
+	 * proxy_free / dns_server_free: neither API can remove one yet. Its
+	 * device is deleted below, so nothing can reach it any more.
+	 */
+	close_fd(&g->fds.proxy);
+	close_fd(&g->fds.dns_udp);
+	close_fd(&g->fds.dns_tcp);
+	close_fd(&g->fds.http);
+	close_fd(&g->fds.https);
+	if (g->attached)
+		exec_veth_detach(g->hub, &g->veth);
+	policy_free(g->policy);
+	free(g->sandbox_id);
+	free(g);
+}

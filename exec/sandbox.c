@@ -1,0 +1,1079 @@
+/*
+ * A sandbox's life: clone() into new namespaces, the parent's side of the
+ * hand-shake (id maps, cgroup, network, "go"), the child's straight-line
+ * set-up, the tiny init that reaps and forwards signals, and the reaping.
+ */
+#include "exec/exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gateway/log.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+struct exec_sandbox {
+	char id[32];
+	char name[128];           /* tag: tmp dir and cgroup name */
+	char state_dir[PATH_MAX]; /* removed at the end */
+	pid_t pid;                /* the sandbox's init, as seen from here */
+	int pidfd;
+	int go_fd;     /* write end, held open while the sandbox lives */
+	int report_fd; /* read end */
+	struct exec_cgroup *cg;
+	struct exec_plan plan;
+	char **envp; /* envp_cap entries; the parent's copy holds no proxy entry */
+	size_t envp_cap;
+	void *seccomp;
+	struct timespec started;
+	bool reaped;
+	bool killed_for_cpu;
+};
+
+/* ---- small helpers shared with the other exec files --------------------- */
+
+int
+exec_status_from_wait(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 125;
+}
+
+int
+exec_status_from_exec_errno(int err)
+{
+	if (err == ENOENT || err == ENOTDIR || err == ENAMETOOLONG || err == ELOOP)
+		return 127;
+	return 126;
+}
+
+/* ---- the child: everything between clone() and execve() ----------------- */
+
+/*
+ * No allocation, no stdio, no locks from here on: the child is a copy of a
+ * possibly multi-threaded parent. Identity changes use raw system calls, so
+ * glibc does not try to reach threads that exist only in the parent.
+ */
+
+static void
+child_report(int fd, int kind, int value, const char *step)
+{
+	struct exec_msg m;
+	size_t i;
+	ssize_t n;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = kind;
+	m.value = value;
+	for (i = 0; step != NULL && step[i] != '\0' && i + 1 < sizeof(m.step); i++)
+		m.step[i] = step[i];
+	do {
+		n = write(fd, &m, sizeof(m));
+	} while (n < 0 && errno == EINTR);
+}
+
+static __attribute__((noreturn)) void
+child_fail(const struct exec_plan *p, const char *step, int err)
+{
+	child_report(p->report_fd, EXEC_MSG_SETUP_FAILED, err < 0 ? -err : err, step);
+	_exit(125);
+}
+
+static size_t
+str_append(char *dst, size_t cap, size_t at, const char *s)
+{
+	while (*s != '\0' && at + 1 < cap)
+		dst[at++] = *s++;
+	dst[at] = '\0';
+	return at;
+}
+
+static int
+child_lo_up(void)
+{
+	struct ifreq ifr;
+	int fd, rc = 0;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	str_append(ifr.ifr_name, sizeof(ifr.ifr_name), 0, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) {
+		rc = -errno;
+		goto out;
+	}
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0)
+		rc = -errno;
+out:
+	close(fd);
+	return rc;
+}
+
+/* The proxy variables, written once the hub address is known. */
+static void
+child_fill_proxy_env(struct exec_plan *p)
+{
+	static const char *const url_names[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+	                                        "http_proxy", "https_proxy", "all_proxy"};
+	size_t i, k = 0, at;
+
+	if (p->hub_addr[0] == '\0') {
+		p->envp[p->proxy_env_at] = NULL;
+		return;
+	}
+	for (i = 0; i < sizeof(url_names) / sizeof(url_names[0]); i++, k++) {
+		at = str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, url_names[i]);
+		at = str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), at, "=http://");
+		at = str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), at, p->hub_addr);
+		str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), at, ":3128");
+		p->envp[p->proxy_env_at + k] = p->proxy_env[k];
+	}
+	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "NO_PROXY=");
+	p->envp[p->proxy_env_at + k] = p->proxy_env[k];
+	k++;
+	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "no_proxy=");
+	p->envp[p->proxy_env_at + k] = p->proxy_env[k];
+	k++;
+	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "NODE_USE_ENV_PROXY=1");
+	p->envp[p->proxy_env_at + k] = p->proxy_env[k];
+	k++;
+	p->envp[p->proxy_env_at + k] = NULL;
+}
+
+/*
+ * Gives up every privilege: the bounding set, supplementary groups, the
+ * ids (which clears the permitted and effective sets), then the inheritable
+ * and ambient sets.
+ */
+static int
+child_drop_privileges(const struct exec_plan *p, const char **step)
+{
+	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct data[2];
+
+	for (int cap = 0; cap <= p->last_cap; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+			*step = "drop capability bounding set";
+			return -errno;
+		}
+	}
+	if (syscall(SYS_setgroups, 0, NULL) != 0) {
+		*step = "setgroups";
+		return -errno;
+	}
+	if (syscall(SYS_setresgid, EXEC_SANDBOX_GID, EXEC_SANDBOX_GID, EXEC_SANDBOX_GID) != 0) {
+		*step = "setresgid";
+		return -errno;
+	}
+	if (syscall(SYS_setresuid, EXEC_SANDBOX_UID, EXEC_SANDBOX_UID, EXEC_SANDBOX_UID) != 0) {
+		*step = "setresuid";
+		return -errno;
+	}
+	memset(data, 0, sizeof(data));
+	if (syscall(SYS_capset, &hdr, data) != 0) {
+		*step = "capset";
+		return -errno;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+		*step = "clear ambient capabilities";
+		return -errno;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		*step = "no_new_privs";
+		return -errno;
+	}
+	return 0;
+}
+
+static const char *
+child_getenv(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; envp[i] != NULL; i++) {
+		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
+			return envp[i] + n + 1;
+	}
+	return NULL;
+}
+
+/* execvpe without allocation: the sandbox's own PATH, not tollgate's. */
+static int
+child_exec(char *const *argv, char **envp)
+{
+	char path[PATH_MAX];
+	const char *dirs, *d, *end;
+	int saw_eacces = 0;
+	size_t at;
+
+	if (strchr(argv[0], '/') != NULL) {
+		execve(argv[0], argv, envp);
+		return errno;
+	}
+	dirs = child_getenv(envp, "PATH");
+	if (dirs == NULL)
+		dirs = "/usr/bin:/bin";
+	for (d = dirs; *d != '\0'; d = *end == ':' ? end + 1 : end) {
+		end = strchr(d, ':');
+		if (end == NULL)
+			end = d + strlen(d);
+		if ((size_t)(end - d) + strlen(argv[0]) + 2 > sizeof(path))
+			continue;
+		memcpy(path, d, (size_t)(end - d));
+		at = (size_t)(end - d);
+		if (at == 0)
+			path[at++] = '.';
+		path[at++] = '/';
+		str_append(path, sizeof(path), at, argv[0]);
+		execve(path, argv, envp);
+		if (errno == EACCES)
+			saw_eacces = 1;
+		else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
+		         errno != ENAMETOOLONG)
+			return errno;
+	}
+	return saw_eacces ? EACCES : ENOENT;
+}
+
+static __attribute__((noreturn)) void
+command_main(struct exec_plan *p)
+{
+	struct sigaction sa;
+	sigset_t none;
+	const char *step = NULL;
+	int rc, err;
+
+	/* What tollgate ignores (SIGPIPE) the command must not inherit. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* fds a caller forgot to mark close-on-exec do not reach the command. */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+		child_fail(p, "close_range", errno);
+	if (chdir(EXEC_WORKDIR) != 0)
+		child_fail(p, "chdir " EXEC_WORKDIR, errno);
+	rc = exec_limits_apply(p, &step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	rc = child_drop_privileges(p, &step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	rc = exec_landlock_apply(&step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	rc = exec_seccomp_apply(p, &step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	rc = exec_limits_apply_nofile(p, &step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	err = child_exec(p->argv, p->envp);
+	child_report(p->report_fd, EXEC_MSG_EXEC_FAILED, err, "execve");
+	_exit(exec_status_from_exec_errno(err));
+}
+
+/* Whether the parent still holds its end of the "go" pipe. */
+static bool
+child_parent_alive(const struct exec_plan *p)
+{
+	struct pollfd pfd = {.fd = p->go_fd, .events = POLLIN};
+	int n;
+
+	do {
+		n = poll(&pfd, 1, 0);
+	} while (n < 0 && errno == EINTR);
+	return n == 0 || (n > 0 && !(pfd.revents & (POLLHUP | POLLERR)));
+}
+
+/* Closes every fd but the two pipes: init must hold nothing of tollgate's
+ * (the hub, other sandboxes' listeners, the audit database). */
+static void
+child_close_all_but(int a, int b)
+{
+	unsigned int lo = (unsigned int)(a < b ? a : b), hi = (unsigned int)(a < b ? b : a);
+
+	if (lo > 0)
+		syscall(SYS_close_range, 0, lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0);
+	syscall(SYS_close_range, hi + 1, ~0U, 0);
+}
+
+/*
+ * init is a copy of tollgate: its command line (tollgate's flags) would show
+ * in the sandbox's /proc/1/cmdline. Overwritten in place with its name;
+ * arg_start and arg_end are fields 48 and 49 of /proc/self/stat.
+ */
+static void
+child_hide_cmdline(void)
+{
+	static const char name[] = "tollgate-init";
+	char buf[2048];
+	unsigned long v[2] = {0, 0};
+	const char *p;
+	ssize_t n;
+	int fd, field;
+
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return;
+	p++; /* the space before field 3 */
+	for (field = 3; field <= 49 && p != NULL; field++) {
+		p++;
+		if (field >= 48) {
+			unsigned long x = 0;
+
+			while (*p >= '0' && *p <= '9')
+				x = x * 10 + (unsigned long)(*p++ - '0');
+			v[field - 48] = x;
+		}
+		p = strchr(p, ' ');
+	}
+	if (v[0] == 0 || v[1] <= v[0] || v[1] - v[0] < sizeof(name) || v[1] - v[0] > (1UL << 20))
+		return;
+	memset((void *)v[0], 0, v[1] - v[0]);
+	memcpy((void *)v[0], name, sizeof(name));
+}
+
+static const int forwarded_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+/*
+ * PID 1 of the sandbox: builds the root, starts the command, then reaps and
+ * forwards signals. When it exits the kernel kills every other process of
+ * the PID namespace, however they detached.
+ */
+static __attribute__((noreturn)) void
+child_main(struct exec_plan *p)
+{
+	const char *step = NULL;
+	sigset_t set;
+	siginfo_t info;
+	size_t got = 0;
+	ssize_t n;
+	pid_t cmd;
+	int rc, wstatus, sig;
+
+	/* Dies with the parent; a parent already gone shows as EOF below. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	while (got < sizeof(p->hub_addr)) {
+		n = read(p->go_fd, p->hub_addr + got, sizeof(p->hub_addr) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(125);
+		got += (size_t)n;
+	}
+	p->hub_addr[sizeof(p->hub_addr) - 1] = '\0';
+
+	/* Now that the parent placed us in our cgroup, it becomes our root. */
+	if (unshare(CLONE_NEWCGROUP) != 0)
+		child_fail(p, "unshare cgroup namespace", errno);
+	rc = exec_mounts_build(p, &step);
+	if (rc != 0)
+		child_fail(p, step, rc);
+	if (sethostname(EXEC_HOSTNAME, strlen(EXEC_HOSTNAME)) != 0)
+		child_fail(p, "sethostname", errno);
+	rc = child_lo_up();
+	if (rc != 0)
+		child_fail(p, "loopback up", rc);
+	child_fill_proxy_env(p);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+		sigaddset(&set, forwarded_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (cmd < 0)
+		child_fail(p, "fork the command", errno);
+	if (cmd == 0)
+		command_main(p);
+
+	/* init keeps nothing the command could use, then re-arms PDEATHSIG,
+	 * which changing ids cleared. */
+	rc = child_drop_privileges(p, &step);
+	if (rc != 0) {
+		kill(cmd, SIGKILL);
+		child_fail(p, step, rc);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (!child_parent_alive(p))
+		_exit(125);
+	child_close_all_but(p->go_fd, p->report_fd);
+	child_hide_cmdline();
+
+	for (;;) {
+		sig = sigwaitinfo(&set, &info);
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			kill(cmd, sig);
+			continue;
+		}
+		for (;;) {
+			pid_t w = waitpid(-1, &wstatus, WNOHANG);
+
+			if (w <= 0)
+				break;
+			if (w == cmd) {
+				child_report(p->report_fd, EXEC_MSG_STATUS, wstatus, NULL);
+				_exit(0);
+			}
+		}
+	}
+}
+
+/* ---- the parent ---------------------------------------------------------- */
+
+static int
+write_file(const char *path, const char *text)
+{
+	size_t len = strlen(text);
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	do {
+		n = write(fd, text, len);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		rc = -errno;
+	else if ((size_t)n != len)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+static int
+write_id_maps(pid_t pid, uid_t work_uid, gid_t work_gid)
+{
+	char path[64], map[128];
+	int rc;
+
+	snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_UID,
+	         (unsigned)work_uid);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	rc = write_file(path, map);
+	if (rc != 0)
+		return rc;
+	snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_GID,
+	         (unsigned)work_gid);
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	return write_file(path, map);
+}
+
+static const char *const env_passed[] = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", NULL};
+
+static bool
+env_has(char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+		if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
+			return true;
+	}
+	return false;
+}
+
+static char *
+env_entry(const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 2;
+	char *s = malloc(len);
+
+	if (s != NULL)
+		snprintf(s, len, "%s=%s", name, value);
+	return s;
+}
+
+/*
+ * The command's environment: a small clean one (nothing of tollgate's own
+ * environment leaks in but the terminal and locale), --env entries, and
+ * room at the end for the proxy variables the child fills in.
+ */
+static int
+build_env(struct exec_sandbox *s, const struct exec_spec *spec)
+{
+	size_t nextra = 0, n = 0, cap;
+	const char *v;
+	char **envp;
+
+	while (spec->env != NULL && spec->env[nextra] != NULL)
+		nextra++;
+	cap = nextra + 8 + 16 + sizeof(s->plan.proxy_env) / sizeof(s->plan.proxy_env[0]);
+	envp = calloc(cap, sizeof(*envp));
+	if (envp == NULL)
+		return -ENOMEM;
+	s->envp = envp;
+	s->envp_cap = cap;
+	for (size_t i = 0; i < nextra; i++) {
+		envp[n] = strdup(spec->env[i]);
+		if (envp[n] == NULL)
+			return -ENOMEM;
+		n++;
+	}
+	if (!env_has(spec->env, "PATH"))
+		envp[n++] = env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+		                              "/usr/bin:/sbin:/bin");
+	if (!env_has(spec->env, "HOME"))
+		envp[n++] = env_entry("HOME", EXEC_WORKDIR);
+	if (!env_has(spec->env, "TMPDIR"))
+		envp[n++] = env_entry("TMPDIR", "/tmp");
+	if (!env_has(spec->env, "HOSTNAME"))
+		envp[n++] = env_entry("HOSTNAME", EXEC_HOSTNAME);
+	for (size_t i = 0; env_passed[i] != NULL; i++) {
+		v = getenv(env_passed[i]);
+		if (v != NULL && !env_has(spec->env, env_passed[i]))
+			envp[n++] = env_entry(env_passed[i], v);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (envp[i] == NULL)
+			return -ENOMEM;
+	}
+	s->plan.proxy_env_at = n;
+	envp[n] = NULL;
+	s->plan.envp = envp;
+	return 0;
+}
+
+static int
+random_id(char *buf, size_t len)
+{
+	unsigned char b[5];
+	ssize_t n;
+
+	do {
+		n = getrandom(b, sizeof(b), 0);
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(b))
+		return -EIO;
+	snprintf(buf, len, "sb-%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4]);
+	return 0;
+}
+
+static int
+read_last_cap(void)
+{
+	char buf[16] = {0};
+	long v = CAP_LAST_CAP;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n > 0)
+			v = strtol(buf, NULL, 10);
+		close(fd);
+	}
+	return v > 0 && v < 128 ? (int)v : CAP_LAST_CAP;
+}
+
+/* Whether path equals prefix or lies below it. */
+static const char *
+path_below(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	if (strncmp(path, prefix, n) != 0)
+		return NULL;
+	if (path[n] == '\0' || path[n] == '/')
+		return path + n;
+	return NULL;
+}
+
+/* TOLLGATE_HOME must not be visible: if it lies inside what the sandbox
+ * sees, name the path (inside the sandbox) to cover. */
+static void
+plan_hide(struct exec_plan *p, const char *hide_path)
+{
+	static const char *const system_dirs[] = {"/usr", "/etc", "/opt", NULL};
+	char real[PATH_MAX];
+	const char *rest;
+
+	p->hide[0] = '\0';
+	if (hide_path == NULL || realpath(hide_path, real) == NULL)
+		return;
+	rest = path_below(real, p->workdir);
+	if (rest != NULL) {
+		snprintf(p->hide, sizeof(p->hide), "%s%s", EXEC_WORKDIR, rest);
+		return;
+	}
+	for (size_t i = 0; system_dirs[i] != NULL; i++) {
+		if (path_below(real, system_dirs[i]) != NULL) {
+			snprintf(p->hide, sizeof(p->hide), "%s", real);
+			return;
+		}
+	}
+}
+
+static int
+prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_uid, gid_t *work_gid,
+             char *err, size_t errlen)
+{
+	struct stat st;
+	int n, rc = 0;
+
+	n = snprintf(s->state_dir, sizeof(s->state_dir), "%s/%s", exec_tmp_dir(), s->name);
+	if (n < 0 || (size_t)n >= sizeof(s->state_dir)) {
+		snprintf(err, errlen, "temporary directory: name too long");
+		return -ENAMETOOLONG;
+	}
+	/* 0711: the child, already another user, must traverse it. */
+	if (mkdir(s->state_dir, 0711) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "mkdir %s: %s", s->state_dir, strerror(errno));
+		s->state_dir[0] = '\0';
+		return rc;
+	}
+	if (chmod(s->state_dir, 0711) != 0)
+		return -errno;
+	if (snprintf(s->plan.root, sizeof(s->plan.root), "%s/root", s->state_dir) >=
+	    (int)sizeof(s->plan.root))
+		return -ENAMETOOLONG;
+	if (mkdir(s->plan.root, 0755) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "mkdir %s: %s", s->plan.root, strerror(errno));
+		return rc;
+	}
+	*work_uid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID;
+	*work_gid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
+	if (spec->workdir == NULL) {
+		if (snprintf(s->plan.workdir, sizeof(s->plan.workdir), "%s/work", s->state_dir) >=
+		    (int)sizeof(s->plan.workdir))
+			return -ENAMETOOLONG;
+		if (mkdir(s->plan.workdir, 0700) != 0 ||
+		    chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
+			         strerror(errno));
+			return rc;
+		}
+	} else {
+		if (realpath(spec->workdir, s->plan.workdir) == NULL) {
+			rc = -errno;
+			snprintf(err, errlen, "--workdir %s: %s", spec->workdir, strerror(errno));
+			return rc;
+		}
+	}
+	if (stat(s->plan.workdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		rc = S_ISDIR(st.st_mode) ? -errno : -ENOTDIR;
+		snprintf(err, errlen, "work directory %s: %s", s->plan.workdir, strerror(-rc));
+		return rc;
+	}
+	if (snprintf(s->plan.work_mnt, sizeof(s->plan.work_mnt), "%s/mnt", s->state_dir) >=
+	        (int)sizeof(s->plan.work_mnt) ||
+	    mkdir(s->plan.work_mnt, 0700) != 0) {
+		snprintf(err, errlen, "mkdir %s/mnt: %s", s->state_dir, strerror(errno));
+		return -EIO;
+	}
+	if (spec->workdir != NULL) {
+		if (st.st_uid != 0 && st.st_uid != EXEC_HOST_ID_BASE)
+			*work_uid = st.st_uid;
+		if (st.st_gid != 0 && st.st_gid != EXEC_HOST_ID_BASE)
+			*work_gid = st.st_gid;
+	}
+	/* run --out: bound like the work directory, and the sandbox's user's
+	 * for the run (the caller gives it back). */
+	if (spec->outdir != NULL) {
+		errno = ENAMETOOLONG;
+		if (realpath(spec->outdir, s->plan.outdir) == NULL ||
+		    snprintf(s->plan.out_mnt, sizeof(s->plan.out_mnt), "%s/outmnt", s->state_dir) >=
+		        (int)sizeof(s->plan.out_mnt) ||
+		    mkdir(s->plan.out_mnt, 0700) != 0 ||
+		    chown(s->plan.outdir, *work_uid, *work_gid) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "--out %s: %s", spec->outdir, strerror(errno));
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/*
+ * `echo > /dev/stderr` reopens the fd through /proc, which checks the
+ * inode's permissions: an anonymous pipe made by a root shell is 0600 root,
+ * closed to the sandbox's user. Such pipes (no name anywhere) are opened
+ * up; files and terminals keep their owners' permissions.
+ */
+static void
+open_up_stdio_pipes(void)
+{
+	char link[64], target[64];
+	struct stat st;
+	ssize_t n;
+
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || (st.st_mode & 0777) == 0666)
+			continue;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		/* "pipe:[INODE]": anonymous; a named FIFO shows its path. */
+		if (strncmp(target, "pipe:", 5) == 0)
+			(void)fchmod(fd, 0666);
+	}
+}
+
+static int
+kill_init(struct exec_sandbox *s, int sig)
+{
+	if (s->pidfd < 0 || s->reaped)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, s->pidfd, sig, NULL, 0) != 0)
+		return -errno;
+	return 0;
+}
+
+int
+exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                   struct exec_sandbox **out, char *err, size_t errlen)
+{
+	struct exec_sandbox *s = NULL;
+	struct clone_args ca;
+	char tag[96], hub[64], path[64];
+	int go[2] = {-1, -1}, report[2] = {-1, -1};
+	int pidfd = -1, netns = -1, rc;
+	uid_t work_uid = 0;
+	gid_t work_gid = 0;
+	long pid;
+	ssize_t n;
+
+	*out = NULL;
+	err[0] = '\0';
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "needs root (namespaces, cgroups and the network gate)");
+		return -EPERM;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->pidfd = s->go_fd = s->report_fd = -1;
+	s->plan.go_fd = s->plan.report_fd = -1;
+	s->pid = -1;
+	rc = random_id(s->id, sizeof(s->id));
+	if (rc == 0)
+		rc = exec_instance_tag(tag, sizeof(tag));
+	if (rc != 0) {
+		snprintf(err, errlen, "sandbox id: %s", strerror(-rc));
+		goto out;
+	}
+	snprintf(s->name, sizeof(s->name), "%s.%s", tag, s->id);
+	rc = prepare_dirs(s, spec, &work_uid, &work_gid, err, errlen);
+	if (rc != 0)
+		goto out;
+	plan_hide(&s->plan, spec->hide_path);
+	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
+	if (rc != 0)
+		goto out;
+	if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
+		log_warnx("run: no memory cgroup here: --ram limits each process only");
+	rc = exec_limits_plan(&spec->limits, exec_cgroup_has_memory(s->cg), &s->plan);
+	if (rc != 0) {
+		snprintf(err, errlen, "limits: %s", strerror(-rc));
+		goto out;
+	}
+	rc = exec_seccomp_build(&s->seccomp, err, errlen);
+	if (rc != 0)
+		goto out;
+	s->plan.seccomp_prog = s->seccomp;
+	s->plan.last_cap = read_last_cap();
+	s->plan.argv = spec->argv;
+	rc = build_env(s, spec);
+	if (rc != 0) {
+		snprintf(err, errlen, "environment: %s", strerror(-rc));
+		goto out;
+	}
+	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	s->plan.go_fd = go[0];
+	s->plan.report_fd = report[1];
+
+	open_up_stdio_pipes();
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+	           CLONE_NEWUTS | CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	clock_gettime(CLOCK_MONOTONIC, &s->started);
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "clone: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0)
+		child_main(&s->plan);
+
+	s->pid = (pid_t)pid;
+	s->pidfd = pidfd;
+	close(go[0]);
+	go[0] = -1;
+	close(report[1]);
+	report[1] = -1;
+	s->go_fd = go[1];
+	go[1] = -1;
+	s->report_fd = report[0];
+	report[0] = -1;
+	/* Read once init is gone: whatever is there, never a wait. */
+	fcntl(s->report_fd, F_SETFL, O_NONBLOCK);
+
+	rc = write_id_maps(s->pid, work_uid, work_gid);
+	if (rc != 0) {
+		snprintf(err, errlen, "uid/gid map: %s", strerror(-rc));
+		goto out;
+	}
+	rc = exec_limits_raise_nofile(&s->plan, s->pid);
+	if (rc != 0) {
+		snprintf(err, errlen, "--nofile %llu: %s%s",
+		         (unsigned long long)s->plan.rlim_nofile.rlim_max, strerror(-rc),
+		         rc == -EPERM ? " (above the hard limit, which needs CAP_SYS_RESOURCE)"
+		                      : "");
+		goto out;
+	}
+	if (s->cg != NULL) {
+		rc = exec_cgroup_attach(s->cg, s->pid);
+		if (rc != 0) {
+			snprintf(err, errlen, "cgroup: %s", strerror(-rc));
+			goto out;
+		}
+	}
+	memset(hub, 0, sizeof(hub));
+	if (attach != NULL) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
+		netns = open(path, O_RDONLY | O_CLOEXEC);
+		if (netns < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		rc = attach(attach_arg, netns, s->id, hub, sizeof(hub), err, errlen);
+		close(netns);
+		if (rc != 0)
+			goto out;
+		hub[sizeof(hub) - 1] = '\0';
+	}
+	do {
+		n = write(s->go_fd, hub, sizeof(hub));
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(hub)) {
+		rc = n < 0 ? -errno : -EIO;
+		snprintf(err, errlen, "starting the sandbox: %s", strerror(-rc));
+		goto out;
+	}
+	*out = s;
+	s = NULL;
+	rc = 0;
+out:
+	if (go[0] >= 0)
+		close(go[0]);
+	if (go[1] >= 0)
+		close(go[1]);
+	if (report[0] >= 0)
+		close(report[0]);
+	if (report[1] >= 0)
+		close(report[1]);
+	exec_sandbox_free(s);
+	return rc;
+}
+
+const char *
+exec_sandbox_id(const struct exec_sandbox *s)
+{
+	return s->id;
+}
+
+int
+exec_sandbox_pidfd(const struct exec_sandbox *s)
+{
+	return s->pidfd;
+}
+
+int
+exec_sandbox_signal(struct exec_sandbox *s, int sig)
+{
+	return kill_init(s, sig);
+}
+
+int
+exec_sandbox_kill(struct exec_sandbox *s)
+{
+	int rc = kill_init(s, SIGKILL);
+
+	/* The PID namespace dies with its init; the cgroup is belt and braces. */
+	if (s->cg != NULL)
+		exec_cgroup_kill(s->cg);
+	return rc;
+}
+
+double
+exec_sandbox_cpu_used(struct exec_sandbox *s)
+{
+	return s->cg != NULL ? exec_cgroup_cpu_seconds(s->cg) : -1;
+}
+
+static void
+read_reports(struct exec_sandbox *s, struct exec_result *res, bool *have_status, int *wstatus)
+{
+	struct exec_msg m;
+	ssize_t n;
+
+	for (int i = 0; i < 16; i++) {
+		n = read(s->report_fd, &m, sizeof(m));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(m))
+			break;
+		m.step[sizeof(m.step) - 1] = '\0';
+		switch (m.kind) {
+		case EXEC_MSG_SETUP_FAILED:
+			if (!res->setup_failed) {
+				res->setup_failed = true;
+				res->failed_errno = m.value;
+				snprintf(res->failed_step, sizeof(res->failed_step), "%s", m.step);
+			}
+			break;
+		case EXEC_MSG_EXEC_FAILED:
+			res->exec_failed = true;
+			res->failed_errno = m.value;
+			snprintf(res->failed_step, sizeof(res->failed_step), "execve");
+			break;
+		case EXEC_MSG_STATUS:
+			*have_status = true;
+			*wstatus = m.value;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+int
+exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res)
+{
+	struct rusage ru;
+	int wstatus = 0, cmd_status = 0;
+	bool have_status = false;
+	double cpu;
+	pid_t w;
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	if (s->reaped)
+		return -ECHILD;
+	memset(&ru, 0, sizeof(ru));
+	do {
+		w = wait4(s->pid, &wstatus, 0, &ru);
+	} while (w < 0 && errno == EINTR);
+	s->reaped = true;
+	read_reports(s, res, &have_status, &cmd_status);
+	if (res->setup_failed) {
+		res->exit_status = 125;
+	} else if (res->exec_failed) {
+		res->exit_status = exec_status_from_exec_errno(res->failed_errno);
+	} else if (have_status) {
+		res->exit_status = exec_status_from_wait(cmd_status);
+		if (WIFEXITED(cmd_status))
+			res->exit_code = WEXITSTATUS(cmd_status);
+		else if (WIFSIGNALED(cmd_status))
+			res->signal = WTERMSIG(cmd_status);
+	} else {
+		/* init itself was killed (timeout, --cpu, tollgate's kill). */
+		res->exit_status = exec_status_from_wait(wstatus);
+		if (WIFSIGNALED(wstatus))
+			res->signal = WTERMSIG(wstatus);
+	}
+	cpu = s->cg != NULL ? exec_cgroup_cpu_seconds(s->cg) : -1;
+	if (cpu < 0)
+		cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+		      (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+	res->cpu_seconds = cpu;
+	res->peak_memory = s->cg != NULL ? exec_cgroup_peak_memory(s->cg) : 0;
+	if (res->peak_memory == 0)
+		res->peak_memory = (uint64_t)ru.ru_maxrss * 1024;
+	return 0;
+}
+
+void
+exec_sandbox_free(struct exec_sandbox *s)
+{
+	int wstatus;
+
+	if (s == NULL)
+		return;
+	if (s->pid > 0 && !s->reaped) {
+		kill_init(s, SIGKILL);
+		while (waitpid(s->pid, &wstatus, 0) < 0 && errno == EINTR)
+			;
+		s->reaped = true;
+	}
+	if (s->go_fd >= 0)
+		close(s->go_fd);
+	if (s->report_fd >= 0)
+		close(s->report_fd);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	exec_cgroup_free(s->cg);
+	if (s->state_dir[0] != '\0')
+		exec_remove_tree(s->state_dir);
+	for (size_t i = 0; s->envp != NULL && i < s->envp_cap; i++)
+		free(s->envp[i]);
+	free(s->envp);
+	exec_seccomp_free(s->seccomp);
+	free(s);
+}

@@ -1,0 +1,135 @@
+/*
+ * `tollgate key show [--pubkey-out FILE]`: the public half of the key pair
+ * that signs artifacts, made on first use under TOLLGATE_HOME.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/artifact.h"
+#include "gateway/cli.h"
+
+extern const struct gw_command gw_command_key;
+
+static const struct gw_command cmd_show = {
+    .name = "key show",
+    .usage = "usage: tollgate key show [--pubkey-out FILE]\n"
+             "\n"
+             "Prints the public key that signs artifacts (PEM) and, on a last line,\n"
+             "'fingerprint: sha256:HEX', the SHA-256 of the key's DER form. The key pair is\n"
+             "made on first use: $TOLLGATE_HOME/" EXEC_KEY_PRIVATE_NAME " (mode 0600) and\n"
+             "$TOLLGATE_HOME/" EXEC_KEY_PUBLIC_NAME ". The private key is never printed.\n"
+             "\n"
+             "  --pubkey-out FILE   also write the public key (PEM) to FILE, for\n"
+             "                      'tollgate verify --pubkey FILE' on another machine\n",
+};
+
+enum { OPT_PUBKEY_OUT = 0x100 };
+
+static int
+write_file(const char *path, const char *text, size_t len)
+{
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		n = write(fd, text, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			break;
+		}
+		text += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+static int
+run_show(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"pubkey-out", required_argument, NULL, OPT_PUBKEY_OUT},
+	    {NULL, 0, NULL, 0},
+	};
+	struct exec_key *key = NULL;
+	const char *out_path = NULL;
+	char home[PATH_MAX], err[PATH_MAX + 256], fp[EXEC_SHA256_HEX_LEN + 1], *pem = NULL;
+	size_t len = 0;
+	int c, rc = GW_EXIT_FAILURE;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &cmd_show);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_EXIT_OK;
+		if (c != OPT_PUBKEY_OUT)
+			return GW_EXIT_FAILURE;
+		out_path = optarg;
+	}
+	if (optind != argc)
+		return gw_fail(cmd_show.name, "unexpected argument '%s'", argv[optind]);
+	if (gw_home_ensure(home, sizeof(home)) != 0)
+		return gw_fail(cmd_show.name, "cannot find or create TOLLGATE_HOME");
+	if (exec_key_load_or_create(home, &key, err, sizeof(err)) != 0)
+		return gw_fail(cmd_show.name, "%s", err);
+	if (exec_key_public_pem(key, &pem, &len) != 0 || exec_key_fingerprint(key, fp) != 0) {
+		gw_fail(cmd_show.name, "cannot encode the public key");
+		goto out;
+	}
+	if (out_path != NULL) {
+		int wrc = write_file(out_path, pem, len);
+
+		if (wrc != 0) {
+			gw_fail(cmd_show.name, "--pubkey-out %s: %s", out_path, strerror(-wrc));
+			goto out;
+		}
+	}
+	fputs(pem, stdout);
+	printf("fingerprint: sha256:%s\n", fp);
+	rc = fflush(stdout) == 0 ? GW_EXIT_OK : GW_EXIT_FAILURE;
+out:
+	free(pem);
+	exec_key_free(key);
+	return rc;
+}
+
+static int
+run_key(int argc, char **argv)
+{
+	int c = gw_getopt(argc, argv, "", NULL, &gw_command_key);
+
+	if (c == GW_OPT_HELP)
+		return GW_EXIT_OK;
+	if (c != -1)
+		return GW_EXIT_FAILURE;
+	if (optind >= argc)
+		return gw_fail("key", "expected a subcommand: show (see 'tollgate key --help')");
+	if (strcmp(argv[optind], "show") == 0)
+		return run_show(argc - optind, argv + optind);
+	return gw_fail("key", "unknown subcommand '%s' (expected show)", argv[optind]);
+}
+
+const struct gw_command gw_command_key = {
+    .name = "key",
+    .summary = "show the public key that signs artifacts",
+    .usage = "usage: tollgate key show [--pubkey-out FILE]\n"
+             "\n"
+             "  show   print the artifact-signing public key (PEM) and its SHA-256\n"
+             "         fingerprint; the key pair is made on first use\n"
+             "\n"
+             "See 'tollgate key show --help' and docs/artifacts.md.\n",
+    .run = run_key,
+};

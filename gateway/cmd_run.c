@@ -1,0 +1,822 @@
+/*
+ * `tollgate run`: one command in a fresh sandbox whose only way out is this
+ * process's own proxy and DNS server. The loop supervises the sandbox (its
+ * init's pidfd, the timeout, the CPU check) and serves its gate.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "dns/resolve.h"
+#include "dns/server.h"
+#include "exec/artifact.h"
+#include "exec/exec.h"
+#include "exec/gate.h"
+#include "exec/netns.h"
+#include "exec/redact.h"
+#include "exec/vault.h"
+#include "gateway/cli.h"
+#include "gateway/control.h"
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+extern const struct gw_command gw_command_run;
+
+#define RUN_ENV_MAX 256
+#define RUN_PINS_MAX 64
+#define CMD "run"
+
+enum {
+	OPT_RAM = 256,
+	OPT_CPU,
+	OPT_PIDS,
+	OPT_NOFILE,
+	OPT_TIMEOUT,
+	OPT_WORKDIR,
+	OPT_ENV,
+	OPT_JSON_STATUS,
+	OPT_POLICY,
+	OPT_ALLOW,
+	OPT_DENY,
+	OPT_ASK,
+	OPT_ALLOW_CIDR,
+	OPT_DENY_CIDR,
+	OPT_DEFAULT,
+	OPT_ASK_TIMEOUT,
+	OPT_RESOLVE,
+	OPT_UPSTREAM_DNS,
+	OPT_AUDIT,
+	OPT_TRANSPARENT,
+	OPT_NO_NETWORK,
+	OPT_POOL,
+	OPT_SECRET,
+	OPT_OUT,
+	OPT_CONTROL,
+};
+
+static const struct option run_options[] = {
+    {"ram", required_argument, NULL, OPT_RAM},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"workdir", required_argument, NULL, OPT_WORKDIR},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"json-status", required_argument, NULL, OPT_JSON_STATUS},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"ask", required_argument, NULL, OPT_ASK},
+    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
+    {"default", required_argument, NULL, OPT_DEFAULT},
+    {"ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT},
+    {"resolve", required_argument, NULL, OPT_RESOLVE},
+    {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"no-network", no_argument, NULL, OPT_NO_NETWORK},
+    {"pool", required_argument, NULL, OPT_POOL},
+    {"secret", required_argument, NULL, OPT_SECRET},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"control", required_argument, NULL, OPT_CONTROL},
+    {NULL, 0, NULL, 0},
+};
+
+struct run_flags {
+	struct exec_limits limits;
+	double timeout;
+	const char *workdir;
+	char *env[RUN_ENV_MAX + 1];
+	size_t nenv;
+	const char *json_status;
+	const char *policy_path;
+	struct policy *rules;
+	struct dns_pin pins[RUN_PINS_MAX];
+	size_t npins;
+	const char *upstream_dns;
+	const char *audit_path;
+	const char *pool;
+	const char *out_dir; /* --out: signed after the run */
+	struct vault_inject *secrets; /* --secret */
+	const char *control_path;
+	bool transparent;
+	bool no_network;
+	char **argv;
+};
+
+/* The loop's state. */
+struct run_state {
+	struct gw_context gw;
+	struct run_flags *flags;
+	struct proxy *proxy;
+	struct dns_server *dns;
+	struct gw_control *control;
+	struct exec_hub *hub;
+	struct exec_gate *gate;
+	struct exec_sandbox *sandbox;
+	struct event *ev_child, *ev_timeout, *ev_cpu;
+	struct event *ev_sig[4];
+	bool timed_out, cpu_exceeded, finished;
+	int terms; /* SIGTERMs received: the second one kills */
+	struct timespec started;
+};
+
+static int
+parse_long_flag(const char *flag, const char *value, long min, long max, long *out)
+{
+	if (gw_parse_long(value, min, max, out) != 0)
+		return gw_fail(CMD, "%s: '%s' is not a number from %ld to %ld", flag, value, min,
+		               max);
+	return 0;
+}
+
+static int
+add_rule(struct run_flags *f, enum policy_verdict action, bool cidr, const char *flag,
+         const char *value)
+{
+	char err[256];
+	int rc;
+
+	if (cidr)
+		rc = policy_add_cidr(f->rules, action, value, flag, err, sizeof(err));
+	else
+		rc = policy_add_rule(f->rules, action, value, flag, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail(CMD, "%s %s: %s", flag, value, err);
+	return 0;
+}
+
+/* --env K=V, or --env K to pass tollgate's own value of K. */
+static int
+add_env(struct run_flags *f, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	const char *host;
+	size_t klen = eq != NULL ? (size_t)(eq - value) : strlen(value);
+	char *entry;
+
+	if (f->nenv >= RUN_ENV_MAX)
+		return gw_fail(CMD, "--env: at most %d", RUN_ENV_MAX);
+	if (klen == 0)
+		return gw_fail(CMD, "--env '%s': expected NAME=VALUE", value);
+	for (size_t i = 0; i < klen; i++) {
+		char c = value[i];
+
+		if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (i > 0 && c >= '0' && c <= '9')))
+			return gw_fail(CMD, "--env '%.*s': not a variable name", (int)klen, value);
+	}
+	if (eq != NULL) {
+		entry = strdup(value);
+	} else {
+		host = getenv(value);
+		if (host == NULL)
+			return gw_fail(CMD, "--env %s: not set in tollgate's environment", value);
+		entry = malloc(klen + strlen(host) + 2);
+		if (entry != NULL)
+			snprintf(entry, klen + strlen(host) + 2, "%s=%s", value, host);
+	}
+	if (entry == NULL)
+		return gw_fail(CMD, "out of memory");
+	f->env[f->nenv++] = entry;
+	f->env[f->nenv] = NULL;
+	return 0;
+}
+
+/* --secret NAME or NAME=env:VAR (exec/vault.h); the value is read later. */
+static int
+add_secret(struct run_flags *f, const char *value)
+{
+	char err[256];
+
+	if (vault_inject_add(&f->secrets, value, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "--secret: %s", err);
+	return 0;
+}
+
+/*
+ * --secret: the values become variables of the sandbox, and its stdout and
+ * stderr go through pipes and the redactor instead of being inherited.
+ */
+static int
+prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set,
+                struct redact_relay **relay)
+{
+	char err[512], home[PATH_MAX];
+	const char *twice;
+	int rc;
+
+	if (gw_home_dir(home, sizeof(home)) != 0)
+		return gw_fail(CMD, "--secret: cannot find TOLLGATE_HOME");
+	if (vault_inject_load(f->secrets, home, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "%s", err);
+	twice = vault_inject_conflict(f->secrets, f->env);
+	if (twice != NULL)
+		return gw_fail(CMD, "--secret %s: also set by --env", twice);
+	*set = redact_new();
+	if (*set == NULL)
+		return gw_fail(CMD, "out of memory");
+	rc = vault_inject_redact(f->secrets, *set);
+	if (rc == 0)
+		rc = redact_compile(*set);
+	if (rc != 0)
+		return gw_fail(CMD, "--secret: cannot build the redactor: %s",
+		               rc == -E2BIG ? "the values are too long together" : strerror(-rc));
+	for (char *const *e = vault_inject_env(f->secrets); *e != NULL; e++) {
+		if (add_env(f, *e) != 0)
+			return GW_EXIT_FAILURE;
+	}
+	spec->env = f->env;
+	if (redact_relay_prepare(*set, relay, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "--secret: %s", err);
+	return 0;
+}
+
+/* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
+static int
+parse_flags(int argc, char **argv, struct run_flags *f)
+{
+	double secs;
+	int c, rc;
+
+	for (;;) {
+		c = gw_getopt(argc, argv, "", run_options, &gw_command_run);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_OPT_HELP;
+		if (c == GW_OPT_ERROR)
+			return GW_EXIT_FAILURE;
+		rc = 0;
+		switch (c) {
+		case OPT_RAM:
+			rc = parse_long_flag("--ram", optarg, 4, 16L * 1024 * 1024,
+			                     &f->limits.ram_mb);
+			break;
+		case OPT_CPU:
+			rc = parse_long_flag("--cpu", optarg, 1, 86400L * 365,
+			                     &f->limits.cpu_seconds);
+			break;
+		case OPT_PIDS:
+			rc = parse_long_flag("--pids", optarg, 1, 4194304, &f->limits.pids);
+			break;
+		case OPT_NOFILE:
+			rc = parse_long_flag("--nofile", optarg, 4, 1048576, &f->limits.nofile);
+			break;
+		case OPT_TIMEOUT:
+			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
+				return gw_fail(CMD,
+				               "--timeout: '%s' is not a duration above 0 (e.g. "
+				               "30, 500ms, 2m)",
+				               optarg);
+			f->timeout = secs;
+			break;
+		case OPT_WORKDIR:
+			f->workdir = optarg;
+			break;
+		case OPT_ENV:
+			rc = add_env(f, optarg);
+			break;
+		case OPT_JSON_STATUS:
+			f->json_status = optarg;
+			break;
+		case OPT_POLICY:
+			f->policy_path = optarg;
+			break;
+		case OPT_ALLOW:
+			rc = add_rule(f, POLICY_ALLOW, false, "--allow", optarg);
+			break;
+		case OPT_DENY:
+			rc = add_rule(f, POLICY_DENY, false, "--deny", optarg);
+			break;
+		case OPT_ASK:
+			rc = add_rule(f, POLICY_ASK, false, "--ask", optarg);
+			break;
+		case OPT_ALLOW_CIDR:
+			rc = add_rule(f, POLICY_ALLOW, true, "--allow-cidr", optarg);
+			break;
+		case OPT_DENY_CIDR:
+			rc = add_rule(f, POLICY_DENY, true, "--deny-cidr", optarg);
+			break;
+		case OPT_DEFAULT:
+			if (strcmp(optarg, "deny") == 0)
+				policy_set_default(f->rules, POLICY_DENY);
+			else if (strcmp(optarg, "ask") == 0)
+				policy_set_default(f->rules, POLICY_ASK);
+			else
+				return gw_fail(CMD, "--default: '%s' is not deny or ask", optarg);
+			break;
+		case OPT_ASK_TIMEOUT:
+			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
+				return gw_fail(CMD, "--ask-timeout: '%s' is not a duration above 0",
+				               optarg);
+			policy_set_ask_timeout(f->rules, secs);
+			break;
+		case OPT_RESOLVE:
+			if (f->npins >= RUN_PINS_MAX)
+				return gw_fail(CMD, "--resolve: at most %d", RUN_PINS_MAX);
+			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
+				return gw_fail(CMD, "--resolve: '%s' is not HOST:ADDR", optarg);
+			f->npins++;
+			break;
+		case OPT_UPSTREAM_DNS:
+			f->upstream_dns = optarg;
+			break;
+		case OPT_AUDIT:
+			f->audit_path = optarg;
+			break;
+		case OPT_TRANSPARENT:
+			f->transparent = true;
+			break;
+		case OPT_NO_NETWORK:
+			f->no_network = true;
+			break;
+		case OPT_OUT:
+			f->out_dir = optarg;
+			break;
+		case OPT_POOL:
+			f->pool = optarg;
+			break;
+		case OPT_SECRET:
+			rc = add_secret(f, optarg);
+			break;
+		case OPT_CONTROL:
+			f->control_path = optarg;
+			break;
+		default:
+			return gw_fail(CMD, "unexpected flag");
+		}
+		if (rc != 0)
+			return GW_EXIT_FAILURE;
+	}
+	if (optind >= argc)
+		return gw_fail(CMD,
+		               "no command given (usage: tollgate run [FLAGS] -- CMD [ARG...])");
+	if (argv[optind][0] == '\0')
+		return gw_fail(CMD, "the command name is empty");
+	f->argv = argv + optind;
+	return 0;
+}
+
+static double
+elapsed_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static struct timeval
+to_timeval(double secs)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)secs;
+	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
+/* ---- the gate ---------------------------------------------------------- */
+
+static int
+attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
+               char *err, size_t errlen)
+{
+	struct run_state *st = arg;
+	struct exec_gate_options opts = {0};
+	int rc;
+
+	if (st->hub == NULL) {
+		hub_addr[0] = '\0';
+		return 0;
+	}
+	opts.transparent = st->flags->transparent;
+	opts.proxy = st->proxy;
+	opts.dns = st->dns;
+	rc = exec_gate_open_opts(&st->gw, st->hub, netns_fd, sandbox_id, st->gw.policy, &opts,
+	                         &st->gate, err, errlen);
+	if (rc != 0)
+		return rc;
+	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(st->gate));
+	return 0;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void
+on_child_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_state *st = arg;
+
+	st->finished = true;
+	event_base_loopexit(st->gw.base, NULL);
+}
+
+static void
+on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_state *st = arg;
+
+	if (st->finished)
+		return;
+	st->timed_out = true;
+	exec_sandbox_kill(st->sandbox);
+}
+
+/* RLIMIT_CPU is per process; the cgroup's total catches a forking hog. */
+static void
+on_cpu_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct run_state *st = arg;
+	double used = exec_sandbox_cpu_used(st->sandbox);
+
+	if (st->finished || used < 0)
+		return;
+	if (used > (double)st->flags->limits.cpu_seconds + 0.5) {
+		st->cpu_exceeded = true;
+		exec_sandbox_kill(st->sandbox);
+	}
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct run_state *st = arg;
+
+	/*
+	 * A terminal's ^C or ^\ already reached the sandbox, which shares our
+	 * process group; forwarding it would deliver it twice.
+	 */
+	if ((sig == SIGINT || sig == SIGQUIT) && isatty(STDIN_FILENO))
+		return;
+	if (sig == SIGTERM && ++st->terms > 1) {
+		exec_sandbox_kill(st->sandbox);
+		return;
+	}
+	exec_sandbox_signal(st->sandbox, (int)sig);
+}
+
+/* ---- the summary --------------------------------------------------------- */
+
+static void
+write_json_status(const char *path, const struct run_state *st, const struct exec_result *res,
+                  int exit_status, double wall)
+{
+	json_t *o;
+
+	o = json_pack("{s:s, s:i, s:o, s:o, s:b, s:b, s:f, s:f, s:I, s:{s:I, s:I, s:I, s:I}}",
+	              "sandbox_id", exec_sandbox_id(st->sandbox), "exit_status", exit_status,
+	              "exit_code", res->exit_code >= 0 ? json_integer(res->exit_code) : json_null(),
+	              "signal", res->signal > 0 ? json_integer(res->signal) : json_null(),
+	              "timed_out", st->timed_out, "cpu_exceeded", st->cpu_exceeded, "wall_seconds",
+	              wall, "cpu_seconds", res->cpu_seconds, "peak_memory_bytes",
+	              (json_int_t)res->peak_memory, "network", "connections_allowed", (json_int_t)0,
+	              "connections_refused", (json_int_t)0, "bytes_allowed", (json_int_t)0,
+	              "bytes_refused", (json_int_t)0);
+	if (o == NULL) {
+		gw_fail(CMD, "--json-status: cannot build the summary");
+		return;
+	}
+	if (res->setup_failed || res->exec_failed) {
+		json_object_set_new(o, "failed_step", json_string(res->failed_step));
+		json_object_set_new(o, "failed_error", json_string(strerror(res->failed_errno)));
+	}
+	if (json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+		gw_fail(CMD, "--json-status %s: cannot write it", path);
+	json_decref(o);
+}
+
+static void
+audit_sandbox(struct run_state *st, const char *kind, const char *detail)
+{
+	struct audit_event ev = {0};
+
+	if (st->gw.audit == NULL)
+		return;
+	ev.kind = kind;
+	ev.sandbox = exec_sandbox_id(st->sandbox);
+	ev.detail = detail;
+	(void)audit_append(st->gw.audit, &ev);
+}
+
+/* ---- the command ----------------------------------------------------------- */
+
+static int
+build_policy(const char *path, struct policy *rules, struct policy **out, char *err, size_t errlen)
+{
+	struct policy *file = NULL;
+	int rc;
+
+	if (path == NULL) {
+		*out = policy_ref(rules);
+		return 0;
+	}
+	rc = policy_load_file(path, &file, err, errlen);
+	if (rc != 0)
+		return rc;
+	*out = policy_merge(file, rules);
+	policy_free(file);
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+setup_gateway(struct run_state *st, struct run_flags *f)
+{
+	struct proxy_config pcfg;
+	struct dns_server_config dnscfg;
+	char err[512], audit_path[PATH_MAX];
+	int rc;
+
+	st->gw.policy_path = f->policy_path;
+	st->gw.flags_policy = f->rules;
+	if (build_policy(f->policy_path, f->rules, &st->gw.policy, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "%s", err);
+	st->gw.base = event_base_new();
+	if (st->gw.base == NULL)
+		return gw_fail(CMD, "cannot create the event loop");
+	if (f->audit_path == NULL) {
+		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0)
+			return gw_fail(CMD,
+			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
+		f->audit_path = audit_path;
+	}
+	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
+	f->audit_path = NULL; /* may point at this frame's buffer */
+	if (f->no_network)
+		return 0;
+
+	struct dns_resolver_config dcfg = {
+	    .upstream = f->upstream_dns,
+	    .pins = f->pins,
+	    .npins = f->npins,
+	};
+	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "resolver: %s", err);
+	if (approvals_new(st->gw.base, &st->gw.approvals) != 0)
+		return gw_fail(CMD, "cannot create the approvals registry");
+	/* Where `tollgate pending/approve/deny` find this run's approvals. */
+	if (gw_control_start(&st->gw, f->control_path, &st->control, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "control socket: %s", err);
+	proxy_config_defaults(&pcfg);
+	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
+		return gw_fail(CMD, "out of memory");
+	dns_server_config_defaults(&dnscfg);
+	if (dns_server_new(&st->gw, &dnscfg, &st->dns, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "DNS server: %s", err);
+	rc = exec_hub_new(f->pool, &st->hub, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail(CMD, "network hub: %s", err);
+	return 0;
+}
+
+static int
+add_events(struct run_state *st)
+{
+	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+	struct timeval tv;
+
+	st->ev_child =
+	    event_new(st->gw.base, exec_sandbox_pidfd(st->sandbox), EV_READ, on_child_exit, st);
+	if (st->ev_child == NULL || event_add(st->ev_child, NULL) != 0)
+		return -ENOMEM;
+	if (st->flags->timeout > 0) {
+		st->ev_timeout = evtimer_new(st->gw.base, on_timeout, st);
+		tv = to_timeval(st->flags->timeout);
+		if (st->ev_timeout == NULL || evtimer_add(st->ev_timeout, &tv) != 0)
+			return -ENOMEM;
+	}
+	if (st->flags->limits.cpu_seconds > 0 && exec_sandbox_cpu_used(st->sandbox) >= 0) {
+		st->ev_cpu = event_new(st->gw.base, -1, EV_PERSIST, on_cpu_check, st);
+		tv = to_timeval(0.2);
+		if (st->ev_cpu == NULL || event_add(st->ev_cpu, &tv) != 0)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < 4; i++) {
+		st->ev_sig[i] = evsignal_new(st->gw.base, sigs[i], on_signal, st);
+		if (st->ev_sig[i] == NULL || evsignal_add(st->ev_sig[i], NULL) != 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void
+report_failure(const struct run_state *st, const struct exec_result *res)
+{
+	if (res->setup_failed)
+		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res->failed_step,
+		        strerror(res->failed_errno));
+	else if (res->exec_failed)
+		gw_fail(CMD, "%s: %s", st->flags->argv[0], strerror(res->failed_errno));
+}
+
+static int
+run_run(int argc, char **argv)
+{
+	struct run_flags f = {0};
+	struct run_state st = {0};
+	struct exec_result res;
+	struct exec_spec spec = {0};
+	struct exec_artifact_out *art = NULL;
+	struct redact *redact_set = NULL;
+	struct redact_relay *relay = NULL;
+	char err[512], home[PATH_MAX], detail[256];
+	int rc, exit_code = GW_EXIT_FAILURE;
+	double wall;
+
+	f.rules = policy_new();
+	if (f.rules == NULL)
+		return gw_fail(CMD, "out of memory");
+	rc = parse_flags(argc, argv, &f);
+	if (rc == GW_OPT_HELP) {
+		exit_code = GW_EXIT_OK;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	if (geteuid() != 0) {
+		gw_fail(CMD, "needs root (namespaces, cgroups and the network gate)");
+		goto out;
+	}
+	st.flags = &f;
+	/* A sandbox that closes its end mid-write costs an EPIPE, not tollgate. */
+	signal(SIGPIPE, SIG_IGN);
+	/* Inherited SIG_IGN would have the kernel reap the sandbox's init before
+	 * we read its status. */
+	signal(SIGCHLD, SIG_DFL);
+	exec_cleanup_stale();
+	if (setup_gateway(&st, &f) != 0)
+		goto out;
+
+	spec.argv = f.argv;
+	spec.workdir = f.workdir;
+	spec.env = f.nenv > 0 ? f.env : NULL;
+	spec.limits = f.limits;
+	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	/* --out DIR: bound at EXEC_OUTDIR, signed after the run (exec/artifact.h). */
+	if (f.out_dir != NULL) {
+		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
+		if (gw_home_ensure(home, sizeof(home)) != 0 ||
+		    exec_artifact_out_prepare(f.out_dir, home, &art, &spec.outdir, err,
+		                              sizeof(err)) != 0) {
+			gw_fail(CMD, "--out %s: %s", f.out_dir, err);
+			goto out;
+		}
+		if (add_env(&f, "TOLLGATE_OUT=" EXEC_OUTDIR) != 0)
+			goto out;
+		spec.env = f.env;
+	}
+	if (f.secrets != NULL && prepare_secrets(&f, &spec, &redact_set, &relay) != 0)
+		goto out;
+	clock_gettime(CLOCK_MONOTONIC, &st.started);
+	rc = exec_sandbox_start(&spec, attach_network, &st, &st.sandbox, err, sizeof(err));
+	/* fds 1 and 2 are tollgate's own again before anything is reported. */
+	if (relay != NULL && redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, detail,
+	                                         sizeof(detail)) != 0 && rc == 0) {
+		gw_fail(CMD, "--secret: %s", detail);
+		goto out;
+	}
+	vault_inject_audit(f.secrets, st.gw.audit, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
+	if (rc != 0) {
+		gw_fail(CMD, "%s", err);
+		goto out;
+	}
+	snprintf(detail, sizeof(detail), "{\"argc\":%d}", argc - optind);
+	audit_sandbox(&st, "sandbox.start", detail);
+	if (add_events(&st) != 0) {
+		gw_fail(CMD, "cannot watch the sandbox");
+		goto out;
+	}
+	if (event_base_dispatch(st.gw.base) != 0) {
+		gw_fail(CMD, "event loop failed");
+		goto out;
+	}
+	if (exec_sandbox_finish(st.sandbox, &res) != 0) {
+		gw_fail(CMD, "cannot reap the sandbox");
+		goto out;
+	}
+	if (relay != NULL)
+		redact_relay_finish(relay, 1000);
+	wall = elapsed_since(&st.started);
+	exit_code = res.exit_status;
+	if (st.timed_out && !res.setup_failed)
+		exit_code = GW_EXIT_TIMEOUT;
+	report_failure(&st, &res);
+	snprintf(detail, sizeof(detail),
+	         "{\"exit_status\":%d,\"timed_out\":%s,\"wall_seconds\":%.3f,\"cpu_seconds\":%.3f}",
+	         exit_code, st.timed_out ? "true" : "false", wall, res.cpu_seconds);
+	audit_sandbox(&st, "sandbox.end", detail);
+	if (art != NULL && !res.setup_failed) {
+		struct exec_artifact_summary sum;
+		const char *signed_detail;
+
+		/* Unsigned output is tollgate's failure, but not over the command's own. */
+		if (exec_artifact_out_sign(art, exec_sandbox_id(st.sandbox), &sum, &signed_detail,
+		                           err, sizeof(err)) != 0) {
+			gw_fail(CMD, "--out %s: cannot sign: %s", f.out_dir, err);
+			if (exit_code == GW_EXIT_OK)
+				exit_code = GW_EXIT_FAILURE;
+		} else {
+			audit_sandbox(&st, "artifact", signed_detail);
+		}
+	}
+	if (f.json_status != NULL)
+		write_json_status(f.json_status, &st, &res, exit_code, wall);
+out:
+	for (size_t i = 0; i < 4; i++) {
+		if (st.ev_sig[i] != NULL)
+			event_free(st.ev_sig[i]);
+	}
+	if (st.ev_child != NULL)
+		event_free(st.ev_child);
+	if (st.ev_timeout != NULL)
+		event_free(st.ev_timeout);
+	if (st.ev_cpu != NULL)
+		event_free(st.ev_cpu);
+	exec_sandbox_free(st.sandbox);
+	exec_artifact_out_free(art);
+	exec_gate_close(st.gate);
+	proxy_free(st.proxy);
+	dns_server_free(st.dns);
+	gw_control_free(st.control);
+	exec_hub_free(st.hub);
+	approvals_free(st.gw.approvals);
+	dns_resolver_free(st.gw.resolver);
+	if (st.gw.audit != NULL) {
+		audit_flush(st.gw.audit);
+		audit_free(st.gw.audit);
+	}
+	policy_free(st.gw.policy);
+	policy_free(f.rules);
+	redact_relay_free(relay);
+	redact_free(redact_set);
+	vault_inject_free(f.secrets);
+	for (size_t i = 0; i < f.nenv; i++) {
+		explicit_bzero(f.env[i], strlen(f.env[i])); /* --secret values among them */
+		free(f.env[i]);
+	}
+	if (st.gw.base != NULL)
+		event_base_free(st.gw.base);
+	return exit_code;
+}
+
+const struct gw_command gw_command_run = {
+    .name = "run",
+    .summary = "run a command in a sandbox behind the gateway",
+    .usage = "usage: tollgate run [FLAGS] -- CMD [ARG...]\n"
+             "\n"
+             "Runs CMD in a fresh sandbox (new user, mount, PID, network, IPC, UTS and\n"
+             "cgroup namespaces; read-only system; Landlock; seccomp) whose only way\n"
+             "out is this process's proxy and DNS server. stdin, stdout and stderr are\n"
+             "the command's. Exit status: the command's; 124 timeout; 128+N signal N;\n"
+             "125 tollgate failed; 126 cannot execute; 127 not found. Needs root.\n"
+             "\n"
+             "limits:\n"
+             "  --ram MB                 memory (cgroup; RLIMIT_DATA per process)\n"
+             "  --cpu SECONDS            CPU time (per process and for the whole sandbox)\n"
+             "  --pids N                 processes and threads\n"
+             "  --nofile N               open files per process\n"
+             "  --timeout DURATION       wall clock (e.g. 30, 500ms, 2m); then 124\n"
+             "sandbox:\n"
+             "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
+             "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
+             "  --json-status FILE       write a JSON summary of the run to FILE\n"
+             "  --no-network             no gate: the sandbox has only loopback\n"
+             "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
+             "                           its files are signed into DIR/manifest.json after\n"
+             "                           the run (see 'tollgate verify')\n"
+             "  --secret NAME            the vault's secret NAME as variable NAME; the\n"
+             "  --secret NAME=env:VAR    value (or tollgate's $VAR) is then redacted from\n"
+             "                           stdout and stderr (see 'tollgate vault --help')\n"
+             "policy:\n"
+             "  --policy FILE            policy file (JSON)\n"
+             "  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
+             "  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
+             "  --default deny|ask       what no rule matches (deny)\n"
+             "  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
+             "  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
+             "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+             "  --transparent            also catch clients that ignore the proxy variables\n"
+             "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
+             "  --control SOCKET         control socket for pending approvals\n"
+             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n",
+    .run = run_run,
+};
