@@ -73,8 +73,9 @@ gw_getopt(int argc, char **argv, const char *shortopts,
 			gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')",
 			        optopt, cmd->name);
 		else
-			gw_fail(cmd->name, "unknown flag '%s' (see 'tollgate %s --help')",
-			        argv[optind - 1], cmd->name);
+			/* Only the flag's name: a mistyped --flag=VALUE may carry a secret. */
+			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')",
+			        (int)strcspn(argv[optind - 1], "="), argv[optind - 1], cmd->name);
 		return GW_OPT_ERROR;
 	case ':':
 		gw_fail(cmd->name, "flag '%s' needs a value", argv[optind - 1]);

@@ -25,6 +25,14 @@ set +e
 set -e
 expect_eq "no command exits 125" "$rc" 125
 
+# A mistyped --flag=VALUE is named without its value, which may be a secret.
+set +e
+err=$("$TOLLGATE" policy --no-such-flag=s3cr3t-value 2>&1 >/dev/null); rc=$?
+set -e
+expect_eq "unknown --flag=VALUE exits 125" "$rc" 125
+expect_match "unknown --flag=VALUE names the flag" "$err" "unknown flag '--no-such-flag'"
+if [[ $err == *s3cr3t-value* ]]; then fail "unknown --flag=VALUE echoes the value"; else pass "value not echoed"; fi
+
 # Every listed command has --help, exits 0, and rejects an unknown flag with 125.
 for cmd in $("$TOLLGATE" --help | awk '/^commands:/{f=1;next} f && /^  [a-z]/{print $1}' | grep -v '^tollgate$'); do
 	set +e
