@@ -4,6 +4,8 @@
 #include "gateway/cli.h"
 
 extern const struct gw_command gw_command_run;
+extern const struct gw_command gw_command_wrap;
+extern const struct gw_command gw_command_serve;
 extern const struct gw_command gw_command_proxy;
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
@@ -16,6 +18,8 @@ extern const struct gw_command gw_command_verify;
 
 const struct gw_command *const gw_commands[] = {
 	&gw_command_run,
+	&gw_command_wrap,
+	&gw_command_serve,
 	&gw_command_proxy,
 	&gw_command_policy,
 	&gw_command_audit,

@@ -1,0 +1,669 @@
+/*
+ * `tollgate wrap`: an MCP stdio server in a sandbox behind this process's
+ * gate, its stdin and stdout relayed to ours by gateway/mcp_wrap.c (tool
+ * lists, rate limit, audit of every tools/call).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "dns/resolve.h"
+#include "dns/server.h"
+#include "exec/exec.h"
+#include "exec/gate.h"
+#include "exec/netns.h"
+#include "gateway/cli.h"
+#include "gateway/gateway.h"
+#include "gateway/log.h"
+#include "gateway/mcp.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+extern const struct gw_command gw_command_wrap;
+
+#define CMD "wrap"
+#define WRAP_ENV_MAX 256
+#define WRAP_PINS_MAX 64
+#define WRAP_TOOLS_MAX 256
+
+enum {
+	OPT_RAM = 256,
+	OPT_CPU,
+	OPT_PIDS,
+	OPT_NOFILE,
+	OPT_WORKDIR,
+	OPT_ENV,
+	OPT_POLICY,
+	OPT_ALLOW,
+	OPT_DENY,
+	OPT_ASK,
+	OPT_ALLOW_CIDR,
+	OPT_DENY_CIDR,
+	OPT_DEFAULT,
+	OPT_ASK_TIMEOUT,
+	OPT_RESOLVE,
+	OPT_UPSTREAM_DNS,
+	OPT_AUDIT,
+	OPT_TRANSPARENT,
+	OPT_NO_TRANSPARENT,
+	OPT_POOL,
+	OPT_TOOLS_ALLOW,
+	OPT_TOOLS_DENY,
+	OPT_RATE,
+};
+
+static const struct option wrap_options[] = {
+    {"ram", required_argument, NULL, OPT_RAM},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"workdir", required_argument, NULL, OPT_WORKDIR},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"policy", required_argument, NULL, OPT_POLICY},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"ask", required_argument, NULL, OPT_ASK},
+    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
+    {"default", required_argument, NULL, OPT_DEFAULT},
+    {"ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT},
+    {"resolve", required_argument, NULL, OPT_RESOLVE},
+    {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
+    {"pool", required_argument, NULL, OPT_POOL},
+    {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
+    {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {NULL, 0, NULL, 0},
+};
+
+struct wrap_flags {
+	struct exec_limits limits;
+	const char *workdir;
+	char *env[WRAP_ENV_MAX + 1];
+	size_t nenv;
+	const char *policy_path;
+	struct policy *rules;
+	struct dns_pin pins[WRAP_PINS_MAX];
+	size_t npins;
+	const char *upstream_dns;
+	const char *audit_path;
+	const char *pool;
+	bool no_transparent;
+	char *tools_allow[WRAP_TOOLS_MAX + 1];
+	size_t nallow;
+	char *tools_deny[WRAP_TOOLS_MAX + 1];
+	size_t ndeny;
+	double rate;
+	char **argv;
+};
+
+struct wrap_state {
+	struct gw_context gw;
+	struct wrap_flags *flags;
+	struct proxy *proxy;
+	struct dns_server *dns;
+	struct exec_hub *hub;
+	struct exec_gate *gate;
+	struct exec_sandbox *sandbox;
+	struct mcp_wrap *relay;
+	struct event *ev_child;
+	struct event *ev_sig[3];
+	bool child_exited, server_done;
+};
+
+static int
+parse_long_flag(const char *flag, const char *value, long min, long max, long *out)
+{
+	if (gw_parse_long(value, min, max, out) != 0)
+		return gw_fail(CMD, "%s: '%s' is not a number from %ld to %ld", flag, value, min,
+		               max);
+	return 0;
+}
+
+static int
+add_rule(struct wrap_flags *f, enum policy_verdict action, bool cidr, const char *flag,
+         const char *value)
+{
+	char err[256];
+	int rc;
+
+	if (cidr)
+		rc = policy_add_cidr(f->rules, action, value, flag, err, sizeof(err));
+	else
+		rc = policy_add_rule(f->rules, action, value, flag, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail(CMD, "%s %s: %s", flag, value, err);
+	return 0;
+}
+
+static int
+add_env(struct wrap_flags *f, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	const char *host;
+	size_t klen = eq != NULL ? (size_t)(eq - value) : strlen(value);
+	char *entry;
+
+	if (f->nenv >= WRAP_ENV_MAX)
+		return gw_fail(CMD, "--env: at most %d", WRAP_ENV_MAX);
+	if (klen == 0)
+		return gw_fail(CMD, "--env '%s': expected NAME=VALUE", value);
+	if (eq != NULL) {
+		entry = strdup(value);
+	} else {
+		host = getenv(value);
+		if (host == NULL)
+			return gw_fail(CMD, "--env %s: not set in tollgate's environment", value);
+		entry = malloc(klen + strlen(host) + 2);
+		if (entry != NULL)
+			snprintf(entry, klen + strlen(host) + 2, "%s=%s", value, host);
+	}
+	if (entry == NULL)
+		return gw_fail(CMD, "out of memory");
+	f->env[f->nenv++] = entry;
+	f->env[f->nenv] = NULL;
+	return 0;
+}
+
+/* "N/s", "N/m", "N/h" or "N" (per second). 0 or -EINVAL. */
+static int
+parse_rate(const char *s, double *out)
+{
+	char *end;
+	double n, per = 1;
+
+	errno = 0;
+	n = strtod(s, &end);
+	if (errno != 0 || end == s || n <= 0 || n > 1e6)
+		return -EINVAL;
+	if (strcmp(end, "") == 0 || strcmp(end, "/s") == 0)
+		per = 1;
+	else if (strcmp(end, "/m") == 0)
+		per = 60;
+	else if (strcmp(end, "/h") == 0)
+		per = 3600;
+	else
+		return -EINVAL;
+	*out = n / per;
+	return 0;
+}
+
+static int
+add_tool(char **list, size_t *n, const char *flag, const char *value)
+{
+	if (*n >= WRAP_TOOLS_MAX)
+		return gw_fail(CMD, "%s: at most %d", flag, WRAP_TOOLS_MAX);
+	if (value[0] == '\0')
+		return gw_fail(CMD, "%s: the tool name is empty", flag);
+	list[(*n)++] = (char *)value;
+	list[*n] = NULL;
+	return 0;
+}
+
+/* 0, GW_OPT_HELP or GW_EXIT_FAILURE. */
+static int
+parse_flags(int argc, char **argv, struct wrap_flags *f)
+{
+	double secs;
+	int c, rc;
+
+	for (;;) {
+		c = gw_getopt(argc, argv, "", wrap_options, &gw_command_wrap);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_OPT_HELP;
+		if (c == GW_OPT_ERROR)
+			return GW_EXIT_FAILURE;
+		rc = 0;
+		switch (c) {
+		case OPT_RAM:
+			rc = parse_long_flag("--ram", optarg, 4, 16L * 1024 * 1024,
+			                     &f->limits.ram_mb);
+			break;
+		case OPT_CPU:
+			rc = parse_long_flag("--cpu", optarg, 1, 86400L * 365,
+			                     &f->limits.cpu_seconds);
+			break;
+		case OPT_PIDS:
+			rc = parse_long_flag("--pids", optarg, 1, 4194304, &f->limits.pids);
+			break;
+		case OPT_NOFILE:
+			rc = parse_long_flag("--nofile", optarg, 4, 1048576, &f->limits.nofile);
+			break;
+		case OPT_WORKDIR:
+			f->workdir = optarg;
+			break;
+		case OPT_ENV:
+			rc = add_env(f, optarg);
+			break;
+		case OPT_POLICY:
+			f->policy_path = optarg;
+			break;
+		case OPT_ALLOW:
+			rc = add_rule(f, POLICY_ALLOW, false, "--allow", optarg);
+			break;
+		case OPT_DENY:
+			rc = add_rule(f, POLICY_DENY, false, "--deny", optarg);
+			break;
+		case OPT_ASK:
+			rc = add_rule(f, POLICY_ASK, false, "--ask", optarg);
+			break;
+		case OPT_ALLOW_CIDR:
+			rc = add_rule(f, POLICY_ALLOW, true, "--allow-cidr", optarg);
+			break;
+		case OPT_DENY_CIDR:
+			rc = add_rule(f, POLICY_DENY, true, "--deny-cidr", optarg);
+			break;
+		case OPT_DEFAULT:
+			if (strcmp(optarg, "deny") == 0)
+				policy_set_default(f->rules, POLICY_DENY);
+			else if (strcmp(optarg, "ask") == 0)
+				policy_set_default(f->rules, POLICY_ASK);
+			else
+				return gw_fail(CMD, "--default: '%s' is not deny or ask", optarg);
+			break;
+		case OPT_ASK_TIMEOUT:
+			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
+				return gw_fail(CMD, "--ask-timeout: '%s' is not a duration above 0",
+				               optarg);
+			policy_set_ask_timeout(f->rules, secs);
+			break;
+		case OPT_RESOLVE:
+			if (f->npins >= WRAP_PINS_MAX)
+				return gw_fail(CMD, "--resolve: at most %d", WRAP_PINS_MAX);
+			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
+				return gw_fail(CMD, "--resolve: '%s' is not HOST:ADDR", optarg);
+			f->npins++;
+			break;
+		case OPT_UPSTREAM_DNS:
+			f->upstream_dns = optarg;
+			break;
+		case OPT_AUDIT:
+			f->audit_path = optarg;
+			break;
+		case OPT_TRANSPARENT:
+			f->no_transparent = false;
+			break;
+		case OPT_NO_TRANSPARENT:
+			f->no_transparent = true;
+			break;
+		case OPT_POOL:
+			f->pool = optarg;
+			break;
+		case OPT_TOOLS_ALLOW:
+			rc = add_tool(f->tools_allow, &f->nallow, "--tools-allow", optarg);
+			break;
+		case OPT_TOOLS_DENY:
+			rc = add_tool(f->tools_deny, &f->ndeny, "--tools-deny", optarg);
+			break;
+		case OPT_RATE:
+			if (parse_rate(optarg, &f->rate) != 0)
+				return gw_fail(CMD, "--rate: '%s' is not N/s, N/m or N/h above 0",
+				               optarg);
+			break;
+		default:
+			return gw_fail(CMD, "unexpected flag");
+		}
+		if (rc != 0)
+			return GW_EXIT_FAILURE;
+	}
+	if (optind >= argc)
+		return gw_fail(CMD, "no server command given (usage: tollgate wrap [FLAGS] -- CMD "
+		                    "[ARG...])");
+	if (argv[optind][0] == '\0')
+		return gw_fail(CMD, "the command name is empty");
+	f->argv = argv + optind;
+	return 0;
+}
+
+/* ---- the gate (as `run` sets it up) ----------------------------------------- */
+
+static int
+attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
+               char *err, size_t errlen)
+{
+	struct wrap_state *st = arg;
+	struct exec_gate_options opts = {0};
+	int rc;
+
+	/* On by default: Node's fetch ignores the proxy variables (Node 20 has
+	 * no NODE_USE_ENV_PROXY), and servers from npm use it. */
+	opts.transparent = !st->flags->no_transparent;
+	opts.proxy = st->proxy;
+	opts.dns = st->dns;
+	rc = exec_gate_open_opts(&st->gw, st->hub, netns_fd, sandbox_id, st->gw.policy, &opts,
+	                         &st->gate, err, errlen);
+	if (rc != 0)
+		return rc;
+	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(st->gate));
+	return 0;
+}
+
+static int
+build_policy(const char *path, struct policy *rules, struct policy **out, char *err, size_t errlen)
+{
+	struct policy *file = NULL;
+	int rc;
+
+	if (path == NULL) {
+		*out = policy_ref(rules);
+		return 0;
+	}
+	rc = policy_load_file(path, &file, err, errlen);
+	if (rc != 0)
+		return rc;
+	*out = policy_merge(file, rules);
+	policy_free(file);
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+setup_gateway(struct wrap_state *st, struct wrap_flags *f)
+{
+	struct proxy_config pcfg;
+	struct dns_server_config dnscfg;
+	char err[512], audit_path[PATH_MAX];
+
+	st->gw.policy_path = f->policy_path;
+	st->gw.flags_policy = f->rules;
+	if (build_policy(f->policy_path, f->rules, &st->gw.policy, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "%s", err);
+	st->gw.base = event_base_new();
+	if (st->gw.base == NULL)
+		return gw_fail(CMD, "cannot create the event loop");
+	if (f->audit_path == NULL) {
+		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0)
+			return gw_fail(CMD,
+			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
+		f->audit_path = audit_path;
+	}
+	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
+	f->audit_path = NULL; /* may point at this frame's buffer */
+
+	struct dns_resolver_config dcfg = {
+	    .upstream = f->upstream_dns,
+	    .pins = f->pins,
+	    .npins = f->npins,
+	};
+	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "resolver: %s", err);
+	if (approvals_new(st->gw.base, &st->gw.approvals) != 0)
+		return gw_fail(CMD, "cannot create the approvals registry");
+	proxy_config_defaults(&pcfg);
+	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
+		return gw_fail(CMD, "out of memory");
+	dns_server_config_defaults(&dnscfg);
+	if (dns_server_new(&st->gw, &dnscfg, &st->dns, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "DNS server: %s", err);
+	if (exec_hub_new(f->pool, &st->hub, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "network hub: %s", err);
+	return 0;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static void
+maybe_stop(struct wrap_state *st)
+{
+	if (st->child_exited && st->server_done)
+		event_base_loopexit(st->gw.base, NULL);
+}
+
+static void
+on_child_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct wrap_state *st = arg;
+
+	(void)fd;
+	(void)what;
+	st->child_exited = true;
+	event_del(st->ev_child);
+	maybe_stop(st);
+}
+
+static void
+on_server_done(void *arg)
+{
+	struct wrap_state *st = arg;
+
+	st->server_done = true;
+	maybe_stop(st);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct wrap_state *st = arg;
+
+	(void)what;
+	log_info("wrap: signal %d: stopping the server", (int)sig);
+	exec_sandbox_kill(st->sandbox);
+}
+
+/*
+ * Starts the sandbox with its stdin and stdout on pipes: the sandbox takes
+ * our fds 0 and 1 as they are at clone(), so they point at the pipes for
+ * that moment and are put back afterwards.
+ */
+static int
+start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in, int *server_out,
+             char *err, size_t errlen)
+{
+	int to_server[2] = {-1, -1}, from_server[2] = {-1, -1};
+	int saved_in = -1, saved_out = -1, rc;
+
+	if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	saved_in = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	saved_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (saved_in < 0 || saved_out < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "stdin/stdout: %s", strerror(errno));
+		goto out;
+	}
+	fflush(stdout);
+	if (dup2(to_server[0], STDIN_FILENO) < 0 || dup2(from_server[1], STDOUT_FILENO) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "dup2: %s", strerror(errno));
+		goto restore;
+	}
+	rc = exec_sandbox_start(spec, attach_network, st, &st->sandbox, err, errlen);
+restore:
+	if (dup2(saved_in, STDIN_FILENO) < 0 || dup2(saved_out, STDOUT_FILENO) < 0) {
+		/* Without our own stdio we cannot serve the client at all. */
+		if (rc == 0) {
+			rc = -errno;
+			snprintf(err, errlen, "restoring stdin/stdout: %s", strerror(errno));
+		}
+	}
+	if (rc == 0) {
+		*server_in = to_server[1];
+		*server_out = from_server[0];
+		to_server[1] = from_server[0] = -1;
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (to_server[i] >= 0)
+			close(to_server[i]);
+		if (from_server[i] >= 0)
+			close(from_server[i]);
+	}
+	if (saved_in >= 0)
+		close(saved_in);
+	if (saved_out >= 0)
+		close(saved_out);
+	return rc;
+}
+
+static int
+run_wrap(int argc, char **argv)
+{
+	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	struct wrap_flags f = {0};
+	struct wrap_state st = {0};
+	struct exec_spec spec = {0};
+	struct exec_result res;
+	struct mcp_wrap_config wcfg = {0};
+	char err[512], home[PATH_MAX];
+	int rc, exit_code = GW_EXIT_FAILURE, server_in = -1, server_out = -1;
+
+	f.rules = policy_new();
+	if (f.rules == NULL)
+		return gw_fail(CMD, "out of memory");
+	rc = parse_flags(argc, argv, &f);
+	if (rc == GW_OPT_HELP) {
+		exit_code = GW_EXIT_OK;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	if (geteuid() != 0) {
+		gw_fail(CMD, "needs root (namespaces, cgroups and the network gate)");
+		goto out;
+	}
+	st.flags = &f;
+	signal(SIGPIPE, SIG_IGN);
+	exec_cleanup_stale();
+	if (setup_gateway(&st, &f) != 0)
+		goto out;
+
+	spec.argv = f.argv;
+	spec.workdir = f.workdir;
+	spec.env = f.nenv > 0 ? f.env : NULL;
+	spec.limits = f.limits;
+	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	rc = start_server(&st, &spec, &server_in, &server_out, err, sizeof(err));
+	if (rc != 0) {
+		gw_fail(CMD, "%s", err);
+		goto out;
+	}
+	wcfg.tools_allow = f.nallow > 0 ? f.tools_allow : NULL;
+	wcfg.tools_deny = f.ndeny > 0 ? f.tools_deny : NULL;
+	wcfg.rate = f.rate;
+	wcfg.audit = st.gw.audit;
+	wcfg.sandbox_id = exec_sandbox_id(st.sandbox);
+	wcfg.on_server_done = on_server_done;
+	wcfg.arg = &st;
+	rc = mcp_wrap_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, server_in, server_out, &wcfg,
+	                  &st.relay);
+	server_in = -1; /* the relay's now, whatever happened */
+	if (rc != 0) {
+		gw_fail(CMD, "cannot relay stdio: %s", strerror(-rc));
+		goto out;
+	}
+	st.ev_child =
+	    event_new(st.gw.base, exec_sandbox_pidfd(st.sandbox), EV_READ, on_child_exit, &st);
+	if (st.ev_child == NULL || event_add(st.ev_child, NULL) != 0) {
+		gw_fail(CMD, "cannot watch the sandbox");
+		goto out;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		st.ev_sig[i] = evsignal_new(st.gw.base, sigs[i], on_signal, &st);
+		if (st.ev_sig[i] == NULL || evsignal_add(st.ev_sig[i], NULL) != 0) {
+			gw_fail(CMD, "cannot watch signals");
+			goto out;
+		}
+	}
+	log_debug("%s: serving %s in sandbox %s", __func__, f.argv[0], wcfg.sandbox_id);
+	if (event_base_dispatch(st.gw.base) != 0) {
+		gw_fail(CMD, "event loop failed");
+		goto out;
+	}
+	if (exec_sandbox_finish(st.sandbox, &res) != 0) {
+		gw_fail(CMD, "cannot reap the sandbox");
+		goto out;
+	}
+	exit_code = res.exit_status;
+	if (res.setup_failed)
+		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res.failed_step,
+		        strerror(res.failed_errno));
+	else if (res.exec_failed)
+		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res.failed_errno));
+out:
+	mcp_wrap_free(st.relay);
+	if (server_in >= 0)
+		close(server_in);
+	if (server_out >= 0)
+		close(server_out);
+	for (size_t i = 0; i < 3; i++) {
+		if (st.ev_sig[i] != NULL)
+			event_free(st.ev_sig[i]);
+	}
+	if (st.ev_child != NULL)
+		event_free(st.ev_child);
+	exec_sandbox_free(st.sandbox);
+	exec_gate_close(st.gate);
+	proxy_free(st.proxy);
+	dns_server_free(st.dns);
+	exec_hub_free(st.hub);
+	approvals_free(st.gw.approvals);
+	dns_resolver_free(st.gw.resolver);
+	if (st.gw.audit != NULL) {
+		audit_flush(st.gw.audit);
+		audit_free(st.gw.audit);
+	}
+	policy_free(st.gw.policy);
+	policy_free(f.rules);
+	for (size_t i = 0; i < f.nenv; i++)
+		free(f.env[i]);
+	if (st.gw.base != NULL)
+		event_base_free(st.gw.base);
+	return exit_code;
+}
+
+const struct gw_command gw_command_wrap = {
+    .name = "wrap",
+    .summary = "run an MCP stdio server in a sandbox behind the gateway",
+    .usage = "usage: tollgate wrap [FLAGS] -- CMD [ARG...]\n"
+             "\n"
+             "Runs the MCP stdio server CMD in a sandbox (as `tollgate run`) and relays\n"
+             "its stdin and stdout, one JSON-RPC message per line, changing nothing but:\n"
+             "tools/list results lose the tools the lists hide; a tools/call to a hidden\n"
+             "tool gets error -32602 and one over the rate an isError result, both from\n"
+             "tollgate; every tools/call is audited (kind mcp.call: tool, duration,\n"
+             "isError, SHA-256 of the arguments). Use it as the `command` of an MCP\n"
+             "client's server entry. Needs root. docs/mcp.md has examples.\n"
+             "\n"
+             "tools:\n"
+             "  --tools-allow NAME       only these tools (repeatable; shell patterns)\n"
+             "  --tools-deny NAME        never these tools (repeatable; wins over allow)\n"
+             "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
+             "limits and sandbox:\n"
+             "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
+             "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
+             "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
+             "policy:\n"
+             "  --policy FILE            policy file (JSON)\n"
+             "  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
+             "  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
+             "  --default deny|ask       what no rule matches (deny)\n"
+             "  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
+             "  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
+             "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+             "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
+             "                           clients that ignore proxy variables, as Node's fetch)\n"
+             "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
+             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n",
+    .run = run_wrap,
+};

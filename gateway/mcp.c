@@ -1,0 +1,956 @@
+/*
+ * MCP's stdio transport and JSON-RPC layer: lines in and out on the loop with
+ * a hard cap, classification of what arrives, error replies, version
+ * negotiation for both protocol eras, and the request dispatcher of `serve`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "gateway/log.h"
+#include "gateway/mcp.h"
+
+/* Read at most this much per wake-up so one busy peer cannot starve the loop. */
+#define MCP_READ_CHUNK (256 * 1024)
+
+const char *const mcp_versions[] = {
+    "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", MCP_VERSION_STATELESS, NULL,
+};
+
+bool
+mcp_version_supported(const char *v)
+{
+	if (v == NULL)
+		return false;
+	for (size_t i = 0; mcp_versions[i] != NULL; i++) {
+		if (strcmp(mcp_versions[i], v) == 0)
+			return true;
+	}
+	return false;
+}
+
+const char *
+mcp_version_negotiate(const char *requested)
+{
+	/* The stateless revision has no handshake: an initialize asking for it
+	 * gets the newest handshake revision, as for any unknown one. */
+	if (requested != NULL && strcmp(requested, MCP_VERSION_STATELESS) != 0) {
+		for (size_t i = 0; mcp_versions[i] != NULL; i++) {
+			if (strcmp(mcp_versions[i], requested) == 0)
+				return mcp_versions[i];
+		}
+	}
+	return MCP_VERSION_LATEST_HANDSHAKE;
+}
+
+json_t *
+mcp_versions_json(void)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a != NULL && mcp_versions[i] != NULL; i++)
+		json_array_append_new(a, json_string(mcp_versions[i]));
+	return a;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+static bool
+valid_id(const json_t *id)
+{
+	/* JSON-RPC allows null ids, but MCP requires string or integer ids. */
+	return json_is_string(id) || json_is_integer(id);
+}
+
+enum mcp_kind
+mcp_classify(const json_t *msg)
+{
+	const json_t *ver, *method, *id, *params, *result, *error;
+
+	if (!json_is_object(msg))
+		return MCP_KIND_INVALID;
+	ver = json_object_get(msg, "jsonrpc");
+	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0") != 0)
+		return MCP_KIND_INVALID;
+	method = json_object_get(msg, "method");
+	id = json_object_get(msg, "id");
+	params = json_object_get(msg, "params");
+	if (method != NULL) {
+		if (!json_is_string(method))
+			return MCP_KIND_INVALID;
+		if (params != NULL && !json_is_object(params) && !json_is_array(params))
+			return MCP_KIND_INVALID;
+		if (id == NULL)
+			return MCP_KIND_NOTIFICATION;
+		return valid_id(id) ? MCP_KIND_REQUEST : MCP_KIND_INVALID;
+	}
+	result = json_object_get(msg, "result");
+	error = json_object_get(msg, "error");
+	if (id == NULL || (result == NULL) == (error == NULL))
+		return MCP_KIND_INVALID;
+	/* An error about an unparsable request carries a null id. */
+	if (!valid_id(id) && !(json_is_null(id) && error != NULL))
+		return MCP_KIND_INVALID;
+	return MCP_KIND_RESPONSE;
+}
+
+int
+mcp_parse_line(const char *line, size_t len, json_t **out, enum mcp_kind *kind)
+{
+	json_error_t jerr;
+	json_t *v;
+
+	*out = NULL;
+	/* JSON_REJECT_DUPLICATES: two "id"s or "name"s would let the relay's
+	 * view of a message differ from the server's. */
+	v = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (v == NULL)
+		return -1;
+	*out = v;
+	*kind = mcp_classify(v);
+	return 0;
+}
+
+json_t *
+mcp_error_new(const json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *err, *msg;
+
+	err = json_pack("{s:i, s:s}", "code", code, "message", message);
+	if (err == NULL) {
+		json_decref(data);
+		return NULL;
+	}
+	if (data != NULL)
+		json_object_set_new(err, "data", data);
+	msg = json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id",
+	                id != NULL ? (json_t *)id : json_null(), "error", err);
+	return msg;
+}
+
+json_t *
+mcp_result_new(const json_t *id, json_t *result)
+{
+	if (result == NULL)
+		return NULL;
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", (json_t *)id, "result", result);
+}
+
+json_t *
+mcp_tool_text_result(const char *text, bool is_error)
+{
+	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+	                 "isError", is_error);
+}
+
+json_t *
+mcp_notification_new(const char *method, json_t *params)
+{
+	json_t *msg = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "method", method);
+
+	if (msg != NULL && params != NULL)
+		json_object_set(msg, "params", params);
+	json_decref(params);
+	return msg;
+}
+
+const char *
+mcp_request_meta_version(const json_t *msg)
+{
+	const json_t *params = json_object_get(msg, "params");
+	const json_t *meta = json_object_get(params, "_meta");
+	const json_t *v = json_object_get(meta, MCP_META_VERSION);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int
+mcp_hash_canonical(const json_t *v, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char *text;
+	int rc = -ENOMEM;
+
+	text = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
+	                 : strdup("null");
+	if (text == NULL)
+		goto out;
+	if (EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
+		rc = -EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	rc = 0;
+out:
+	free(text);
+	return rc;
+}
+
+/* ---- the line channel ------------------------------------------------------ */
+
+struct mcp_chan {
+	struct event_base *base;
+	int in_fd, out_fd;
+	int in_flags, out_flags; /* to restore: stdin/stdout are shared with our parent */
+	struct event *ev_read, *ev_write;
+	struct evbuffer *in, *out;
+	size_t max_line;
+	bool discarding; /* inside a line past the cap: drop up to its newline */
+	bool paused, eof, broken;
+	bool close_when_drained;
+	bool eof_reported; /* on_eof is called once */
+	struct mcp_chan_ops ops;
+	void *arg;
+	void (*drained)(struct mcp_chan *, void *);
+	void *drained_arg;
+};
+
+static int
+set_nonblock(int fd, int *saved)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	*saved = fl;
+	if ((fl & O_NONBLOCK) == 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0)
+		return -errno;
+	return 0;
+}
+
+/* Delivers the complete lines in ch->in; at EOF also a last unterminated one. */
+static void
+chan_deliver(struct mcp_chan *ch)
+{
+	struct evbuffer_ptr p;
+	size_t len;
+	char *line;
+
+	while (!ch->paused) {
+		p = evbuffer_search_eol(ch->in, NULL, NULL, EVBUFFER_EOL_LF);
+		if (p.pos < 0) {
+			len = evbuffer_get_length(ch->in);
+			if (len > ch->max_line) {
+				ch->discarding = true;
+				evbuffer_drain(ch->in, len);
+				return;
+			}
+			if (!ch->eof || len == 0)
+				return;
+			p.pos = (ev_ssize_t)len; /* the last line, unterminated */
+		}
+		len = (size_t)p.pos;
+		if (ch->discarding || len > ch->max_line) {
+			evbuffer_drain(ch->in, len + 1);
+			ch->discarding = false;
+			if (ch->ops.on_oversize != NULL)
+				ch->ops.on_oversize(ch, ch->arg);
+			continue;
+		}
+		line = malloc(len + 1);
+		if (line == NULL) {
+			evbuffer_drain(ch->in, len + 1);
+			log_warnx("mcp: out of memory for a %zu-byte line", len);
+			continue;
+		}
+		evbuffer_remove(ch->in, line, len);
+		evbuffer_drain(ch->in, 1);
+		if (len > 0 && line[len - 1] == '\r')
+			len--;
+		line[len] = '\0';
+		if (len > 0)
+			ch->ops.on_line(ch, line, len, ch->arg);
+		free(line);
+	}
+}
+
+static void
+chan_on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcp_chan *ch = arg;
+	int n, err;
+
+	(void)fd;
+	(void)what;
+	for (;;) {
+		n = evbuffer_read(ch->in, ch->in_fd, MCP_READ_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n <= 0) {
+		err = n < 0 ? -errno : 0;
+		ch->eof = true;
+		event_del(ch->ev_read);
+		chan_deliver(ch);
+		/* A paused channel reports the end when it resumes and has
+		 * delivered what was left. */
+		if (!ch->paused && !ch->eof_reported) {
+			ch->eof_reported = true;
+			ch->ops.on_eof(ch, err, ch->arg);
+		}
+		return;
+	}
+	chan_deliver(ch);
+}
+
+static void
+chan_write_some(struct mcp_chan *ch)
+{
+	int n;
+
+	while (evbuffer_get_length(ch->out) > 0) {
+		n = evbuffer_write(ch->out, ch->out_fd);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!event_pending(ch->ev_write, EV_WRITE, NULL))
+				event_add(ch->ev_write, NULL);
+			return;
+		}
+		if (n <= 0) {
+			/* The reader went away: nothing more can be said to it. */
+			ch->broken = true;
+			evbuffer_drain(ch->out, evbuffer_get_length(ch->out));
+			break;
+		}
+	}
+	event_del(ch->ev_write);
+	if (ch->close_when_drained && ch->out_fd >= 0) {
+		close(ch->out_fd);
+		ch->out_fd = -1;
+		ch->out_flags = -1;
+	}
+	if (ch->drained != NULL)
+		ch->drained(ch, ch->drained_arg);
+}
+
+void
+mcp_chan_shutdown_output(struct mcp_chan *ch)
+{
+	if (ch->out_fd < 0)
+		return;
+	ch->close_when_drained = true;
+	if (evbuffer_get_length(ch->out) == 0)
+		chan_write_some(ch);
+}
+
+static void
+chan_on_write(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	chan_write_some(arg);
+}
+
+int
+mcp_chan_new(struct event_base *base, int in_fd, int out_fd, size_t max_line,
+             const struct mcp_chan_ops *ops, void *arg, struct mcp_chan **out)
+{
+	struct mcp_chan *ch;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	ch = calloc(1, sizeof(*ch));
+	if (ch == NULL)
+		return -ENOMEM;
+	ch->base = base;
+	ch->in_fd = in_fd;
+	ch->out_fd = out_fd;
+	ch->in_flags = ch->out_flags = -1;
+	ch->max_line = max_line != 0 ? max_line : MCP_LINE_MAX;
+	ch->ops = *ops;
+	ch->arg = arg;
+	ch->in = evbuffer_new();
+	ch->out = evbuffer_new();
+	if (ch->in == NULL || ch->out == NULL)
+		goto out;
+	if (in_fd >= 0) {
+		rc = set_nonblock(in_fd, &ch->in_flags);
+		if (rc != 0)
+			goto out;
+		ch->ev_read = event_new(base, in_fd, EV_READ | EV_PERSIST, chan_on_read, ch);
+		rc = -ENOMEM;
+		if (ch->ev_read == NULL || event_add(ch->ev_read, NULL) != 0)
+			goto out;
+	}
+	if (out_fd >= 0) {
+		rc = set_nonblock(out_fd, &ch->out_flags);
+		if (rc != 0)
+			goto out;
+		ch->ev_write = event_new(base, out_fd, EV_WRITE | EV_PERSIST, chan_on_write, ch);
+		rc = -ENOMEM;
+		if (ch->ev_write == NULL)
+			goto out;
+	}
+	*out = ch;
+	ch = NULL;
+	rc = 0;
+out:
+	mcp_chan_free(ch);
+	return rc;
+}
+
+int
+mcp_chan_write_line(struct mcp_chan *ch, const char *buf, size_t len)
+{
+	if (ch->out_fd < 0 || ch->close_when_drained)
+		return -EBADF;
+	if (memchr(buf, '\n', len) != NULL)
+		return -EINVAL;
+	if (ch->broken)
+		return -EPIPE;
+	if (evbuffer_add(ch->out, buf, len) != 0 || evbuffer_add(ch->out, "\n", 1) != 0)
+		return -ENOMEM;
+	chan_write_some(ch);
+	return 0;
+}
+
+int
+mcp_chan_send(struct mcp_chan *ch, const json_t *msg)
+{
+	char *text;
+	int rc;
+
+	if (msg == NULL)
+		return -ENOMEM;
+	/* Compact JSON escapes control characters, so it never holds a newline. */
+	text = json_dumps(msg, JSON_COMPACT);
+	if (text == NULL)
+		return -ENOMEM;
+	rc = mcp_chan_write_line(ch, text, strlen(text));
+	free(text);
+	return rc;
+}
+
+size_t
+mcp_chan_pending(const struct mcp_chan *ch)
+{
+	return evbuffer_get_length(ch->out);
+}
+
+void
+mcp_chan_pause(struct mcp_chan *ch, bool paused)
+{
+	if (ch->paused == paused || ch->ev_read == NULL)
+		return;
+	ch->paused = paused;
+	if (paused) {
+		event_del(ch->ev_read);
+		return;
+	}
+	chan_deliver(ch);
+	if (ch->paused)
+		return;
+	if (!ch->eof)
+		event_add(ch->ev_read, NULL);
+	else if (!ch->eof_reported) {
+		ch->eof_reported = true;
+		ch->ops.on_eof(ch, 0, ch->arg);
+	}
+}
+
+void
+mcp_chan_on_drained(struct mcp_chan *ch, void (*fn)(struct mcp_chan *, void *), void *arg)
+{
+	ch->drained = fn;
+	ch->drained_arg = arg;
+	if (fn != NULL && evbuffer_get_length(ch->out) == 0)
+		fn(ch, arg);
+}
+
+void
+mcp_chan_flush_blocking(struct mcp_chan *ch)
+{
+	int n, spins = 0;
+
+	if (ch == NULL || ch->out_fd < 0 || ch->broken)
+		return;
+	/* Bounded: a reader that never reads does not hold tollgate at exit. */
+	while (evbuffer_get_length(ch->out) > 0 && spins < 1000) {
+		n = evbuffer_write(ch->out, ch->out_fd);
+		if (n > 0)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			spins++;
+			usleep(1000);
+			continue;
+		}
+		break;
+	}
+}
+
+void
+mcp_chan_free(struct mcp_chan *ch)
+{
+	if (ch == NULL)
+		return;
+	if (ch->ev_read != NULL)
+		event_free(ch->ev_read);
+	if (ch->ev_write != NULL)
+		event_free(ch->ev_write);
+	if (ch->close_when_drained && ch->out_fd >= 0) {
+		close(ch->out_fd);
+		ch->out_fd = -1;
+		ch->out_flags = -1;
+	}
+	if (ch->in_flags >= 0)
+		(void)fcntl(ch->in_fd, F_SETFL, ch->in_flags);
+	if (ch->out_flags >= 0)
+		(void)fcntl(ch->out_fd, F_SETFL, ch->out_flags);
+	if (ch->in != NULL)
+		evbuffer_free(ch->in);
+	if (ch->out != NULL)
+		evbuffer_free(ch->out);
+	free(ch);
+}
+
+/* ---- the server -------------------------------------------------------------- */
+
+/* Syslog severities, as MCP's logging uses them; index = severity (0 worst). */
+static const char *const log_levels[] = {
+    "emergency", "alert", "critical", "error", "warning", "notice", "info", "debug", NULL,
+};
+
+static int
+log_level_index(const char *level)
+{
+	for (int i = 0; level != NULL && log_levels[i] != NULL; i++) {
+		if (strcmp(log_levels[i], level) == 0)
+			return i;
+	}
+	return -1;
+}
+
+struct mcp_call {
+	struct mcp_server *server;
+	json_t *id;
+	json_t *progress_token; /* NULL when the client gave none */
+	bool stateless;         /* a 2026-07-28 request: results carry resultType */
+	bool cancelled;
+	struct mcp_call *next;
+};
+
+struct mcp_server {
+	struct mcp_server_config cfg;
+	struct mcp_chan *chan;
+	struct mcp_call *calls; /* in flight */
+	int log_level;          /* messages above this severity index are dropped */
+	bool input_ended, done_reported;
+};
+
+static void
+server_send(struct mcp_server *s, json_t *msg)
+{
+	if (msg == NULL) {
+		log_warnx("mcp: out of memory building a message");
+		return;
+	}
+	if (mcp_chan_send(s->chan, msg) != 0)
+		log_debug("%s: the client is gone; a message was dropped", __func__);
+	json_decref(msg);
+}
+
+static void
+server_drained(struct mcp_chan *ch, void *arg)
+{
+	struct mcp_server *s = arg;
+
+	(void)ch;
+	if (s->input_ended && s->calls == NULL && !s->done_reported) {
+		s->done_reported = true;
+		if (s->cfg.on_done != NULL)
+			s->cfg.on_done(s->cfg.done_arg);
+	}
+}
+
+static void
+server_check_done(struct mcp_server *s)
+{
+	if (s->input_ended && s->calls == NULL)
+		mcp_chan_on_drained(s->chan, server_drained, s);
+}
+
+static json_t *
+server_capabilities(void)
+{
+	return json_pack("{s:{s:b}, s:{}}", "tools", "listChanged", 0, "logging");
+}
+
+static json_t *
+server_info(const struct mcp_server *s)
+{
+	return json_pack("{s:s, s:s}", "name", s->cfg.name, "version", s->cfg.version);
+}
+
+static void
+reply(struct mcp_server *s, const json_t *id, json_t *result, bool stateless)
+{
+	if (result != NULL && stateless)
+		json_object_set_new(result, "resultType", json_string("complete"));
+	server_send(s, mcp_result_new(id, result));
+}
+
+static json_t *
+tool_list(const struct mcp_server *s)
+{
+	json_t *tools = json_array(), *t, *schema;
+	json_error_t jerr;
+
+	for (size_t i = 0; tools != NULL && i < s->cfg.ntools; i++) {
+		const struct mcp_tool *tool = &s->cfg.tools[i];
+
+		t = json_pack("{s:s, s:s}", "name", tool->name, "description", tool->description);
+		schema = json_loads(tool->input_schema, 0, &jerr);
+		if (t == NULL || schema == NULL) {
+			log_warnx("mcp: tool %s: bad input schema: %s", tool->name, jerr.text);
+			json_decref(t);
+			json_decref(schema);
+			continue;
+		}
+		json_object_set_new(t, "inputSchema", schema);
+		if (tool->output_schema != NULL) {
+			schema = json_loads(tool->output_schema, 0, &jerr);
+			if (schema != NULL)
+				json_object_set_new(t, "outputSchema", schema);
+		}
+		json_array_append_new(tools, t);
+	}
+	return json_pack("{s:o}", "tools", tools);
+}
+
+static void
+call_unlink(struct mcp_call *c)
+{
+	struct mcp_call **pp;
+
+	for (pp = &c->server->calls; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+}
+
+static void
+call_free(struct mcp_call *c)
+{
+	json_decref(c->id);
+	json_decref(c->progress_token);
+	free(c);
+}
+
+void
+mcp_call_finish(struct mcp_call *c, json_t *result)
+{
+	struct mcp_server *s = c->server;
+
+	call_unlink(c);
+	/* A cancelled request gets no reply (the client has forgotten it). */
+	if (!c->cancelled)
+		reply(s, c->id, result, c->stateless);
+	else
+		json_decref(result);
+	call_free(c);
+	server_check_done(s);
+}
+
+void
+mcp_call_fail(struct mcp_call *c, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	mcp_call_finish(c, mcp_tool_text_result(text, true));
+}
+
+bool
+mcp_call_cancelled(const struct mcp_call *c)
+{
+	return c->cancelled;
+}
+
+void
+mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message)
+{
+	json_t *params;
+
+	if (c->progress_token == NULL || c->cancelled)
+		return;
+	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token, "progress", progress);
+	if (params == NULL)
+		return;
+	if (total > 0)
+		json_object_set_new(params, "total", json_real(total));
+	if (message != NULL)
+		json_object_set_new(params, "message", json_string(message));
+	server_send(c->server, mcp_notification_new("notifications/progress", params));
+}
+
+void
+mcp_server_log(struct mcp_server *s, const char *level, const char *text)
+{
+	int sev = log_level_index(level);
+
+	if (sev < 0 || sev > s->log_level)
+		return;
+	server_send(s, mcp_notification_new("notifications/message",
+	                                    json_pack("{s:s, s:s, s:s}", "level", level, "logger",
+	                                              "tollgate", "data", text)));
+}
+
+void
+mcp_call_log(struct mcp_call *c, const char *level, const char *text)
+{
+	if (!c->cancelled)
+		mcp_server_log(c->server, level, text);
+}
+
+static void
+handle_tools_call(struct mcp_server *s, const json_t *id, const json_t *params, bool stateless)
+{
+	const json_t *name = json_object_get(params, "name");
+	const json_t *args = json_object_get(params, "arguments");
+	const json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+	const struct mcp_tool *tool = NULL;
+	struct mcp_call *c;
+	json_t *a;
+
+	if (!json_is_string(name)) {
+		server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
+		                             "tools/call needs params.name (a string)", NULL));
+		return;
+	}
+	for (size_t i = 0; i < s->cfg.ntools; i++) {
+		if (strcmp(s->cfg.tools[i].name, json_string_value(name)) == 0)
+			tool = &s->cfg.tools[i];
+	}
+	if (tool == NULL) {
+		server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS, "Unknown tool",
+		                             json_pack("{s:O}", "name", (json_t *)name)));
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		server_send(s, mcp_error_new(id, MCP_ERR_INTERNAL, "out of memory", NULL));
+		return;
+	}
+	c->server = s;
+	c->id = json_deep_copy(id);
+	c->stateless = stateless;
+	if (json_is_string(token) || json_is_integer(token))
+		c->progress_token = json_deep_copy(token);
+	c->next = s->calls;
+	s->calls = c;
+	if (args != NULL && !json_is_object(args)) {
+		mcp_call_fail(c, "arguments must be an object");
+		return;
+	}
+	a = args != NULL ? json_deep_copy(args) : json_object();
+	tool->call(c, a, s->cfg.tool_arg);
+	json_decref(a);
+}
+
+static void
+handle_request(struct mcp_server *s, const json_t *msg)
+{
+	const json_t *id = json_object_get(msg, "id");
+	const json_t *params = json_object_get(msg, "params");
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	const char *version = mcp_request_meta_version(msg);
+	bool stateless = false;
+	json_t *r;
+
+	if (params != NULL && !json_is_object(params)) {
+		server_send(
+		    s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS, "params must be an object", NULL));
+		return;
+	}
+	if (version != NULL) {
+		if (!mcp_version_supported(version)) {
+			server_send(
+			    s, mcp_error_new(id, MCP_ERR_UNSUPPORTED_VERSION,
+			                     "Unsupported protocol version",
+			                     json_pack("{s:o, s:s}", "supported",
+			                               mcp_versions_json(), "requested", version)));
+			return;
+		}
+		stateless = strcmp(version, MCP_VERSION_STATELESS) == 0;
+	}
+	if (strcmp(method, "initialize") == 0) {
+		const json_t *pv = json_object_get(params, "protocolVersion");
+
+		if (!json_is_string(pv)) {
+			server_send(s,
+			            mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
+			                          "initialize needs params.protocolVersion", NULL));
+			return;
+		}
+		r = json_pack("{s:s, s:o, s:o}", "protocolVersion",
+		              mcp_version_negotiate(json_string_value(pv)), "capabilities",
+		              server_capabilities(), "serverInfo", server_info(s));
+		if (r != NULL && s->cfg.instructions != NULL)
+			json_object_set_new(r, "instructions", json_string(s->cfg.instructions));
+		reply(s, id, r, false);
+	} else if (strcmp(method, "server/discover") == 0) {
+		r = json_pack("{s:o, s:o, s:o}", "supportedVersions", mcp_versions_json(),
+		              "capabilities", server_capabilities(), "serverInfo", server_info(s));
+		if (r != NULL && s->cfg.instructions != NULL)
+			json_object_set_new(r, "instructions", json_string(s->cfg.instructions));
+		reply(s, id, r, true);
+	} else if (strcmp(method, "ping") == 0) {
+		reply(s, id, json_object(), stateless);
+	} else if (strcmp(method, "logging/setLevel") == 0) {
+		int lvl = log_level_index(json_string_value(json_object_get(params, "level")));
+
+		if (lvl < 0) {
+			server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
+			                             "level must be one of debug, info, notice, "
+			                             "warning, error, critical, alert, emergency",
+			                             NULL));
+			return;
+		}
+		s->log_level = lvl;
+		reply(s, id, json_object(), stateless);
+	} else if (strcmp(method, "tools/list") == 0) {
+		reply(s, id, tool_list(s), stateless);
+	} else if (strcmp(method, "tools/call") == 0) {
+		handle_tools_call(s, id, params, stateless);
+	} else if (strcmp(method, "resources/list") == 0 || strcmp(method, "prompts/list") == 0) {
+		/* Not declared as capabilities, but probing clients get an empty list
+		 * rather than an error. */
+		r = json_pack("{s:[]}", method[0] == 'r' ? "resources" : "prompts");
+		reply(s, id, r, stateless);
+	} else {
+		server_send(s, mcp_error_new(id, MCP_ERR_METHOD_NOT_FOUND, "Method not found",
+		                             json_pack("{s:s}", "method", method)));
+	}
+}
+
+static void
+handle_notification(struct mcp_server *s, const json_t *msg)
+{
+	const char *method = json_string_value(json_object_get(msg, "method"));
+	const json_t *params = json_object_get(msg, "params");
+	const json_t *rid;
+
+	if (strcmp(method, "notifications/cancelled") != 0)
+		return; /* initialized, roots/list_changed...: nothing to do */
+	rid = json_object_get(params, "requestId");
+	for (struct mcp_call *c = s->calls; rid != NULL && c != NULL; c = c->next) {
+		if (json_equal(c->id, rid))
+			c->cancelled = true;
+	}
+}
+
+static void
+server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
+{
+	struct mcp_server *s = arg;
+	enum mcp_kind kind;
+	json_t *msg;
+
+	(void)ch;
+	if (mcp_parse_line(line, len, &msg, &kind) != 0) {
+		server_send(s, mcp_error_new(NULL, MCP_ERR_PARSE, "Parse error", NULL));
+		return;
+	}
+	switch (kind) {
+	case MCP_KIND_REQUEST:
+		handle_request(s, msg);
+		break;
+	case MCP_KIND_NOTIFICATION:
+		handle_notification(s, msg);
+		break;
+	case MCP_KIND_RESPONSE:
+		break; /* we send no requests */
+	case MCP_KIND_INVALID: {
+		const json_t *id = json_is_object(msg) ? json_object_get(msg, "id") : NULL;
+
+		server_send(s, mcp_error_new(valid_id(id) ? id : NULL, MCP_ERR_INVALID_REQUEST,
+		                             json_is_array(msg) ? "Invalid Request: batches are "
+		                                                  "not supported"
+		                                                : "Invalid Request",
+		                             NULL));
+		break;
+	}
+	}
+	json_decref(msg);
+}
+
+static void
+server_on_eof(struct mcp_chan *ch, int err, void *arg)
+{
+	struct mcp_server *s = arg;
+
+	(void)ch;
+	if (err != 0)
+		log_warnx("mcp: reading stdin: %s", strerror(-err));
+	s->input_ended = true;
+	server_check_done(s);
+}
+
+static void
+server_on_oversize(struct mcp_chan *ch, void *arg)
+{
+	struct mcp_server *s = arg;
+
+	(void)ch;
+	server_send(s, mcp_error_new(NULL, MCP_ERR_INVALID_REQUEST,
+	                             "Invalid Request: message larger than 4 MiB", NULL));
+}
+
+int
+mcp_server_new(struct event_base *base, int in_fd, int out_fd, const struct mcp_server_config *cfg,
+               struct mcp_server **out)
+{
+	static const struct mcp_chan_ops ops = {server_on_line, server_on_eof, server_on_oversize};
+	struct mcp_server *s;
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->log_level = log_level_index("info");
+	rc = mcp_chan_new(base, in_fd, out_fd, MCP_LINE_MAX, &ops, s, &s->chan);
+	if (rc != 0) {
+		free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void
+mcp_server_free(struct mcp_server *s)
+{
+	struct mcp_call *c, *next;
+
+	if (s == NULL)
+		return;
+	for (c = s->calls; c != NULL; c = next) {
+		next = c->next;
+		call_free(c);
+	}
+	mcp_chan_flush_blocking(s->chan);
+	mcp_chan_free(s->chan);
+	free(s);
+}

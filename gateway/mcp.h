@@ -1,0 +1,232 @@
+/*
+ * MCP over stdio: JSON-RPC 2.0 messages, one per line, on the libevent loop.
+ * The line channel (mcp_chan), message classification and error replies,
+ * version negotiation for both the initialize era and the 2026-07-28
+ * stateless revision (per-request _meta), and a small server for `serve`.
+ */
+#ifndef TOLLGATE_GATEWAY_MCP_H
+#define TOLLGATE_GATEWAY_MCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+struct event_base;
+
+/* A message larger than this is refused whole (both directions). */
+#define MCP_LINE_MAX (4u * 1024 * 1024)
+
+/* JSON-RPC 2.0 error codes, and the MCP ones. */
+#define MCP_ERR_PARSE (-32700)
+#define MCP_ERR_INVALID_REQUEST (-32600)
+#define MCP_ERR_METHOD_NOT_FOUND (-32601)
+#define MCP_ERR_INVALID_PARAMS (-32602)
+#define MCP_ERR_INTERNAL (-32603)
+#define MCP_ERR_UNSUPPORTED_VERSION (-32022) /* 2026-07-28 */
+
+/* The newest revision of the initialize era, and the stateless one. */
+#define MCP_VERSION_LATEST_HANDSHAKE "2025-11-25"
+#define MCP_VERSION_STATELESS "2026-07-28"
+/* The _meta keys a 2026-07-28 request carries. */
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+
+/* NULL-terminated, oldest first: every revision this code speaks. */
+extern const char *const mcp_versions[];
+bool mcp_version_supported(const char *v);
+/*
+ * The initialize answer: the requested revision when it is one of the
+ * handshake revisions, else the newest handshake revision.
+ */
+const char *mcp_version_negotiate(const char *requested);
+/* The supported revisions as a JSON array (new reference). */
+json_t *mcp_versions_json(void);
+
+/* ---- messages ------------------------------------------------------------ */
+
+enum mcp_kind {
+	MCP_KIND_INVALID,      /* JSON, but not a JSON-RPC 2.0 message: -32600 */
+	MCP_KIND_REQUEST,      /* method and id */
+	MCP_KIND_NOTIFICATION, /* method, no id */
+	MCP_KIND_RESPONSE,     /* id and exactly one of result / error */
+};
+
+/*
+ * Parses one line (without its newline). On a JSON syntax error returns -1
+ * and *out is NULL; otherwise 0, *out the parsed value (caller decrefs) and
+ * *kind its classification.
+ */
+int mcp_parse_line(const char *line, size_t len, json_t **out, enum mcp_kind *kind);
+enum mcp_kind mcp_classify(const json_t *msg);
+
+/* {"jsonrpc":"2.0","id":id,"error":{code,message[,data]}}; id NULL: null. data stolen. */
+json_t *mcp_error_new(const json_t *id, int code, const char *message, json_t *data);
+/* {"jsonrpc":"2.0","id":id,"result":result}; result stolen. */
+json_t *mcp_result_new(const json_t *id, json_t *result);
+/* A tool result: {"content":[{"type":"text","text":text}],"isError":is_error}. */
+json_t *mcp_tool_text_result(const char *text, bool is_error);
+/* {"jsonrpc":"2.0","method":method,"params":params}; params stolen (may be NULL). */
+json_t *mcp_notification_new(const char *method, json_t *params);
+
+/*
+ * The protocol version a request names in params._meta (2026-07-28
+ * clients), or NULL when it names none (initialize-era clients).
+ */
+const char *mcp_request_meta_version(const json_t *msg);
+
+/*
+ * SHA-256 (hex, 65 bytes with NUL) of a JSON value in canonical form:
+ * compact, keys sorted, so that equal arguments hash equal whatever their
+ * key order. NULL hashes as "null".
+ */
+int mcp_hash_canonical(const json_t *v, char hex[65]);
+
+/* ---- the line channel ------------------------------------------------------ */
+
+struct mcp_chan;
+
+/* A complete line (no newline, NUL-terminated at line[len]). */
+typedef void (*mcp_line_fn)(struct mcp_chan *ch, char *line, size_t len, void *arg);
+/*
+ * The input ended: err 0 at EOF (after the last line was delivered),
+ * negative errno on a read error. The channel reads nothing more.
+ */
+typedef void (*mcp_eof_fn)(struct mcp_chan *ch, int err, void *arg);
+/* A line longer than the cap was dropped (the rest of it discarded). */
+typedef void (*mcp_oversize_fn)(struct mcp_chan *ch, void *arg);
+
+struct mcp_chan_ops {
+	mcp_line_fn on_line;
+	mcp_eof_fn on_eof;
+	mcp_oversize_fn on_oversize; /* may be NULL */
+};
+
+/*
+ * Reads lines from in_fd and writes lines to out_fd (either may be -1),
+ * both made non-blocking (their flags are restored by mcp_chan_free). The
+ * fds stay the caller's. max_line 0 means MCP_LINE_MAX. 0 or -errno.
+ */
+int mcp_chan_new(struct event_base *base, int in_fd, int out_fd, size_t max_line,
+                 const struct mcp_chan_ops *ops, void *arg, struct mcp_chan **out);
+/* Queues len bytes and a newline. A line with a newline inside is refused (-EINVAL). */
+int mcp_chan_write_line(struct mcp_chan *ch, const char *buf, size_t len);
+/* Dumps msg compactly (one line) and queues it. Does not steal msg. */
+int mcp_chan_send(struct mcp_chan *ch, const json_t *msg);
+/* Bytes queued and not yet written. */
+size_t mcp_chan_pending(const struct mcp_chan *ch);
+/* Stops or resumes reading (back-pressure). */
+void mcp_chan_pause(struct mcp_chan *ch, bool paused);
+/* Called once the output queue is empty (e.g. to exit after the last reply). */
+void mcp_chan_on_drained(struct mcp_chan *ch, void (*fn)(struct mcp_chan *, void *), void *arg);
+/*
+ * Closes the output once the queue is written (the peer sees EOF). The
+ * channel owns out_fd from then on: the caller must not close it.
+ */
+void mcp_chan_shutdown_output(struct mcp_chan *ch);
+/* Writes what can be written now without waiting (at exit). */
+void mcp_chan_flush_blocking(struct mcp_chan *ch);
+void mcp_chan_free(struct mcp_chan *ch);
+
+/* ---- the relay of `tollgate wrap` (gateway/mcp_wrap.c) ------------------------ */
+
+struct audit;
+struct mcp_wrap;
+
+struct mcp_wrap_config {
+	char *const *tools_allow; /* NULL-terminated; NULL or empty: every tool */
+	char *const *tools_deny;  /* NULL-terminated; may be NULL */
+	double rate;              /* tools/call per second; 0: no limit */
+	double burst;             /* calls allowed at once (default: max(1, rate)) */
+	struct audit *audit;      /* may be NULL */
+	const char *sandbox_id;
+	/* The server's output ended and everything was relayed to the client. */
+	void (*on_server_done)(void *arg);
+	void *arg;
+};
+
+/*
+ * Relays lines between the client (client_in, client_out: tollgate's stdin
+ * and stdout) and the wrapped server (server_in: the write end of its stdin,
+ * owned by the relay from now on; server_out: the read end of its stdout,
+ * the caller's). 0 or -errno.
+ */
+int mcp_wrap_new(struct event_base *base, int client_in, int client_out, int server_in,
+                 int server_out, const struct mcp_wrap_config *cfg, struct mcp_wrap **out);
+/* Audits the calls still unanswered (as unanswered), flushes, frees. Accepts NULL. */
+void mcp_wrap_free(struct mcp_wrap *w);
+/* Whether a tool name passes the allow and deny lists. */
+bool mcp_wrap_tool_visible(const struct mcp_wrap_config *cfg, const char *name);
+
+/* ---- a server (for `tollgate serve`) ----------------------------------------- */
+
+struct mcp_server;
+struct mcp_call;
+
+/*
+ * A tool. call is given the arguments (an object, never NULL) and answers
+ * through mcp_call_finish, now or later from the loop.
+ */
+struct mcp_tool {
+	const char *name;
+	const char *description;
+	const char *input_schema;  /* JSON text */
+	const char *output_schema; /* JSON text or NULL */
+	void (*call)(struct mcp_call *c, json_t *args, void *arg);
+};
+
+struct mcp_server_config {
+	const char *name;
+	const char *version;
+	const char *instructions; /* may be NULL */
+	const struct mcp_tool *tools;
+	size_t ntools;
+	void *tool_arg;
+	/* Called when stdin ended and every reply was written. */
+	void (*on_done)(void *arg);
+	void *done_arg;
+};
+
+int mcp_server_new(struct event_base *base, int in_fd, int out_fd,
+                   const struct mcp_server_config *cfg, struct mcp_server **out);
+void mcp_server_free(struct mcp_server *s);
+
+/* The result of a call: structured may be NULL; both stolen. Frees c. */
+void mcp_call_finish(struct mcp_call *c, json_t *result);
+/* A tool failure: an isError result with text. Frees c. */
+void mcp_call_fail(struct mcp_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Whether the client cancelled this call (notifications/cancelled). */
+bool mcp_call_cancelled(const struct mcp_call *c);
+/* A progress notification, when the client gave a progressToken. */
+void mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message);
+/* A notifications/message about a call, as mcp_server_log. */
+void mcp_call_log(struct mcp_call *c, const char *level, const char *text);
+/* A notifications/message at level, when the client's level lets it through. */
+void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
+
+/* ---- the tools of `tollgate serve` (gateway/mcp_tools.c) ---------------------- */
+
+struct gw_context;
+struct proxy;
+struct dns_server;
+struct exec_hub;
+struct mcp_job;
+
+/* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
+struct mcp_serve_ctx {
+	struct gw_context *gw;
+	struct proxy *proxy;
+	struct dns_server *dns;
+	struct exec_hub *hub; /* NULL: sandboxes get no network */
+	const char *audit_path;
+	const char *hide_path; /* TOLLGATE_HOME */
+	double default_timeout;
+	struct mcp_job *jobs; /* executions in flight */
+};
+
+extern const struct mcp_tool mcp_serve_tools[];
+extern const size_t mcp_serve_ntools;
+/* Kills and reaps every execution still running (at exit). */
+void mcp_serve_stop(struct mcp_serve_ctx *ctx);
+
+#endif

@@ -1,0 +1,112 @@
+// Drives an MCP stdio server (here: `tollgate wrap ... -- SERVER`) with the
+// official TypeScript SDK client and prints one JSON line per step, which
+// the shell tests assert on. Usage: node client.mjs SCENARIO -- CMD [ARG...]
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const argv = process.argv.slice(2);
+const scenario = argv[0];
+const sep = argv.indexOf("--");
+const [command, ...args] = argv.slice(sep + 1);
+const extra = argv.slice(1, sep); // scenario arguments
+
+function out(step, value) {
+  console.log(JSON.stringify({ step, ...value }));
+}
+
+// A call's outcome: a result (isError or not) or a JSON-RPC error.
+async function call(client, name, args) {
+  try {
+    const r = await client.callTool({ name, arguments: args });
+    const text = (r.content || []).map((c) => c.text || "").join("\n");
+    return { isError: r.isError === true, text, structured: r.structuredContent ?? null };
+  } catch (e) {
+    return { rpcError: e.code ?? null, message: String(e.message) };
+  }
+}
+
+const transport = new StdioClientTransport({
+  command,
+  args,
+  env: process.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "tollgate-test", version: "1.0.0" });
+await client.connect(transport);
+out("initialize", {
+  server: client.getServerVersion()?.name ?? null,
+});
+
+if (scenario === "everything") {
+  const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+  out("tools", { tools });
+  out("echo", await call(client, "echo", { message: "hello through the gate" }));
+  out("sum", await call(client, "get-sum", { a: 2, b: 3 }));
+  out("hidden", await call(client, extra[0] || "get-env", {}));
+  out("ping", { ok: JSON.stringify(await client.ping()) });
+} else if (scenario === "rate") {
+  out("first", await call(client, "echo", { message: "one" }));
+  out("second", await call(client, "echo", { message: "two" }));
+} else if (scenario === "fetch") {
+  const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+  out("tools", { tools });
+  for (const url of extra) out("fetch", { url, ...(await call(client, "fetch_url", { url })) });
+} else if (scenario === "serve") {
+  // extra: the origin's URL allowed, the one refused.
+  const [allowedUrl, refusedUrl, allowedPattern] = extra;
+  const tools = (await client.listTools()).tools;
+  out("tools", {
+    tools: tools.map((t) => t.name).sort(),
+    schemas: tools.every((t) => t.inputSchema && t.inputSchema.type === "object"),
+  });
+  out("runtimes", await call(client, "list_runtimes", {}));
+  out("python", await call(client, "execute_code", {
+    language: "python",
+    code: "import sys\nprint('out', 6 * 7)\nprint('oops', file=sys.stderr)\nsys.exit(3)",
+  }));
+  const curl = (url) => `curl -s -m 10 -o /dev/null -w '%{http_code}' ${url}; echo`;
+  out("allowed", await call(client, "execute_code", {
+    language: "sh", code: curl(allowedUrl), allowed_domains: [allowedPattern],
+  }));
+  out("refused", await call(client, "execute_code", {
+    language: "sh", code: curl(refusedUrl), allowed_domains: [allowedPattern],
+  }));
+  out("timeout", await call(client, "execute_code", { language: "sh", code: "sleep 30", timeout: 1 }));
+  out("badlang", await call(client, "execute_code", { language: "cobol", code: "x" }));
+  out("unknown", await call(client, "no_such_tool", {}));
+  let progress = 0;
+  const r = await client.callTool(
+    { name: "execute_code", arguments: { language: "sh", code: "sleep 3; echo done" } },
+    undefined,
+    { onprogress: () => progress++ },
+  );
+  out("progress", { progress, text: r.structuredContent?.stdout ?? null });
+  out("valid", await call(client, "validate_code", { language: "python", code: "print(1)\n" }));
+  out("invalid-python", await call(client, "validate_code", { language: "python", code: "x = 1\ndef f(:\n  pass\n" }));
+  out("invalid-node", await call(client, "validate_code", { language: "node", code: "let a = 1;\nlet b = ;\n" }));
+  out("invalid-sh", await call(client, "validate_code", { language: "sh", code: "echo hi\nif then\n" }));
+  out("audit", await call(client, "audit_query", { decision: "deny", host: "denied.test" }));
+  out("vault", await call(client, "vault_list", {}));
+} else if (scenario === "approve") {
+  // extra: a URL an ask rule holds. Approve the first request, deny the second.
+  const [url] = extra;
+  const curl = `curl -s -m 20 -o /dev/null -w '%{http_code}' ${url}; echo`;
+  for (const verdict of ["approve_egress", "deny_egress"]) {
+    const running = call(client, "execute_code", { language: "sh", code: curl, timeout: 30 });
+    let pending = [];
+    for (let i = 0; i < 200 && pending.length === 0; i++) {
+      const r = await call(client, "list_pending_approvals", {});
+      pending = r.structured?.pending ?? [];
+      if (pending.length === 0) await new Promise((res) => setTimeout(res, 100));
+    }
+    out(`pending-${verdict}`, { host: pending[0]?.host ?? null, port: pending[0]?.port ?? null });
+    const decided = pending.length ? await call(client, verdict, { id: pending[0].id }) : null;
+    const r = await running;
+    out(verdict, { decided: decided?.text ?? null, stdout: r.structured?.stdout?.trim() ?? null });
+  }
+  out("stale", await call(client, "approve_egress", { id: 999999 }));
+} else {
+  out("error", { message: `unknown scenario ${scenario}` });
+}
+await client.close();
+out("closed", {});

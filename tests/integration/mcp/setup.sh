@@ -1,0 +1,22 @@
+# Sourced by the MCP integration tests (after lib.sh): checks for node and
+# installs the pinned npm packages into tests/integration/mcp when missing.
+MCP_DIR=$TOLLGATE_SRC/tests/integration/mcp
+command -v node >/dev/null || skip "node (Debian package nodejs)"
+mcp_installed() {
+	[[ -d $MCP_DIR/node_modules/@modelcontextprotocol/sdk &&
+		-d $MCP_DIR/node_modules/@modelcontextprotocol/server-everything ]]
+}
+# Tests run in parallel: one installs while the others wait (a lock on the
+# manifest until the install is done), then they find the result.
+exec 9<"$MCP_DIR/package.json"
+flock -w 200 9 || skip "waited too long for another test's npm install"
+if ! mcp_installed; then
+	command -v npm >/dev/null || skip "npm (Debian package npm)"
+	if [[ -f $MCP_DIR/package-lock.json ]]; then install=ci; else install=install; fi
+	(cd "$MCP_DIR" && timeout 200 npm "$install" --no-audit --no-fund >"$TEST_TMP/npm.log" 2>&1) ||
+		skip "npm $install of @modelcontextprotocol/sdk and server-everything failed (registry unreachable?): $(tail -3 "$TEST_TMP/npm.log")"
+fi
+exec 9<&-
+# The sandbox binds its work directory at /work, which hides the source tree
+# when it lives under /work: the servers run from this folder bound there.
+EVERYTHING=(node /work/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio)

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# `tollgate serve` driven by the official TypeScript SDK client: tools/list,
+# list_runtimes, execute_code (output, exit status, allowed and refused
+# egress, timeout, progress), tool errors; and by raw lines: every protocol
+# revision's handshake, the 2026-07-28 stateless requests, errors, stdin EOF.
+source "$(dirname "$0")/lib.sh"
+
+[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
+[[ -e /proc/self/ns/user && -e /proc/self/ns/net ]] || skip "user and network namespaces"
+command -v curl >/dev/null || skip "curl"
+source "$(dirname "$0")/mcp/setup.sh"
+
+AUDIT=$TEST_TMP/audit.db
+step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
+py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
+reply() { grep "\"id\": \"$1\"" <<<"$raw" | head -1; }
+
+set +e
+err=$("$TOLLGATE" serve extra 2>&1); rc=$?
+set -e
+expect_eq "an argument to serve exits 125" "$rc" 125
+expect_eq "serve misuse: one line" "$(wc -l <<<"$err")" 1
+
+# ---- raw lines: versions, the stateless revision, errors, EOF --------------------------
+set +e
+raw=$(timeout 90 python3 "$MCP_DIR/versions.py" "$TOLLGATE" serve --audit "$AUDIT" --no-network 2>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "raw session ran" "$rc" 0
+for v in 2024-11-05 2025-03-26 2025-06-18 2025-11-25; do
+	expect_eq "initialize $v echoes it" "$(py "$(reply "init-$v")" 'd["version"]')" "$v"
+done
+expect_eq "initialize with an unknown revision gets the newest" "$(py "$(reply init-2031-01-01)" 'd["version"]')" "2025-11-25"
+expect_match "server/discover lists the revisions" "$(py "$(reply discover)" 'd["supported"]')" "2026-07-28"
+expect_eq "server/discover: resultType complete" "$(py "$(reply discover)" 'd["resultType"]')" "complete"
+expect_eq "a stateless tools/list: resultType complete" "$(py "$(reply list-stateless)" 'd["resultType"]')" "complete"
+expect_eq "an unsupported _meta revision: -32022" "$(py "$(reply list-future)" 'd["error"]')" "-32022"
+expect_eq "-32022 names the requested revision" "$(py "$(reply list-future)" 'd["requested"]')" "2031-01-01"
+expect_eq "ping answered" "$(py "$(reply ping)" 'd["error"]')" "None"
+expect_eq "logging/setLevel debug accepted" "$(py "$(reply level-ok)" 'd["error"]')" "None"
+expect_eq "a call after stdin closed still answers" "$(py "$(reply exec)" 'd["stdout"]')" "hi"
+expect_match "logging at debug: notifications/message about the execution" \
+	"$(grep '"method": "notifications/message"' <<<"$raw" | head -1)" '"level": "debug"'
+expect_eq "logging/setLevel with a bad level: -32602" "$(py "$(reply level-bad)" 'd["error"]')" "-32602"
+expect_eq "unknown method: -32601" "$(py "$(reply nope)" 'd["error"]')" "-32601"
+expect_match "a line that is not JSON: -32700" "$raw" '"id": null, .*"error": -32700'
+expect_match "stdin EOF: serve exits 0" "$raw" '\{"exit": 0\}'
+if grep -q '"not_json"' <<<"$raw"; then fail "something that is not JSON reached stdout"; else
+	checks=$((checks + 1)); pass "nothing but JSON-RPC on stdout"; fi
+
+# ---- the SDK client ----------------------------------------------------------------------
+mkdir -p "$TEST_TMP/www"
+echo "hello-origin" >"$TEST_TMP/www/index.html"
+port=$(free_port)
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$TEST_TMP/www" >/dev/null 2>&1 &
+origin_pid=$!
+defer "kill $origin_pid"
+wait_for 10 curl -sf "http://127.0.0.1:$port/" || fail "the origin did not start"
+printf 's3cret-value-42' | "$TOLLGATE" vault add API_TOKEN >/dev/null 2>&1 || fail "tollgate vault add failed"
+set +e
+out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$port/" \
+	"http://denied.test:$port/" "origin.test:$port" -- "$TOLLGATE" serve --audit "$AUDIT" \
+	--resolve origin.test:127.0.0.1 --resolve denied.test:127.0.0.1 --allow-cidr 127.0.0.0/8 \
+	2>>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "the SDK client session ends cleanly" "$rc" 0
+expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"'
+expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "approve_egress,audit_query,deny_egress,execute_code,list_pending_approvals,list_runtimes,validate_code,vault_list"
+expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
+expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"
+expect_eq "python: stdout" "$(py "$(step python)" 'd["structured"]["stdout"]')" "out 42"
+expect_eq "python: stderr" "$(py "$(step python)" 'd["structured"]["stderr"]')" "oops"
+expect_eq "python: exit status" "$(py "$(step python)" 'd["structured"]["exit_status"]')" "3"
+expect_eq "allowed domain: the fetch succeeds" "$(py "$(step allowed)" 'd["structured"]["stdout"].strip()')" "200"
+expect_eq "allowed domain: nothing refused" "$(py "$(step allowed)" 'len(d["structured"]["refused_egress"])')" "0"
+expect_eq "other domain: the gate answers 403" "$(py "$(step refused)" 'd["structured"]["stdout"].strip()')" "403"
+expect_eq "other domain: reported as refused egress" "$(py "$(step refused)" 'd["structured"]["refused_egress"][0]["host"]')" "denied.test"
+expect_eq "timeout: timed_out" "$(py "$(step timeout)" 'd["structured"]["timed_out"]')" "True"
+expect_eq "timeout: exit status 124" "$(py "$(step timeout)" 'd["structured"]["exit_status"]')" "124"
+expect_eq "bad language: isError result" "$(py "$(step badlang)" 'd["isError"]')" "True"
+expect_eq "unknown tool: -32602" "$(py "$(step unknown)" 'd["rpcError"]')" "-32602"
+expect_eq "a long call finishes" "$(py "$(step progress)" 'd["text"].strip()')" "done"
+expect_match "a long call sends progress notifications" "$(py "$(step progress)" 'd["progress"]')" '^[1-9]'
+expect_eq "validate_code: valid python" "$(py "$(step valid)" 'd["structured"]["valid"]')" "True"
+for lang in python node sh; do
+	expect_eq "validate_code: a $lang syntax error on line 2" \
+		"$(py "$(step "invalid-$lang")" '(d["structured"]["valid"], d["structured"]["line"])')" "(False, 2)"
+done
+expect_match "validate_code: node's message" "$(py "$(step invalid-node)" 'd["structured"]["message"]')" "SyntaxError"
+expect_match "audit_query finds the refusal" "$(py "$(step audit)" '[r["host"] for r in d["structured"]["rows"]]')" "denied.test"
+expect_match "vault_list shows the name" "$(py "$(step vault)" 'd["structured"]["names"]')" "API_TOKEN"
+if grep -q 's3cret-value-42' <<<"$out"; then fail "a secret value reached the client"; else
+	checks=$((checks + 1)); pass "vault_list shows no value"; fi
+expect_match "the refusal is in the audit log" \
+	"$(sqlite3 "$AUDIT" "select decision from events where host='denied.test' and decision='deny' limit 1")" '^deny$'
+
+# ---- approvals through MCP tools: an ask rule holds the connection ---------------------
+set +e
+out=$(cd "$MCP_DIR" && timeout 180 node client.mjs approve "http://origin.test:$port/" -- \
+	"$TOLLGATE" serve --audit "$AUDIT" --ask "origin.test:$port" --ask-timeout 60s \
+	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.0/8 2>>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "approval session ends cleanly" "$rc" 0
+expect_eq "list_pending_approvals shows the held host" "$(py "$(step pending-approve_egress)" 'd["host"]')" "origin.test"
+expect_match "approve_egress says so" "$(py "$(step approve_egress)" 'd["decided"]')" '^approved'
+expect_eq "approved: the request goes through" "$(py "$(step approve_egress)" 'd["stdout"]')" "200"
+expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" '^denied'
+expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
+expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
+
+if grep -q 'Sanitizer' "$TEST_TMP/err"; then fail "a sanitizer reported an error (see below)"; fi
+if ((failures > 0)); then echo "--- stderr:" >&2; tail -30 "$TEST_TMP/err" >&2; fi
+finish
