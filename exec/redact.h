@@ -82,7 +82,7 @@ struct redact_relay;
 /*
  * Before the sandbox starts: fds 1 and 2 become pipes (the sandbox inherits
  * them), the originals are kept aside. set must be compiled and outlive the
- * relay. 0 or negative errno with err set; nothing swapped on failure.
+ * relay; NULL relays without redaction (only the output bound applies). 0 or negative errno with err set; nothing swapped on failure.
  */
 int redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *err,
                          size_t errlen);
@@ -96,6 +96,14 @@ int redact_relay_attach(struct redact_relay *rl, struct event_base *base, char *
  * by timeout_ms) and writes what was held back. Idempotent.
  */
 void redact_relay_finish(struct redact_relay *rl, int timeout_ms);
+/*
+ * Bounds each stream to max bytes (0: unbounded, the default): past it one
+ * "\n[tollgate: output truncated after MAX bytes]\n" is written on that
+ * stream and the rest is read and dropped, so the sandbox never blocks.
+ */
+void redact_relay_set_max_output(struct redact_relay *rl, uint64_t max);
+/* Bytes dropped past the bound on fd 1 or 2. */
+uint64_t redact_relay_dropped(const struct redact_relay *rl, int fd);
 /* Markers written on both streams. */
 uint64_t redact_relay_redactions(const struct redact_relay *rl);
 /* Restores fds 1 and 2 if still swapped, finishes, closes. Accepts NULL. */

@@ -1,7 +1,9 @@
 /*
  * The relay between a sandbox's stdout/stderr and tollgate's own: the
  * sandbox writes into pipes, the event loop reads them through a redaction
- * stream each and writes the result to the fds tollgate was given.
+ * stream each and writes the result to the fds tollgate was given. Each
+ * stream is also bounded: past the bound a marker is written once and the
+ * rest is read and counted, never written (docs/runtimes.md).
  */
 #include "exec/redact.h"
 
@@ -26,22 +28,23 @@ struct relay_side {
 	int rfd, wfd; /* the pipe */
 	struct redact_stream *stream;
 	struct event *ev;
-	bool eof, failed, finished;
+	uint64_t written, dropped; /* after redaction */
+	bool eof, failed, finished, truncated;
 };
 
 struct redact_relay {
 	struct relay_side side[2];
+	uint64_t max_output; /* per stream; 0: unbounded */
 	bool swapped;
 };
 
 static int
-write_target(void *arg, const uint8_t *p, size_t n)
+write_all(int fd, const uint8_t *p, size_t n)
 {
-	struct relay_side *side = arg;
 	ssize_t w;
 
 	while (n > 0) {
-		w = write(side->target, p, n);
+		w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
@@ -50,6 +53,35 @@ write_target(void *arg, const uint8_t *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* Writes what fits under the bound; the first byte past it brings the marker. */
+static int
+write_target(void *arg, const uint8_t *p, size_t n)
+{
+	struct relay_side *side = arg;
+	uint64_t max = side->rl->max_output;
+	size_t room = n;
+	char marker[96];
+	int len, rc;
+
+	if (side->truncated) {
+		side->dropped += n;
+		return 0;
+	}
+	if (max > 0 && side->written + n > max)
+		room = (size_t)(max - side->written);
+	rc = write_all(side->target, p, room);
+	if (rc != 0)
+		return rc;
+	side->written += room;
+	if (room == n)
+		return 0;
+	side->truncated = true;
+	side->dropped += n - room;
+	len = snprintf(marker, sizeof(marker), "\n[tollgate: output truncated after %llu bytes]\n",
+	               (unsigned long long)max);
+	return write_all(side->target, (const uint8_t *)marker, (size_t)len);
 }
 
 static int
@@ -118,7 +150,9 @@ redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *
 			snprintf(err, errlen, "fd %d: %s", s->fd, strerror(errno));
 			break;
 		}
-		rc = redact_stream_new(set, write_target, s, &s->stream);
+		/* No secrets: only the bound applies, bytes go straight to write_target. */
+		if (set != NULL)
+			rc = redact_stream_new(set, write_target, s, &s->stream);
 		if (rc != 0)
 			snprintf(err, errlen, "redaction: %s", strerror(-rc));
 	}
@@ -172,7 +206,9 @@ side_read_once(struct relay_side *s)
 	}
 	/* A reader that went away costs the rest of the output, not the sandbox:
 	 * the pipe is still drained so that the sandbox never blocks on it. */
-	if (!s->failed && redact_stream_feed(s->stream, buf, (size_t)n) != 0)
+	if (!s->failed && s->stream != NULL && redact_stream_feed(s->stream, buf, (size_t)n) != 0)
+		s->failed = true;
+	else if (!s->failed && s->stream == NULL && write_target(s, buf, (size_t)n) != 0)
 		s->failed = true;
 	explicit_bzero(buf, (size_t)n); /* it may hold a value */
 	return true;
@@ -233,6 +269,20 @@ redact_relay_finish(struct redact_relay *rl, int timeout_ms)
 		}
 		side_finish(s);
 	}
+}
+
+void
+redact_relay_set_max_output(struct redact_relay *rl, uint64_t max)
+{
+	rl->max_output = max;
+}
+
+uint64_t
+redact_relay_dropped(const struct redact_relay *rl, int fd)
+{
+	if (fd < 1 || fd > 2)
+		return 0;
+	return rl->side[fd - 1].dropped;
 }
 
 uint64_t

@@ -22,11 +22,13 @@
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "exec/redact.h"
+#include "exec/runtime.h"
 #include "exec/vault.h"
 #include "gateway/cli.h"
 #include "gateway/control.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
+#include "gateway/prompt.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -36,6 +38,7 @@ extern const struct gw_command gw_command_run;
 
 #define RUN_ENV_MAX 256
 #define RUN_PINS_MAX 64
+#define RUN_MAX_OUTPUT_DEFAULT (1024 * 1024)
 #define CMD "run"
 
 enum {
@@ -64,6 +67,10 @@ enum {
 	OPT_SECRET,
 	OPT_OUT,
 	OPT_CONTROL,
+	OPT_LANG,
+	OPT_CODE,
+	OPT_FILE,
+	OPT_MAX_OUTPUT,
 };
 
 static const struct option run_options[] = {
@@ -92,6 +99,10 @@ static const struct option run_options[] = {
     {"secret", required_argument, NULL, OPT_SECRET},
     {"out", required_argument, NULL, OPT_OUT},
     {"control", required_argument, NULL, OPT_CONTROL},
+    {"lang", required_argument, NULL, OPT_LANG},
+    {"code", required_argument, NULL, OPT_CODE},
+    {"file", required_argument, NULL, OPT_FILE},
+    {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -115,6 +126,13 @@ struct run_flags {
 	bool transparent;
 	bool no_network;
 	char **argv;
+	/* --lang with --code or --file (exec/runtime.h, docs/runtimes.md) */
+	const char *lang, *code, *code_file;
+	char *code_buf; /* --file's contents */
+	char interp[PATH_MAX];
+	const char *lang_argv[5];
+	long max_output; /* per stream; 0: unbounded */
+	bool max_output_set;
 };
 
 /* The loop's state. */
@@ -130,6 +148,7 @@ struct run_state {
 	struct event *ev_child, *ev_timeout, *ev_cpu;
 	struct event *ev_sig[4];
 	bool timed_out, cpu_exceeded, finished;
+	uint64_t dropped[2]; /* stdout's and stderr's bytes past --max-output */
 	int terms; /* SIGTERMs received: the second one kills */
 	struct timespec started;
 };
@@ -245,6 +264,42 @@ prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set
 	return 0;
 }
 
+/*
+ * --lang L with --code TEXT or --file F: the interpreter found on PATH runs
+ * the code given as one argv string (exec_runtime_run_argv), never a shell
+ * string built from it.
+ */
+static int
+lang_argv(struct run_flags *f, int rest)
+{
+	enum exec_lang lang;
+	char err[256];
+	int rc;
+
+	if (f->lang == NULL)
+		return gw_fail(CMD, "--code and --file need --lang python|node|sh");
+	if (exec_runtime_lang_parse(f->lang, &lang) != 0)
+		return gw_fail(CMD, "--lang: '%s' is not python, node or sh", f->lang);
+	if ((f->code == NULL) == (f->code_file == NULL))
+		return gw_fail(CMD, "--lang needs exactly one of --code TEXT and --file F");
+	if (rest > 0)
+		return gw_fail(CMD, "--lang runs the code given; no command after it");
+	if (f->code_file != NULL) {
+		rc = exec_runtime_read_code(f->code_file, &f->code_buf, err, sizeof(err));
+		if (rc != 0)
+			return gw_fail(CMD, "--file %s: %s", f->code_file, err);
+		f->code = f->code_buf;
+	}
+	if (strlen(f->code) > EXEC_RUNTIME_CODE_MAX)
+		return gw_fail(CMD, "--code: longer than %d bytes", EXEC_RUNTIME_CODE_MAX);
+	if (exec_runtime_find(lang, f->interp, sizeof(f->interp)) != 0)
+		return gw_fail(CMD, "--lang %s: no interpreter for it on PATH (see 'tollgate runtimes')",
+		               f->lang);
+	exec_runtime_run_argv(lang, f->interp, f->code, f->lang_argv);
+	f->argv = (char **)f->lang_argv;
+	return 0;
+}
+
 /* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
 static int
 parse_flags(int argc, char **argv, struct run_flags *f)
@@ -356,12 +411,27 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_CONTROL:
 			f->control_path = optarg;
 			break;
+		case OPT_LANG:
+			f->lang = optarg;
+			break;
+		case OPT_CODE:
+			f->code = optarg;
+			break;
+		case OPT_FILE:
+			f->code_file = optarg;
+			break;
+		case OPT_MAX_OUTPUT:
+			rc = parse_long_flag("--max-output", optarg, 0, LONG_MAX, &f->max_output);
+			f->max_output_set = true;
+			break;
 		default:
 			return gw_fail(CMD, "unexpected flag");
 		}
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
+	if (f->lang != NULL || f->code != NULL || f->code_file != NULL)
+		return lang_argv(f, argc - optind);
 	if (optind >= argc)
 		return gw_fail(CMD,
 		               "no command given (usage: tollgate run [FLAGS] -- CMD [ARG...])");
@@ -491,6 +561,9 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		gw_fail(CMD, "--json-status: cannot build the summary");
 		return;
 	}
+	json_object_set_new(o, "output_dropped_bytes",
+	                    json_pack("{s:I, s:I}", "stdout", (json_int_t)st->dropped[0], "stderr",
+	                              (json_int_t)st->dropped[1]));
 	if (res->setup_failed || res->exec_failed) {
 		json_object_set_new(o, "failed_step", json_string(res->failed_step));
 		json_object_set_new(o, "failed_error", json_string(strerror(res->failed_errno)));
@@ -638,6 +711,7 @@ run_run(int argc, char **argv)
 	struct exec_artifact_out *art = NULL;
 	struct redact *redact_set = NULL;
 	struct redact_relay *relay = NULL;
+	struct gw_prompt *prompt = NULL;
 	char err[512], home[PATH_MAX], detail[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
 	double wall;
@@ -665,6 +739,9 @@ run_run(int argc, char **argv)
 	exec_cleanup_stale();
 	if (setup_gateway(&st, &f) != 0)
 		goto out;
+	/* With a controlling terminal, approvals are also asked there (gateway/prompt.h). */
+	if (st.gw.approvals != NULL)
+		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
 
 	spec.argv = f.argv;
 	spec.workdir = f.workdir;
@@ -686,12 +763,26 @@ run_run(int argc, char **argv)
 	}
 	if (f.secrets != NULL && prepare_secrets(&f, &spec, &redact_set, &relay) != 0)
 		goto out;
+	/*
+	 * The output bound needs the bytes to pass through tollgate: relayed
+	 * when asked for, or when the output goes to a program rather than a
+	 * terminal (docs/runtimes.md); a terminal is otherwise passed through.
+	 */
+	if (relay == NULL &&
+	    (f.max_output_set || !isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO)) &&
+	    redact_relay_prepare(NULL, &relay, err, sizeof(err)) != 0) {
+		gw_fail(CMD, "output relay: %s", err);
+		goto out;
+	}
+	if (relay != NULL)
+		redact_relay_set_max_output(relay, f.max_output_set ? (uint64_t)f.max_output
+		                                                    : RUN_MAX_OUTPUT_DEFAULT);
 	clock_gettime(CLOCK_MONOTONIC, &st.started);
 	rc = exec_sandbox_start(&spec, attach_network, &st, &st.sandbox, err, sizeof(err));
 	/* fds 1 and 2 are tollgate's own again before anything is reported. */
 	if (relay != NULL && redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, detail,
 	                                         sizeof(detail)) != 0 && rc == 0) {
-		gw_fail(CMD, "--secret: %s", detail);
+		gw_fail(CMD, "output relay: %s", detail);
 		goto out;
 	}
 	vault_inject_audit(f.secrets, st.gw.audit, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
@@ -715,6 +806,8 @@ run_run(int argc, char **argv)
 	}
 	if (relay != NULL)
 		redact_relay_finish(relay, 1000);
+	for (int i = 0; relay != NULL && i < 2; i++)
+		st.dropped[i] = redact_relay_dropped(relay, i + 1);
 	wall = elapsed_since(&st.started);
 	exit_code = res.exit_status;
 	if (st.timed_out && !res.setup_failed)
@@ -751,6 +844,7 @@ out:
 		event_free(st.ev_timeout);
 	if (st.ev_cpu != NULL)
 		event_free(st.ev_cpu);
+	gw_prompt_free(prompt);
 	exec_sandbox_free(st.sandbox);
 	exec_artifact_out_free(art);
 	exec_gate_close(st.gate);
@@ -769,6 +863,7 @@ out:
 	redact_relay_free(relay);
 	redact_free(redact_set);
 	vault_inject_free(f.secrets);
+	free(f.code_buf);
 	for (size_t i = 0; i < f.nenv; i++) {
 		explicit_bzero(f.env[i], strlen(f.env[i])); /* --secret values among them */
 		free(f.env[i]);
@@ -782,6 +877,7 @@ const struct gw_command gw_command_run = {
     .name = "run",
     .summary = "run a command in a sandbox behind the gateway",
     .usage = "usage: tollgate run [FLAGS] -- CMD [ARG...]\n"
+             "       tollgate run [FLAGS] --lang python|node|sh (--code TEXT | --file F)\n"
              "\n"
              "Runs CMD in a fresh sandbox (new user, mount, PID, network, IPC, UTS and\n"
              "cgroup namespaces; read-only system; Landlock; seccomp) whose only way\n"
@@ -799,6 +895,10 @@ const struct gw_command gw_command_run = {
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "  --json-status FILE       write a JSON summary of the run to FILE\n"
+             "  --lang L                 python, node or sh: run --code TEXT or --file F\n"
+             "                           with the interpreter found on PATH\n"
+             "  --max-output BYTES       per stream, then a marker and the rest dropped\n"
+             "                           (default 1 MiB when not a terminal; 0: no bound)\n"
              "  --no-network             no gate: the sandbox has only loopback\n"
              "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
              "                           its files are signed into DIR/manifest.json after\n"

@@ -15,6 +15,8 @@ extern const struct gw_command gw_command_deny;
 extern const struct gw_command gw_command_vault;
 extern const struct gw_command gw_command_key;
 extern const struct gw_command gw_command_verify;
+extern const struct gw_command gw_command_runtimes;
+extern const struct gw_command gw_command_validate;
 
 const struct gw_command *const gw_commands[] = {
 	&gw_command_run,
@@ -29,5 +31,7 @@ const struct gw_command *const gw_commands[] = {
 	&gw_command_vault,
 	&gw_command_key,
 	&gw_command_verify,
+	&gw_command_runtimes,
+	&gw_command_validate,
 	NULL,
 };

@@ -734,6 +734,49 @@ always_cb(const char *client, const char *pattern, bool allow, void *arg)
 
 /* ---- the server: start and stop ------------------------------------------ */
 
+static long pid_of_name(const char *name);
+
+/*
+ * A gateway killed with -9 leaves its <pid>.sock behind. The finder skips
+ * such sockets; a starting gateway removes them so the directory does not
+ * fill up. Only sockets named for a dead pid that nothing accepts on go: a
+ * live pid may be a gateway between bind and listen.
+ */
+static void
+sweep_stale_sockets(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+	long pid;
+	int n, fd;
+
+	d = opendir(dir); /* glibc opens it O_CLOEXEC */
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid = pid_of_name(de->d_name);
+		if (pid < 0 || pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			continue;
+		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		fd = connect_path(path);
+		if (fd >= 0) {
+			close(fd); /* alive under a pid we cannot see (another pid namespace) */
+			continue;
+		}
+		if (unlink(path) == 0)
+			log_debug("%s: removed %s, left by a gateway that is gone", __func__, path);
+	}
+	closedir(d);
+}
+
 /* Removes a socket at path that no live process listens on; refuses anything else. */
 static int
 clear_stale(const char *path, char *err, size_t errlen)
@@ -868,6 +911,12 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 	rc = control_listen(c, is_default, err, errlen);
 	if (rc != 0)
 		goto fail;
+	if (is_default) {
+		char dir[PATH_MAX];
+
+		if (gw_control_dir(dir, sizeof(dir)) == 0)
+			sweep_stale_sockets(dir);
+	}
 	c->ev_accept = event_new(ctx->base, c->fd, EV_READ | EV_PERSIST, accept_cb, c);
 	c->ev_resume = evtimer_new(ctx->base, resume_cb, c);
 	c->ev_reap = event_new(ctx->base, -1, 0, reap_cb, c);

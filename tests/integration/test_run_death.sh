@@ -7,6 +7,15 @@ source "$(dirname "$0")/lib.sh"
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
 [[ -e /proc/self/ns/pid ]] || skip "PID namespaces"
 
+# A private TMPDIR: any tollgate that starts removes the temporary directories
+# of dead runs, so with other tests' runs in parallel the killed run's directory
+# could vanish before this test looks for it.
+# (Not under TEST_TMP: the sandbox's unprivileged user must be able to reach it.)
+TMPDIR=$(mktemp -d /tmp/tollgate-death-tmp.XXXXXX)
+chmod 0755 "$TMPDIR"
+export TMPDIR
+defer "rm -rf '$TMPDIR'"
+
 # Every marker is a sleep with a number no other process uses.
 alive() { pgrep -f "^sleep $1\$" >/dev/null; }
 gone() { ! alive "$1"; }

@@ -1,0 +1,103 @@
+/*
+ * `tollgate runtimes [--json]`: the interpreters `run --lang` and `validate`
+ * would use, found on PATH, with the first line of their --version.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "exec/runtime.h"
+#include "gateway/cli.h"
+
+extern const struct gw_command gw_command_runtimes;
+
+#define CMD "runtimes"
+/* A --version that takes longer than this is reported as unknown. */
+#define RUNTIMES_VERSION_TIMEOUT_MS 5000
+
+enum { OPT_JSON = 0x100 };
+
+static int
+run_runtimes(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {NULL, 0, NULL, 0},
+	};
+	char path[PATH_MAX], version[256];
+	json_t *arr = NULL;
+	bool json = false;
+	int c, rc = GW_EXIT_OK, found = 0;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &gw_command_runtimes);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_EXIT_OK;
+		if (c == GW_OPT_ERROR)
+			return GW_EXIT_FAILURE;
+		if (c == OPT_JSON)
+			json = true;
+	}
+	if (optind < argc)
+		return gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
+	if (json) {
+		arr = json_array();
+		if (arr == NULL)
+			return gw_fail(CMD, "out of memory");
+	} else {
+		printf("%-8s %-32s %s\n", "LANG", "PROGRAM", "VERSION");
+	}
+	for (int i = 0; i < EXEC_LANG_COUNT; i++) {
+		enum exec_lang lang = (enum exec_lang)i;
+
+		if (exec_runtime_find(lang, path, sizeof(path)) != 0)
+			continue;
+		found++;
+		if (exec_runtime_version(path, RUNTIMES_VERSION_TIMEOUT_MS, version,
+		                         sizeof(version)) != 0)
+			snprintf(version, sizeof(version), "unknown");
+		if (arr == NULL) {
+			printf("%-8s %-32s %s\n", exec_runtime_lang_name(lang), path, version);
+			continue;
+		}
+		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "lang",
+		                                         exec_runtime_lang_name(lang), "path", path,
+		                                         "version", version)) != 0) {
+			rc = gw_fail(CMD, "out of memory");
+			goto out;
+		}
+	}
+	if (arr != NULL) {
+		if (json_dumpf(arr, stdout, JSON_COMPACT) != 0) {
+			rc = gw_fail(CMD, "cannot write the list");
+			goto out;
+		}
+		putchar('\n');
+	} else if (found == 0) {
+		fprintf(stderr, "tollgate: %s: none of python3, node, bash or sh is on PATH\n",
+		        CMD);
+	}
+out:
+	json_decref(arr);
+	return rc;
+}
+
+const struct gw_command gw_command_runtimes = {
+    .name = "runtimes",
+    .summary = "list the language runtimes found on PATH",
+    .usage = "usage: tollgate runtimes [--json]\n"
+             "\n"
+             "Lists the interpreters that 'run --lang' and 'validate' use: python3\n"
+             "(python), node (node) and bash, else sh (sh), each as found on PATH with\n"
+             "the first line of its --version ('unknown' when that fails or takes over\n"
+             "5 s). Languages with nothing on PATH are left out.\n"
+             "\n"
+             "  --json    one JSON array of {\"lang\", \"path\", \"version\"}\n",
+    .run = run_runtimes,
+};
