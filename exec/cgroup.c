@@ -1,8 +1,9 @@
 /*
  * A sandbox's cgroup: memory, pids and CPU accounting. cgroup v2 where its
  * controllers are enabled for our subtree, v1 hierarchies otherwise (per
- * controller, so hybrid systems work). A v2 directory is made even without
- * controllers: cgroup.kill and cpu.stat need none.
+ * controller, so hybrid systems work). A v2 directory without controllers is
+ * made only when v1 lacks pids or cpuacct (it then gives cgroup.kill and
+ * cpu.stat): moving a pid into any hierarchy costs an RCU grace period (below).
  */
 #include "exec/exec.h"
 
@@ -30,10 +31,14 @@ struct exec_cgroup {
 	char v1_pids[PATH_MAX];
 	char v1_cpuacct[PATH_MAX];
 	bool v2_memory, v2_pids;
+	/* v1 "tasks" files the child writes "0" to (join_self), or -1. */
+	int join_fd[3];
 };
 
 /* Where each hierarchy is mounted and where this process sits in it. */
 struct cg_layout {
+	/* Mount points, from one read of /proc/self/mountinfo ("" if none). */
+	char v2_mnt[PATH_MAX], mem_mnt[PATH_MAX], pids_mnt[PATH_MAX], cpuacct_mnt[PATH_MAX];
 	char v2_parent[PATH_MAX];
 	char v2_shared[PATH_MAX]; /* MOUNT/tollgate, when it exists */
 	char mem_parent[PATH_MAX];
@@ -152,18 +157,29 @@ own_path(const char *cgroup_file, const char *controller, char *out, size_t len)
 	return false;
 }
 
-/* Mount point of the v1 hierarchy holding controller, or of v2 (""). */
-static bool
-mount_point(const char *controller, char *out, size_t len)
+/*
+ * Mount points of v2 and of the v1 hierarchies we use, in one pass over
+ * mountinfo (it used to be read once per controller: five reads a run).
+ */
+static void
+mount_points(struct cg_layout *lay)
 {
 	char line[4096], mnt[PATH_MAX], fstype[64], opts[1024];
-	bool found = false;
+	struct {
+		const char *controller;
+		char *out;
+	} want[] = {
+	    {"", lay->v2_mnt},
+	    {"memory", lay->mem_mnt},
+	    {"pids", lay->pids_mnt},
+	    {"cpuacct", lay->cpuacct_mnt},
+	};
 	FILE *f;
 
 	f = fopen("/proc/self/mountinfo", "re");
 	if (f == NULL)
-		return false;
-	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
 		const char *dash = strstr(line, " - ");
 
 		if (dash == NULL)
@@ -172,26 +188,31 @@ mount_point(const char *controller, char *out, size_t len)
 			continue;
 		if (sscanf(dash + 3, "%63s %*s %1023s", fstype, opts) != 2)
 			continue;
-		if (controller[0] == '\0' && strcmp(fstype, "cgroup2") == 0)
-			found = true;
-		else if (controller[0] != '\0' && strcmp(fstype, "cgroup") == 0 &&
-		         has_word(opts, controller, ','))
-			found = true;
-		if (found)
-			snprintf(out, len, "%s", mnt);
+		/* The first mount of each wins, as the earlier per-controller scan did. */
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			bool match;
+
+			if (want[i].out[0] != '\0')
+				continue;
+			if (want[i].controller[0] == '\0')
+				match = strcmp(fstype, "cgroup2") == 0;
+			else
+				match = strcmp(fstype, "cgroup") == 0 &&
+				        has_word(opts, want[i].controller, ',');
+			if (match)
+				snprintf(want[i].out, PATH_MAX, "%s", mnt);
+		}
 	}
 	fclose(f);
-	return found;
 }
 
 static void
-layout_one(const char *cgfile, const char *controller, char *out, size_t len)
+layout_one(const char *cgfile, const char *mnt, const char *controller, char *out, size_t len)
 {
-	char mnt[PATH_MAX], own[PATH_MAX];
+	char own[PATH_MAX];
 
 	out[0] = '\0';
-	if (!mount_point(controller, mnt, sizeof(mnt)) ||
-	    !own_path(cgfile, controller, own, sizeof(own)))
+	if (mnt[0] == '\0' || !own_path(cgfile, controller, own, sizeof(own)))
 		return;
 	if (strcmp(own, "/") == 0)
 		own[0] = '\0';
@@ -204,20 +225,22 @@ layout_one(const char *cgfile, const char *controller, char *out, size_t len)
 static void
 layout_get(struct cg_layout *lay)
 {
-	char cgfile[8192], mnt[PATH_MAX];
+	char cgfile[8192];
 
 	memset(lay, 0, sizeof(*lay));
 	if (read_small("/proc/self/cgroup", cgfile, sizeof(cgfile)) != 0)
 		return;
-	layout_one(cgfile, "", lay->v2_parent, sizeof(lay->v2_parent));
-	if (lay->v2_parent[0] != '\0' && mount_point("", mnt, sizeof(mnt)) &&
-	    snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, mnt) <
+	mount_points(lay);
+	layout_one(cgfile, lay->v2_mnt, "", lay->v2_parent, sizeof(lay->v2_parent));
+	if (lay->v2_parent[0] != '\0' &&
+	    snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, lay->v2_mnt) <
 	        (int)sizeof(lay->v2_shared) &&
 	    access(lay->v2_shared, W_OK) != 0)
 		lay->v2_shared[0] = '\0';
-	layout_one(cgfile, "memory", lay->mem_parent, sizeof(lay->mem_parent));
-	layout_one(cgfile, "pids", lay->pids_parent, sizeof(lay->pids_parent));
-	layout_one(cgfile, "cpuacct", lay->cpuacct_parent, sizeof(lay->cpuacct_parent));
+	layout_one(cgfile, lay->mem_mnt, "memory", lay->mem_parent, sizeof(lay->mem_parent));
+	layout_one(cgfile, lay->pids_mnt, "pids", lay->pids_parent, sizeof(lay->pids_parent));
+	layout_one(cgfile, lay->cpuacct_mnt, "cpuacct", lay->cpuacct_parent,
+	           sizeof(lay->cpuacct_parent));
 }
 
 int
@@ -275,9 +298,10 @@ v2_enable(const char *parent, const char *controller)
 static bool
 v2_shared_parent(struct cg_layout *lay)
 {
-	char mnt[PATH_MAX], buf[512], path[PATH_MAX];
+	const char *mnt = lay->v2_mnt;
+	char buf[512], path[PATH_MAX];
 
-	if (!mount_point("", mnt, sizeof(mnt)))
+	if (mnt[0] == '\0')
 		return false;
 	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", mnt) >= (int)sizeof(path) ||
 	    read_small(path, buf, sizeof(buf)) != 0 ||
@@ -293,12 +317,50 @@ v2_shared_parent(struct cg_layout *lay)
 	return true;
 }
 
+/*
+ * Why the child joins its v1 cgroups itself: moving another process (a pid
+ * written to cgroup.procs) takes cgroup_threadgroup_rwsem for writing, whose
+ * writer waits for an RCU grace period (5 to 20 ms here, on every run), but
+ * a single-threaded task writing "0" (itself) to a v1 "tasks" file needs no
+ * threadgroup lock at all (~50 us). The files are opened here, by root, so
+ * the child (already in its user namespace) passes the permission check,
+ * which looks at the opener's credentials.
+ */
+static int
+open_join_fds(struct exec_cgroup *cg)
+{
+	const char *dirs[3] = {cg->v1_mem, cg->v1_pids, cg->v1_cpuacct};
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 3; i++) {
+		if (dirs[i][0] == '\0')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/tasks", dirs[i]) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		cg->join_fd[i] = open(path, O_WRONLY | O_CLOEXEC);
+		if (cg->join_fd[i] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void
+close_join_fds(struct exec_cgroup *cg)
+{
+	for (size_t i = 0; i < 3; i++) {
+		if (cg->join_fd[i] >= 0)
+			close(cg->join_fd[i]);
+		cg->join_fd[i] = -1;
+	}
+}
+
 int
 exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgroup **out, char *err,
                 size_t errlen)
 {
 	struct exec_cgroup *cg;
 	struct cg_layout lay;
+	const char *v2_parent;
 	char num[32];
 	int rc = 0;
 
@@ -306,23 +368,25 @@ exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgrou
 	cg = calloc(1, sizeof(*cg));
 	if (cg == NULL)
 		return -ENOMEM;
+	for (size_t i = 0; i < 3; i++)
+		cg->join_fd[i] = -1;
 	layout_get(&lay);
-	if (lay.v2_parent[0] != '\0') {
-		const char *parent = lay.v2_parent;
-
-		cg->v2_memory = v2_enable(parent, "memory");
-		cg->v2_pids = v2_enable(parent, "pids");
+	v2_parent = lay.v2_parent;
+	if (v2_parent[0] != '\0') {
+		cg->v2_memory = v2_enable(v2_parent, "memory");
+		cg->v2_pids = v2_enable(v2_parent, "pids");
 		if ((!cg->v2_memory || !cg->v2_pids) && v2_shared_parent(&lay)) {
 			bool m = v2_enable(lay.v2_shared, "memory");
 			bool p = v2_enable(lay.v2_shared, "pids");
 
 			if ((int)m + (int)p > (int)cg->v2_memory + (int)cg->v2_pids) {
-				parent = lay.v2_shared;
+				v2_parent = lay.v2_shared;
 				cg->v2_memory = m;
 				cg->v2_pids = p;
 			}
 		}
-		make_dir(parent, name, cg->v2, sizeof(cg->v2));
+		if (cg->v2_memory || cg->v2_pids)
+			make_dir(v2_parent, name, cg->v2, sizeof(cg->v2));
 		if (cg->v2[0] == '\0')
 			cg->v2_memory = cg->v2_pids = false;
 	}
@@ -331,6 +395,19 @@ exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgrou
 	if (!cg->v2_pids)
 		make_dir(lay.pids_parent, name, cg->v1_pids, sizeof(cg->v1_pids));
 	make_dir(lay.cpuacct_parent, name, cg->v1_cpuacct, sizeof(cg->v1_cpuacct));
+	/*
+	 * A v2 cgroup without controllers only for what v1 cannot give here:
+	 * killing by a pid list (v1 pids) and CPU accounting (v1 cpuacct). On a
+	 * hybrid host it would cost one grace period (the move) for nothing.
+	 */
+	if (cg->v2[0] == '\0' && v2_parent[0] != '\0' &&
+	    (cg->v1_pids[0] == '\0' || cg->v1_cpuacct[0] == '\0'))
+		make_dir(v2_parent, name, cg->v2, sizeof(cg->v2));
+	rc = open_join_fds(cg);
+	if (rc != 0) {
+		snprintf(err, errlen, "cgroup tasks: %s", strerror(-rc));
+		goto out;
+	}
 
 	if (l->ram_mb > 0) {
 		snprintf(num, sizeof(num), "%lld", (long long)l->ram_mb * 1024 * 1024);
@@ -376,21 +453,39 @@ exec_cgroup_has_memory(const struct exec_cgroup *cg)
 }
 
 int
+exec_cgroup_join_self(struct exec_cgroup *cg)
+{
+	ssize_t n;
+	int rc = 0;
+
+	if (cg == NULL)
+		return 0;
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		if (cg->join_fd[i] < 0)
+			continue;
+		do {
+			n = write(cg->join_fd[i], "0", 1);
+		} while (n < 0 && errno == EINTR);
+		if (n < 0)
+			rc = -errno;
+	}
+	close_join_fds(cg);
+	return rc;
+}
+
+int
 exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid)
 {
-	const char *dirs[4] = {cg->v2, cg->v1_mem, cg->v1_pids, cg->v1_cpuacct};
 	char num[32];
-	int rc;
+	int rc = 0;
 
-	snprintf(num, sizeof(num), "%d", (int)pid);
-	for (size_t i = 0; i < 4; i++) {
-		if (dirs[i][0] == '\0')
-			continue;
-		rc = write_small(dirs[i], "cgroup.procs", num);
-		if (rc != 0)
-			return rc;
+	/* The child joined the v1 ones itself; its copies of the fds are its own. */
+	close_join_fds(cg);
+	if (cg->v2[0] != '\0') {
+		snprintf(num, sizeof(num), "%d", (int)pid);
+		rc = write_small(cg->v2, "cgroup.procs", num);
 	}
-	return 0;
+	return rc;
 }
 
 static void
@@ -490,6 +585,7 @@ exec_cgroup_free(struct exec_cgroup *cg)
 {
 	if (cg == NULL)
 		return;
+	close_join_fds(cg);
 	remove_dir(cg->v2);
 	remove_dir(cg->v1_mem);
 	remove_dir(cg->v1_pids);

@@ -165,6 +165,9 @@ struct exec_cgroup;
 int exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgroup **out,
                     char *err, size_t errlen);
 bool exec_cgroup_has_memory(const struct exec_cgroup *cg);
+/* Child side, first thing after clone(): joins the v1 cgroups (no RCU wait). */
+int exec_cgroup_join_self(struct exec_cgroup *cg);
+/* Parent side, after clone(): the v2 cgroup, if one is used. */
 int exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid);
 void exec_cgroup_kill(struct exec_cgroup *cg);
 double exec_cgroup_cpu_seconds(struct exec_cgroup *cg);   /* -1: unknown */

@@ -857,8 +857,13 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		snprintf(err, errlen, "clone: %s", strerror(errno));
 		goto out;
 	}
-	if (pid == 0)
+	if (pid == 0) {
+		/* Before anything runs in it: see exec/cgroup.c for why the child. */
+		rc = exec_cgroup_join_self(s->cg);
+		if (rc != 0)
+			child_fail(&s->plan, "join the cgroup", rc);
 		child_main(&s->plan);
+	}
 
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
@@ -1071,8 +1076,12 @@ exec_sandbox_free(struct exec_sandbox *s)
 	exec_cgroup_free(s->cg);
 	if (s->state_dir[0] != '\0')
 		exec_remove_tree(s->state_dir);
-	for (size_t i = 0; s->envp != NULL && i < s->envp_cap; i++)
+	/* --secret and --env values are among them: no copy outlives the run. */
+	for (size_t i = 0; s->envp != NULL && i < s->envp_cap; i++) {
+		if (s->envp[i] != NULL)
+			explicit_bzero(s->envp[i], strlen(s->envp[i]));
 		free(s->envp[i]);
+	}
 	free(s->envp);
 	exec_seccomp_free(s->seccomp);
 	free(s);
