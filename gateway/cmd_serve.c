@@ -284,6 +284,11 @@ run_serve(int argc, char **argv)
 		gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));
 		goto out;
 	}
+	st.ctx.server = st.server;
+	if (mcp_serve_start(&st.ctx) != 0) {
+		gw_fail(CMD, "out of memory");
+		goto out;
+	}
 	for (size_t i = 0; i < 2; i++) {
 		st.ev_sig[i] = evsignal_new(st.gw.base, sigs[i], on_signal, &st);
 		if (st.ev_sig[i] == NULL || evsignal_add(st.ev_sig[i], NULL) != 0) {
@@ -324,17 +329,21 @@ const struct gw_command gw_command_serve = {
     .summary = "an MCP stdio server whose tools run code in sandboxes",
     .usage = "usage: tollgate serve [FLAGS]\n"
              "\n"
-             "An MCP server on stdin/stdout (one JSON-RPC message per line) with the\n"
-             "tools execute_code, validate_code, list_runtimes, audit_query,\n"
-             "vault_list, list_pending_approvals, approve_egress and deny_egress; each\n"
-             "execution runs in a fresh\n"
-             "sandbox behind this process's gate, reaching only the domains the call\n"
-             "allows (and what --policy and the flags allow). Closing stdin ends it.\n"
-             "Needs root. docs/mcp.md shows the client configuration.\n"
+             "An MCP server on stdin/stdout (one JSON-RPC message per line) whose\n"
+             "tools run code (execute_code, validate_code, list_runtimes), keep\n"
+             "sessions (create_session, list_sessions, terminate_session), sign and\n"
+             "check output files (get_artifacts, verify_artifact), manage egress\n"
+             "(request_egress, list_pending_approvals, approve_egress, deny_egress)\n"
+             "and report (audit_query, vault_list, sandbox_stats, set_resource_limits).\n"
+             "Each execution runs in a fresh sandbox behind this process's gate,\n"
+             "reaching only the domains the call allows (and what --policy and the\n"
+             "flags allow). An --ask approval is asked of the user by MCP elicitation\n"
+             "when the client supports it. Closing stdin ends it. Needs root.\n"
+             "docs/mcp.md shows the client configuration.\n"
              "\n"
              "  --policy FILE            policy file (JSON); its deny rules always win\n"
              "  --allow P, --deny P      host rules for every execution\n"
-             "  --ask P                  hold connections to P for approve_egress\n"
+             "  --ask P                  hold connections to P for the user's approval\n"
              "  --ask-timeout DURATION   how long they wait (60s), then denied\n"
              "  --allow-cidr C, --deny-cidr C  address rules\n"
              "  --resolve HOST:ADDR      pin a name to an address\n"

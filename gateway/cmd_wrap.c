@@ -121,7 +121,93 @@ struct wrap_state {
 	struct event *ev_child;
 	struct event *ev_sig[3];
 	bool child_exited, server_done;
+	int approvals_listener;
+	struct wrap_elicit *elicits; /* approvals being asked of the client */
 };
+
+/* One elicitation/create in flight about one of the sandbox's approvals. */
+struct wrap_elicit {
+	struct wrap_state *st;
+	uint64_t approval;
+	long long request;
+	struct wrap_elicit *next;
+};
+
+static void
+wrap_elicit_unlink(struct wrap_elicit *e)
+{
+	for (struct wrap_elicit **pp = &e->st->elicits; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+static void
+on_wrap_elicit_response(const json_t *result, const json_t *error, void *arg)
+{
+	struct wrap_elicit *e = arg;
+	struct wrap_state *st = e->st;
+	uint64_t id = e->approval;
+	bool allow;
+	int scope;
+
+	wrap_elicit_unlink(e);
+	free(e);
+	if (mcp_elicit_approval_answer(result, error, &allow, &scope) == 0)
+		return; /* the control socket or the timeout decides */
+	if (approval_decide(st->gw.approvals, id, allow, (enum approval_scope)scope) != 0)
+		log_info("wrap: approval %llu was decided before the answer came",
+		         (unsigned long long)id);
+}
+
+/*
+ * The wrapped server's sandbox needs an approval: asked of the user through
+ * the client (which talks to tollgate) when it declared elicitation.
+ */
+static void
+on_wrap_approval(enum approval_event event, const struct approval_info *info, bool allow,
+                 enum approval_scope scope, void *arg)
+{
+	struct wrap_state *st = arg;
+	struct wrap_elicit *e;
+	json_t *params;
+
+	(void)allow;
+	(void)scope;
+	if (event != APPROVAL_EVENT_PENDING) {
+		for (e = st->elicits; e != NULL; e = e->next) {
+			if (e->approval == info->id) {
+				wrap_elicit_unlink(e);
+				mcp_wrap_request_cancel(st->relay, e->request,
+				                        approval_event_name(event));
+				free(e);
+				return;
+			}
+		}
+		return;
+	}
+	if (!mcp_wrap_client_elicits(st->relay))
+		return;
+	e = calloc(1, sizeof(*e));
+	params = mcp_elicit_approval_params(info);
+	if (e == NULL || params == NULL) {
+		free(e);
+		json_decref(params);
+		return;
+	}
+	e->st = st;
+	e->approval = info->id;
+	e->next = st->elicits;
+	st->elicits = e;
+	e->request =
+	    mcp_wrap_request(st->relay, "elicitation/create", params, on_wrap_elicit_response, e);
+	if (e->request < 0) {
+		wrap_elicit_unlink(e);
+		free(e);
+	}
+}
 
 static int
 parse_long_flag(const char *flag, const char *value, long min, long max, long *out)
@@ -572,6 +658,12 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "cannot relay stdio: %s", strerror(-rc));
 		goto out;
 	}
+	rc = approvals_listen(st.gw.approvals, on_wrap_approval, &st);
+	if (rc < 0) {
+		gw_fail(CMD, "out of memory");
+		goto out;
+	}
+	st.approvals_listener = rc;
 	st.ev_child =
 	    event_new(st.gw.base, exec_sandbox_pidfd(st.sandbox), EV_READ, on_child_exit, &st);
 	if (st.ev_child == NULL || event_add(st.ev_child, NULL) != 0) {
@@ -601,6 +693,9 @@ run_wrap(int argc, char **argv)
 	else if (res.exec_failed)
 		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res.failed_errno));
 out:
+	/* No approval event may reach a freed relay. */
+	if (st.approvals_listener > 0)
+		approvals_unlisten(st.gw.approvals, st.approvals_listener);
 	mcp_wrap_free(st.relay);
 	if (server_in >= 0)
 		close(server_in);

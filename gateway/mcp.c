@@ -18,6 +18,7 @@
 
 #include "gateway/log.h"
 #include "gateway/mcp.h"
+#include "policy/approval.h"
 
 /* Read at most this much per wake-up so one busy peer cannot starve the loop. */
 #define MCP_READ_CHUNK (256 * 1024)
@@ -195,6 +196,67 @@ mcp_hash_canonical(const json_t *v, char hex[65])
 out:
 	free(text);
 	return rc;
+}
+
+/* ---- approvals asked by elicitation ------------------------------------------ */
+
+bool
+mcp_caps_elicit_form(const json_t *init_params)
+{
+	const json_t *el =
+	    json_object_get(json_object_get(init_params, "capabilities"), "elicitation");
+
+	/* {"url": {}} alone is URL mode only: our forms need form mode. */
+	return json_is_object(el) &&
+	       (json_object_get(el, "form") != NULL || json_object_get(el, "url") == NULL);
+}
+
+json_t *
+mcp_elicit_approval_params(const struct approval_info *info)
+{
+	char msg[1024], what[POLICY_HOST_MAX + 64];
+
+	if (info->port > 0)
+		snprintf(what, sizeof(what), "connect to %s port %d", info->host, info->port);
+	else
+		snprintf(what, sizeof(what), "look up %s", info->host);
+	snprintf(msg, sizeof(msg),
+	         "Code running in sandbox %s wants to %s, which needs your "
+	         "approval.%s%s",
+	         info->client, what, info->context[0] != '\0' ? " " : "", info->context);
+	return json_pack(
+	    "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:[sss], s:[sss]}}, s:[s]}}", "message", msg,
+	    "requestedSchema", "type", "object", "properties", "decision", "type", "string",
+	    "title", "Decision", "description",
+	    "once: this connection only; session: every connection of this sandbox to the "
+	    "host; deny: refuse it",
+	    "enum", "once", "session", "deny", "enumNames", "Allow once", "Allow for this session",
+	    "Deny", "required", "decision");
+}
+
+int
+mcp_elicit_approval_answer(const json_t *result, const json_t *error, bool *allow, int *scope)
+{
+	const char *action = json_string_value(json_object_get(result, "action"));
+	const char *decision =
+	    json_string_value(json_object_get(json_object_get(result, "content"), "decision"));
+
+	*allow = false;
+	*scope = APPROVAL_SCOPE_ONCE;
+	/* No answer, an error, or dismissed without a choice: the other
+	 * channels (the tools, the control socket, the timeout) still decide. */
+	if (error != NULL || action == NULL || strcmp(action, "cancel") == 0)
+		return 0;
+	if (strcmp(action, "accept") == 0 && decision != NULL) {
+		if (strcmp(decision, "once") == 0) {
+			*allow = true;
+		} else if (strcmp(decision, "session") == 0) {
+			*allow = true;
+			*scope = APPROVAL_SCOPE_CLIENT;
+		}
+	}
+	/* decline, deny, or accept without a known decision: denied. */
+	return 1;
 }
 
 /* ---- the line channel ------------------------------------------------------ */
@@ -544,12 +606,23 @@ struct mcp_call {
 	struct mcp_call *next;
 };
 
+/* A request this server sent the client, waiting for its response. */
+struct mcp_out_request {
+	long long id;
+	mcp_response_fn cb;
+	void *arg;
+	struct mcp_out_request *next;
+};
+
 struct mcp_server {
 	struct mcp_server_config cfg;
 	struct mcp_chan *chan;
-	struct mcp_call *calls; /* in flight */
-	int log_level;          /* messages above this severity index are dropped */
+	struct mcp_call *calls;           /* in flight */
+	struct mcp_out_request *requests; /* sent to the client, unanswered */
+	long long next_request_id;
+	int log_level; /* messages above this severity index are dropped */
 	bool input_ended, done_reported;
+	bool client_elicitation; /* initialize declared capabilities.elicitation */
 };
 
 static void
@@ -802,6 +875,8 @@ handle_request(struct mcp_server *s, const json_t *msg)
 			                          "initialize needs params.protocolVersion", NULL));
 			return;
 		}
+		/* Form elicitation: declared as {} (2025-06-18) or {"form": {}}. */
+		s->client_elicitation = mcp_caps_elicit_form(params);
 		r = json_pack("{s:s, s:o, s:o}", "protocolVersion",
 		              mcp_version_negotiate(json_string_value(pv)), "capabilities",
 		              server_capabilities(), "serverInfo", server_info(s));
@@ -859,6 +934,91 @@ handle_notification(struct mcp_server *s, const json_t *msg)
 	}
 }
 
+/* A response to one of our requests; one we never sent (or forgot) is dropped. */
+static void
+handle_response(struct mcp_server *s, const json_t *msg)
+{
+	const json_t *id = json_object_get(msg, "id");
+	struct mcp_out_request **pp, *r;
+
+	if (!json_is_integer(id))
+		return;
+	for (pp = &s->requests; *pp != NULL; pp = &(*pp)->next) {
+		if ((*pp)->id == json_integer_value(id))
+			break;
+	}
+	r = *pp;
+	if (r == NULL) {
+		log_debug("mcp: a response to no request of ours (id %lld)",
+		          (long long)json_integer_value(id));
+		return;
+	}
+	*pp = r->next;
+	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
+	free(r);
+}
+
+bool
+mcp_server_client_elicits(const struct mcp_server *s)
+{
+	return s != NULL && s->client_elicitation && !s->input_ended;
+}
+
+long long
+mcp_server_request(struct mcp_server *s, const char *method, json_t *params, mcp_response_fn cb,
+                   void *arg)
+{
+	struct mcp_out_request *r;
+	json_t *msg;
+
+	r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		json_decref(params);
+		return -ENOMEM;
+	}
+	r->id = ++s->next_request_id;
+	r->cb = cb;
+	r->arg = arg;
+	msg = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method",
+	                method);
+	if (msg == NULL) {
+		json_decref(params);
+		free(r);
+		return -ENOMEM;
+	}
+	if (params != NULL)
+		json_object_set_new(msg, "params", params);
+	r->next = s->requests;
+	s->requests = r;
+	server_send(s, msg);
+	return r->id;
+}
+
+void
+mcp_server_request_cancel(struct mcp_server *s, long long id, const char *reason)
+{
+	struct mcp_out_request **pp, *r;
+
+	for (pp = &s->requests; *pp != NULL; pp = &(*pp)->next) {
+		if ((*pp)->id == id)
+			break;
+	}
+	r = *pp;
+	if (r == NULL)
+		return;
+	*pp = r->next;
+	free(r);
+	server_send(s, mcp_notification_new(
+	                   "notifications/cancelled",
+	                   json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason", reason)));
+}
+
+struct mcp_server *
+mcp_call_server(struct mcp_call *c)
+{
+	return c->server;
+}
+
 static void
 server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
@@ -879,7 +1039,8 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		handle_notification(s, msg);
 		break;
 	case MCP_KIND_RESPONSE:
-		break; /* we send no requests */
+		handle_response(s, msg);
+		break;
 	case MCP_KIND_INVALID: {
 		const json_t *id = json_is_object(msg) ? json_object_get(msg, "id") : NULL;
 
@@ -949,6 +1110,14 @@ mcp_server_free(struct mcp_server *s)
 	for (c = s->calls; c != NULL; c = next) {
 		next = c->next;
 		call_free(c);
+	}
+	/* Unanswered requests: their owners hear "no answer" (both NULL). */
+	while (s->requests != NULL) {
+		struct mcp_out_request *r = s->requests;
+
+		s->requests = r->next;
+		r->cb(NULL, NULL, r->arg);
+		free(r);
 	}
 	mcp_chan_flush_blocking(s->chan);
 	mcp_chan_free(s->chan);

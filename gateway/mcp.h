@@ -82,6 +82,19 @@ const char *mcp_request_meta_version(const json_t *msg);
  */
 int mcp_hash_canonical(const json_t *v, char hex[65]);
 
+/* ---- approvals asked by elicitation (serve and wrap) ------------------------------ */
+
+struct approval_info;
+/* Whether initialize's params declare form-mode elicitation. */
+bool mcp_caps_elicit_form(const json_t *init_params);
+/* elicitation/create's params for a pending approval: once / session / deny. */
+json_t *mcp_elicit_approval_params(const struct approval_info *info);
+/*
+ * The answer: 1 decided (*allow, *scope set: session is APPROVAL_SCOPE_CLIENT),
+ * 0 leave it pending (cancel, an error, no answer).
+ */
+int mcp_elicit_approval_answer(const json_t *result, const json_t *error, bool *allow, int *scope);
+
 /* ---- the line channel ------------------------------------------------------ */
 
 struct mcp_chan;
@@ -155,6 +168,16 @@ int mcp_wrap_new(struct event_base *base, int client_in, int client_out, int ser
                  int server_out, const struct mcp_wrap_config *cfg, struct mcp_wrap **out);
 /* Audits the calls still unanswered (as unanswered), flushes, frees. Accepts NULL. */
 void mcp_wrap_free(struct mcp_wrap *w);
+/*
+ * Requests from tollgate itself to the client (elicitation/create), with
+ * string ids "tollgate-N"; the client's responses to them are not relayed.
+ * As mcp_server_request. Whether the client declared form elicitation.
+ */
+long long mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
+                           void (*cb)(const json_t *result, const json_t *error, void *arg),
+                           void *arg);
+void mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason);
+bool mcp_wrap_client_elicits(const struct mcp_wrap *w);
 /* Whether a tool name passes the allow and deny lists. */
 bool mcp_wrap_tool_visible(const struct mcp_wrap_config *cfg, const char *name);
 
@@ -201,6 +224,22 @@ bool mcp_call_cancelled(const struct mcp_call *c);
 void mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message);
 /* A notifications/message about a call, as mcp_server_log. */
 void mcp_call_log(struct mcp_call *c, const char *level, const char *text);
+/* The server a call came to. */
+struct mcp_server *mcp_call_server(struct mcp_call *c);
+
+/*
+ * Requests from the server to the client (elicitation/create): cb gets the
+ * response's result or error (one of them non-NULL), or both NULL when the
+ * server is freed first. params stolen. Returns the request's id (> 0) or
+ * -ENOMEM.
+ */
+typedef void (*mcp_response_fn)(const json_t *result, const json_t *error, void *arg);
+long long mcp_server_request(struct mcp_server *s, const char *method, json_t *params,
+                             mcp_response_fn cb, void *arg);
+/* Forgets a request (cb is not called) and tells the client: notifications/cancelled. */
+void mcp_server_request_cancel(struct mcp_server *s, long long id, const char *reason);
+/* Whether the client declared the elicitation capability (and is still reading). */
+bool mcp_server_client_elicits(const struct mcp_server *s);
 /* A notifications/message at level, when the client's level lets it through. */
 void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
 
@@ -211,6 +250,8 @@ struct proxy;
 struct dns_server;
 struct exec_hub;
 struct mcp_job;
+struct mcp_elicit;
+struct mcp_session;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
 struct mcp_serve_ctx {
@@ -221,8 +262,28 @@ struct mcp_serve_ctx {
 	const char *audit_path;
 	const char *hide_path; /* TOLLGATE_HOME */
 	double default_timeout;
-	struct mcp_job *jobs; /* executions in flight */
+	struct mcp_job *jobs;       /* executions in flight */
+	struct mcp_server *server;  /* for requests to the client (elicitation) */
+	int approvals_listener;     /* approvals_listen handle, 0: none */
+	struct mcp_elicit *elicits; /* approvals being asked of the client */
+	/* set_resource_limits: defaults for later calls (0: none / --timeout). */
+	long def_ram_mb, def_cpu_seconds, def_pids;
+	double def_timeout;
+	json_t *egress_allowed; /* request_egress scope server: patterns for every call */
+	/* execute_code out:true: each run's signed output dir, below this one
+	 * (made on first use, removed at exit), named by sandbox id. */
+	char art_root[1024];
+	unsigned long art_seq;
+	struct mcp_session *sessions; /* create_session's (exec/session.h) */
+	/* sandbox_stats */
+	struct {
+		unsigned long runs, validations, completed, failed, timed_out, cancelled;
+		unsigned long refused_egress, elicitations, elicit_allowed, elicit_denied;
+	} stats;
 };
+
+/* Asks the client about this process's pending approvals (when it elicits). */
+int mcp_serve_start(struct mcp_serve_ctx *ctx);
 
 extern const struct mcp_tool mcp_serve_tools[];
 extern const size_t mcp_serve_ntools;

@@ -1,8 +1,11 @@
 /*
- * The tools of `tollgate serve`: list_runtimes, and execute_code, which runs
- * a snippet in a fresh sandbox behind this process's gate with the call's
- * allowed domains on top of the gateway's policy, and reports its output,
- * exit status and the egress the gate refused.
+ * The tools of `tollgate serve`: execute_code runs a snippet in a fresh
+ * sandbox behind this process's gate with the call's allowed domains on top
+ * of the gateway's policy (optionally in a session's kept directory, with
+ * vault secrets redacted from its output, with a signed output directory)
+ * and reports its output, exit status and the egress the gate refused; the
+ * others manage sessions, artifacts, approvals (asked by MCP elicitation
+ * when the client can), limits and stats.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,10 +20,15 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
+#include "exec/artifact.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
+#include "exec/redact.h"
+#include "exec/session.h"
 #include "exec/vault.h"
+#include "gateway/cli.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
@@ -33,6 +41,23 @@
 #define JOB_DOMAINS_MAX 64
 #define JOB_TIMEOUT_MAX 3600.0
 #define JOB_REFUSED_MAX 50
+#define JOB_ENV_MAX (VAULT_INJECT_MAX + 2)
+#define SESSIONS_MAX 64
+
+/*
+ * A session of create_session: exec/session.h's directory (kept between
+ * calls, removed when the session ends) and allowed domains; each
+ * execute_code with its session_id is a fresh sandbox over that directory.
+ */
+struct mcp_session {
+	struct exec_session *es;
+	json_t *allowed; /* patterns: create_session's and request_egress's */
+	bool busy;       /* one execution at a time */
+	bool ended;      /* its lifetime ran out: freed when not busy */
+	double created;
+	unsigned long executions;
+	struct mcp_session *next;
+};
 #define TRUNCATED_MARK "\n[... output truncated by tollgate ...]\n"
 
 struct runtime {
@@ -83,6 +108,17 @@ on_path(const char *cmd, char *path, size_t len)
 			return true;
 	}
 	return false;
+}
+
+static void
+finish_structured(struct mcp_call *c, json_t *structured)
+{
+	char *dump = json_dumps(structured, JSON_COMPACT);
+	json_t *result = mcp_tool_text_result(dump != NULL ? dump : "{}", false);
+
+	free(dump);
+	json_object_set_new(result, "structuredContent", structured);
+	mcp_call_finish(c, result);
 }
 
 /* ---- list_runtimes --------------------------------------------------------- */
@@ -144,6 +180,13 @@ struct mcp_job {
 	char workdir[PATH_MAX];
 	double timeout;
 	struct timespec started;
+	char waiting[POLICY_HOST_MAX + 16]; /* "host:port" an approval holds, or "" */
+	struct vault_inject *secrets;       /* execute_code's secrets, or NULL */
+	struct redact *redact;              /* their values, redacted from the output */
+	struct exec_artifact_out *art;      /* out: true */
+	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
+	const char *out_env[JOB_ENV_MAX];   /* TOLLGATE_OUT and the secrets' variables */
+	struct mcp_session *session;        /* session_id's, or NULL */
 	struct mcp_job *next;
 };
 
@@ -157,6 +200,8 @@ job_elapsed(const struct mcp_job *j)
 	       (double)(t.tv_nsec - j->started.tv_nsec) / 1e9;
 }
 
+static void session_release(struct mcp_serve_ctx *ctx, struct mcp_session *ms);
+
 static void
 job_free(struct mcp_job *j)
 {
@@ -164,6 +209,8 @@ job_free(struct mcp_job *j)
 
 	if (j == NULL)
 		return;
+	if (j->session != NULL)
+		session_release(j->ctx, j->session);
 	for (pp = &j->ctx->jobs; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == j) {
 			*pp = j->next;
@@ -187,6 +234,9 @@ job_free(struct mcp_job *j)
 	exec_sandbox_free(j->sandbox);
 	exec_gate_close(j->gate);
 	policy_free(j->policy);
+	redact_free(j->redact);
+	vault_inject_free(j->secrets);
+	exec_artifact_out_free(j->art);
 	if (j->workdir[0] != '\0' && exec_remove_tree(j->workdir) != 0)
 		log_warnx("serve: cannot remove %s", j->workdir);
 	if (j->out != NULL)
@@ -277,6 +327,45 @@ refused_egress(struct mcp_job *j)
 	return rc.list;
 }
 
+static int
+redact_to_buffer(void *arg, const uint8_t *p, size_t n)
+{
+	return evbuffer_add(arg, p, n) == 0 ? 0 : -ENOMEM;
+}
+
+/*
+ * The secrets' values (and their encodings) become REDACT_MARKER. The whole
+ * output is here (capped), so a value split across reads is still found;
+ * when the cap cut the output, the held-back tail (a prefix of a value,
+ * maybe) is dropped rather than shown.
+ */
+static int
+redact_buffer(const struct redact *set, struct evbuffer *buf, bool truncated)
+{
+	struct evbuffer *clean = evbuffer_new();
+	struct redact_stream *rs = NULL;
+	size_t len = evbuffer_get_length(buf);
+	const uint8_t *p = evbuffer_pullup(buf, -1);
+	int rc = -ENOMEM;
+
+	if (clean == NULL || redact_stream_new(set, redact_to_buffer, clean, &rs) != 0)
+		goto out;
+	rc = redact_stream_feed(rs, p != NULL ? p : (const uint8_t *)"", len);
+	if (rc == 0 && !truncated)
+		rc = redact_stream_finish(rs);
+	if (rc != 0)
+		goto out;
+	evbuffer_drain(buf, len);
+	evbuffer_add_buffer(buf, clean);
+out:
+	redact_stream_free(rs);
+	if (clean != NULL)
+		evbuffer_free(clean);
+	if (rc != 0)
+		evbuffer_drain(buf, evbuffer_get_length(buf)); /* never the raw bytes */
+	return rc;
+}
+
 static json_t *
 buffer_string(struct evbuffer *buf, bool truncated)
 {
@@ -355,12 +444,95 @@ validation_result(struct mcp_job *j, int status)
 	                 message[0] != '\0' ? message : "invalid", "language", j->rt->language);
 }
 
+/* The signed manifest's entries as [{name, size, sha256}], or NULL. */
+static json_t *
+manifest_files(const char *dir, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 32];
+	struct exec_manifest *m = NULL;
+	json_t *files = NULL;
+	char *text = NULL;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" EXEC_ARTIFACT_MANIFEST, dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "no artifacts for this run id");
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
+	    (uint64_t)st.st_size > EXEC_ARTIFACT_MANIFEST_MAX) {
+		snprintf(err, errlen, "the manifest is too large");
+		goto out;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (text == NULL)
+		goto out;
+	do
+		n = read(fd, text, (size_t)st.st_size);
+	while (n < 0 && errno == EINTR);
+	if (n != st.st_size) {
+		snprintf(err, errlen, "cannot read the manifest");
+		goto out;
+	}
+	if (exec_manifest_parse(text, (size_t)n, EXEC_ARTIFACT_MAX_ENTRIES, &m, err, errlen) != 0)
+		goto out;
+	files = json_array();
+	for (size_t i = 0; files != NULL && i < m->nfiles; i++) {
+		char hex[EXEC_SHA256_HEX_LEN + 1];
+
+		for (size_t k = 0; k < EXEC_SHA256_LEN; k++)
+			snprintf(hex + 2 * k, 3, "%02x", m->files[i].sha256[k]);
+		json_array_append_new(files,
+		                      json_pack("{s:s, s:I, s:s}", "name", m->files[i].name, "size",
+		                                (json_int_t)m->files[i].size, "sha256", hex));
+	}
+out:
+	exec_manifest_free(m);
+	free(text);
+	close(fd);
+	return files;
+}
+
+/* Signs the run's output dir and names it by the sandbox id (the run id). */
+static json_t *
+job_sign_artifacts(struct mcp_job *j)
+{
+	struct exec_artifact_summary sum;
+	const char *detail = NULL;
+	char err[512], final[sizeof(((struct mcp_serve_ctx *)0)->art_root) + 160];
+	struct audit_event ev = {0};
+	const char *id = exec_sandbox_id(j->sandbox);
+
+	if (exec_artifact_out_sign(j->art, id, &sum, &detail, err, sizeof(err)) != 0) {
+		log_warnx("serve: signing %s: %s", j->art_dir, err);
+		return NULL;
+	}
+	ev.kind = "artifact";
+	ev.sandbox = id;
+	ev.decision = "signed";
+	ev.detail = detail;
+	if (j->ctx->gw->audit != NULL)
+		(void)audit_append(j->ctx->gw->audit, &ev);
+	exec_artifact_out_free(j->art);
+	j->art = NULL;
+	snprintf(final, sizeof(final), "%s/%s", j->ctx->art_root, id);
+	if (rename(j->art_dir, final) != 0) {
+		log_warnx("serve: naming %s: %s", j->art_dir, strerror(errno));
+		return NULL;
+	}
+	snprintf(j->art_dir, sizeof(j->art_dir), "%s", final);
+	return manifest_files(final, err, sizeof(err));
+}
+
 static void
 on_job_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcp_job *j = arg;
 	struct exec_result res;
-	json_t *result, *structured, *refused;
+	json_t *result, *structured, *refused, *artifacts;
 	char text[512];
 	int status;
 
@@ -375,7 +547,12 @@ on_job_exit(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	}
 	status = j->timed_out && !res.setup_failed ? 124 : res.exit_status;
+	if (j->timed_out)
+		j->ctx->stats.timed_out++;
+	if (j->cancelled)
+		j->ctx->stats.cancelled++;
 	if (res.setup_failed) {
+		j->ctx->stats.failed++;
 		mcp_call_fail(j->call, "tollgate: sandbox set-up failed at '%s': %s",
 		              res.failed_step, strerror(res.failed_errno));
 		goto out;
@@ -404,7 +581,19 @@ on_job_exit(evutil_socket_t fd, short what, void *arg)
 		mcp_call_finish(j->call, result);
 		goto out;
 	}
+	if (j->redact != NULL && (redact_buffer(j->redact, j->out, j->out_truncated) != 0 ||
+	                          redact_buffer(j->redact, j->err, j->err_truncated) != 0)) {
+		mcp_call_fail(j->call, "tollgate: cannot redact the output");
+		goto out;
+	}
+	artifacts = j->art != NULL ? job_sign_artifacts(j) : NULL;
+	if (j->art != NULL && artifacts == NULL) {
+		mcp_call_fail(j->call, "tollgate: cannot sign the output directory");
+		goto out;
+	}
 	refused = refused_egress(j);
+	j->ctx->stats.completed++;
+	j->ctx->stats.refused_egress += json_array_size(refused);
 	structured =
 	    json_pack("{s:s, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:f}", "sandbox_id",
 	              exec_sandbox_id(j->sandbox), "exit_status", status, "exit_code",
@@ -414,8 +603,13 @@ on_job_exit(evutil_socket_t fd, short what, void *arg)
 	              buffer_string(j->err, j->err_truncated), "refused_egress", refused,
 	              "duration_seconds", job_elapsed(j));
 	if (structured == NULL) {
+		json_decref(artifacts);
 		mcp_call_fail(j->call, "tollgate: out of memory");
 		goto out;
+	}
+	if (artifacts != NULL) {
+		json_object_set_new(structured, "artifacts", artifacts);
+		json_object_set_new(structured, "run_id", json_string(exec_sandbox_id(j->sandbox)));
 	}
 	snprintf(text, sizeof(text),
 	         "execute_code: sandbox %s: exit status %d%s; %zu connection(s) refused",
@@ -456,7 +650,7 @@ static void
 on_job_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcp_job *j = arg;
-	char msg[64];
+	char msg[320];
 
 	(void)fd;
 	(void)what;
@@ -465,7 +659,11 @@ on_job_tick(evutil_socket_t fd, short what, void *arg)
 		exec_sandbox_kill(j->sandbox);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "running for %.0f s", job_elapsed(j));
+	if (j->waiting[0] != '\0')
+		snprintf(msg, sizeof(msg), "running for %.0f s; waiting for approval of %.*s",
+		         job_elapsed(j), 200, j->waiting);
+	else
+		snprintf(msg, sizeof(msg), "running for %.0f s", job_elapsed(j));
 	mcp_call_progress(j->call, job_elapsed(j), j->timeout, msg);
 }
 
@@ -599,6 +797,183 @@ static const char python_check[] = "import json, sys\n"
 
 static void start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool validate);
 
+/* ---- sessions -------------------------------------------------------------------- */
+
+static double
+now_real(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static struct mcp_session *
+session_find(struct mcp_serve_ctx *ctx, const char *id)
+{
+	for (struct mcp_session *ms = ctx->sessions; ms != NULL; ms = ms->next) {
+		if (!ms->ended && strcmp(exec_session_id(ms->es), id) == 0)
+			return ms;
+	}
+	return NULL;
+}
+
+static void
+session_free(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
+{
+	for (struct mcp_session **pp = &ctx->sessions; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == ms) {
+			*pp = ms->next;
+			break;
+		}
+	}
+	exec_session_free(ms->es);
+	json_decref(ms->allowed);
+	free(ms);
+}
+
+/* Its execution is over: an ended session can go now. */
+static void
+session_release(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
+{
+	ms->busy = false;
+	if (ms->ended)
+		session_free(ctx, ms);
+}
+
+static void
+on_session_ended(struct exec_session *es, void *arg)
+{
+	struct mcp_session *ms = arg;
+
+	(void)es;
+	/* Freed later (not inside exec/session's own callback), or by the
+	 * running execution's end. */
+	ms->ended = true;
+}
+
+static json_t *
+session_json(const struct mcp_session *ms)
+{
+	return json_pack("{s:s, s:b, s:O, s:f, s:I}", "session_id", exec_session_id(ms->es), "busy",
+	                 ms->busy, "allowed_domains", ms->allowed, "created", ms->created,
+	                 "executions", (json_int_t)ms->executions);
+}
+
+/* Frees the sessions that ended and run nothing. */
+static void
+sessions_reap(struct mcp_serve_ctx *ctx)
+{
+	struct mcp_session *ms = ctx->sessions, *next;
+
+	for (; ms != NULL; ms = next) {
+		next = ms->next;
+		if (ms->ended && !ms->busy)
+			session_free(ctx, ms);
+	}
+}
+
+static void
+tool_create_session(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const json_t *domains = json_object_get(args, "allowed_domains");
+	const json_t *ttl = json_object_get(args, "ttl_seconds");
+	struct exec_session_opts opts = {0};
+	struct mcp_session *ms;
+	struct policy *check;
+	size_t n = 0;
+	char err[512];
+
+	sessions_reap(ctx);
+	for (ms = ctx->sessions; ms != NULL; ms = ms->next)
+		n++;
+	if (n >= SESSIONS_MAX) {
+		mcp_call_fail(c, "at most %d sessions at once (terminate_session)", SESSIONS_MAX);
+		return;
+	}
+	if (domains != NULL &&
+	    (!json_is_array(domains) || json_array_size(domains) > JOB_DOMAINS_MAX)) {
+		mcp_call_fail(c, "allowed_domains must be an array of at most %d names",
+		              JOB_DOMAINS_MAX);
+		return;
+	}
+	if (ttl != NULL && (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
+	                    json_integer_value(ttl) > 86400)) {
+		mcp_call_fail(c, "ttl_seconds must be an integer from 1 to 86400");
+		return;
+	}
+	check = policy_new();
+	for (size_t i = 0; check != NULL && domains != NULL && i < json_array_size(domains); i++) {
+		const char *d = json_string_value(json_array_get(domains, i));
+
+		if (d == NULL || policy_add_rule(check, POLICY_ALLOW, d, "allowed_domains", err,
+		                                 sizeof(err)) != 0) {
+			policy_free(check);
+			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
+			              d == NULL ? "not a string" : err);
+			return;
+		}
+	}
+	policy_free(check);
+	ms = calloc(1, sizeof(*ms));
+	if (ms == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		return;
+	}
+	ms->allowed = domains != NULL ? json_deep_copy(domains) : json_array();
+	ms->created = now_real();
+	/* serve runs each execution itself (to capture its output), so the
+	 * session's idle timer counts from creation: its lifetime. */
+	opts.idle_ms = ttl != NULL ? (unsigned)json_integer_value(ttl) * 1000u : 0;
+	opts.hide_path = ctx->hide_path;
+	if (exec_session_new(ctx->gw->base, &opts, on_session_ended, ms, &ms->es, err,
+	                     sizeof(err)) != 0) {
+		json_decref(ms->allowed);
+		free(ms);
+		mcp_call_fail(c, "create_session: %s", err);
+		return;
+	}
+	ms->next = ctx->sessions;
+	ctx->sessions = ms;
+	finish_structured(c, session_json(ms));
+}
+
+static void
+tool_terminate_session(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const char *id = json_string_value(json_object_get(args, "session_id"));
+	struct mcp_session *ms = id != NULL ? session_find(ctx, id) : NULL;
+
+	if (ms == NULL) {
+		mcp_call_fail(c, "session_id: no such session (ended or never created)");
+		return;
+	}
+	if (ms->busy) {
+		mcp_call_fail(c, "session %s: an execution is running; wait for it (or cancel it)",
+		              id);
+		return;
+	}
+	session_free(ctx, ms);
+	finish_structured(c, json_pack("{s:s, s:b}", "session_id", id, "terminated", 1));
+}
+
+static void
+tool_list_sessions(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	json_t *list = json_array();
+
+	(void)args;
+	sessions_reap(ctx);
+	for (struct mcp_session *ms = ctx->sessions; list != NULL && ms != NULL; ms = ms->next) {
+		if (!ms->ended)
+			json_array_append_new(list, session_json(ms));
+	}
+	finish_structured(c, json_pack("{s:o}", "sessions", list));
+}
+
 static void
 tool_execute_code(struct mcp_call *c, json_t *args, void *arg)
 {
@@ -645,13 +1020,15 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		mcp_call_fail(c, "code is larger than %d bytes", JOB_CODE_MAX);
 		return;
 	}
-	if (session != NULL && !json_is_null(session)) {
-		mcp_call_fail(c, "session_id: sessions are not available in this version of "
-		                 "tollgate serve; omit it for a fresh sandbox per call");
+	if (session != NULL && !json_is_null(session) && !json_is_string(session)) {
+		mcp_call_fail(c, "session_id: a string from create_session, or null");
 		return;
 	}
-	if (secrets != NULL && (!json_is_array(secrets) || json_array_size(secrets) > 0)) {
-		mcp_call_fail(c, "secrets: not available in this version of tollgate serve");
+	if (secrets != NULL &&
+	    (!json_is_array(secrets) || json_array_size(secrets) > VAULT_INJECT_MAX ||
+	     (validate && json_array_size(secrets) > 0))) {
+		mcp_call_fail(c, "secrets must be an array of at most %d vault names%s",
+		              VAULT_INJECT_MAX, validate ? " (and none for validate_code)" : "");
 		return;
 	}
 	if (timeout != NULL && (!json_is_number(timeout) || json_number_value(timeout) <= 0 ||
@@ -681,9 +1058,36 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	j->ctx = ctx;
 	j->call = c;
 	j->validate = validate;
+	if (json_is_string(session)) {
+		j->session = session_find(ctx, json_string_value(session));
+		if (j->session == NULL || j->session->busy) {
+			mcp_call_fail(c, "session_id %.80s: %s", json_string_value(session),
+			              j->session == NULL
+			                  ? "no such session (ended or never created)"
+			                  : "an execution of it is running; one at a time");
+			j->session = NULL;
+			free(j);
+			policy_free(rules);
+			return;
+		}
+		j->session->busy = true;
+		j->session->executions++;
+		for (i = 0; i < json_array_size(j->session->allowed); i++) {
+			const char *d = json_string_value(json_array_get(j->session->allowed, i));
+
+			if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d, "session", err,
+			                                 sizeof(err)) != 0)
+				log_warnx("serve: session pattern %s: %s", d, err);
+		}
+	}
 	j->rt = rt;
 	j->out_fd = j->err_fd = -1;
-	j->timeout = timeout != NULL ? json_number_value(timeout) : ctx->default_timeout;
+	j->timeout = timeout != NULL        ? json_number_value(timeout)
+	             : ctx->def_timeout > 0 ? ctx->def_timeout
+	                                    : ctx->default_timeout;
+	spec.limits.ram_mb = ctx->def_ram_mb;
+	spec.limits.cpu_seconds = ctx->def_cpu_seconds;
+	spec.limits.pids = ctx->def_pids;
 	if (!get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &spec.limits.ram_mb) ||
 	    !get_limit(limits, "cpu_seconds", 1, 86400, &spec.limits.cpu_seconds) ||
 	    !get_limit(limits, "pids", 1, 65536, &spec.limits.pids)) {
@@ -701,6 +1105,78 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 			goto fail;
 		}
 	}
+	/* Secrets: names of the file vault's default namespace only (never
+	 * NAME=env:VAR: the client must not read tollgate's own environment). */
+	for (i = 0; secrets != NULL && i < json_array_size(secrets); i++) {
+		const char *name = json_string_value(json_array_get(secrets, i));
+
+		if (name == NULL || !vault_name_valid(name) ||
+		    vault_inject_add(&j->secrets, name, err, sizeof(err)) != 0) {
+			mcp_call_fail(c, "secrets[%zu]: not a vault name (vault_list)", i);
+			goto fail;
+		}
+	}
+	if (j->secrets != NULL) {
+		if (ctx->hide_path == NULL) {
+			mcp_call_fail(c, "secrets: no TOLLGATE_HOME, so no vault");
+			goto fail;
+		}
+		if (vault_inject_load(j->secrets, ctx->hide_path, err, sizeof(err)) != 0) {
+			mcp_call_fail(c, "secrets: %s", err);
+			goto fail;
+		}
+		j->redact = redact_new();
+		rc = j->redact != NULL ? vault_inject_redact(j->secrets, j->redact) : -ENOMEM;
+		if (rc == 0)
+			rc = redact_compile(j->redact);
+		if (rc != 0) {
+			mcp_call_fail(c, "secrets: cannot build the redactor: %s", strerror(-rc));
+			goto fail;
+		}
+		spec.env = vault_inject_env(j->secrets);
+	}
+	if (json_is_true(json_object_get(args, "out")) && !validate) {
+		const char *outpath = NULL;
+
+		if (ctx->hide_path == NULL) {
+			mcp_call_fail(c, "out: no TOLLGATE_HOME for the signing key");
+			goto fail;
+		}
+		if (ctx->art_root[0] == '\0') {
+			snprintf(ctx->art_root, sizeof(ctx->art_root),
+			         "%s/tollgate-serve-out.XXXXXX", exec_tmp_dir());
+			if (mkdtemp(ctx->art_root) == NULL) {
+				ctx->art_root[0] = '\0';
+				mcp_call_fail(c, "out: cannot make a directory: %s",
+				              strerror(errno));
+				goto fail;
+			}
+		}
+		snprintf(j->art_dir, sizeof(j->art_dir), "%s/pending-%lu", ctx->art_root,
+		         ++ctx->art_seq);
+		if (exec_artifact_out_prepare(j->art_dir, ctx->hide_path, &j->art, &outpath, err,
+		                              sizeof(err)) != 0) {
+			mcp_call_fail(c, "out: %s", err);
+			goto fail;
+		}
+		spec.outdir = outpath;
+		j->out_env[0] = "TOLLGATE_OUT=" EXEC_OUTDIR;
+	}
+	if (j->out_env[0] != NULL) {
+		size_t n = 0;
+
+		for (char *const *e = spec.env; e != NULL && *e != NULL && n + 2 < JOB_ENV_MAX; e++)
+			j->out_env[1 + n++] = *e;
+		spec.env = (char *const *)j->out_env;
+	}
+	/* request_egress's patterns, for every call of this server. */
+	for (i = 0; i < json_array_size(ctx->egress_allowed); i++) {
+		const char *d = json_string_value(json_array_get(ctx->egress_allowed, i));
+
+		if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d, "request_egress", err,
+		                                 sizeof(err)) != 0)
+			log_warnx("serve: request_egress %s: %s", d, err);
+	}
 	/* The gateway's policy (its deny rules still win) with this call's. */
 	j->policy = policy_merge(ctx->gw->policy, rules);
 	policy_free(rules);
@@ -709,14 +1185,31 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		mcp_call_fail(c, "tollgate: out of memory");
 		goto fail;
 	}
-	snprintf(j->workdir, sizeof(j->workdir), "%s/tollgate-serve.XXXXXX", exec_tmp_dir());
-	if (mkdtemp(j->workdir) == NULL) {
-		j->workdir[0] = '\0';
-		mcp_call_fail(c, "tollgate: cannot make a work directory: %s", strerror(errno));
-		goto fail;
+	if (j->session != NULL) {
+		/* The session's directory: kept, so j->workdir stays empty. */
+		snprintf(path, sizeof(path), "%s/%s", exec_session_workdir(j->session->es),
+		         rt->file);
+		spec.workdir = exec_session_workdir(j->session->es);
+		/* The last call's file (or whatever the code put there, a link
+		 * included) goes: write_file makes a new one and follows nothing. */
+		if (unlink(path) != 0 && errno != ENOENT) {
+			mcp_call_fail(c, "tollgate: cannot replace %s in the session: %s", rt->file,
+			              strerror(errno));
+			goto fail;
+		}
+	} else {
+		snprintf(j->workdir, sizeof(j->workdir), "%s/tollgate-serve.XXXXXX",
+		         exec_tmp_dir());
+		if (mkdtemp(j->workdir) == NULL) {
+			j->workdir[0] = '\0';
+			mcp_call_fail(c, "tollgate: cannot make a work directory: %s",
+			              strerror(errno));
+			goto fail;
+		}
+		chmod(j->workdir, 0755);
+		snprintf(path, sizeof(path), "%s/%s", j->workdir, rt->file);
+		spec.workdir = j->workdir;
 	}
-	chmod(j->workdir, 0755);
-	snprintf(path, sizeof(path), "%s/%s", j->workdir, rt->file);
 	rc = write_file(path, json_string_value(code), json_string_length(code));
 	if (rc != 0) {
 		mcp_call_fail(c, "tollgate: cannot write the code: %s", strerror(-rc));
@@ -737,7 +1230,6 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		argv[3] = NULL;
 	}
 	spec.argv = argv;
-	spec.workdir = j->workdir;
 	spec.hide_path = ctx->hide_path;
 	j->out = evbuffer_new();
 	j->err = evbuffer_new();
@@ -753,6 +1245,11 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	}
 	j->next = ctx->jobs;
 	ctx->jobs = j;
+	vault_inject_audit(j->secrets, ctx->gw->audit, exec_sandbox_id(j->sandbox));
+	if (validate)
+		ctx->stats.validations++;
+	else
+		ctx->stats.runs++;
 	snprintf(err, sizeof(err), "execute_code: sandbox %s started (%s, timeout %.0f s)",
 	         exec_sandbox_id(j->sandbox), rt->language, j->timeout);
 	mcp_call_log(c, "debug", err);
@@ -783,9 +1280,483 @@ fail:
 	job_free(j);
 }
 
+/* ---- approvals asked by MCP elicitation --------------------------------------- */
+
+/* One elicitation/create in flight, about one pending approval. */
+struct mcp_elicit {
+	struct mcp_serve_ctx *ctx;
+	uint64_t approval;
+	long long request;
+	struct mcp_elicit *next;
+};
+
+static struct mcp_job *
+job_by_sandbox(struct mcp_serve_ctx *ctx, const char *sandbox_id)
+{
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next) {
+		if (j->sandbox != NULL && strcmp(exec_sandbox_id(j->sandbox), sandbox_id) == 0)
+			return j;
+	}
+	return NULL;
+}
+
+static void
+elicit_unlink(struct mcp_elicit *e)
+{
+	for (struct mcp_elicit **pp = &e->ctx->elicits; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+/* The user's answer decides the approval; cancel (or no answer) leaves it pending. */
+static void
+on_elicit_response(const json_t *result, const json_t *error, void *arg)
+{
+	struct mcp_elicit *e = arg;
+	struct mcp_serve_ctx *ctx = e->ctx;
+	uint64_t id = e->approval;
+	bool allow;
+	int scope;
+
+	elicit_unlink(e);
+	free(e);
+	if (mcp_elicit_approval_answer(result, error, &allow, &scope) == 0) {
+		log_info("serve: approval %llu: no decision by elicitation",
+		         (unsigned long long)id);
+		return;
+	}
+	if (allow)
+		ctx->stats.elicit_allowed++;
+	else
+		ctx->stats.elicit_denied++;
+	if (ctx->gw->approvals != NULL &&
+	    approval_decide(ctx->gw->approvals, id, allow, (enum approval_scope)scope) != 0)
+		log_info("serve: approval %llu was decided before the answer came",
+		         (unsigned long long)id);
+}
+
+static void
+elicit_ask(struct mcp_serve_ctx *ctx, const struct approval_info *info)
+{
+	struct mcp_elicit *e;
+	json_t *params;
+
+	e = calloc(1, sizeof(*e));
+	params = mcp_elicit_approval_params(info);
+	if (e == NULL || params == NULL) {
+		free(e);
+		json_decref(params);
+		return;
+	}
+	e->ctx = ctx;
+	e->approval = info->id;
+	e->next = ctx->elicits;
+	ctx->elicits = e;
+	ctx->stats.elicitations++;
+	e->request =
+	    mcp_server_request(ctx->server, "elicitation/create", params, on_elicit_response, e);
+	if (e->request < 0) {
+		elicit_unlink(e);
+		free(e);
+	}
+}
+
+static void
+on_approval_event(enum approval_event event, const struct approval_info *info, bool allow,
+                  enum approval_scope scope, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	struct mcp_job *j = job_by_sandbox(ctx, info->client);
+
+	(void)allow;
+	(void)scope;
+	if (event == APPROVAL_EVENT_PENDING) {
+		if (j == NULL)
+			return; /* not a sandbox of this server's calls */
+		snprintf(j->waiting, sizeof(j->waiting), "%s:%d", info->host, info->port);
+		mcp_call_progress(j->call, job_elapsed(j), j->timeout, "waiting for approval");
+		if (mcp_server_client_elicits(ctx->server))
+			elicit_ask(ctx, info);
+		return;
+	}
+	/* Decided (by any channel), timed out or gone: stop asking. */
+	if (j != NULL)
+		j->waiting[0] = '\0';
+	for (struct mcp_elicit *e = ctx->elicits; e != NULL; e = e->next) {
+		if (e->approval == info->id) {
+			elicit_unlink(e);
+			mcp_server_request_cancel(ctx->server, e->request,
+			                          approval_event_name(event));
+			free(e);
+			break;
+		}
+	}
+}
+
+int
+mcp_serve_start(struct mcp_serve_ctx *ctx)
+{
+	int h;
+
+	if (ctx->gw->approvals == NULL)
+		return 0;
+	h = approvals_listen(ctx->gw->approvals, on_approval_event, ctx);
+	if (h < 0)
+		return h;
+	ctx->approvals_listener = h;
+	return 0;
+}
+
+/* ---- sandbox_stats, set_resource_limits, request_egress ------------------------ */
+
+#define RAM_MB_MIN 16L
+#define RAM_MB_MAX (16L * 1024 * 1024)
+#define CPU_SECONDS_MAX 86400L
+#define PIDS_MAX 65536L
+#define EGRESS_ALLOWED_MAX 256
+
+static json_t *
+limits_json(const struct mcp_serve_ctx *ctx)
+{
+	return json_pack(
+	    "{s:o, s:o, s:o, s:f}", "ram_mb",
+	    ctx->def_ram_mb > 0 ? json_integer(ctx->def_ram_mb) : json_null(), "cpu_seconds",
+	    ctx->def_cpu_seconds > 0 ? json_integer(ctx->def_cpu_seconds) : json_null(), "pids",
+	    ctx->def_pids > 0 ? json_integer(ctx->def_pids) : json_null(), "timeout",
+	    ctx->def_timeout > 0 ? ctx->def_timeout : ctx->default_timeout);
+}
+
+static void
+tool_sandbox_stats(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	size_t running = 0, pending = 0;
+	json_t *s;
+
+	(void)args;
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next)
+		running++;
+	if (ctx->gw->approvals != NULL)
+		pending = approvals_list(ctx->gw->approvals, NULL, 0);
+	s = json_pack(
+	    "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "runs",
+	    (json_int_t)ctx->stats.runs, "validations", (json_int_t)ctx->stats.validations,
+	    "running", (json_int_t)running, "completed", (json_int_t)ctx->stats.completed, "failed",
+	    (json_int_t)ctx->stats.failed, "timed_out", (json_int_t)ctx->stats.timed_out,
+	    "cancelled", (json_int_t)ctx->stats.cancelled, "refused_egress",
+	    (json_int_t)ctx->stats.refused_egress, "pending_approvals", (json_int_t)pending,
+	    "elicitations", (json_int_t)ctx->stats.elicitations, "elicit_allowed",
+	    (json_int_t)ctx->stats.elicit_allowed, "elicit_denied",
+	    (json_int_t)ctx->stats.elicit_denied, "limits", limits_json(ctx), "egress_allowed",
+	    ctx->egress_allowed != NULL ? json_copy(ctx->egress_allowed) : json_array());
+	if (s == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		return;
+	}
+	finish_structured(c, s);
+}
+
+/* One limit: absent keeps the default, null clears it, else within [min, max]. */
+static bool
+set_limit(const json_t *args, const char *key, long min, long max, long *out)
+{
+	const json_t *v = json_object_get(args, key);
+
+	if (v == NULL)
+		return true;
+	if (json_is_null(v)) {
+		*out = 0;
+		return true;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return false;
+	*out = (long)json_integer_value(v);
+	return true;
+}
+
+static void
+tool_set_resource_limits(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	long ram = ctx->def_ram_mb, cpu = ctx->def_cpu_seconds, pids = ctx->def_pids;
+	const json_t *t = json_object_get(args, "timeout");
+	double timeout = ctx->def_timeout;
+
+	/* Validate everything before changing anything. */
+	if (!set_limit(args, "ram_mb", RAM_MB_MIN, RAM_MB_MAX, &ram) ||
+	    !set_limit(args, "cpu_seconds", 1, CPU_SECONDS_MAX, &cpu) ||
+	    !set_limit(args, "pids", 1, PIDS_MAX, &pids)) {
+		mcp_call_fail(c,
+		              "ram_mb (%ld-%ld), cpu_seconds (1-%ld) and pids (1-%ld) are "
+		              "integers, or null for none",
+		              RAM_MB_MIN, RAM_MB_MAX, CPU_SECONDS_MAX, PIDS_MAX);
+		return;
+	}
+	if (t != NULL && json_is_null(t)) {
+		timeout = 0;
+	} else if (t != NULL) {
+		if (!json_is_number(t) || json_number_value(t) <= 0 ||
+		    json_number_value(t) > JOB_TIMEOUT_MAX) {
+			mcp_call_fail(c,
+			              "timeout must be a number of seconds above 0, at most %.0f",
+			              JOB_TIMEOUT_MAX);
+			return;
+		}
+		timeout = json_number_value(t);
+	}
+	ctx->def_ram_mb = ram;
+	ctx->def_cpu_seconds = cpu;
+	ctx->def_pids = pids;
+	ctx->def_timeout = timeout;
+	finish_structured(c, json_pack("{s:o}", "limits", limits_json(ctx)));
+}
+
+static void
+tool_request_egress(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const char *domain = json_string_value(json_object_get(args, "domain"));
+	const char *scope = json_string_value(json_object_get(args, "scope"));
+	struct policy *check;
+	char err[256];
+	int rc;
+
+	if (domain == NULL) {
+		mcp_call_fail(c, "domain is a required string (example.com, *.example.com, "
+		                 "example.com:8443)");
+		return;
+	}
+	const char *sid = json_string_value(json_object_get(args, "session_id"));
+	struct mcp_session *ms = NULL;
+
+	if (scope == NULL)
+		scope = sid != NULL ? "session" : "server";
+	if (strcmp(scope, "server") != 0 && strcmp(scope, "session") != 0) {
+		mcp_call_fail(c, "scope: session (with session_id) or server");
+		return;
+	}
+	if (strcmp(scope, "session") == 0) {
+		ms = sid != NULL ? session_find(ctx, sid) : NULL;
+		if (ms == NULL) {
+			mcp_call_fail(c, "session_id: scope session needs a live session's id");
+			return;
+		}
+	}
+	check = policy_new();
+	if (check == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		return;
+	}
+	rc = policy_add_rule(check, POLICY_ALLOW, domain, "domain", err, sizeof(err));
+	policy_free(check);
+	if (rc != 0) {
+		mcp_call_fail(c, "domain: %s", err);
+		return;
+	}
+	if (ms != NULL) {
+		if (json_array_size(ms->allowed) >= EGRESS_ALLOWED_MAX) {
+			mcp_call_fail(c, "at most %d domains in a session", EGRESS_ALLOWED_MAX);
+			return;
+		}
+		json_array_append_new(ms->allowed, json_string(domain));
+		finish_structured(c, json_pack("{s:s, s:s, s:s, s:O}", "domain", domain, "scope",
+		                               "session", "session_id", sid, "egress_allowed",
+		                               ms->allowed));
+		return;
+	}
+	if (ctx->egress_allowed == NULL)
+		ctx->egress_allowed = json_array();
+	if (json_array_size(ctx->egress_allowed) >= EGRESS_ALLOWED_MAX) {
+		mcp_call_fail(c, "at most %d pre-approved domains", EGRESS_ALLOWED_MAX);
+		return;
+	}
+	json_array_append_new(ctx->egress_allowed, json_string(domain));
+	finish_structured(c, json_pack("{s:s, s:s, s:O}", "domain", domain, "scope", "server",
+	                               "egress_allowed", ctx->egress_allowed));
+}
+
+/* ---- get_artifacts, verify_artifact ---------------------------------------------- */
+
+#define ARTIFACT_CONTENT_MAX (1024 * 1024)
+
+/* The run's signed directory, from a run id (a sandbox id: no path in it). */
+static bool
+run_dir(struct mcp_call *c, struct mcp_serve_ctx *ctx, const json_t *args, char *dir, size_t len)
+{
+	const char *id = json_string_value(json_object_get(args, "run_id"));
+	struct stat st;
+
+	if (id == NULL || !exec_artifact_id_valid(id) || strchr(id, '/') != NULL ||
+	    strncmp(id, "pending-", 8) == 0 || id[0] == '.') {
+		mcp_call_fail(c, "run_id: the run_id an execute_code call with out: true returned");
+		return false;
+	}
+	if (ctx->art_root[0] == '\0' ||
+	    (size_t)snprintf(dir, len, "%s/%s", ctx->art_root, id) >= len || lstat(dir, &st) != 0 ||
+	    !S_ISDIR(st.st_mode)) {
+		mcp_call_fail(
+		    c, "run_id %s: no artifacts (not a run of this server with out: true)", id);
+		return false;
+	}
+	return true;
+}
+
+/* One file's bytes: text when it is UTF-8, else base64; at most 1 MiB. */
+static json_t *
+artifact_content(const char *dir, const char *name, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	unsigned char *buf = NULL;
+	json_t *r = NULL, *text;
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	if (exec_artifact_name_why(name, strlen(name)) != NULL ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+		snprintf(err, errlen, "name: not a file name of this run");
+		return NULL;
+	}
+	/* O_NOFOLLOW on the last part; names with ".." are refused above. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "name %s: no such file in this run", name);
+		goto out;
+	}
+	if (st.st_size > ARTIFACT_CONTENT_MAX) {
+		snprintf(err, errlen, "name %s: larger than %d bytes", name, ARTIFACT_CONTENT_MAX);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	while (buf != NULL && got < (size_t)st.st_size) {
+		n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (buf == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	text = json_stringn((const char *)buf, got);
+	if (text != NULL) {
+		r = json_pack("{s:s, s:I, s:o}", "name", name, "size", (json_int_t)got, "text",
+		              text);
+	} else {
+		size_t blen = 4 * ((got + 2) / 3) + 1;
+		char *b64 = malloc(blen);
+
+		if (b64 != NULL) {
+			EVP_EncodeBlock((unsigned char *)b64, buf, (int)got);
+			r = json_pack("{s:s, s:I, s:s}", "name", name, "size", (json_int_t)got,
+			              "base64", b64);
+		}
+		free(b64);
+	}
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static void
+tool_get_artifacts(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const char *name = json_string_value(json_object_get(args, "name"));
+	char dir[PATH_MAX], err[512];
+	json_t *files, *content;
+
+	if (!run_dir(c, ctx, args, dir, sizeof(dir)))
+		return;
+	files = manifest_files(dir, err, sizeof(err));
+	if (files == NULL) {
+		mcp_call_fail(c, "run_id: %s", err);
+		return;
+	}
+	if (name == NULL) {
+		finish_structured(c, json_pack("{s:s, s:s, s:o}", "run_id",
+		                               json_string_value(json_object_get(args, "run_id")),
+		                               "dir", dir, "files", files));
+		return;
+	}
+	json_decref(files);
+	err[0] = '\0';
+	content = artifact_content(dir, name, err, sizeof(err));
+	if (content == NULL) {
+		mcp_call_fail(c, "%s", err[0] != '\0' ? err : "out of memory");
+		return;
+	}
+	finish_structured(c, json_pack("{s:s, s:s, s:[o]}", "run_id",
+	                               json_string_value(json_object_get(args, "run_id")), "dir",
+	                               dir, "files", content));
+}
+
+static void
+report_problem(void *arg, enum exec_artifact_kind kind, const char *name, const char *why)
+{
+	json_t *list = arg;
+
+	if (json_array_size(list) < 1000)
+		json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "kind",
+		                                      exec_artifact_kind_name(kind), "name", name,
+		                                      "why", why != NULL ? why : ""));
+}
+
+static void
+tool_verify_artifact(struct mcp_call *c, json_t *args, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const char *name = json_string_value(json_object_get(args, "name"));
+	struct exec_artifact_summary sum = {0};
+	struct exec_key *pub = NULL;
+	char dir[PATH_MAX], err[512], path[PATH_MAX];
+	json_t *problems;
+	int rc;
+
+	if (!run_dir(c, ctx, args, dir, sizeof(dir)))
+		return;
+	if (name != NULL && exec_artifact_name_why(name, strlen(name)) != NULL) {
+		mcp_call_fail(c, "name: not a file name of this run");
+		return;
+	}
+	if (ctx->hide_path == NULL ||
+	    (size_t)snprintf(path, sizeof(path), "%s/" EXEC_KEY_PUBLIC_NAME, ctx->hide_path) >=
+	        sizeof(path) ||
+	    exec_key_load_public(path, &pub, err, sizeof(err)) != 0) {
+		mcp_call_fail(c, "tollgate's public key: %s",
+		              ctx->hide_path == NULL ? "no TOLLGATE_HOME" : err);
+		return;
+	}
+	problems = json_array();
+	rc = exec_artifacts_verify(dir, name, pub, NULL, report_problem, problems, &sum, err,
+	                           sizeof(err));
+	exec_key_free(pub);
+	if (rc != 0) {
+		json_decref(problems);
+		mcp_call_fail(c, "verify: %s", err);
+		return;
+	}
+	finish_structured(c, json_pack("{s:b, s:I, s:I, s:s, s:s, s:o}", "ok", sum.problems == 0,
+	                               "files", (json_int_t)sum.files, "bytes",
+	                               (json_int_t)sum.bytes, "sandbox_id", sum.sandbox_id,
+	                               "key_sha256", sum.key_sha256, "problems", problems));
+}
+
 void
 mcp_serve_stop(struct mcp_serve_ctx *ctx)
 {
+	if (ctx->approvals_listener > 0) {
+		approvals_unlisten(ctx->gw->approvals, ctx->approvals_listener);
+		ctx->approvals_listener = 0;
+	}
 	while (ctx->jobs != NULL) {
 		struct mcp_job *j = ctx->jobs;
 
@@ -793,6 +1764,13 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 		/* Blocks only until the killed init is gone. */
 		on_job_exit(-1, 0, j);
 	}
+	json_decref(ctx->egress_allowed);
+	ctx->egress_allowed = NULL;
+	while (ctx->sessions != NULL)
+		session_free(ctx, ctx->sessions);
+	if (ctx->art_root[0] != '\0' && exec_remove_tree(ctx->art_root) != 0)
+		log_warnx("serve: cannot remove %s", ctx->art_root);
+	ctx->art_root[0] = '\0';
 }
 
 /* ---- audit_query --------------------------------------------------------------- */
@@ -990,6 +1968,12 @@ tool_deny_egress(struct mcp_call *c, json_t *args, void *arg)
 	decide(c, args, arg, false);
 }
 
+#define SESSION_SCHEMA                                                                             \
+	"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"               \
+	"\"busy\":{\"type\":\"boolean\"},\"allowed_domains\":{\"type\":\"array\",\"items\":{"      \
+	"\"type\":\"string\"}},\"created\":{\"type\":\"number\"},\"executions\":{\"type\":"        \
+	"\"integer\"}},\"required\":[\"session_id\"]}"
+
 /* ---- the table ------------------------------------------------------------------ */
 
 const struct mcp_tool mcp_serve_tools[] = {
@@ -1011,9 +1995,12 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"limits\":{\"type\":\"object\",\"properties\":{\"ram_mb\":{\"type\":\"integer\"},"
             "\"cpu_seconds\":{\"type\":\"integer\"},\"pids\":{\"type\":\"integer\"}}},"
             "\"secrets\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-            "\"description\":\"vault secret names (not available yet: must be empty)\"},"
+            "\"description\":\"names of secrets in tollgate's vault (vault_list): each becomes an "
+            "environment variable of the same name; its value is redacted from the output\"},"
+            "\"out\":{\"type\":\"boolean\",\"description\":\"give the code an output "
+            "directory (/out, $TOLLGATE_OUT) whose files tollgate signs; see get_artifacts\"},"
             "\"session_id\":{\"type\":[\"string\",\"null\"],"
-            "\"description\":\"not available yet: omit\"}},"
+            "\"description\":\"create_session's id: run in its kept work directory\"}},"
             "\"required\":[\"language\",\"code\"]}",
         .output_schema =
             "{\"type\":\"object\",\"properties\":{"
@@ -1022,7 +2009,9 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
             "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
             "\"refused_egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-            "\"duration_seconds\":{\"type\":\"number\"}},"
+            "\"duration_seconds\":{\"type\":\"number\"},"
+            "\"run_id\":{\"type\":\"string\"},"
+            "\"artifacts\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
             "\"required\":[\"sandbox_id\",\"exit_status\",\"stdout\",\"stderr\","
             "\"refused_egress\"]}",
         .call = tool_execute_code,
@@ -1103,6 +2092,123 @@ const struct mcp_tool mcp_serve_tools[] = {
                         "\"client\",\"always\"]}},\"required\":[\"id\"]}",
         .output_schema = NULL,
         .call = tool_deny_egress,
+    },
+    {
+        .name = "get_artifacts",
+        .description = "The files an execute_code call with out: true left in its output "
+                       "directory (/out, $TOLLGATE_OUT), signed by tollgate: name, size, "
+                       "sha256 of each. With name: that file's content (text, or base64 when "
+                       "it is not UTF-8; at most 1 MiB). Kept for this server's life.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":"
+                        "\"string\",\"description\":\"execute_code's run_id\"},\"name\":{"
+                        "\"type\":\"string\",\"description\":\"one file's name\"}},"
+                        "\"required\":[\"run_id\"]}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":\"string\"},"
+                         "\"dir\":{\"type\":\"string\"},\"files\":{\"type\":\"array\",\"items\":{"
+                         "\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                         "\"size\":{\"type\":\"integer\"},\"sha256\":{\"type\":\"string\"},"
+                         "\"text\":{\"type\":\"string\"},\"base64\":{\"type\":\"string\"}}}}},"
+                         "\"required\":[\"run_id\",\"files\"]}",
+        .call = tool_get_artifacts,
+    },
+    {
+        .name = "verify_artifact",
+        .description = "Check a run's output files against its signed manifest (every file, "
+                       "or one by name): reports changed, added and removed files.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"run_id\":{\"type\":"
+                        "\"string\"},\"name\":{\"type\":\"string\"}},\"required\":["
+                        "\"run_id\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},"
+            "\"files\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},"
+            "\"sandbox_id\":{\"type\":\"string\"},\"key_sha256\":{\"type\":\"string\"},"
+            "\"problems\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
+            "\"required\":[\"ok\",\"problems\"]}",
+        .call = tool_verify_artifact,
+    },
+    {
+        .name = "create_session",
+        .description = "A session: a work directory (/work) kept between execute_code calls "
+                       "that name its session_id (each call is still a fresh sandbox), with "
+                       "allowed domains for all of them. Ends after ttl_seconds (default 900) "
+                       "or terminate_session.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"allowed_domains\":{"
+                        "\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+                        "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,"
+                        "\"maximum\":86400}}}",
+        .output_schema = SESSION_SCHEMA,
+        .call = tool_create_session,
+    },
+    {
+        .name = "terminate_session",
+        .description = "End a session now: its directory is removed.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":"
+                        "\"string\"}},\"required\":[\"session_id\"]}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":"
+                         "\"string\"},\"terminated\":{\"type\":\"boolean\"}},\"required\":"
+                         "[\"session_id\",\"terminated\"]}",
+        .call = tool_terminate_session,
+    },
+    {
+        .name = "list_sessions",
+        .description = "The live sessions of this server.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"sessions\":{\"type\":"
+                         "\"array\",\"items\":" SESSION_SCHEMA "}},\"required\":["
+                         "\"sessions\"]}",
+        .call = tool_list_sessions,
+    },
+    {
+        .name = "sandbox_stats",
+        .description = "Counters of this server: executions run, running, completed, failed, "
+                       "timed out, cancelled, refused connections, pending approvals, "
+                       "elicitations; the current default limits and pre-approved domains.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"integer\"},"
+            "\"validations\":{\"type\":\"integer\"},\"running\":{\"type\":\"integer\"},"
+            "\"completed\":{\"type\":\"integer\"},\"failed\":{\"type\":\"integer\"},"
+            "\"timed_out\":{\"type\":\"integer\"},\"cancelled\":{\"type\":\"integer\"},"
+            "\"refused_egress\":{\"type\":\"integer\"},"
+            "\"pending_approvals\":{\"type\":\"integer\"},"
+            "\"elicitations\":{\"type\":\"integer\"},"
+            "\"elicit_allowed\":{\"type\":\"integer\"},"
+            "\"elicit_denied\":{\"type\":\"integer\"},\"limits\":{\"type\":\"object\"},"
+            "\"egress_allowed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+            "\"required\":[\"runs\",\"running\",\"completed\",\"refused_egress\"]}",
+        .call = tool_sandbox_stats,
+    },
+    {
+        .name = "set_resource_limits",
+        .description = "Default limits for later execute_code calls of this server (a call's "
+                       "own limits still win): ram_mb, cpu_seconds, pids, timeout (seconds); "
+                       "null clears one. Bounded by the server's maxima.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"ram_mb\":{\"type\":[\"integer\",\"null\"],\"minimum\":16},"
+            "\"cpu_seconds\":{\"type\":[\"integer\",\"null\"],\"minimum\":1,"
+            "\"maximum\":86400},"
+            "\"pids\":{\"type\":[\"integer\",\"null\"],\"minimum\":1,\"maximum\":65536},"
+            "\"timeout\":{\"type\":[\"number\",\"null\"],\"maximum\":3600}}}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"limits\":{\"type\":"
+                         "\"object\"}},\"required\":[\"limits\"]}",
+        .call = tool_set_resource_limits,
+    },
+    {
+        .name = "request_egress",
+        .description = "Pre-approve a domain (example.com, *.example.com, example.com:8443) "
+                       "for a session's later calls (scope session, with session_id) or for "
+                       "every later execute_code call of this server (scope server). The "
+                       "gateway's deny rules still win.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"domain\":{\"type\":"
+                        "\"string\"},\"scope\":{\"type\":\"string\",\"enum\":["
+                        "\"session\",\"server\"]},\"session_id\":{\"type\":\"string\"}},"
+                        "\"required\":[\"domain\"]}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"domain\":{\"type\":"
+                         "\"string\"},\"scope\":{\"type\":\"string\"},\"egress_allowed\":"
+                         "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+                         "\"required\":[\"domain\",\"scope\"]}",
+        .call = tool_request_egress,
     },
 };
 

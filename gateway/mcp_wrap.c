@@ -35,7 +35,21 @@ struct pending {
 	struct pending *next;
 };
 
+/* A request of tollgate's own to the client (elicitation/create). */
+struct own_request {
+	long long id; /* sent as the string "tollgate-<id>" */
+	void (*cb)(const json_t *result, const json_t *error, void *arg);
+	void *arg;
+	struct own_request *next;
+};
+
+#define OWN_ID_PREFIX "tollgate-"
+
 struct mcp_wrap {
+	struct own_request *own; /* unanswered */
+	long long next_own;
+	bool client_elicits; /* its initialize declared form elicitation */
+	bool client_ended;
 	struct mcp_wrap_config cfg;
 	struct mcp_chan *client; /* reads the client, writes to it */
 	struct mcp_chan *server; /* reads the server's stdout, writes its stdin */
@@ -286,6 +300,95 @@ client_tools_call(struct mcp_wrap *w, const json_t *msg, const char *line, size_
 	forward_to_server(w, line, len);
 }
 
+/* Takes the request a response answers, when it is one of tollgate's own. */
+static struct own_request *
+own_take(struct mcp_wrap *w, long long id)
+{
+	for (struct own_request **pp = &w->own; *pp != NULL; pp = &(*pp)->next) {
+		if ((*pp)->id == id) {
+			struct own_request *r = *pp;
+
+			*pp = r->next;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static bool
+own_response(struct mcp_wrap *w, const json_t *msg)
+{
+	const char *id = json_string_value(json_object_get(msg, "id"));
+	struct own_request *r;
+	char *end;
+	long long n;
+
+	if (id == NULL || strncmp(id, OWN_ID_PREFIX, strlen(OWN_ID_PREFIX)) != 0)
+		return false;
+	errno = 0;
+	n = strtoll(id + strlen(OWN_ID_PREFIX), &end, 10);
+	if (errno != 0 || *end != '\0')
+		return false;
+	/* Not one of ours (the server may use such ids too): relayed. */
+	r = own_take(w, n);
+	if (r == NULL)
+		return false;
+	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
+	free(r);
+	return true;
+}
+
+long long
+mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
+                 void (*cb)(const json_t *result, const json_t *error, void *arg), void *arg)
+{
+	struct own_request *r = calloc(1, sizeof(*r));
+	char id[64];
+	json_t *msg;
+
+	if (r == NULL) {
+		json_decref(params);
+		return -ENOMEM;
+	}
+	r->id = ++w->next_own;
+	r->cb = cb;
+	r->arg = arg;
+	snprintf(id, sizeof(id), OWN_ID_PREFIX "%lld", r->id);
+	msg = json_pack("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
+	if (msg == NULL) {
+		json_decref(params);
+		free(r);
+		return -ENOMEM;
+	}
+	if (params != NULL)
+		json_object_set_new(msg, "params", params);
+	r->next = w->own;
+	w->own = r;
+	send_client(w, msg);
+	return r->id;
+}
+
+void
+mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason)
+{
+	struct own_request *r = own_take(w, id);
+	char sid[64];
+
+	if (r == NULL)
+		return;
+	free(r);
+	snprintf(sid, sizeof(sid), OWN_ID_PREFIX "%lld", id);
+	send_client(
+	    w, mcp_notification_new("notifications/cancelled",
+	                            json_pack("{s:s, s:s}", "requestId", sid, "reason", reason)));
+}
+
+bool
+mcp_wrap_client_elicits(const struct mcp_wrap *w)
+{
+	return w != NULL && w->client_elicits && !w->client_ended;
+}
+
 static void
 client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
@@ -313,7 +416,11 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		                          NULL));
 		goto out;
 	}
+	if (kind == MCP_KIND_RESPONSE && own_response(w, msg))
+		goto out; /* an answer to tollgate, not to the server */
 	method = json_string_value(json_object_get(msg, "method"));
+	if (kind == MCP_KIND_REQUEST && strcmp(method, "initialize") == 0)
+		w->client_elicits = mcp_caps_elicit_form(json_object_get(msg, "params"));
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "tools/call") == 0) {
 		client_tools_call(w, msg, line, len);
 		goto out;
@@ -347,6 +454,7 @@ client_on_eof(struct mcp_chan *ch, int err, void *arg)
 	(void)ch;
 	if (err != 0)
 		log_warnx("wrap: reading stdin: %s", strerror(-err));
+	w->client_ended = true;
 	/* The server sees its stdin end as the client's did: an MCP stdio
 	 * server exits then, and its exit ends tollgate. */
 	mcp_chan_shutdown_output(w->server);
@@ -501,6 +609,13 @@ mcp_wrap_free(struct mcp_wrap *w)
 			audit_call(w, p->tool, p->args_hash, ms_since(&p->started), -1, "allow",
 			           "unanswered");
 		pending_free(p);
+	}
+	while (w->own != NULL) {
+		struct own_request *r = w->own;
+
+		w->own = r->next;
+		r->cb(NULL, NULL, r->arg);
+		free(r);
 	}
 	mcp_chan_flush_blocking(w->client);
 	mcp_chan_free(w->client);

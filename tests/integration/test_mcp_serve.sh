@@ -64,7 +64,7 @@ out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$po
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
 expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"'
-expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "approve_egress,audit_query,deny_egress,execute_code,list_pending_approvals,list_runtimes,validate_code,vault_list"
+expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "approve_egress,audit_query,create_session,deny_egress,execute_code,get_artifacts,list_pending_approvals,list_runtimes,list_sessions,request_egress,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
 expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
 expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"
 expect_eq "python: stdout" "$(py "$(step python)" 'd["structured"]["stdout"]')" "out 42"
@@ -88,8 +88,42 @@ done
 expect_match "validate_code: node's message" "$(py "$(step invalid-node)" 'd["structured"]["message"]')" "SyntaxError"
 expect_match "audit_query finds the refusal" "$(py "$(step audit)" '[r["host"] for r in d["structured"]["rows"]]')" "denied.test"
 expect_match "vault_list shows the name" "$(py "$(step vault)" 'd["structured"]["names"]')" "API_TOKEN"
-if grep -q 's3cret-value-42' <<<"$out"; then fail "a secret value reached the client"; else
-	checks=$((checks + 1)); pass "vault_list shows no value"; fi
+expect_eq "secrets: the variable is set, its value redacted" "$(py "$(step secret)" 'd["structured"]["stdout"]')" "$(printf 'len=15\ntok=***REDACTED***\n***REDACTED***')"
+expect_eq "secrets: an unknown name is an isError result" "$(py "$(step secret-unknown)" 'd["isError"]')" "True"
+expect_eq "out: true: the artifacts listed in the result" "$(py "$(step art)" '[(a["name"], a["size"]) for a in d["structured"]["artifacts"]]')" "[('a.txt', 3), ('d/b.bin', 2)]"
+expect_eq "out: true: sha256 of a file" "$(py "$(step art)" 'd["structured"]["artifacts"][0]["sha256"]')" "$(printf 'hi\n' | sha256sum | cut -d' ' -f1)"
+expect_eq "get_artifacts lists them by run id" "$(py "$(step art-list)" '",".join(f["name"] for f in d["structured"]["files"])')" "a.txt,d/b.bin"
+expect_eq "get_artifacts name: the text" "$(py "$(step art-get)" 'd["structured"]["files"][0]["text"]')" "hi"
+expect_eq "get_artifacts name: binary as base64" "$(py "$(step art-bin)" 'd["structured"]["files"][0]["base64"]')" "//4="
+expect_eq "verify_artifact: intact" "$(py "$(step art-verify)" '(d["structured"]["ok"], d["structured"]["files"])')" "(True, 2)"
+expect_eq "verify_artifact: a changed file is reported" "$(py "$(step art-tampered)" '(d["structured"]["ok"], d["structured"]["problems"][0]["kind"], d["structured"]["problems"][0]["name"])')" "(False, 'changed', 'a.txt')"
+expect_eq "get_artifacts: a path as run id is refused" "$(py "$(step art-bad)" 'd["isError"]')" "True"
+expect_eq "get_artifacts: a name outside the run is refused" "$(py "$(step art-escape)" 'd["isError"]')" "True"
+expect_match "create_session: an id" "$(py "$(step sess)" 'd["structured"]["session_id"]')" '^sess-'
+expect_eq "session: its allowed domain is reachable" "$(py "$(step sess-write)" 'd["structured"]["stdout"].strip()')" "200"
+expect_eq "session: a file written by one call is read by the next" "$(py "$(step sess-read)" 'd["structured"]["stdout"].strip()')" "kept"
+expect_eq "session: two calls, two sandboxes" "$(py "$(step sess-read)" 'd["structured"]["sandbox_id"] != "'"$(py "$(step sess-write)" 'd["structured"]["sandbox_id"]')"'"')" "True"
+expect_eq "without the session: a fresh directory" "$(py "$(step sess-fresh)" 'd["structured"]["exit_status"] != 0')" "True"
+expect_eq "list_sessions: the session, two executions" "$(py "$(step sess-list)" '[(x["session_id"] == "'"$(py "$(step sess)" 'd["structured"]["session_id"]')"'", x["executions"]) for x in d["structured"]["sessions"]]')" "[(True, 2)]"
+expect_eq "terminate_session" "$(py "$(step sess-term)" 'd["structured"]["terminated"]')" "True"
+expect_eq "a terminated session: isError" "$(py "$(step sess-gone)" 'd["isError"]')" "True"
+expect_eq "list_sessions after terminate: empty" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "0"
+expect_eq "secrets: NAME=env:VAR is refused" "$(py "$(step secret-env)" 'd["isError"]')" "True"
+expect_match "secrets: the read is audited by name" "$(sqlite3 "$AUDIT" "select detail from events where kind='vault' limit 1")" "API_TOKEN"
+if grep -q -e 's3cret-value-42' -e "$(printf s3cret-value-42 | base64)" <<<"$out"; then fail "a secret value reached the client"; else
+	checks=$((checks + 1)); pass "no secret value (or its base64) reached the client"; fi
+expect_eq "sandbox_stats: runs counted" "$(py "$(step stats)" 'd["structured"]["runs"]')" "5"
+expect_eq "sandbox_stats: validations counted" "$(py "$(step stats)" 'd["structured"]["validations"]')" "4"
+expect_eq "sandbox_stats: nothing running" "$(py "$(step stats)" 'd["structured"]["running"]')" "0"
+expect_eq "sandbox_stats: one timed out" "$(py "$(step stats)" 'd["structured"]["timed_out"]')" "1"
+expect_eq "sandbox_stats: one refused connection" "$(py "$(step stats)" 'd["structured"]["refused_egress"]')" "1"
+expect_eq "set_resource_limits over the maximum: isError" "$(py "$(step limits-bad)" 'd["isError"]')" "True"
+expect_eq "set_resource_limits: the new defaults" "$(py "$(step limits)" '(d["structured"]["limits"]["timeout"], d["structured"]["limits"]["pids"])')" "(1, 64)"
+expect_eq "set_resource_limits: a later call without a timeout gets it" "$(py "$(step limits-applied)" 'd["structured"]["timed_out"]')" "True"
+expect_eq "set_resource_limits null: back to --timeout" "$(py "$(step limits-cleared)" 'd["structured"]["limits"]["timeout"]')" "30"
+expect_eq "request_egress with a bad pattern: isError" "$(py "$(step egress-bad)" 'd["isError"]')" "True"
+expect_eq "request_egress: scope server" "$(py "$(step egress)" 'd["structured"]["scope"]')" "server"
+expect_eq "request_egress: a later call reaches the domain" "$(py "$(step egress-applied)" 'd["structured"]["stdout"].strip()')" "200"
 expect_match "the refusal is in the audit log" \
 	"$(sqlite3 "$AUDIT" "select decision from events where host='denied.test' and decision='deny' limit 1")" '^deny$'
 
@@ -106,6 +140,23 @@ expect_eq "approved: the request goes through" "$(py "$(step approve_egress)" 'd
 expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" '^denied'
 expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
 expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
+
+# ---- approvals through MCP elicitation: the client declared the capability -------------
+set +e
+out=$(cd "$MCP_DIR" && timeout 240 node client.mjs elicit "http://origin.test:$port/" -- \
+	"$TOLLGATE" serve --audit "$AUDIT" --ask "origin.test:$port" --ask-timeout 60s \
+	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.0/8 2>>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "elicitation session ends cleanly" "$rc" 0
+expect_eq "elicitation: asked once for one held connection" "$(py "$(step elicit-once)" 'd["asked"]')" "1"
+expect_match "elicitation: the message names the host and port" "$(py "$(step elicit-once)" 'd["message"]')" "origin.test port $port"
+expect_eq "elicitation: the choices" "$(py "$(step elicit-once)" '",".join(d["choices"])')" "once,session,deny"
+expect_eq "elicitation answered once: the request goes through" "$(py "$(step elicit-once)" 'd["stdout"]')" "200"
+expect_eq "progress while the approval waits" "$(py "$(step elicit-once)" 'd["waitingProgress"]')" "True"
+expect_eq "elicitation answered deny: the gate refuses it" "$(py "$(step elicit-deny)" 'd["stdout"]')" "403"
+expect_eq "elicitation declined: refused" "$(py "$(step elicit-decline)" 'd["stdout"]')" "403"
+expect_eq "elicitation answered session: both fetches go through" "$(py "$(step elicit-session)" 'd["stdout"]')" "200 200"
+expect_eq "elicitation answered session: asked only once" "$(py "$(step elicit-session)" 'd["asked"]')" "1"
 
 if grep -q 'Sanitizer' "$TEST_TMP/err"; then fail "a sanitizer reported an error (see below)"; fi
 if ((failures > 0)); then echo "--- stderr:" >&2; tail -30 "$TEST_TMP/err" >&2; fi

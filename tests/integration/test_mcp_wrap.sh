@@ -123,6 +123,18 @@ expect_match "the refusal is in the audit log" \
 expect_match "the fetch calls are audited" \
 	"$(sqlite3 "$AUDIT" "select count(*) from events where kind='mcp.call' and detail like '%\"tool\":\"fetch_url\"%'")" '^2$'
 
+# ---- the wrapped server's approvals asked of the user by MCP elicitation -------------
+set +e
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs wrap-elicit "http://origin.test:$port/" -- \
+	"${wrap[@]}" --ask "origin.test:$port" --ask-timeout 60s --resolve origin.test:127.0.0.1 \
+	--allow-cidr 127.0.0.0/8 -- node /work/fetch_server.mjs 2>>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "wrap elicitation session ends cleanly" "$rc" 0
+expect_match "wrap: the held fetch is asked of the user" "$(jq_py "$(step wrap-elicit-once)" 'd["message"]')" "origin.test port $port"
+expect_eq "wrap: answered once, the fetch succeeds" "$(jq_py "$(step wrap-elicit-once)" 'd["text"]')" "200 hello-origin"
+expect_eq "wrap: asked again for the next connection" "$(jq_py "$(step wrap-elicit-deny)" 'd["asked"]')" "1"
+expect_match "wrap: answered deny, the gate refuses it" "$(jq_py "$(step wrap-elicit-deny)" 'd["text"]')" '^403'
+
 # ---- Node's own fetch (ignores proxy variables): the transparent listeners -----------
 # They listen on port 80 of the hub, so the origin must be on port 80: an
 # address of the loopback range no other test uses.

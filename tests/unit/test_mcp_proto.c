@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "gateway/mcp.h"
+#include "policy/approval.h"
 
 struct classify_case {
 	const char *line;
@@ -433,14 +434,87 @@ test_server(void **state)
 	json_decref(r);
 }
 
+/* An elicitation answer about an approval: what decides, what leaves it pending. */
+static void
+test_elicit_answer(void **state)
+{
+	static const struct {
+		const char *result;
+		int decided, allow, scope;
+	} cases[] = {
+	    {"{\"action\":\"accept\",\"content\":{\"decision\":\"once\"}}", 1, 1,
+	     APPROVAL_SCOPE_ONCE},
+	    {"{\"action\":\"accept\",\"content\":{\"decision\":\"session\"}}", 1, 1,
+	     APPROVAL_SCOPE_CLIENT},
+	    {"{\"action\":\"accept\",\"content\":{\"decision\":\"deny\"}}", 1, 0,
+	     APPROVAL_SCOPE_ONCE},
+	    {"{\"action\":\"accept\",\"content\":{\"decision\":\"always\"}}", 1, 0,
+	     APPROVAL_SCOPE_ONCE},
+	    {"{\"action\":\"accept\"}", 1, 0, APPROVAL_SCOPE_ONCE},
+	    {"{\"action\":\"decline\"}", 1, 0, APPROVAL_SCOPE_ONCE},
+	    {"{\"action\":\"cancel\"}", 0, 0, APPROVAL_SCOPE_ONCE},
+	    {"{}", 0, 0, APPROVAL_SCOPE_ONCE},
+	};
+	struct approval_info info = {.id = 7, .client = "sb-1", .host = "a.test", .port = 443};
+	json_t *err = json_pack("{s:i, s:s}", "code", -32601, "message", "no");
+	json_t *params, *caps;
+	bool allow;
+	int scope;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = json_loads(cases[i].result, 0, NULL);
+
+		assert_non_null(r);
+		assert_int_equal(mcp_elicit_approval_answer(r, NULL, &allow, &scope),
+		                 cases[i].decided);
+		if (cases[i].decided) {
+			assert_int_equal(allow, cases[i].allow);
+			assert_int_equal(scope, cases[i].scope);
+		}
+		json_decref(r);
+	}
+	/* An error response or none at all: pending still. */
+	assert_int_equal(mcp_elicit_approval_answer(NULL, err, &allow, &scope), 0);
+	assert_int_equal(mcp_elicit_approval_answer(NULL, NULL, &allow, &scope), 0);
+	json_decref(err);
+
+	params = mcp_elicit_approval_params(&info);
+	assert_non_null(params);
+	assert_non_null(
+	    strstr(json_string_value(json_object_get(params, "message")), "a.test port 443"));
+	assert_int_equal(
+	    json_array_size(json_object_get(
+	        json_object_get(
+	            json_object_get(json_object_get(params, "requestedSchema"), "properties"),
+	            "decision"),
+	        "enum")),
+	    3);
+	json_decref(params);
+
+	caps = json_loads("{\"capabilities\":{\"elicitation\":{}}}", 0, NULL);
+	assert_true(mcp_caps_elicit_form(caps));
+	json_decref(caps);
+	caps = json_loads("{\"capabilities\":{\"elicitation\":{\"url\":{}}}}", 0, NULL);
+	assert_false(mcp_caps_elicit_form(caps));
+	json_decref(caps);
+	caps = json_loads("{\"capabilities\":{\"elicitation\":{\"form\":{},\"url\":{}}}}", 0, NULL);
+	assert_true(mcp_caps_elicit_form(caps));
+	json_decref(caps);
+	caps = json_loads("{\"capabilities\":{}}", 0, NULL);
+	assert_false(mcp_caps_elicit_form(caps));
+	json_decref(caps);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_classify),     cmocka_unit_test(test_versions),
-	    cmocka_unit_test(test_hash),         cmocka_unit_test(test_error_shape),
-	    cmocka_unit_test(test_chan_framing), cmocka_unit_test(test_chan_pause),
-	    cmocka_unit_test(test_tool_lists),   cmocka_unit_test(test_server),
+	    cmocka_unit_test(test_classify),      cmocka_unit_test(test_versions),
+	    cmocka_unit_test(test_hash),          cmocka_unit_test(test_error_shape),
+	    cmocka_unit_test(test_chan_framing),  cmocka_unit_test(test_chan_pause),
+	    cmocka_unit_test(test_tool_lists),    cmocka_unit_test(test_server),
+	    cmocka_unit_test(test_elicit_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,8 @@
 // the shell tests assert on. Usage: node client.mjs SCENARIO -- CMD [ARG...]
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { writeFileSync } from "node:fs";
 
 const argv = process.argv.slice(2);
 const scenario = argv[0];
@@ -31,7 +33,27 @@ const transport = new StdioClientTransport({
   env: process.env,
   stderr: "inherit",
 });
-const client = new Client({ name: "tollgate-test", version: "1.0.0" });
+// The "elicit" scenario declares elicitation and answers from a script of
+// decisions (one per elicitation/create), after a short pause so that
+// progress notifications come while the call waits.
+const elicitations = [];
+let answers = [];
+const client = new Client(
+  { name: "tollgate-test", version: "1.0.0" },
+  scenario.endsWith("elicit") ? { capabilities: { elicitation: {} } } : {},
+);
+if (scenario.endsWith("elicit")) {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    elicitations.push({
+      message: req.params.message,
+      choices: req.params.requestedSchema?.properties?.decision?.enum ?? null,
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    const decision = answers.shift() ?? "deny";
+    if (decision === "decline" || decision === "cancel") return { action: decision };
+    return { action: "accept", content: { decision } };
+  });
+}
 await client.connect(transport);
 out("initialize", {
   server: client.getServerVersion()?.name ?? null,
@@ -87,6 +109,48 @@ if (scenario === "everything") {
   out("invalid-sh", await call(client, "validate_code", { language: "sh", code: "echo hi\nif then\n" }));
   out("audit", await call(client, "audit_query", { decision: "deny", host: "denied.test" }));
   out("vault", await call(client, "vault_list", {}));
+  out("stats", await call(client, "sandbox_stats", {}));
+  out("secret", await call(client, "execute_code", {
+    language: "sh", secrets: ["API_TOKEN"],
+    code: 'echo "len=${#API_TOKEN}"; echo "tok=$API_TOKEN"; printf %s "$API_TOKEN" | base64',
+  }));
+  out("secret-unknown", await call(client, "execute_code", { language: "sh", code: "true", secrets: ["NO_SUCH_SECRET"] }));
+  const art = await call(client, "execute_code", {
+    language: "sh", out: true,
+    code: 'echo hi > "$TOLLGATE_OUT/a.txt"; mkdir "$TOLLGATE_OUT/d"; printf "\\377\\376" > "$TOLLGATE_OUT/d/b.bin"',
+  });
+  out("art", art);
+  const runId = art.structured?.run_id ?? "none";
+  const list = await call(client, "get_artifacts", { run_id: runId });
+  out("art-list", list);
+  out("art-get", await call(client, "get_artifacts", { run_id: runId, name: "a.txt" }));
+  out("art-bin", await call(client, "get_artifacts", { run_id: runId, name: "d/b.bin" }));
+  out("art-verify", await call(client, "verify_artifact", { run_id: runId }));
+  if (list.structured?.dir) writeFileSync(`${list.structured.dir}/a.txt`, "tampered\n");
+  out("art-tampered", await call(client, "verify_artifact", { run_id: runId }));
+  out("art-bad", await call(client, "get_artifacts", { run_id: "../../etc" }));
+  out("art-escape", await call(client, "get_artifacts", { run_id: runId, name: "../../../etc/passwd" }));
+  const sess = await call(client, "create_session", { allowed_domains: [allowedPattern] });
+  out("sess", sess);
+  const sid = sess.structured?.session_id ?? "none";
+  out("sess-write", await call(client, "execute_code", {
+    language: "sh", session_id: sid, code: `echo kept > /work/state.txt; ${curl(allowedUrl)}`,
+  }));
+  out("sess-read", await call(client, "execute_code", { language: "sh", session_id: sid, code: "cat /work/state.txt" }));
+  out("sess-fresh", await call(client, "execute_code", { language: "sh", code: "cat /work/state.txt" }));
+  out("sess-list", await call(client, "list_sessions", {}));
+  out("sess-term", await call(client, "terminate_session", { session_id: sid }));
+  out("sess-gone", await call(client, "execute_code", { language: "sh", session_id: sid, code: "true" }));
+  out("sess-list2", await call(client, "list_sessions", {}));
+  out("secret-env", await call(client, "execute_code", { language: "sh", code: "true", secrets: ["X=env:HOME"] }));
+  out("limits-bad", await call(client, "set_resource_limits", { pids: 99999999 }));
+  out("limits", await call(client, "set_resource_limits", { timeout: 1, pids: 64 }));
+  out("limits-applied", await call(client, "execute_code", { language: "sh", code: "sleep 20" }));
+  out("limits-cleared", await call(client, "set_resource_limits", { timeout: null, pids: null }));
+  const refused = new URL(refusedUrl);
+  out("egress-bad", await call(client, "request_egress", { domain: "not a host!" }));
+  out("egress", await call(client, "request_egress", { domain: `${refused.hostname}:${refused.port}` }));
+  out("egress-applied", await call(client, "execute_code", { language: "sh", code: curl(refusedUrl) }));
 } else if (scenario === "approve") {
   // extra: a URL an ask rule holds. Approve the first request, deny the second.
   const [url] = extra;
@@ -105,6 +169,46 @@ if (scenario === "everything") {
     out(verdict, { decided: decided?.text ?? null, stdout: r.structured?.stdout?.trim() ?? null });
   }
   out("stale", await call(client, "approve_egress", { id: 999999 }));
+} else if (scenario === "elicit") {
+  // extra: a URL an ask rule holds. Each run: the answers to give, the
+  // number of fetches its code makes.
+  const [url] = extra;
+  const fetch1 = `curl -s -m 20 -o /dev/null -w '%{http_code}' ${url}`;
+  const runs = [
+    ["once", ["once"], `${fetch1}; echo`],
+    ["deny", ["deny"], `${fetch1}; echo`],
+    ["decline", ["decline"], `${fetch1}; echo`],
+    ["session", ["session"], `${fetch1}; echo -n ' '; ${fetch1}; echo`],
+  ];
+  for (const [name, script, code] of runs) {
+    answers = [...script];
+    const before = elicitations.length;
+    const progress = [];
+    const r = await client.callTool(
+      { name: "execute_code", arguments: { language: "sh", code, timeout: 30 } },
+      undefined,
+      { onprogress: (p) => progress.push(p.message ?? ""), timeout: 60000 },
+    );
+    out(`elicit-${name}`, {
+      stdout: r.structuredContent?.stdout?.trim() ?? null,
+      asked: elicitations.length - before,
+      message: elicitations[before]?.message ?? null,
+      choices: elicitations[before]?.choices ?? null,
+      waitingProgress: progress.some((m) => m.includes("waiting for approval")),
+    });
+  }
+} else if (scenario === "wrap-elicit") {
+  // extra: a URL an ask rule of wrap holds; the wrapped fetch server asks
+  // for it twice: answered once, then deny.
+  const [url] = extra;
+  for (const decision of ["once", "deny"]) {
+    answers = [decision];
+    const before = elicitations.length;
+    const r = await call(client, "fetch_url", { url });
+    out(`wrap-elicit-${decision}`, {
+      ...r, asked: elicitations.length - before, message: elicitations[before]?.message ?? null,
+    });
+  }
 } else {
   out("error", { message: `unknown scenario ${scenario}` });
 }
