@@ -41,6 +41,8 @@ struct proxy_listener {
 	TAILQ_ENTRY(proxy_listener) entry;
 };
 
+#define PROXY_PIPE_POOL 64 /* pipes kept: enough for 32 tunnels opening at once */
+
 struct proxy_client_count {
 	char key[64];
 	unsigned int n;
@@ -57,6 +59,12 @@ struct proxy {
 	uint64_t next_id;
 	bool stopping;
 	bool drained; /* drained_cb was called */
+	/*
+	 * Empty pipes from closed tunnels (relay.c): a new tunnel takes one
+	 * instead of paying pipe2, F_SETPIPE_SZ and two closes per direction.
+	 */
+	int pipes[PROXY_PIPE_POOL][2];
+	size_t npipes;
 	void (*drained_cb)(void *arg);
 	void *drained_arg;
 };
@@ -186,6 +194,8 @@ bool proxy_forward_reusable(struct proxy_conn *c);
 int proxy_relay_new(struct proxy_conn *c, struct proxy_relay **out);
 int proxy_relay_start_up(struct proxy_relay *r);
 void proxy_relay_free(struct proxy_relay *r);
+/* Closes the proxy's pooled pipes (proxy_free). */
+void proxy_relay_pool_free(struct proxy *p);
 
 /* upstream.c */
 /*

@@ -164,8 +164,8 @@ on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
 	case APPROVAL_APPROVED:
 		snprintf(rule, sizeof(rule), "approved (scope %s)", approval_scope_name(scope));
 		proxy_audit_decision(c, "allow", "approved", rule);
-		log_info("proxy: %s: %s -> %s:%d approved (%s)", c->peer, c->client, c->host.text,
-		         c->port, approval_scope_name(scope));
+		log_debug("proxy: %s: %s -> %s:%d approved (%s)", c->peer, c->client, c->host.text,
+		          c->port, approval_scope_name(scope));
 		target_resolve(c);
 		return;
 	case APPROVAL_TIMEOUT:
@@ -276,8 +276,8 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 	switch (d.verdict) {
 	case POLICY_ALLOW:
 		proxy_audit_decision(c, "allow", policy_reason_name(d.reason, d.verdict), d.rule);
-		log_info("proxy: %s: %s -> %s:%d allowed by %s", c->peer, c->client, c->host.text,
-		         c->port, d.rule);
+		log_debug("proxy: %s: %s -> %s:%d allowed by %s", c->peer, c->client, c->host.text,
+		          c->port, d.rule);
 		target_resolve(c);
 		return;
 	case POLICY_ASK:
@@ -299,8 +299,8 @@ static void
 sni_refuse(struct proxy_conn *c, const char *why)
 {
 	proxy_audit_decision(c, "deny", "sni-mismatch", why);
-	log_info("proxy: %s: %s -> %s:%d tunnel closed: sni-mismatch: %s", c->peer, c->client,
-	         c->host.text, c->port, why);
+	log_debug("proxy: %s: %s -> %s:%d tunnel closed: sni-mismatch: %s", c->peer, c->client,
+	          c->host.text, c->port, why);
 	proxy_conn_close(c, "sni-mismatch");
 }
 

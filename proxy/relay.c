@@ -64,6 +64,54 @@ prefix_release(struct relay_way *w)
 	w->prefix_len = w->prefix_off = 0;
 }
 
+/* A pipe from the pool, else a new one; 0, or -1 with errno. */
+static int
+pipe_take(struct proxy *p, int fds[2])
+{
+	if (p->npipes > 0) {
+		p->npipes--;
+		fds[0] = p->pipes[p->npipes][0];
+		fds[1] = p->pipes[p->npipes][1];
+		return 0;
+	}
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+		return -1;
+	/* Best effort: the default 64 KiB still works, only slower. */
+	(void)fcntl(fds[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+	return 0;
+}
+
+/*
+ * A way's pipe goes back to the pool only when nothing is left in it (its
+ * bytes would reach the next tunnel otherwise); else, or when the pool is
+ * full, it is closed.
+ */
+static void
+pipe_give(struct proxy *p, int fds[2], bool empty)
+{
+	if (fds[0] < 0)
+		return;
+	if (empty && p->npipes < PROXY_PIPE_POOL) {
+		p->pipes[p->npipes][0] = fds[0];
+		p->pipes[p->npipes][1] = fds[1];
+		p->npipes++;
+	} else {
+		close(fds[0]);
+		close(fds[1]);
+	}
+	fds[0] = fds[1] = -1;
+}
+
+void
+proxy_relay_pool_free(struct proxy *p)
+{
+	while (p->npipes > 0) {
+		p->npipes--;
+		close(p->pipes[p->npipes][0]);
+		close(p->pipes[p->npipes][1]);
+	}
+}
+
 /* Moves what it can; 0, or negative errno when the tunnel must end. */
 static int
 way_pump(struct relay_way *w)
@@ -114,12 +162,8 @@ way_pump(struct relay_way *w)
 			w->done = true;
 			return 0;
 		}
-		if (w->pipe[0] < 0) {
-			if (pipe2(w->pipe, O_NONBLOCK | O_CLOEXEC) != 0)
-				return -errno;
-			/* Best effort: the default 64 KiB still works, only slower. */
-			(void)fcntl(w->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
-		}
+		if (w->pipe[0] < 0 && pipe_take(w->r->c->proxy, w->pipe) != 0)
+			return -errno;
 		n = splice(w->src, NULL, w->pipe[1], NULL, RELAY_SPLICE_MAX,
 		           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n > 0) {
@@ -190,10 +234,9 @@ way_free(struct relay_way *w)
 		event_free(w->rev);
 	if (w->wev != NULL)
 		event_free(w->wev);
-	if (w->pipe[0] >= 0)
-		close(w->pipe[0]);
-	if (w->pipe[1] >= 0)
-		close(w->pipe[1]);
+	if (w->r == NULL) /* never initialised: calloc'd, its fds are not ours */
+		return;
+	pipe_give(w->r->c->proxy, w->pipe, w->in_pipe == 0);
 }
 
 int

@@ -111,11 +111,11 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 	if (!c->decision_audited)
 		proxy_audit_decision(c, "deny", reason, why);
 	if (c->host.text[0] != '\0')
-		log_info("proxy: %s: %s -> %s:%d refused %d %s: %s", c->peer, c->client,
-		         c->host.text, c->port, status, reason, why);
+		log_debug("proxy: %s: %s -> %s:%d refused %d %s: %s", c->peer, c->client,
+		          c->host.text, c->port, status, reason, why);
 	else
-		log_info("proxy: %s: %s refused %d %s: %s", c->peer, c->client, status, reason,
-		         why);
+		log_debug("proxy: %s: %s refused %d %s: %s", c->peer, c->client, status, reason,
+		          why);
 	proxy_target_cancel(c);
 	n = format_refusal(answer, sizeof(answer), status, reason, why);
 	if (c->cbev == NULL || n == 0) {

@@ -695,5 +695,6 @@ proxy_free(struct proxy *p)
 		p->counts = cc->next;
 		free(cc);
 	}
+	proxy_relay_pool_free(p);
 	free(p);
 }

@@ -66,7 +66,7 @@ hello_refuse(struct proxy_conn *c, const char *reason, const char *why)
 {
 	c->port = c->listener->port; /* the row says which listener refused */
 	proxy_audit_decision(c, "deny", reason, why);
-	log_info("proxy: %s: %s transparent TLS refused %s: %s", c->peer, c->client, reason, why);
+	log_debug("proxy: %s: %s transparent TLS refused %s: %s", c->peer, c->client, reason, why);
 	proxy_conn_close(c, reason);
 }
 
