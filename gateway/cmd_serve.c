@@ -18,6 +18,7 @@
 #include "exec/exec.h"
 #include "exec/netns.h"
 #include "gateway/cli.h"
+#include "gateway/control.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
@@ -45,6 +46,7 @@ enum {
 	OPT_POOL,
 	OPT_TIMEOUT,
 	OPT_NO_NETWORK,
+	OPT_CONTROL,
 };
 
 static const struct option serve_options[] = {
@@ -61,6 +63,7 @@ static const struct option serve_options[] = {
     {"pool", required_argument, NULL, OPT_POOL},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
+    {"control", required_argument, NULL, OPT_CONTROL},
     {NULL, 0, NULL, 0},
 };
 
@@ -71,6 +74,7 @@ struct serve_state {
 	struct dns_server *dns;
 	struct exec_hub *hub;
 	struct mcp_server *server;
+	struct gw_control *control; /* tollgate pending/approve/deny */
 	struct event *ev_sig[2];
 	char audit_path[PATH_MAX];
 	char home[PATH_MAX];
@@ -118,6 +122,7 @@ run_serve(int argc, char **argv)
 	struct dns_server_config dnscfg;
 	struct policy *rules, *file = NULL;
 	const char *policy_path = NULL, *upstream = NULL, *audit = NULL, *pool = NULL;
+	const char *control_path = NULL;
 	size_t npins = 0;
 	double timeout = 30;
 	bool no_network = false;
@@ -190,6 +195,9 @@ run_serve(int argc, char **argv)
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
+		case OPT_CONTROL:
+			control_path = optarg;
+			break;
 		default:
 			rc = gw_fail(CMD, "unexpected flag");
 		}
@@ -245,6 +253,12 @@ run_serve(int argc, char **argv)
 		}
 		if (approvals_new(st.gw.base, &st.gw.approvals) != 0) {
 			gw_fail(CMD, "cannot create the approvals registry");
+			goto out;
+		}
+		/* Approvals reach a person by elicitation when the client offers it,
+		 * and through the control socket always. */
+		if (gw_control_start(&st.gw, control_path, &st.control, err, sizeof(err)) != 0) {
+			gw_fail(CMD, "control socket: %s", err);
 			goto out;
 		}
 		proxy_config_defaults(&pcfg);
@@ -311,6 +325,7 @@ out:
 	proxy_free(st.proxy);
 	dns_server_free(st.dns);
 	exec_hub_free(st.hub);
+	gw_control_free(st.control);
 	approvals_free(st.gw.approvals);
 	dns_resolver_free(st.gw.resolver);
 	if (st.gw.audit != NULL) {
@@ -351,6 +366,8 @@ const struct gw_command gw_command_serve = {
              "  --timeout DURATION       default execution timeout (30s)\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
-             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n",
+             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
+             "  --control SOCKET         control socket for pending approvals\n"
+             "                           (default: /run/tollgate/PID.sock for root)\n",
     .run = run_serve,
 };

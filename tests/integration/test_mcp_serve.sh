@@ -141,6 +141,32 @@ expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" 
 expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
 expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
 
+# ---- approvals through the control socket: tollgate pending / approve -----------------
+ctl=$TEST_TMP/serve.sock
+(
+	for _ in $(seq 200); do
+		id=$("$TOLLGATE" pending --control "$ctl" --json 2>/dev/null |
+			python3 -c 'import json,sys; l=[json.loads(x) for x in sys.stdin if x.strip()]; print(l[0]["id"] if l else "")' || true)
+		if [[ -n $id ]]; then
+			"$TOLLGATE" pending --control "$ctl" --json >"$TEST_TMP/serve-pending.json" 2>/dev/null || true
+			"$TOLLGATE" approve "$id" --control "$ctl" >/dev/null 2>&1 || true
+			exit 0
+		fi
+		sleep 0.1
+	done
+) &
+approver=$!
+set +e
+out=$(cd "$MCP_DIR" && timeout 180 node client.mjs held "http://origin.test:$port/" -- \
+	"$TOLLGATE" serve --audit "$AUDIT" --ask "origin.test:$port" --ask-timeout 60s \
+	--control "$ctl" --resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.0/8 2>>"$TEST_TMP/err"); rc=$?
+set -e
+wait "$approver" || true
+expect_eq "control socket: the session ends cleanly" "$rc" 0
+expect_match "control socket: tollgate pending shows the held host" \
+	"$(cat "$TEST_TMP/serve-pending.json" 2>/dev/null)" '"host": ?"origin.test"'
+expect_eq "control socket: approved there, the request goes through" "$(py "$(step held)" 'd["stdout"]')" "200"
+
 # ---- approvals through MCP elicitation: the client declared the capability -------------
 set +e
 out=$(cd "$MCP_DIR" && timeout 240 node client.mjs elicit "http://origin.test:$port/" -- \

@@ -169,6 +169,12 @@ if (scenario === "everything") {
     out(verdict, { decided: decided?.text ?? null, stdout: r.structured?.stdout?.trim() ?? null });
   }
   out("stale", await call(client, "approve_egress", { id: 999999 }));
+} else if (scenario === "held") {
+  // extra: a URL an ask rule holds; someone else (the control socket) decides it.
+  const [url] = extra;
+  const curl = `curl -s -m 20 -o /dev/null -w '%{http_code}' ${url}; echo`;
+  const r = await call(client, "execute_code", { language: "sh", code: curl, timeout: 30 });
+  out("held", { stdout: r.structured?.stdout?.trim() ?? null });
 } else if (scenario === "elicit") {
   // extra: a URL an ask rule holds. Each run: the answers to give, the
   // number of fetches its code makes.
