@@ -136,6 +136,12 @@ struct audit_agg {
 	unsigned long count;
 };
 
+struct client_stats {
+	char client[64];
+	struct dns_stats st;
+	struct client_stats *next;
+};
+
 struct dns_server {
 	struct gw_context *gw;
 	struct dns_server_config cfg;
@@ -144,6 +150,9 @@ struct dns_server {
 	unsigned int nconns;
 	LIST_HEAD(, dns_req) pending;
 	size_t npending;
+	struct client_stats *stats; /* kept until dns_server_free */
+	size_t nstats;
+	struct dns_stats total;
 
 	struct cache_entry **buckets;
 	size_t nbuckets;
@@ -443,6 +452,71 @@ send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t
 	/* A full socket buffer drops the answer, as UDP would; the client retries. */
 }
 
+/* ---- counters ------------------------------------------------------------ */
+
+static void
+stats_bump(struct dns_stats *st, const char *decision)
+{
+	if (strcmp(decision, "allow") == 0)
+		st->queries_allowed++;
+	else if (strcmp(decision, "deny") == 0)
+		st->queries_refused++;
+	else
+		st->queries_other++;
+}
+
+static void
+stats_count(struct dns_server *s, const char *client, const char *decision)
+{
+	struct client_stats *cs;
+
+	stats_bump(&s->total, decision);
+	for (cs = s->stats; cs != NULL; cs = cs->next) {
+		if (strcmp(cs->client, client) == 0) {
+			stats_bump(&cs->st, decision);
+			return;
+		}
+	}
+	if (s->nstats >= DNS_STATS_CLIENTS)
+		return;
+	cs = calloc(1, sizeof(*cs));
+	if (cs == NULL)
+		return;
+	snprintf(cs->client, sizeof(cs->client), "%s", client);
+	stats_bump(&cs->st, decision);
+	cs->next = s->stats;
+	s->stats = cs;
+	s->nstats++;
+}
+
+int
+dns_server_client_stats(const struct dns_server *s, const char *client_id, struct dns_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (const struct client_stats *cs = s->stats; cs != NULL; cs = cs->next) {
+		if (strcmp(cs->client, client_id) == 0) {
+			*out = cs->st;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+void
+dns_server_total_stats(const struct dns_server *s, struct dns_stats *out)
+{
+	*out = s->total;
+}
+
+void
+dns_server_stats_foreach(const struct dns_server *s,
+                         void (*cb)(const char *client_id, const struct dns_stats *st, void *arg),
+                         void *arg)
+{
+	for (const struct client_stats *cs = s->stats; cs != NULL; cs = cs->next)
+		cb(cs->client, &cs->st, arg);
+}
+
 /* Sends the answer, writes its audit note and, for a held request, frees it. */
 static void req_free(struct dns_req *r);
 
@@ -459,6 +533,7 @@ req_answer(struct dns_req *r, const struct answer_note *n, const struct policy_a
 		          type_text(r->q.qtype, tbuf, sizeof(tbuf)), n->decision, n->reason,
 		          dns_wire_rcode_name(n->rcode), n->answers);
 	}
+	stats_count(r->s, r->client, n->decision);
 	audit_answer(r->s, r, n);
 	if (r->heap)
 		req_free(r);
@@ -1403,6 +1478,12 @@ dns_server_free(struct dns_server *s)
 	agg_flush_all(s);
 	if (s->agg_timer != NULL)
 		event_free(s->agg_timer);
+	while (s->stats != NULL) {
+		struct client_stats *cs = s->stats;
+
+		s->stats = cs->next;
+		free(cs);
+	}
 	free(s->buckets);
 	free(s);
 }

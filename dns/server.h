@@ -64,6 +64,28 @@ int dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struc
 int dns_server_add_fd_steered(struct dns_server *s, int fd, const char *client_id,
                               struct policy *policy, const struct policy_addr *steer);
 
+/*
+ * Counters per client (listener id, client section or address) and in all,
+ * counted as answers are sent: a question answered as allowed, refused by
+ * the policy (or a person), or neither (malformed, unsupported, failed).
+ */
+struct dns_stats {
+	uint64_t queries_allowed;
+	uint64_t queries_refused;
+	uint64_t queries_other;
+};
+
+#define DNS_STATS_CLIENTS 1024 /* clients told apart; later ones count only in the total */
+
+/* client_id's counters: 0, or -ENOENT (out zeroed) when never seen. */
+int dns_server_client_stats(const struct dns_server *s, const char *client_id,
+                            struct dns_stats *out);
+void dns_server_total_stats(const struct dns_server *s, struct dns_stats *out);
+void dns_server_stats_foreach(const struct dns_server *s,
+                              void (*cb)(const char *client_id, const struct dns_stats *st,
+                                         void *arg),
+                              void *arg);
+
 /* Parses --dns-deny-rcode's value: "nxdomain" or "refused". 0 or -EINVAL. */
 int dns_server_parse_rcode(const char *s, int *rcode);
 

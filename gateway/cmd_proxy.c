@@ -393,6 +393,15 @@ on_grace_over(evutil_socket_t fd, short what, void *arg)
 	event_base_loopexit(run->gw.base, NULL);
 }
 
+/* {"op":"stats"} on the control socket (docs/control.md). */
+static json_t *
+proxy_run_stats(void *arg)
+{
+	struct proxy_run *run = arg;
+
+	return gw_control_stats_json(run->proxy, run->dns, NULL);
+}
+
 static void
 on_sigterm(evutil_socket_t sig, short what, void *arg)
 {
@@ -508,6 +517,7 @@ run_proxy(int argc, char **argv)
 		}
 	}
 
+	gw_control_set_stats(control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
 	ev_hup = evsignal_new(run.gw.base, SIGHUP, on_sighup, &run);

@@ -462,6 +462,15 @@ to_timeval(double secs)
 
 /* ---- the gate ---------------------------------------------------------- */
 
+/* {"op":"stats"} on the control socket (docs/control.md). */
+static json_t *
+run_stats(void *arg)
+{
+	struct run_state *st = arg;
+
+	return gw_control_stats_json(st->proxy, st->dns, NULL);
+}
+
 static int
 attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
                char *err, size_t errlen)
@@ -547,6 +556,12 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
                   int exit_status, double wall)
 {
 	json_t *o;
+	struct proxy_stats ps;
+
+	/* The sandbox's listeners carry its id as their client id (attach_network). */
+	memset(&ps, 0, sizeof(ps));
+	if (st->proxy != NULL) /* --no-network has none */
+		(void)proxy_client_stats(st->proxy, exec_sandbox_id(st->sandbox), &ps);
 
 	o = json_pack("{s:s, s:i, s:o, s:o, s:b, s:b, s:f, s:f, s:I, s:{s:I, s:I, s:I, s:I}}",
 	              "sandbox_id", exec_sandbox_id(st->sandbox), "exit_status", exit_status,
@@ -554,12 +569,23 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 	              "signal", res->signal > 0 ? json_integer(res->signal) : json_null(),
 	              "timed_out", st->timed_out, "cpu_exceeded", st->cpu_exceeded, "wall_seconds",
 	              wall, "cpu_seconds", res->cpu_seconds, "peak_memory_bytes",
-	              (json_int_t)res->peak_memory, "network", "connections_allowed", (json_int_t)0,
-	              "connections_refused", (json_int_t)0, "bytes_allowed", (json_int_t)0,
-	              "bytes_refused", (json_int_t)0);
+	              (json_int_t)res->peak_memory, "network", "connections_allowed",
+	              (json_int_t)ps.connections_allowed, "connections_refused",
+	              (json_int_t)ps.connections_refused, "bytes_allowed",
+	              (json_int_t)(ps.bytes_up + ps.bytes_down), "bytes_refused", (json_int_t)0);
 	if (o == NULL) {
 		gw_fail(CMD, "--json-status: cannot build the summary");
 		return;
+	}
+	if (st->dns != NULL) {
+		struct dns_stats ds;
+
+		(void)dns_server_client_stats(st->dns, exec_sandbox_id(st->sandbox), &ds);
+		json_object_set_new(o, "dns",
+		                    json_pack("{s:I, s:I, s:I}", "queries_allowed",
+		                              (json_int_t)ds.queries_allowed, "queries_refused",
+		                              (json_int_t)ds.queries_refused, "queries_other",
+		                              (json_int_t)ds.queries_other));
 	}
 	json_object_set_new(o, "output_dropped_bytes",
 	                    json_pack("{s:I, s:I}", "stdout", (json_int_t)st->dropped[0], "stderr",
@@ -649,6 +675,7 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	/* Where `tollgate pending/approve/deny` find this run's approvals. */
 	if (gw_control_start(&st->gw, f->control_path, &st->control, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "control socket: %s", err);
+	gw_control_set_stats(st->control, run_stats, st);
 	proxy_config_defaults(&pcfg);
 	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
 		return gw_fail(CMD, "out of memory");

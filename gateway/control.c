@@ -26,12 +26,15 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "dns/server.h"
+#include "exec/queue.h"
 #include "gateway/cli.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
+#include "proxy/proxy.h"
 
 #define CONTROL_BACKLOG 16
 #define CONTROL_ACCEPT_BURST 32     /* accepts per wakeup, so one burst cannot starve the loop */
@@ -63,6 +66,8 @@ struct gw_control {
 	size_t max_clients;
 	double idle_timeout;
 	int listen_handle;
+	gw_control_stats_fn stats_cb;
+	void *stats_arg;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -374,6 +379,97 @@ pending_json(const struct approvals *a)
 }
 
 static void
+answer_stats(struct control_client *cl)
+{
+	struct gw_control *ctl = cl->ctl;
+	json_t *st = ctl->stats_cb != NULL ? ctl->stats_cb(ctl->stats_arg) : json_object();
+
+	if (st == NULL) {
+		client_error(cl, "stats: out of memory");
+		return;
+	}
+	client_send(
+	    cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)getpid(), "stats", st));
+}
+
+static json_t *
+proxy_stats_obj(const struct proxy_stats *s)
+{
+	return json_pack("{s:I, s:I, s:I, s:I}", "connections_allowed",
+	                 (json_int_t)s->connections_allowed, "connections_refused",
+	                 (json_int_t)s->connections_refused, "bytes_up", (json_int_t)s->bytes_up,
+	                 "bytes_down", (json_int_t)s->bytes_down);
+}
+
+static json_t *
+dns_stats_obj(const struct dns_stats *s)
+{
+	return json_pack("{s:I, s:I, s:I}", "queries_allowed", (json_int_t)s->queries_allowed,
+	                 "queries_refused", (json_int_t)s->queries_refused, "queries_other",
+	                 (json_int_t)s->queries_other);
+}
+
+static void
+add_proxy_client(const char *id, const struct proxy_stats *s, void *arg)
+{
+	json_object_set_new((json_t *)arg, id, proxy_stats_obj(s));
+}
+
+static void
+add_dns_client(const char *id, const struct dns_stats *s, void *arg)
+{
+	json_object_set_new((json_t *)arg, id, dns_stats_obj(s));
+}
+
+json_t *
+gw_control_stats_json(const struct proxy *p, const struct dns_server *dns,
+                      const struct exec_queue *q)
+{
+	json_t *o = json_object();
+	json_t *clients;
+
+	if (o == NULL)
+		return NULL;
+	if (p != NULL) {
+		struct proxy_stats total;
+
+		proxy_total_stats(p, &total);
+		clients = json_object();
+		if (clients != NULL)
+			proxy_stats_foreach(p, add_proxy_client, clients);
+		json_object_set_new(o, "proxy",
+		                    json_pack("{s:o, s:o}", "total", proxy_stats_obj(&total),
+		                              "clients",
+		                              clients != NULL ? clients : json_object()));
+	}
+	if (dns != NULL) {
+		struct dns_stats total;
+
+		dns_server_total_stats(dns, &total);
+		clients = json_object();
+		if (clients != NULL)
+			dns_server_stats_foreach(dns, add_dns_client, clients);
+		json_object_set_new(o, "dns",
+		                    json_pack("{s:o, s:o}", "total", dns_stats_obj(&total),
+		                              "clients",
+		                              clients != NULL ? clients : json_object()));
+	}
+	if (q != NULL) {
+		struct exec_queue_stats qs;
+
+		exec_queue_get_stats(q, &qs);
+		json_object_set_new(
+		    o, "queue",
+		    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "running", (json_int_t)qs.running,
+		              "queued", (json_int_t)qs.queued, "completed",
+		              (json_int_t)qs.completed, "refused", (json_int_t)qs.refused,
+		              "max_running", (json_int_t)qs.max_running, "max_queued",
+		              (json_int_t)qs.max_queued));
+	}
+	return o;
+}
+
+static void
 answer_pending(struct control_client *cl)
 {
 	json_t *arr = pending_json(cl->ctl->ctx->approvals);
@@ -496,6 +592,8 @@ handle_line(struct control_client *cl, const char *line, size_t len)
 		answer_decide(cl, req, true);
 	else if (strcmp(op, "deny") == 0)
 		answer_decide(cl, req, false);
+	else if (strcmp(op, "stats") == 0)
+		answer_stats(cl);
 	else if (strcmp(op, "subscribe") == 0)
 		answer_subscribe(cl);
 	else if (strcmp(op, "ping") == 0)
@@ -973,6 +1071,13 @@ const char *
 gw_control_path(const struct gw_control *c)
 {
 	return c->path;
+}
+
+void
+gw_control_set_stats(struct gw_control *c, gw_control_stats_fn cb, void *arg)
+{
+	c->stats_cb = cb;
+	c->stats_arg = arg;
 }
 
 void

@@ -13,8 +13,11 @@
 
 #include <jansson.h>
 
+struct dns_server;
+struct exec_queue;
 struct gw_context;
 struct gw_control;
+struct proxy;
 
 #define GW_CONTROL_LINE_MAX 4096         /* a request line, newline excluded */
 #define GW_CONTROL_CLIENTS_MAX 32        /* connected clients at once */
@@ -37,6 +40,23 @@ void gw_control_free(struct gw_control *c);
 const char *gw_control_path(const struct gw_control *c);
 /* For tests and embedders: 0 keeps a limit as it is. */
 void gw_control_set_limits(struct gw_control *c, size_t max_clients, double idle_timeout);
+
+/*
+ * {"op":"stats"}: the command that owns the loop registers a provider that
+ * returns a new JSON object of its counters (gw_control_stats_json makes
+ * one); the answer is {"ok":true,"pid":N,"stats":{...}}. Without a
+ * provider the stats object is empty. cb NULL removes it.
+ */
+typedef json_t *(*gw_control_stats_fn)(void *arg);
+void gw_control_set_stats(struct gw_control *c, gw_control_stats_fn cb, void *arg);
+
+/*
+ * The usual stats object from the parts a gateway has (each may be NULL):
+ * {"proxy":{"total":{...},"clients":{ID:{...}}}, "dns":{...}, "queue":{...}}.
+ * NULL when out of memory.
+ */
+json_t *gw_control_stats_json(const struct proxy *p, const struct dns_server *dns,
+                              const struct exec_queue *q);
 
 /*
  * Where gateways put their sockets: $TOLLGATE_CONTROL_DIR when set; else

@@ -49,6 +49,12 @@ struct proxy_client_count {
 	struct proxy_client_count *next;
 };
 
+struct proxy_client_stats {
+	char key[64];
+	struct proxy_stats s;
+	struct proxy_client_stats *next;
+};
+
 struct proxy {
 	struct gw_context *gw;
 	struct proxy_config cfg;
@@ -56,6 +62,9 @@ struct proxy {
 	TAILQ_HEAD(, proxy_conn) conns;
 	size_t nconns;
 	struct proxy_client_count *counts;
+	struct proxy_client_stats *stats; /* per client, kept until proxy_free */
+	size_t nstats;
+	struct proxy_stats total;
 	uint64_t next_id;
 	bool stopping;
 	bool drained; /* drained_cb was called */
@@ -109,6 +118,8 @@ struct proxy_conn {
 	struct policy_host host;
 	int port;
 	bool decision_audited;
+	bool stats_allowed; /* this request counts as allowed in the proxy's stats */
+	bool stats_refused; /* ... or as refused */
 	struct dns_query *query;
 	struct approval_wait *wait;
 	struct policy_addr addrs[DNS_RESOLVE_MAX_ADDRS];
@@ -145,6 +156,8 @@ void proxy_conn_touch(struct proxy_conn *c);
 void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
                           const char *rule);
 void proxy_audit_connection(struct proxy_conn *c, const char *reason);
+/* The request is refused (once counted; an allowed one moves over). */
+void proxy_stats_refused(struct proxy_conn *c);
 double proxy_elapsed_ms(const struct timespec *since);
 
 /* respond.c */

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct gw_context;
 struct policy;
@@ -88,6 +89,30 @@ int proxy_listener_add_transparent(struct proxy *p, int fd,
 void proxy_stop_accepting(struct proxy *p);
 /* Client connections open now. */
 size_t proxy_conn_count(const struct proxy *p);
+/*
+ * Counters, kept per client (listener id, client section or address) and in
+ * all: a decision audited as allow or deny counts one connection allowed or
+ * refused; bytes are added when a connection's summary row is written.
+ */
+struct proxy_stats {
+	uint64_t connections_allowed;
+	uint64_t connections_refused;
+	uint64_t bytes_up;   /* client to upstream */
+	uint64_t bytes_down; /* upstream to client */
+};
+
+/* Fills out with client_id's counters: 0, or -ENOENT (out zeroed) when
+ * that client was never seen. */
+int proxy_client_stats(const struct proxy *p, const char *client_id, struct proxy_stats *out);
+/* Fills out with the whole proxy's counters. */
+void proxy_total_stats(const struct proxy *p, struct proxy_stats *out);
+/* Calls cb for each client with counters (at most PROXY_STATS_CLIENTS of
+ * them are told apart; later ones count only in the total). */
+#define PROXY_STATS_CLIENTS 1024
+void proxy_stats_foreach(const struct proxy *p,
+                         void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
+                         void *arg);
+
 /* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
 void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);
 

@@ -110,6 +110,8 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 		why = reason;
 	if (!c->decision_audited)
 		proxy_audit_decision(c, "deny", reason, why);
+	else if (status == 403)
+		proxy_stats_refused(c);
 	if (c->host.text[0] != '\0')
 		log_debug("proxy: %s: %s -> %s:%d refused %d %s: %s", c->peer, c->client,
 		          c->host.text, c->port, status, reason, why);

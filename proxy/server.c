@@ -66,6 +66,132 @@ json_put(char *buf, size_t len, size_t *pos, const char *s)
 	}
 }
 
+/* The client's counters, made on first use; NULL past the cap or out of memory. */
+static struct proxy_stats *
+stats_get(struct proxy *p, const char *key)
+{
+	struct proxy_client_stats *cs;
+
+	for (cs = p->stats; cs != NULL; cs = cs->next) {
+		if (strcmp(cs->key, key) == 0)
+			return &cs->s;
+	}
+	if (p->nstats >= PROXY_STATS_CLIENTS)
+		return NULL;
+	cs = calloc(1, sizeof(*cs));
+	if (cs == NULL)
+		return NULL;
+	snprintf(cs->key, sizeof(cs->key), "%s", key);
+	cs->next = p->stats;
+	p->stats = cs;
+	p->nstats++;
+	return &cs->s;
+}
+
+static void
+stats_add(struct proxy_conn *c, bool allowed, int delta)
+{
+	struct proxy *p = c->proxy;
+	struct proxy_stats *s = stats_get(p, c->client);
+	uint64_t *total = allowed ? &p->total.connections_allowed : &p->total.connections_refused;
+
+	*total += (uint64_t)(int64_t)delta;
+	if (s != NULL)
+		*(allowed ? &s->connections_allowed : &s->connections_refused) +=
+		    (uint64_t)(int64_t)delta;
+}
+
+/* Each request counts once, by its outcome: "ask" is not one yet, and a
+ * refusal after an allow (SNI mismatch, an address check) moves it. */
+static void
+stats_count_decision(struct proxy_conn *c, const char *decision)
+{
+	if (strcmp(decision, "allow") == 0) {
+		if (c->stats_allowed || c->stats_refused)
+			return;
+		c->stats_allowed = true;
+		stats_add(c, true, 1);
+	} else if (strcmp(decision, "deny") == 0) {
+		proxy_stats_refused(c);
+	}
+}
+
+void
+proxy_stats_refused(struct proxy_conn *c)
+{
+	if (c->stats_refused)
+		return;
+	if (c->stats_allowed)
+		stats_add(c, true, -1);
+	c->stats_allowed = false;
+	c->stats_refused = true;
+	stats_add(c, false, 1);
+}
+
+static void
+stats_count_bytes(struct proxy_conn *c)
+{
+	struct proxy *p = c->proxy;
+	struct proxy_stats *s = stats_get(p, c->client);
+
+	p->total.bytes_up += c->bytes_up;
+	p->total.bytes_down += c->bytes_down;
+	if (s != NULL) {
+		s->bytes_up += c->bytes_up;
+		s->bytes_down += c->bytes_down;
+	}
+}
+
+int
+proxy_client_stats(const struct proxy *p, const char *client_id, struct proxy_stats *out)
+{
+	const struct proxy_conn *c;
+	int rc = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	for (const struct proxy_client_stats *cs = p->stats; cs != NULL; cs = cs->next) {
+		if (strcmp(cs->key, client_id) == 0) {
+			*out = cs->s;
+			rc = 0;
+			break;
+		}
+	}
+	/* Connections still open have not written their summary yet: their
+	 * bytes so far count too (a run's summary may come before their close). */
+	TAILQ_FOREACH(c, &p->conns, entry)
+	{
+		if (c->connection_pending && strcmp(c->client, client_id) == 0) {
+			out->bytes_up += c->bytes_up;
+			out->bytes_down += c->bytes_down;
+		}
+	}
+	return rc;
+}
+
+void
+proxy_total_stats(const struct proxy *p, struct proxy_stats *out)
+{
+	const struct proxy_conn *c;
+
+	*out = p->total;
+	TAILQ_FOREACH(c, &p->conns, entry)
+	{
+		if (c->connection_pending) {
+			out->bytes_up += c->bytes_up;
+			out->bytes_down += c->bytes_down;
+		}
+	}
+}
+
+void
+proxy_stats_foreach(const struct proxy *p,
+                    void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
+                    void *arg)
+{
+	for (const struct proxy_client_stats *cs = p->stats; cs != NULL; cs = cs->next)
+		cb(cs->key, &cs->s, arg);
+}
+
 void
 proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
                      const char *rule)
@@ -75,6 +201,7 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 	size_t pos = 0;
 
 	c->decision_audited = true;
+	stats_count_decision(c, decision);
 	if (a == NULL)
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
@@ -101,6 +228,7 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	char detail[512];
 
 	c->connection_pending = false;
+	stats_count_bytes(c);
 	if (a == NULL)
 		return;
 	snprintf(detail, sizeof(detail),
@@ -379,6 +507,8 @@ proxy_conn_read_head(struct proxy_conn *c)
 	}
 	c->state = PROXY_CONN_HEAD;
 	c->decision_audited = false;
+	c->stats_allowed = false;
+	c->stats_refused = false;
 	c->host.text[0] = '\0';
 	c->port = 0;
 	if (c->cbev == NULL) {
@@ -694,6 +824,12 @@ proxy_free(struct proxy *p)
 
 		p->counts = cc->next;
 		free(cc);
+	}
+	while (p->stats != NULL) {
+		struct proxy_client_stats *cs = p->stats;
+
+		p->stats = cs->next;
+		free(cs);
 	}
 	proxy_relay_pool_free(p);
 	free(p);

@@ -179,6 +179,8 @@ proxy_transparent_tls_start(struct proxy_conn *c)
 
 	c->state = PROXY_CONN_HELLO;
 	c->decision_audited = false;
+	c->stats_allowed = false;
+	c->stats_refused = false;
 	c->host.text[0] = '\0';
 	c->port = 0;
 	c->head_started = false;

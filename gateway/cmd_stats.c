@@ -1,0 +1,204 @@
+/*
+ * `tollgate stats`: the counters of running gateways (proxy and DNS per
+ * client and in all, the sandbox queue when there is one), asked over their
+ * control sockets with {"op":"stats"} (docs/control.md).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gateway/cli.h"
+#include "gateway/control.h"
+
+/* Exit status when no gateway answered. */
+#define STATS_EXIT_NOT_DONE 1
+#define STATS_MAX_GATEWAYS 64
+
+extern const struct gw_command gw_command_stats;
+
+static int not_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+not_done(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "tollgate: stats: %s\n", msg);
+	return STATS_EXIT_NOT_DONE;
+}
+
+static json_int_t
+num(const json_t *o, const char *a, const char *b)
+{
+	return json_integer_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* One gateway's counters as a few lines for people. */
+static void
+print_gateway(json_int_t pid, const json_t *st)
+{
+	const json_t *proxy = json_object_get(st, "proxy");
+	const json_t *dns = json_object_get(st, "dns");
+	const json_t *queue = json_object_get(st, "queue");
+	const char *id;
+	json_t *v;
+
+	printf("gateway %" JSON_INTEGER_FORMAT "\n", pid);
+	if (proxy != NULL) {
+		printf("  proxy  allowed %" JSON_INTEGER_FORMAT "  refused %" JSON_INTEGER_FORMAT
+		       "  bytes up %" JSON_INTEGER_FORMAT "  down %" JSON_INTEGER_FORMAT "\n",
+		       num(proxy, "total", "connections_allowed"),
+		       num(proxy, "total", "connections_refused"), num(proxy, "total", "bytes_up"),
+		       num(proxy, "total", "bytes_down"));
+		json_object_foreach((json_t *)json_object_get(proxy, "clients"), id, v)
+		{
+			printf("    %-24s allowed %" JSON_INTEGER_FORMAT
+			       "  refused %" JSON_INTEGER_FORMAT "  bytes up %" JSON_INTEGER_FORMAT
+			       "  down %" JSON_INTEGER_FORMAT "\n",
+			       id, json_integer_value(json_object_get(v, "connections_allowed")),
+			       json_integer_value(json_object_get(v, "connections_refused")),
+			       json_integer_value(json_object_get(v, "bytes_up")),
+			       json_integer_value(json_object_get(v, "bytes_down")));
+		}
+	}
+	if (dns != NULL)
+		printf("  dns    allowed %" JSON_INTEGER_FORMAT "  refused %" JSON_INTEGER_FORMAT
+		       "  other %" JSON_INTEGER_FORMAT "\n",
+		       num(dns, "total", "queries_allowed"), num(dns, "total", "queries_refused"),
+		       num(dns, "total", "queries_other"));
+	if (queue != NULL)
+		printf("  queue  running %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT
+		       "  queued %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT
+		       "  completed %" JSON_INTEGER_FORMAT "  refused %" JSON_INTEGER_FORMAT "\n",
+		       json_integer_value(json_object_get(queue, "running")),
+		       json_integer_value(json_object_get(queue, "max_running")),
+		       json_integer_value(json_object_get(queue, "queued")),
+		       json_integer_value(json_object_get(queue, "max_queued")),
+		       json_integer_value(json_object_get(queue, "completed")),
+		       json_integer_value(json_object_get(queue, "refused")));
+}
+
+static int
+run_stats(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"control", required_argument, NULL, 'c'},
+	    {"json", no_argument, NULL, 'j'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct gw_control_endpoint ep[STATS_MAX_GATEWAYS];
+	const char *control = NULL;
+	char dir[PATH_MAX];
+	bool json = false;
+	size_t n, ok = 0;
+	int c, rc;
+
+	while ((c = gw_getopt(argc, argv, "c:j", longopts, &gw_command_stats)) != -1) {
+		switch (c) {
+		case 'c':
+			control = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case GW_OPT_HELP:
+			return GW_EXIT_OK;
+		default:
+			return GW_EXIT_FAILURE;
+		}
+	}
+	if (optind < argc)
+		return gw_fail("stats", "unexpected argument '%s' (see 'tollgate stats --help')",
+		               argv[optind]);
+	memset(ep, 0, sizeof(ep));
+	if (control != NULL) {
+		rc = snprintf(ep[0].path, sizeof(ep[0].path), "%s", control);
+		if (rc <= 0 || (size_t)rc >= sizeof(ep[0].path))
+			return gw_fail("stats", "--control %s: path too long for a unix socket",
+			               control);
+		n = 1;
+	} else {
+		rc = gw_control_dir(dir, sizeof(dir));
+		if (rc != 0)
+			return not_done("no control directory: %s", strerror(-rc));
+		rc = gw_control_find(dir, ep, STATS_MAX_GATEWAYS);
+		if (rc < 0 && rc != -ENOENT)
+			return not_done("cannot read %s: %s", dir, strerror(-rc));
+		if (rc <= 0)
+			return not_done("no running gateway (no live control socket in %s; "
+			                "start one, or name its socket with --control)",
+			                dir);
+		n = (size_t)rc < STATS_MAX_GATEWAYS ? (size_t)rc : STATS_MAX_GATEWAYS;
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *req = json_pack("{s:s}", "op", "stats");
+		json_t *reply = NULL;
+		json_int_t pid;
+		char err[512];
+
+		if (req == NULL)
+			return not_done("out of memory");
+		rc = gw_control_call(ep[i].path, req, &reply, err, sizeof(err));
+		json_decref(req);
+		if (rc != 0) {
+			not_done("%s", err);
+			continue;
+		}
+		if (!json_is_true(json_object_get(reply, "ok"))) {
+			const char *why = json_string_value(json_object_get(reply, "error"));
+
+			not_done("%s: %s", ep[i].path, why != NULL ? why : "error");
+			json_decref(reply);
+			continue;
+		}
+		ok++;
+		pid = json_integer_value(json_object_get(reply, "pid"));
+		if (json) {
+			json_t *line = json_pack("{s:I, s:O}", "pid", pid, "stats",
+			                         json_object_get(reply, "stats"));
+			char *text =
+			    line != NULL ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+			if (text != NULL)
+				printf("%s\n", text);
+			free(text);
+			json_decref(line);
+		} else {
+			print_gateway(pid, json_object_get(reply, "stats"));
+		}
+		json_decref(reply);
+	}
+	fflush(stdout);
+	return ok > 0 ? GW_EXIT_OK : STATS_EXIT_NOT_DONE;
+}
+
+const struct gw_command gw_command_stats = {
+    .name = "stats",
+    .summary = "show the counters of running gateways",
+    .usage = "usage: tollgate stats [--control SOCKET] [--json]\n"
+             "\n"
+             "Shows each running gateway's counters: proxy connections allowed and\n"
+             "refused and bytes each way, DNS queries allowed and refused, in all and\n"
+             "per client (sandbox id, client section or address), and its sandbox\n"
+             "queue when it has one.\n"
+             "\n"
+             "  -c, --control SOCKET  ask this gateway only (default: every live socket\n"
+             "                        found as 'tollgate pending' finds them)\n"
+             "  -j, --json            one JSON object per gateway and line:\n"
+             "                        {\"pid\":N,\"stats\":{\"proxy\":…,\"dns\":…,\"queue\":…}}\n"
+             "\n"
+             "Exit status: 0 when at least one gateway answered, 1 when none did,\n"
+             "125 on a bad flag.\n",
+    .run = run_stats,
+};
