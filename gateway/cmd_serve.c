@@ -47,6 +47,7 @@ enum {
 	OPT_TIMEOUT,
 	OPT_NO_NETWORK,
 	OPT_CONTROL,
+	OPT_MAX_SANDBOXES,
 };
 
 static const struct option serve_options[] = {
@@ -64,6 +65,7 @@ static const struct option serve_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
     {"control", required_argument, NULL, OPT_CONTROL},
+    {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
     {NULL, 0, NULL, 0},
 };
 
@@ -123,6 +125,7 @@ run_serve(int argc, char **argv)
 	struct policy *rules, *file = NULL;
 	const char *policy_path = NULL, *upstream = NULL, *audit = NULL, *pool = NULL;
 	const char *control_path = NULL;
+	long max_sandboxes = 8;
 	size_t npins = 0;
 	double timeout = 30;
 	bool no_network = false;
@@ -197,6 +200,11 @@ run_serve(int argc, char **argv)
 			break;
 		case OPT_CONTROL:
 			control_path = optarg;
+			break;
+		case OPT_MAX_SANDBOXES:
+			if (gw_parse_long(optarg, 1, 1024, &max_sandboxes) != 0)
+				rc = gw_fail(CMD, "--max-sandboxes: '%s' is not a number from 1 to 1024",
+				             optarg);
 			break;
 		default:
 			rc = gw_fail(CMD, "unexpected flag");
@@ -283,6 +291,7 @@ run_serve(int argc, char **argv)
 	st.ctx.audit_path = st.audit_path;
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
+	st.ctx.max_running = (size_t)max_sandboxes;
 
 	cfg.name = "tollgate";
 	cfg.version = "0.1";
@@ -364,6 +373,7 @@ const struct gw_command gw_command_serve = {
              "  --resolve HOST:ADDR      pin a name to an address\n"
              "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
              "  --timeout DURATION       default execution timeout (30s)\n"
+             "  --max-sandboxes N        executions at once (8); past it a call is refused\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
              "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"

@@ -262,6 +262,8 @@ struct mcp_serve_ctx {
 	const char *audit_path;
 	const char *hide_path; /* TOLLGATE_HOME */
 	double default_timeout;
+	/* Executions at once; past it a call is refused at once (0: 8). */
+	size_t max_running;
 	struct mcp_job *jobs;       /* executions in flight */
 	struct mcp_server *server;  /* for requests to the client (elicitation) */
 	int approvals_listener;     /* approvals_listen handle, 0: none */

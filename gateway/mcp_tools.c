@@ -1006,6 +1006,17 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	size_t i;
 	int rc;
 
+	size_t running = 0, max_running = ctx->max_running > 0 ? ctx->max_running : 8;
+
+	/* Refused at once, never queued without bound: a flood of calls must not
+	 * exhaust the host. */
+	for (struct mcp_job *r = ctx->jobs; r != NULL; r = r->next)
+		running++;
+	if (running >= max_running) {
+		mcp_call_fail(c, "too many sandboxes running (%zu, the most is %zu): try again "
+		                 "when one has ended", running, max_running);
+		return;
+	}
 	if (!json_is_string(lang) || !json_is_string(code)) {
 		mcp_call_fail(c, "language and code are required strings");
 		return;

@@ -141,6 +141,15 @@ expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" 
 expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
 expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
 
+# ---- a bounded number of sandboxes: past it a call is refused at once ------------------
+set +e
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs flood -- \
+	"$TOLLGATE" serve --audit "$AUDIT" --no-network --max-sandboxes 2 2>>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "flood: the session ends cleanly" "$rc" 0
+expect_eq "flood: two executions run" "$(py "$(step flood)" 'd["done"]')" "2"
+expect_eq "flood: the third is refused at once" "$(py "$(step flood)" 'd["refused"]')" "1"
+
 # ---- approvals through the control socket: tollgate pending / approve -----------------
 ctl=$TEST_TMP/serve.sock
 (

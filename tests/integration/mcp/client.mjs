@@ -169,6 +169,15 @@ if (scenario === "everything") {
     out(verdict, { decided: decided?.text ?? null, stdout: r.structured?.stdout?.trim() ?? null });
   }
   out("stale", await call(client, "approve_egress", { id: 999999 }));
+} else if (scenario === "flood") {
+  // Three executions at once against --max-sandboxes 2: one is refused at once.
+  const calls = [0, 1, 2].map(() =>
+    call(client, "execute_code", { language: "sh", code: "sleep 2; echo done", timeout: 30 }));
+  const results = await Promise.all(calls);
+  out("flood", {
+    done: results.filter((r) => !r.isError && r.structured?.stdout?.trim() === "done").length,
+    refused: results.filter((r) => r.isError && /too many sandboxes running/.test(r.text)).length,
+  });
 } else if (scenario === "held") {
   // extra: a URL an ask rule holds; someone else (the control socket) decides it.
   const [url] = extra;
