@@ -25,6 +25,7 @@
 #include "exec/runtime.h"
 #include "exec/vault.h"
 #include "gateway/cli.h"
+#include "gateway/flags.h"
 #include "gateway/control.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
@@ -159,22 +160,6 @@ parse_long_flag(const char *flag, const char *value, long min, long max, long *o
 	if (gw_parse_long(value, min, max, out) != 0)
 		return gw_fail(CMD, "%s: '%s' is not a number from %ld to %ld", flag, value, min,
 		               max);
-	return 0;
-}
-
-static int
-add_rule(struct run_flags *f, enum policy_verdict action, bool cidr, const char *flag,
-         const char *value)
-{
-	char err[256];
-	int rc;
-
-	if (cidr)
-		rc = policy_add_cidr(f->rules, action, value, flag, err, sizeof(err));
-	else
-		rc = policy_add_rule(f->rules, action, value, flag, err, sizeof(err));
-	if (rc != 0)
-		return gw_fail(CMD, "%s %s: %s", flag, value, err);
 	return 0;
 }
 
@@ -352,27 +337,22 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			f->policy_path = optarg;
 			break;
 		case OPT_ALLOW:
-			rc = add_rule(f, POLICY_ALLOW, false, "--allow", optarg);
+			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, false, "--allow", optarg);
 			break;
 		case OPT_DENY:
-			rc = add_rule(f, POLICY_DENY, false, "--deny", optarg);
+			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, false, "--deny", optarg);
 			break;
 		case OPT_ASK:
-			rc = add_rule(f, POLICY_ASK, false, "--ask", optarg);
+			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ASK, false, "--ask", optarg);
 			break;
 		case OPT_ALLOW_CIDR:
-			rc = add_rule(f, POLICY_ALLOW, true, "--allow-cidr", optarg);
+			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
 			break;
 		case OPT_DENY_CIDR:
-			rc = add_rule(f, POLICY_DENY, true, "--deny-cidr", optarg);
+			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, true, "--deny-cidr", optarg);
 			break;
 		case OPT_DEFAULT:
-			if (strcmp(optarg, "deny") == 0)
-				policy_set_default(f->rules, POLICY_DENY);
-			else if (strcmp(optarg, "ask") == 0)
-				policy_set_default(f->rules, POLICY_ASK);
-			else
-				return gw_fail(CMD, "--default: '%s' is not deny or ask", optarg);
+			rc = gw_flag_policy_default(CMD, f->rules, optarg);
 			break;
 		case OPT_ASK_TIMEOUT:
 			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)

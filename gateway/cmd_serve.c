@@ -18,6 +18,7 @@
 #include "exec/exec.h"
 #include "exec/netns.h"
 #include "gateway/cli.h"
+#include "gateway/flags.h"
 #include "gateway/control.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
@@ -101,19 +102,6 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 static int
-add_rule(struct policy *rules, enum policy_verdict v, bool cidr, const char *flag,
-         const char *value)
-{
-	char err[256];
-	int rc = cidr ? policy_add_cidr(rules, v, value, flag, err, sizeof(err))
-	              : policy_add_rule(rules, v, value, flag, err, sizeof(err));
-
-	if (rc != 0)
-		return gw_fail(CMD, "%s %s: %s", flag, value, err);
-	return 0;
-}
-
-static int
 run_serve(int argc, char **argv)
 {
 	static const int sigs[2] = {SIGTERM, SIGINT};
@@ -150,13 +138,13 @@ run_serve(int argc, char **argv)
 			policy_path = optarg;
 			break;
 		case OPT_ALLOW:
-			rc = add_rule(rules, POLICY_ALLOW, false, "--allow", optarg);
+			rc = gw_flag_policy_rule(CMD, rules, POLICY_ALLOW, false, "--allow", optarg);
 			break;
 		case OPT_DENY:
-			rc = add_rule(rules, POLICY_DENY, false, "--deny", optarg);
+			rc = gw_flag_policy_rule(CMD, rules, POLICY_DENY, false, "--deny", optarg);
 			break;
 		case OPT_ASK:
-			rc = add_rule(rules, POLICY_ASK, false, "--ask", optarg);
+			rc = gw_flag_policy_rule(CMD, rules, POLICY_ASK, false, "--ask", optarg);
 			break;
 		case OPT_ASK_TIMEOUT: {
 			double secs;
@@ -169,10 +157,10 @@ run_serve(int argc, char **argv)
 			break;
 		}
 		case OPT_ALLOW_CIDR:
-			rc = add_rule(rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
+			rc = gw_flag_policy_rule(CMD, rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
 			break;
 		case OPT_DENY_CIDR:
-			rc = add_rule(rules, POLICY_DENY, true, "--deny-cidr", optarg);
+			rc = gw_flag_policy_rule(CMD, rules, POLICY_DENY, true, "--deny-cidr", optarg);
 			break;
 		case OPT_RESOLVE:
 			if (npins >= SERVE_PINS_MAX || dns_pin_parse(optarg, &pins[npins]) != 0) {
