@@ -44,6 +44,10 @@ struct exec_spec {
 	/* An output directory bound writable at EXEC_OUTDIR, or NULL. Handed to
 	 * the sandbox's user (chown) for the run; the caller restores it. */
 	const char *outdir;
+	/* Instead of argv (which must be NULL), the sandbox runs tollgate's
+	 * agent, which runs the commands exec_sandbox_run sends it, one at a
+	 * time, until the sandbox is freed (a session: exec/session.h). */
+	bool keep_alive;
 };
 
 /*
@@ -97,6 +101,34 @@ int exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res);
  * directory, closes every fd. Accepts NULL. */
 void exec_sandbox_free(struct exec_sandbox *s);
 
+/* ---- kept-alive sandboxes (spec.keep_alive; exec/agent.c) -------------- */
+
+struct exec_agent_reply; /* exec/agent.h */
+
+struct exec_run {
+	char *const *argv; /* argv[0] searched on the sandbox's PATH */
+	char *const *env;  /* NAME=value over the sandbox's own; may be NULL */
+	int fd_in, fd_out, fd_err; /* the command's stdin, stdout, stderr */
+};
+
+/*
+ * Sends one command to the agent, which starts it in its own process group
+ * in the work directory with the sandbox's containment (the agent is itself
+ * a contained process: its children inherit all of it). Replies follow on
+ * exec_sandbox_agent_fd(): STARTED or EXEC_FAILED, then EXITED. The fds are
+ * only lent: the caller still closes them. 0 or negative errno, err set.
+ */
+int exec_sandbox_run(struct exec_sandbox *s, const struct exec_run *r, char *err, size_t errlen);
+/* SIGKILL to the running command's process group (what it left in the
+ * background in another group lives on, as the sandbox's state). */
+int exec_sandbox_run_kill(struct exec_sandbox *s);
+/* Readable when a reply waits; -1 unless keep_alive. */
+int exec_sandbox_agent_fd(const struct exec_sandbox *s);
+/* One reply: 0, -EAGAIN when none waits, -EPIPE when the agent is gone,
+ * -EPROTO for anything that is not a valid reply (the agent's side is the
+ * sandbox's: a caller should end the sandbox). */
+int exec_sandbox_agent_read(struct exec_sandbox *s, struct exec_agent_reply *out);
+
 /* ---- shared inside exec/ (not for other modules) ------------------------ */
 
 /* Command exit status for a wait status: the code, or 128+N for signal N. */
@@ -130,6 +162,7 @@ struct exec_plan {
 	char out_mnt[PATH_MAX];  /* as work_mnt, for outdir */
 	char hub_addr[64];       /* from the parent's "go" message */
 	int go_fd;               /* read end: "go" or EOF */
+	int agent_fd;            /* keep_alive: the agent's end of the socket pair; else -1 */
 	int report_fd;           /* write end: struct exec_msg */
 	char *const *argv;
 	char **envp;         /* proxy entries point into proxy_env */
@@ -141,6 +174,11 @@ struct exec_plan {
 	int last_cap;
 	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */
 };
+
+/* Child side: execvpe without allocation, on envp's PATH; returns errno. */
+int exec_child_execvpe(char *const *argv, char **envp);
+/* Child side: the agent of a kept-alive sandbox, in place of execve. */
+__attribute__((noreturn)) void exec_agent_main(struct exec_plan *p);
 
 /* Child side: each returns 0 or -errno with *step naming what failed. */
 int exec_mounts_build(const struct exec_plan *p, const char **step);

@@ -47,6 +47,7 @@ struct exec_sandbox {
 	int pidfd;
 	int go_fd;     /* write end, held open while the sandbox lives */
 	int report_fd; /* read end */
+	int agent_fd;  /* keep_alive: our end of the agent's socket pair; else -1 */
 	struct exec_cgroup *cg;
 	struct exec_plan plan;
 	char **envp; /* envp_cap entries; the parent's copy holds no proxy entry */
@@ -230,8 +231,8 @@ child_getenv(char **envp, const char *name)
 }
 
 /* execvpe without allocation: the sandbox's own PATH, not tollgate's. */
-static int
-child_exec(char *const *argv, char **envp)
+int
+exec_child_execvpe(char *const *argv, char **envp)
 {
 	char path[PATH_MAX];
 	const char *dirs, *d, *end;
@@ -304,7 +305,9 @@ command_main(struct exec_plan *p)
 	rc = exec_limits_apply_nofile(p, &step);
 	if (rc != 0)
 		child_fail(p, step, rc);
-	err = child_exec(p->argv, p->envp);
+	if (p->agent_fd >= 0)
+		exec_agent_main(p);
+	err = exec_child_execvpe(p->argv, p->envp);
 	child_report(p->report_fd, EXEC_MSG_EXEC_FAILED, err, "execve");
 	_exit(exec_status_from_exec_errno(err));
 }
@@ -784,7 +787,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	struct exec_sandbox *s = NULL;
 	struct clone_args ca;
 	char tag[96], hub[64], path[64];
-	int go[2] = {-1, -1}, report[2] = {-1, -1};
+	int go[2] = {-1, -1}, report[2] = {-1, -1}, agent[2] = {-1, -1};
 	int pidfd = -1, netns = -1, rc;
 	uid_t work_uid = 0;
 	gid_t work_gid = 0;
@@ -797,11 +800,17 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		snprintf(err, errlen, "needs root (namespaces, cgroups and the network gate)");
 		return -EPERM;
 	}
+	if (spec->keep_alive != (spec->argv == NULL) ||
+	    (spec->argv != NULL && spec->argv[0] == NULL)) {
+		snprintf(err, errlen, "%s", spec->keep_alive ? "a kept-alive sandbox takes no command"
+		                                             : "no command");
+		return -EINVAL;
+	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
-	s->pidfd = s->go_fd = s->report_fd = -1;
-	s->plan.go_fd = s->plan.report_fd = -1;
+	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
+	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = -1;
 	s->pid = -1;
 	rc = random_id(s->id, sizeof(s->id));
 	if (rc == 0)
@@ -843,6 +852,14 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	}
 	s->plan.go_fd = go[0];
 	s->plan.report_fd = report[1];
+	if (spec->keep_alive) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, agent) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "socketpair: %s", strerror(errno));
+			goto out;
+		}
+		s->plan.agent_fd = agent[1];
+	}
 
 	open_up_stdio_pipes();
 	memset(&ca, 0, sizeof(ca));
@@ -875,6 +892,14 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	go[1] = -1;
 	s->report_fd = report[0];
 	report[0] = -1;
+	if (agent[1] >= 0) {
+		close(agent[1]);
+		agent[1] = -1;
+		s->plan.agent_fd = -1;
+		s->agent_fd = agent[0];
+		agent[0] = -1;
+		fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
+	}
 	/* Read once init is gone: whatever is there, never a wait. */
 	fcntl(s->report_fd, F_SETFL, O_NONBLOCK);
 
@@ -933,6 +958,10 @@ out:
 		close(report[0]);
 	if (report[1] >= 0)
 		close(report[1]);
+	if (agent[0] >= 0)
+		close(agent[0]);
+	if (agent[1] >= 0)
+		close(agent[1]);
 	exec_sandbox_free(s);
 	return rc;
 }
@@ -947,6 +976,12 @@ int
 exec_sandbox_pidfd(const struct exec_sandbox *s)
 {
 	return s->pidfd;
+}
+
+int
+exec_sandbox_agent_fd(const struct exec_sandbox *s)
+{
+	return s->agent_fd;
 }
 
 int
@@ -1071,6 +1106,8 @@ exec_sandbox_free(struct exec_sandbox *s)
 		close(s->go_fd);
 	if (s->report_fd >= 0)
 		close(s->report_fd);
+	if (s->agent_fd >= 0)
+		close(s->agent_fd);
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	exec_cgroup_free(s->cg);

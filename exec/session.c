@@ -1,8 +1,8 @@
 /*
- * Sessions over the sandbox API of exec.h: the session owns a directory that
- * every one of its executions gets as its work directory, an idle timer on
- * the loop, and at most one running sandbox. See docs/sessions.md for why an
- * execution is a fresh sandbox rather than a process joined to a live one.
+ * Sessions over a kept-alive sandbox (exec.h's keep_alive): the session owns
+ * a directory bound at EXEC_WORKDIR, one sandbox started with it, an idle
+ * timer on the loop, and at most one running execution, which the
+ * sandbox's agent forks. See docs/sessions.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "exec/agent.h"
 #include "exec/session.h"
 #include "gateway/events.h"
 #include "gateway/log.h"
@@ -26,10 +29,14 @@ struct exec_session {
 	char id[40];            /* "sess-" + 32 hex digits */
 	char dir[PATH_MAX];     /* root-owned 0711, named by the instance tag */
 	char workdir[PATH_MAX]; /* dir/w-<secret>: the sandbox user's, 0700 */
+	char end_reason[64];
+	struct exec_sandbox *sandbox; /* kept alive until the session ends */
 	struct event *ev_idle;
-	struct event *ev_exit;    /* the running sandbox's pidfd */
+	struct event *ev_gone;    /* the sandbox's pidfd: its init is gone */
+	struct event *ev_agent;   /* the agent's replies */
 	struct event *ev_timeout; /* the running execution's deadline */
-	struct exec_sandbox *sandbox;
+	struct event *ev_stuck;   /* a killed execution that does not end */
+	bool running;
 	bool timed_out;
 	bool ended;
 	exec_session_done_fn done;
@@ -38,6 +45,10 @@ struct exec_session {
 	void *ended_arg;
 	unsigned executions;
 };
+
+/* How long a killed execution may take to report its end before the whole
+ * sandbox goes (its agent stopped, say). */
+#define SESSION_KILL_GRACE_MS 2000
 
 static void on_idle(evutil_socket_t fd, short what, void *arg);
 
@@ -128,6 +139,38 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 	return 0;
 }
 
+static void on_gone(evutil_socket_t fd, short what, void *arg);
+static void on_agent(evutil_socket_t fd, short what, void *arg);
+
+static int
+start_sandbox(struct exec_session *s, char *err, size_t errlen)
+{
+	struct exec_spec spec;
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	spec.keep_alive = true;
+	spec.workdir = s->workdir;
+	spec.env = s->opts.env;
+	spec.limits = s->opts.limits;
+	spec.hide_path = s->opts.hide_path;
+	rc = exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err,
+	                        errlen);
+	if (rc != 0) {
+		s->sandbox = NULL;
+		return rc;
+	}
+	s->ev_gone = event_new(s->base, exec_sandbox_pidfd(s->sandbox), EV_READ, on_gone, s);
+	s->ev_agent = event_new(s->base, exec_sandbox_agent_fd(s->sandbox), EV_READ | EV_PERSIST,
+	                        on_agent, s);
+	if (s->ev_gone == NULL || s->ev_agent == NULL || event_add(s->ev_gone, NULL) != 0 ||
+	    event_add(s->ev_agent, NULL) != 0) {
+		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int
 exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
                  exec_session_ended_fn ended, void *ended_arg, struct exec_session **out, char *err,
@@ -168,9 +211,13 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
 		goto out;
 	}
+	rc = start_sandbox(s, err, errlen);
+	if (rc != 0)
+		goto out;
 	arm_idle(s);
 	publish(s, GW_EV_SESSION_CREATED,
-	        json_pack("{s:s, s:I}", "session", s->id, "idle_ms", (json_int_t)s->opts.idle_ms));
+	        json_pack("{s:s, s:s, s:I}", "session", s->id, "sandbox_id",
+	                  exec_sandbox_id(s->sandbox), "idle_ms", (json_int_t)s->opts.idle_ms));
 	*out = s;
 out:
 	if (rc != 0) {
@@ -188,6 +235,12 @@ exec_session_id(const struct exec_session *s)
 }
 
 const char *
+exec_session_sandbox_id(const struct exec_session *s)
+{
+	return s->sandbox != NULL ? exec_sandbox_id(s->sandbox) : "";
+}
+
+const char *
 exec_session_workdir(const struct exec_session *s)
 {
 	return s->workdir;
@@ -196,7 +249,7 @@ exec_session_workdir(const struct exec_session *s)
 bool
 exec_session_busy(const struct exec_session *s)
 {
-	return s->sandbox != NULL;
+	return s->running;
 }
 
 bool
@@ -205,67 +258,178 @@ exec_session_ended(const struct exec_session *s)
 	return s->ended;
 }
 
-/* Reaps the running sandbox and reports it; s may be freed by done. */
-static void
-finish_execution(struct exec_session *s, const char *why_killed)
+const char *
+exec_session_end_reason(const struct exec_session *s)
 {
-	struct exec_result res;
+	return s->ended && s->end_reason[0] != '\0' ? s->end_reason : NULL;
+}
+
+static void
+free_event(struct event **ev)
+{
+	if (*ev != NULL) {
+		event_free(*ev);
+		*ev = NULL;
+	}
+}
+
+/* The running execution is over (res filled); s may be freed by done. */
+static void
+finish_execution(struct exec_session *s, struct exec_result *res, const char *why)
+{
 	exec_session_done_fn done = s->done;
 	void *done_arg = s->done_arg;
 	enum gw_event_type type;
 	json_t *p;
-	int rc;
 
-	memset(&res, 0, sizeof(res));
-	res.exit_code = -1;
-	event_free(s->ev_exit);
-	s->ev_exit = NULL;
-	if (s->ev_timeout != NULL) {
-		event_free(s->ev_timeout);
-		s->ev_timeout = NULL;
-	}
-	rc = exec_sandbox_finish(s->sandbox, &res);
-	if (rc != 0) {
-		res.exit_status = 125;
-		res.setup_failed = true;
-		snprintf(res.failed_step, sizeof(res.failed_step), "reap");
-		res.failed_errno = -rc;
-	}
+	free_event(&s->ev_timeout);
+	free_event(&s->ev_stuck);
 	if (s->timed_out) {
-		res.exit_status = 124;
+		res->exit_status = 124;
 		type = GW_EV_EXECUTION_TIMEOUT;
-	} else if (res.setup_failed || res.exec_failed || why_killed != NULL) {
+	} else if (res->setup_failed || res->exec_failed || why != NULL) {
 		type = GW_EV_EXECUTION_FAILED;
 	} else {
 		type = GW_EV_EXECUTION_COMPLETED;
 	}
-	p = json_pack("{s:s, s:s, s:i, s:i, s:i, s:f}", "session", s->id, "sandbox_id",
-	              exec_sandbox_id(s->sandbox), "exit_status", res.exit_status, "exit_code",
-	              res.exit_code, "signal", res.signal, "cpu_seconds", res.cpu_seconds);
-	if (p != NULL && why_killed != NULL)
-		json_object_set_new(p, "reason", json_string(why_killed));
-	if (p != NULL && res.setup_failed)
-		json_object_set_new(p, "failed_step", json_string(res.failed_step));
-	exec_sandbox_free(s->sandbox);
-	s->sandbox = NULL;
+	p = json_pack("{s:s, s:s, s:I, s:i, s:i, s:i, s:f}", "session", s->id, "sandbox_id",
+	              exec_session_sandbox_id(s), "execution", (json_int_t)s->executions,
+	              "exit_status", res->exit_status, "exit_code", res->exit_code, "signal",
+	              res->signal, "cpu_seconds", res->cpu_seconds);
+	if (p != NULL && why != NULL)
+		json_object_set_new(p, "reason", json_string(why));
+	if (p != NULL && res->setup_failed)
+		json_object_set_new(p, "failed_step", json_string(res->failed_step));
+	s->running = false;
+	s->timed_out = false;
 	s->done = NULL;
 	s->done_arg = NULL;
-	s->timed_out = false;
 	publish(s, type, p);
 	if (!s->ended)
 		arm_idle(s);
 	if (done != NULL)
-		done(s, &res, done_arg);
+		done(s, res, done_arg);
 }
 
 static void
-on_exit_cb(evutil_socket_t fd, short what, void *arg)
+result_killed(struct exec_result *res)
+{
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	res->signal = SIGKILL;
+	res->exit_status = 128 + SIGKILL;
+}
+
+/* The session ends by itself: terminated, then its owner told. */
+static void
+end_by_itself(struct exec_session *s, const char *reason)
+{
+	exec_session_terminate(s, reason);
+	if (s->ended_cb != NULL)
+		s->ended_cb(s, s->ended_arg);
+}
+
+static void
+on_agent(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_session *s = arg;
+	struct exec_agent_reply r;
+	struct exec_result res;
+	int rc;
+
+	(void)fd;
+	(void)what;
+	/* A bounded number per wakeup; the rest come with the next. */
+	for (int i = 0; i < 8 && !s->ended; i++) {
+		rc = exec_sandbox_agent_read(s->sandbox, &r);
+		if (rc == -EAGAIN)
+			return;
+		if (rc == -EPIPE) {
+			/* The agent is gone; the pidfd tells when init is. */
+			event_del(s->ev_agent);
+			return;
+		}
+		if (rc != 0 || (r.kind != EXEC_AGENT_STARTED && !s->running)) {
+			log_warnx("session %s: the sandbox broke the agent protocol: ending it",
+			          s->id);
+			end_by_itself(s, "agent protocol error");
+			return;
+		}
+		if (r.kind == EXEC_AGENT_STARTED)
+			continue;
+		memset(&res, 0, sizeof(res));
+		res.exit_code = -1;
+		if (r.kind == EXEC_AGENT_EXITED) {
+			res.exit_status = exec_status_from_wait(r.value);
+			if (WIFEXITED(r.value))
+				res.exit_code = WEXITSTATUS(r.value);
+			else
+				res.signal = WTERMSIG(r.value);
+			res.cpu_seconds = (double)r.cpu_us / 1e6;
+			res.peak_memory = (uint64_t)r.maxrss_kb * 1024;
+			finish_execution(s, &res, NULL);
+		} else if (r.kind == EXEC_AGENT_EXEC_FAILED) {
+			res.exec_failed = true;
+			res.failed_errno = r.value;
+			res.exit_status = exec_status_from_exec_errno(r.value);
+			snprintf(res.failed_step, sizeof(res.failed_step), "execve");
+			finish_execution(s, &res, NULL);
+		} else {
+			res.setup_failed = true;
+			res.failed_errno = r.value;
+			res.exit_status = 125;
+			snprintf(res.failed_step, sizeof(res.failed_step), "agent refused the command");
+			finish_execution(s, &res, NULL);
+		}
+	}
+}
+
+static void
+on_gone(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_session *s = arg;
+	struct exec_result res;
+	char why[64];
+
+	(void)fd;
+	(void)what;
+	/* Killed from outside, out of memory, or its set-up failed: the
+	 * sandbox, and with it the session, is over. */
+	snprintf(why, sizeof(why), "sandbox exited");
+	if (exec_sandbox_finish(s->sandbox, &res) == 0 && res.setup_failed)
+		snprintf(why, sizeof(why), "sandbox set-up failed: %.30s", res.failed_step);
+	if (s->running) {
+		if (!res.setup_failed)
+			result_killed(&res);
+		finish_execution(s, &res, why);
+	}
+	end_by_itself(s, why);
+}
+
+static void
+on_stuck(evutil_socket_t fd, short what, void *arg)
 {
 	struct exec_session *s = arg;
 
 	(void)fd;
 	(void)what;
-	finish_execution(s, NULL);
+	log_warnx("session %s: a killed execution did not end: ending the session", s->id);
+	end_by_itself(s, "execution did not stop");
+}
+
+/* Kills the running command; if its end is not reported soon, the sandbox. */
+static void
+kill_running(struct exec_session *s)
+{
+	struct timeval tv = {.tv_sec = SESSION_KILL_GRACE_MS / 1000,
+	                     .tv_usec = (SESSION_KILL_GRACE_MS % 1000) * 1000};
+
+	(void)exec_sandbox_run_kill(s->sandbox);
+	if (s->ev_stuck == NULL) {
+		s->ev_stuck = evtimer_new(s->base, on_stuck, s);
+		if (s->ev_stuck != NULL)
+			evtimer_add(s->ev_stuck, &tv);
+	}
 }
 
 static void
@@ -276,101 +440,119 @@ on_exec_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	s->timed_out = true;
-	/* The pidfd turns readable once the PID namespace is gone. */
-	exec_sandbox_kill(s->sandbox);
+	kill_running(s);
 }
 
 int
-exec_session_exec(struct exec_session *s, char *const *argv, exec_session_done_fn done, void *arg,
-                  char *err, size_t errlen)
+exec_session_cancel(struct exec_session *s)
 {
-	struct exec_spec spec;
+	if (!s->running)
+		return -ESRCH;
+	kill_running(s);
+	return 0;
+}
+
+int
+exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
+                  exec_session_done_fn done, void *arg, char *err, size_t errlen)
+{
+	struct exec_run run;
 	struct timeval tv;
-	int rc;
+	unsigned timeout_ms;
+	int null_fd = -1, rc;
 
 	if (s->ended) {
 		snprintf(err, errlen, "session %s: ended", s->id);
 		return -ESHUTDOWN;
 	}
-	if (s->sandbox != NULL) {
+	if (s->running) {
 		snprintf(err, errlen, "session %s: an execution is already running", s->id);
 		return -EBUSY;
 	}
-	if (argv == NULL || argv[0] == NULL) {
+	if (call == NULL || call->argv == NULL || call->argv[0] == NULL) {
 		snprintf(err, errlen, "session %s: no command", s->id);
 		return -EINVAL;
 	}
-	memset(&spec, 0, sizeof(spec));
-	spec.argv = argv;
-	spec.workdir = s->workdir;
-	spec.env = s->opts.env;
-	spec.limits = s->opts.limits;
-	spec.hide_path = s->opts.hide_path;
-	rc =
-	    exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err, errlen);
-	if (rc != 0) {
-		s->sandbox = NULL;
-		publish(
-		    s, GW_EV_EXECUTION_FAILED,
-		    json_pack("{s:s, s:s}", "session", s->id, "reason", "sandbox did not start"));
-		return rc;
-	}
-	s->ev_exit = event_new(s->base, exec_sandbox_pidfd(s->sandbox), EV_READ, on_exit_cb, s);
-	if (s->ev_exit == NULL || event_add(s->ev_exit, NULL) != 0) {
-		rc = -ENOMEM;
-		snprintf(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
-		goto fail;
-	}
-	if (s->opts.exec_timeout_ms > 0) {
-		tv.tv_sec = s->opts.exec_timeout_ms / 1000;
-		tv.tv_usec = (suseconds_t)(s->opts.exec_timeout_ms % 1000) * 1000;
-		s->ev_timeout = evtimer_new(s->base, on_exec_timeout, s);
-		if (s->ev_timeout == NULL || evtimer_add(s->ev_timeout, &tv) != 0) {
-			rc = -ENOMEM;
-			snprintf(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
-			goto fail;
+	memset(&run, 0, sizeof(run));
+	run.argv = call->argv;
+	run.env = call->env;
+	run.fd_in = call->fd_in;
+	run.fd_out = call->fd_out;
+	run.fd_err = call->fd_err;
+	if (run.fd_in < 0 || run.fd_out < 0 || run.fd_err < 0) {
+		null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (null_fd < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "session %s: /dev/null: %s", s->id, strerror(errno));
+			return rc;
 		}
+		run.fd_in = run.fd_in < 0 ? null_fd : run.fd_in;
+		run.fd_out = run.fd_out < 0 ? null_fd : run.fd_out;
+		run.fd_err = run.fd_err < 0 ? null_fd : run.fd_err;
+	}
+	timeout_ms = call->timeout_ms > 0 ? call->timeout_ms : s->opts.exec_timeout_ms;
+	if (timeout_ms > 0) {
+		s->ev_timeout = evtimer_new(s->base, on_exec_timeout, s);
+		tv.tv_sec = timeout_ms / 1000;
+		tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+		if (s->ev_timeout == NULL || evtimer_add(s->ev_timeout, &tv) != 0) {
+			free_event(&s->ev_timeout);
+			if (null_fd >= 0)
+				close(null_fd);
+			snprintf(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
+			return -ENOMEM;
+		}
+	}
+	rc = exec_sandbox_run(s->sandbox, &run, err, errlen);
+	if (null_fd >= 0)
+		close(null_fd);
+	if (rc != 0) {
+		free_event(&s->ev_timeout);
+		return rc;
 	}
 	/* A running execution is not idleness. */
 	event_del(s->ev_idle);
+	s->running = true;
 	s->done = done;
 	s->done_arg = arg;
 	s->executions++;
 	publish(s, GW_EV_EXECUTION_STARTED,
 	        json_pack("{s:s, s:s, s:I}", "session", s->id, "sandbox_id",
-	                  exec_sandbox_id(s->sandbox), "execution", (json_int_t)s->executions));
+	                  exec_session_sandbox_id(s), "execution", (json_int_t)s->executions));
 	return 0;
-fail:
-	if (s->ev_exit != NULL)
-		event_free(s->ev_exit);
-	if (s->ev_timeout != NULL)
-		event_free(s->ev_timeout);
-	s->ev_exit = NULL;
-	s->ev_timeout = NULL;
-	exec_sandbox_free(s->sandbox);
-	s->sandbox = NULL;
-	return rc;
 }
 
 void
 exec_session_terminate(struct exec_session *s, const char *reason)
 {
+	struct exec_result res;
+
 	if (s == NULL || s->ended)
 		return;
 	s->ended = true;
+	snprintf(s->end_reason, sizeof(s->end_reason), "%s",
+	         reason != NULL ? reason : "terminated");
 	if (s->ev_idle != NULL)
 		event_del(s->ev_idle);
-	if (s->sandbox != NULL) {
+	if (s->sandbox != NULL)
 		exec_sandbox_kill(s->sandbox);
-		finish_execution(s, reason != NULL ? reason : "session terminated");
+	if (s->running) {
+		result_killed(&res);
+		finish_execution(s, &res, s->end_reason);
 	}
+	free_event(&s->ev_gone);
+	free_event(&s->ev_agent);
+	free_event(&s->ev_timeout);
+	free_event(&s->ev_stuck);
+	/* Everything in it dies with its init; free() reaps that. */
+	exec_sandbox_free(s->sandbox);
+	s->sandbox = NULL;
 	if (s->dir[0] != '\0' && exec_remove_tree(s->dir) != 0)
 		log_warnx("session %s: %s not removed", s->id, s->dir);
 	s->dir[0] = '\0';
 	publish(s, GW_EV_SESSION_KILLED,
-	        json_pack("{s:s, s:s, s:I}", "session", s->id, "reason",
-	                  reason != NULL ? reason : "terminated", "executions",
-	                  (json_int_t)s->executions));
+	        json_pack("{s:s, s:s, s:I}", "session", s->id, "reason", s->end_reason,
+	                  "executions", (json_int_t)s->executions));
 }
 
 static void
@@ -380,9 +562,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	exec_session_terminate(s, "idle timeout");
-	if (s->ended_cb != NULL)
-		s->ended_cb(s, s->ended_arg);
+	end_by_itself(s, "idle timeout");
 }
 
 void
@@ -392,7 +572,10 @@ exec_session_free(struct exec_session *s)
 		return;
 	exec_session_terminate(s, "freed");
 	/* A session that failed half-way through new() has ended without its
-	 * directory being removed. */
+	 * sandbox or directory being removed. */
+	free_event(&s->ev_gone);
+	free_event(&s->ev_agent);
+	exec_sandbox_free(s->sandbox);
 	if (s->dir[0] != '\0')
 		exec_remove_tree(s->dir);
 	if (s->ev_idle != NULL)

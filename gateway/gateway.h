@@ -13,6 +13,7 @@ struct policy;
 struct audit;
 struct dns_resolver;
 struct approvals;
+struct gw_events;
 
 struct gw_context {
 	struct event_base *base;
@@ -27,6 +28,9 @@ struct gw_context {
 	struct audit *audit;       /* NULL when auditing is off */
 	struct dns_resolver *resolver;
 	struct approvals *approvals;
+	/* The event bus (gateway/events.h) the gateway's parts publish on;
+	 * NULL when nothing listens (publishing to NULL is a no-op). */
+	struct gw_events *events;
 	bool stopping;             /* SIGTERM: accept nothing new */
 };
 

@@ -1,11 +1,13 @@
 /*
- * Sessions with real sandboxes (root): a file written by one execution is
- * there for the next, another session cannot see it, one execution at a
- * time, the execution timeout and the idle timeout end what they should,
- * and nothing is left in the temporary directory afterwards.
+ * Sessions with real sandboxes (root): files, /tmp and background
+ * processes of one execution are there for the next, another session sees
+ * none of them, one execution at a time, cancel and the execution timeout
+ * kill what they should, a command that kills its agent ends only its own
+ * session, the idle timeout ends it, and nothing is left behind.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,19 +69,47 @@ run_until(struct event_base *base, const bool *flag)
 	return *flag;
 }
 
+/* Runs script with env; its stdout (up to cap - 1 bytes) goes to out. */
 static int
-run_in(struct event_base *base, struct exec_session *s, const char *script)
+run_out(struct event_base *base, struct exec_session *s, const char *script, char *const *env,
+        char *out, size_t cap)
 {
 	char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+	struct exec_session_call call = {.argv = argv, .env = env, .fd_in = -1, .fd_err = -1};
 	struct outcome o = {.base = base};
 	char err[256] = "";
-	int rc;
+	int rc, p[2];
+	ssize_t n;
 
-	rc = exec_session_exec(s, argv, on_done, &o, err, sizeof(err));
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	call.fd_out = p[1];
+	rc = exec_session_exec(s, &call, on_done, &o, err, sizeof(err));
+	close(p[1]);
 	if (rc != 0)
 		fail_msg("exec: %s", err);
 	assert_true(run_until(base, &o.done));
+	/* A background process may hold the pipe open: read what is there. */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	n = read(p[0], out, cap - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(p[0]);
 	return o.res.exit_status;
+}
+
+static int
+run_in(struct event_base *base, struct exec_session *s, const char *script)
+{
+	char out[256];
+
+	return run_out(base, s, script, NULL, out, sizeof(out));
+}
+
+static int
+start(struct exec_session *s, char **argv, struct outcome *o, char *err, size_t errlen)
+{
+	struct exec_session_call call = {.argv = argv, .fd_in = -1, .fd_out = -1, .fd_err = -1};
+
+	return exec_session_exec(s, &call, on_done, o, err, errlen);
 }
 
 struct names {
@@ -152,7 +182,7 @@ test_state_kept_and_isolated(void **state)
 	struct exec_session_opts opts = {0};
 	struct exec_session *a = NULL, *b = NULL;
 	struct names ev = {0};
-	char err[256] = "", path[PATH_MAX + 16], adir[PATH_MAX];
+	char err[256] = "", path[PATH_MAX + 160], adir[PATH_MAX], out[256];
 	struct stat st;
 	int rc;
 
@@ -184,15 +214,39 @@ test_state_kept_and_isolated(void **state)
 		skip();
 	}
 	assert_int_equal(rc, 0);
-	/* The second execution is a new sandbox over the same directory. */
+	/* The second execution runs in the same sandbox: files, /tmp and a
+	 * process left in the background are all still there. */
 	assert_int_equal(run_in(base, a, "test \"$(cat /work/note)\" = kept && test -f /work/d/y"),
 	                 0);
+	assert_int_equal(run_in(base, a, "echo t > /tmp/t; sleep 300 >/dev/null 2>&1 & "
+	                                 "echo $! > /tmp/bg"),
+	                 0);
+	assert_int_equal(run_out(base, a, "cat /tmp/t; kill -0 \"$(cat /tmp/bg)\" && echo alive",
+	                         NULL, out, sizeof(out)),
+	                 0);
+	assert_string_equal(out, "t\nalive\n");
+	/* The call's environment over the session's; output is the caller's. */
+	{
+		char *env[] = {"GREETING=hello", "HOME=/elsewhere", NULL};
+
+		assert_int_equal(run_out(base, a, "echo \"$GREETING $HOME $(pwd)\"", env, out,
+		                         sizeof(out)),
+		                 0);
+		assert_string_equal(out, "hello /elsewhere /work\n");
+		assert_int_equal(run_out(base, a, "echo \"${GREETING:-unset} $HOME\"", NULL, out,
+		                         sizeof(out)),
+		                 0);
+		assert_string_equal(out, "unset /work\n");
+	}
+	/* The agent that forks the commands cannot be looked into by them. */
+	assert_int_equal(run_in(base, a, "! ls /proc/$PPID/fd >/dev/null 2>&1"), 0);
 	assert_int_equal(run_in(base, a, "exit 7"), 7);
 
 	/* Session b sees none of it: not in its work directory, and a's
 	 * directory is not reachable from its sandbox either. */
 	snprintf(path, sizeof(path),
 	         "test ! -e /work/note && test -z \"$(ls -A /work)\" && "
+	         "test ! -e /tmp/t && ! grep -qs 'slee[p]' /proc/[0-9]*/cmdline && "
 	         "test ! -e '%s'",
 	         exec_session_workdir(a));
 	assert_int_equal(run_in(base, b, path), 0);
@@ -209,8 +263,7 @@ test_state_kept_and_isolated(void **state)
 	{
 		char *argv[] = {"/bin/true", NULL};
 
-		assert_int_equal(exec_session_exec(a, argv, on_done, NULL, err, sizeof(err)),
-		                 -ESHUTDOWN);
+		assert_int_equal(start(a, argv, NULL, err, sizeof(err)), -ESHUTDOWN);
 	}
 	exec_session_free(a);
 	exec_session_free(b);
@@ -246,10 +299,10 @@ test_busy_and_exec_timeout(void **state)
 	opts.exec_timeout_ms = 300;
 	assert_int_equal(exec_session_new(base, &opts, NULL, NULL, &s, err, sizeof(err)), 0);
 	o = (struct outcome){.base = base};
-	assert_int_equal(exec_session_exec(s, sleep_argv, on_done, &o, err, sizeof(err)), 0);
+	assert_int_equal(start(s, sleep_argv, &o, err, sizeof(err)), 0);
 	assert_true(exec_session_busy(s));
 	/* One execution at a time. */
-	assert_int_equal(exec_session_exec(s, sleep_argv, on_done, &o, err, sizeof(err)), -EBUSY);
+	assert_int_equal(start(s, sleep_argv, &o, err, sizeof(err)), -EBUSY);
 	assert_non_null(strstr(err, "already running"));
 	assert_true(run_until(base, &o.done));
 	assert_int_equal(o.res.exit_status, 124);
@@ -258,9 +311,28 @@ test_busy_and_exec_timeout(void **state)
 	/* The session outlives a timed-out execution. */
 	assert_int_equal(run_in(base, s, "true"), 0);
 
+	/* Cancel kills the running command only. */
+	o = (struct outcome){.base = base};
+	assert_int_equal(exec_session_cancel(s), -ESRCH);
+	assert_int_equal(start(s, sleep_argv, &o, err, sizeof(err)), 0);
+	assert_int_equal(exec_session_cancel(s), 0);
+	assert_true(run_until(base, &o.done));
+	assert_int_equal(o.res.exit_status, 128 + 9);
+	assert_int_equal(o.res.signal, 9);
+	assert_false(exec_session_ended(s));
+	{
+		char *missing[] = {"no-such-command-here", NULL};
+
+		o = (struct outcome){.base = base};
+		assert_int_equal(start(s, missing, &o, err, sizeof(err)), 0);
+		assert_true(run_until(base, &o.done));
+		assert_int_equal(o.res.exit_status, 127);
+		assert_true(o.res.exec_failed);
+	}
+
 	/* Terminating with an execution running kills it and reports it. */
 	o = (struct outcome){.base = base};
-	assert_int_equal(exec_session_exec(s, sleep_argv, on_done, &o, err, sizeof(err)), 0);
+	assert_int_equal(start(s, sleep_argv, &o, err, sizeof(err)), 0);
 	exec_session_terminate(s, "test");
 	assert_true(o.done);
 	assert_int_equal(o.res.exit_status, 128 + 9);
@@ -313,6 +385,34 @@ test_idle_timeout(void **state)
 	event_base_free(base);
 }
 
+/* A command that kills its agent ends its own session, not the others'. */
+static void
+test_agent_killed_from_inside(void **state)
+{
+	struct event_base *base;
+	struct exec_session_opts opts = {0};
+	struct exec_session *s, *other;
+	struct ended e = {0};
+	char err[256] = "";
+
+	(void)state;
+	if (!have_root())
+		return;
+	base = event_base_new();
+	assert_int_equal(exec_session_new(base, &opts, on_ended, &e, &s, err, sizeof(err)), 0);
+	assert_int_equal(exec_session_new(base, &opts, NULL, NULL, &other, err, sizeof(err)), 0);
+	assert_int_equal(run_in(base, s, "kill -9 $PPID; sleep 30"), 128 + 9);
+	assert_true(run_until(base, &e.ended));
+	assert_true(exec_session_ended(s));
+	assert_string_equal(exec_session_end_reason(s), "sandbox exited");
+	assert_false(exec_session_ended(other));
+	assert_int_equal(run_in(base, other, "true"), 0);
+	exec_session_free(s);
+	exec_session_free(other);
+	assert_int_equal(count_leftovers(), 0);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -320,6 +420,7 @@ main(void)
 	    cmocka_unit_test(test_state_kept_and_isolated),
 	    cmocka_unit_test(test_busy_and_exec_timeout),
 	    cmocka_unit_test(test_idle_timeout),
+	    cmocka_unit_test(test_agent_killed_from_inside),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
