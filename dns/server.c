@@ -22,6 +22,9 @@
 
 #include "dns/resolve.h"
 #include "dns/wire.h"
+#include <jansson.h>
+
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "policy/approval.h"
@@ -517,6 +520,42 @@ dns_server_stats_foreach(const struct dns_server *s,
 		cb(cs->client, &cs->st, arg);
 }
 
+/*
+ * The bus hears each answer's decision, unaggregated (the audit rows are).
+ * Answers decided by a person are published by the approvals registry when
+ * the person answers, so they are not published again here.
+ */
+static void
+publish_answer(struct dns_server *s, const struct dns_req *r, const struct answer_note *n)
+{
+	struct gw_events *bus = s->gw->events;
+	enum gw_event_type type;
+	char tbuf[16];
+	json_t *p;
+
+	if (strcmp(n->reason, "approved") == 0 || strcmp(n->reason, "approval-denied") == 0 ||
+	    strcmp(n->reason, "approval-timeout") == 0)
+		return;
+	if (strcmp(n->decision, "allow") == 0)
+		type = GW_EV_EGRESS_APPROVED;
+	else if (strcmp(n->decision, "deny") == 0)
+		type = GW_EV_EGRESS_DENIED;
+	else
+		return;
+	if (!gw_events_wants(bus, type))
+		return;
+	p = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s}", "host",
+	              r->q.has_question ? r->q.name : "", "port", 0, "decision", n->decision,
+	              "reason", n->reason, "via", "dns", "type",
+	              type_text(r->q.qtype, tbuf, sizeof(tbuf)), "rcode",
+	              dns_wire_rcode_name(n->rcode), "rule", n->rule != NULL ? n->rule : "");
+	/* A name that is not UTF-8 cannot be a JSON string: debug only, as a
+	 * client could otherwise fill the log. */
+	if (p == NULL || gw_events_publish(bus, type, r->client, p) != 0)
+		log_debug("%s: an answer was not published on the event bus", __func__);
+	json_decref(p);
+}
+
 /* Sends the answer, writes its audit note and, for a held request, frees it. */
 static void req_free(struct dns_req *r);
 
@@ -535,6 +574,7 @@ req_answer(struct dns_req *r, const struct answer_note *n, const struct policy_a
 	}
 	stats_count(r->s, r->client, n->decision);
 	audit_answer(r->s, r, n);
+	publish_answer(r->s, r, n);
 	if (r->heap)
 		req_free(r);
 }
@@ -1292,6 +1332,25 @@ listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, st
 fail:
 	listener_free(l);
 	return -ENOMEM;
+}
+
+int
+dns_server_set_policy(struct dns_server *s, const char *client_id, struct policy *policy)
+{
+	struct listener *l;
+	int n = 0;
+
+	if (s == NULL || client_id == NULL || policy == NULL)
+		return 0;
+	LIST_FOREACH(l, &s->listeners, link)
+	{
+		if (l->client_id == NULL || strcmp(l->client_id, client_id) != 0)
+			continue;
+		policy_free(l->policy);
+		l->policy = policy_ref(policy);
+		n++;
+	}
+	return n;
 }
 
 int

@@ -55,6 +55,9 @@ int dns_server_listen(struct dns_server *s, const char *addrport, char *err, siz
  * Takes ownership of fd and a reference to policy (NULL: gw->policy).
  */
 int dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy);
+/* Decides client_id's queries from now on by policy (a new reference);
+ * queries in flight keep theirs. Returns how many listeners changed. */
+int dns_server_set_policy(struct dns_server *s, const char *client_id, struct policy *policy);
 
 /*
  * The same, answering every allowed A (or AAAA) question on fd with steer,

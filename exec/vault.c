@@ -22,6 +22,7 @@
 #include <openssl/rand.h>
 
 #include "exec/redact.h"
+#include "gateway/events.h"
 #include "gateway/log.h"
 #include "policy/audit.h"
 
@@ -1511,6 +1512,29 @@ vault_inject_audit(const struct vault_inject *list, struct audit *a, const char 
 			vault_audit(a, sandbox, "read", "env", it->env_var, it->name);
 		else
 			vault_audit(a, sandbox, "read", "file", VAULT_DEFAULT_NAMESPACE, it->name);
+	}
+}
+
+void
+vault_inject_publish(const struct vault_inject *list, struct gw_events *bus, const char *sandbox)
+{
+	if (!gw_events_wants(bus, GW_EV_VAULT_ACCESSED))
+		return;
+	for (size_t i = 0; list != NULL && i < list->n; i++) {
+		const struct vault_inject_item *it = &list->items[i];
+		bool env = it->env_var[0] != '\0';
+		json_t *p;
+
+		if (it->value == NULL)
+			continue;
+		/* Names only, as in the audit row: the value never leaves the vault's memory. */
+		p = json_pack("{s:s, s:s, s:s, s:s}", "name", it->name, "namespace",
+		              env ? it->env_var : VAULT_DEFAULT_NAMESPACE, "backend",
+		              env ? "env" : "file", "action", "read");
+		if (p == NULL || gw_events_publish(bus, GW_EV_VAULT_ACCESSED, sandbox, p) != 0)
+			log_warnx("vault: the read of %s was not published on the event bus",
+			          it->name);
+		json_decref(p);
 	}
 }
 

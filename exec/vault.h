@@ -112,6 +112,14 @@ char *const *vault_inject_env(const struct vault_inject *list);
 int vault_inject_redact(const struct vault_inject *list, struct redact *set);
 /* One "vault" row per secret read, naming the sandbox. */
 void vault_inject_audit(const struct vault_inject *list, struct audit *a, const char *sandbox);
+/*
+ * One vault.accessed event per secret read (payload: name, namespace,
+ * backend, action; never the value). Not audited by the bus: the rows of
+ * vault_inject_audit are the record. bus may be NULL.
+ */
+struct gw_events;
+void vault_inject_publish(const struct vault_inject *list, struct gw_events *bus,
+                          const char *sandbox);
 size_t vault_inject_count(const struct vault_inject *list);
 void vault_inject_free(struct vault_inject *list);
 

@@ -18,6 +18,7 @@
 #include "gateway/cli.h"
 #include "gateway/flags.h"
 #include "gateway/control.h"
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "policy/approval.h"
@@ -465,7 +466,13 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "audit log %s: %s", f.audit_path, err);
 		goto out;
 	}
-	if (approvals_new(run.gw.base, &run.gw.approvals) != 0) {
+	/* The event bus (docs/sessions.md): control-socket subscribers listen to it. */
+	if (gw_events_start(&run.gw.events, run.gw.audit) != 0) {
+		gw_fail("proxy", "cannot create the event bus");
+		goto out;
+	}
+	if (approvals_new(run.gw.base, &run.gw.approvals) != 0 ||
+	    gw_events_listen_approvals(run.gw.events, run.gw.approvals) < 0) {
 		gw_fail("proxy", "cannot create the approvals registry");
 		goto out;
 	}
@@ -535,6 +542,8 @@ out:
 		audit_flush(run.gw.audit);
 		audit_free(run.gw.audit);
 	}
+	/* Last: everything that publishes on it is gone. */
+	gw_events_free(run.gw.events);
 	policy_free(run.gw.policy);
 	policy_free(f.rules);
 	if (run.gw.base != NULL)

@@ -27,6 +27,7 @@
 #include "gateway/cli.h"
 #include "gateway/flags.h"
 #include "gateway/control.h"
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/prompt.h"
@@ -592,6 +593,49 @@ audit_sandbox(struct run_state *st, const char *kind, const char *detail)
 	(void)audit_append(st->gw.audit, &ev);
 }
 
+/* ---- events ------------------------------------------------------------ */
+
+/*
+ * resource.exceeded when a limit killed the command: --cpu by the cgroup
+ * check or RLIMIT_CPU's SIGXCPU; --ram when the kernel's OOM killer struck:
+ * a SIGKILL we did not send (the command's, or a shell's 137 for its child)
+ * with the peak within 10% of the limit. exec_result does not carry the
+ * cgroup's oom_kill count, which would tell for sure. The pids limit makes
+ * fork fail rather than kill, so it cannot be told from here.
+ */
+static void
+publish_exceeded(struct run_state *st, const struct exec_result *res)
+{
+	const struct exec_limits *l = &st->flags->limits;
+	uint64_t ram = (uint64_t)l->ram_mb << 20;
+	const char *limit = NULL;
+	json_t *p = NULL;
+
+	if (res->setup_failed)
+		return;
+	if (l->cpu_seconds > 0 &&
+	    (st->cpu_exceeded || res->cpu_exceeded || res->signal == SIGXCPU)) {
+		limit = "cpu";
+		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", limit, "value",
+		              (json_int_t)l->cpu_seconds, "used", res->cpu_seconds, "signal",
+		              res->signal);
+	} else if (l->ram_mb > 0 && !st->timed_out && res->peak_memory >= ram - ram / 10 &&
+	           (res->signal == SIGKILL || res->exit_code == 128 + SIGKILL)) {
+		limit = "memory";
+		p = json_pack("{s:s, s:I, s:I, s:s}", "limit", limit, "value",
+		              (json_int_t)l->ram_mb, "peak_memory_bytes",
+		              (json_int_t)res->peak_memory, "unit", "MiB");
+	}
+	if (limit == NULL)
+		return;
+	if (p != NULL)
+		json_object_set_new(p, "sandbox", json_string(exec_sandbox_id(st->sandbox)));
+	if (p == NULL || gw_events_publish(st->gw.events, GW_EV_RESOURCE_EXCEEDED,
+	                                   exec_sandbox_id(st->sandbox), p) != 0)
+		log_warnx("run: resource.exceeded (%s) was not published", limit);
+	json_decref(p);
+}
+
 /* ---- the command ----------------------------------------------------------- */
 
 static int
@@ -640,6 +684,9 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
 	f->audit_path = NULL; /* may point at this frame's buffer */
+	/* The event bus (docs/sessions.md): resource.exceeded becomes an audit row. */
+	if (gw_events_start(&st->gw.events, st->gw.audit) != 0)
+		return gw_fail(CMD, "cannot create the event bus");
 	if (f->no_network)
 		return 0;
 
@@ -650,7 +697,8 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	};
 	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "resolver: %s", err);
-	if (approvals_new(st->gw.base, &st->gw.approvals) != 0)
+	if (approvals_new(st->gw.base, &st->gw.approvals) != 0 ||
+	    gw_events_listen_approvals(st->gw.events, st->gw.approvals) < 0)
 		return gw_fail(CMD, "cannot create the approvals registry");
 	/* Where `tollgate pending/approve/deny` find this run's approvals. */
 	if (gw_control_start(&st->gw, f->control_path, &st->control, err, sizeof(err)) != 0)
@@ -793,6 +841,7 @@ run_run(int argc, char **argv)
 		goto out;
 	}
 	vault_inject_audit(f.secrets, st.gw.audit, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
+	vault_inject_publish(f.secrets, st.gw.events, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
 		goto out;
@@ -824,6 +873,7 @@ run_run(int argc, char **argv)
 	         "{\"exit_status\":%d,\"timed_out\":%s,\"wall_seconds\":%.3f,\"cpu_seconds\":%.3f}",
 	         exit_code, st.timed_out ? "true" : "false", wall, res.cpu_seconds);
 	audit_sandbox(&st, "sandbox.end", detail);
+	publish_exceeded(&st, &res);
 	if (art != NULL && !res.setup_failed) {
 		struct exec_artifact_summary sum;
 		const char *signed_detail;
@@ -836,6 +886,8 @@ run_run(int argc, char **argv)
 				exit_code = GW_EXIT_FAILURE;
 		} else {
 			audit_sandbox(&st, "artifact", signed_detail);
+			gw_events_publish_signed(st.gw.events, exec_sandbox_id(st.sandbox),
+			                         signed_detail);
 		}
 	}
 	if (f.json_status != NULL)
@@ -865,6 +917,8 @@ out:
 		audit_flush(st.gw.audit);
 		audit_free(st.gw.audit);
 	}
+	/* Last: everything that publishes on it is gone. */
+	gw_events_free(st.gw.events);
 	policy_free(st.gw.policy);
 	policy_free(f.rules);
 	redact_relay_free(relay);

@@ -29,6 +29,7 @@
 #include "dns/server.h"
 #include "exec/queue.h"
 #include "gateway/cli.h"
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "policy/approval.h"
@@ -42,12 +43,15 @@
 #define CONTROL_SUBSCRIBER_STALL 30 /* seconds a subscriber may leave output unread */
 #define CONTROL_CALL_TIMEOUT_MS 10000
 #define CONTROL_REPLY_MAX (8u << 20) /* the client's cap on one answer line */
+#define CONTROL_EVENT_NAMES_MAX 32   /* names in one subscribe's "events" */
+#define CONTROL_FLUSH_TRIES 64       /* writes per client when the gateway stops */
 
 struct control_client {
 	TAILQ_ENTRY(control_client) entry;
 	struct gw_control *ctl;
 	struct bufferevent *bev;
 	bool subscribed;
+	int bus_sub;  /* the event bus subscription, 0 when none */
 	bool closing; /* close once the output is written */
 	bool dead;    /* to be freed by the reaper, outside any callback chain */
 };
@@ -250,6 +254,8 @@ client_free(struct control_client *cl)
 
 	TAILQ_REMOVE(&c->clients, cl, entry);
 	c->nclients--;
+	if (cl->bus_sub > 0)
+		(void)gw_events_unsubscribe(c->ctx->events, cl->bus_sub);
 	bufferevent_free(cl->bev);
 	free(cl);
 }
@@ -274,6 +280,11 @@ client_close(struct control_client *cl)
 	if (cl->dead)
 		return;
 	cl->dead = true;
+	/* No more bus lines for a client that is going. */
+	if (cl->bus_sub > 0) {
+		(void)gw_events_unsubscribe(cl->ctl->ctx->events, cl->bus_sub);
+		cl->bus_sub = 0;
+	}
 	bufferevent_disable(cl->bev, EV_READ | EV_WRITE);
 	event_active(cl->ctl->ev_reap, EV_TIMEOUT, 1);
 }
@@ -553,22 +564,117 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 	                          allow ? "approve" : "deny", "scope", approval_scope_name(scope)));
 }
 
+/* One bus event as a subscriber's line (docs/control.md). */
 static void
-answer_subscribe(struct control_client *cl)
+on_bus_event(const struct gw_event *ev, void *arg)
 {
-	json_t *arr = pending_json(cl->ctl->ctx->approvals);
-	struct timeval stall = tv_of(CONTROL_SUBSCRIBER_STALL);
+	struct control_client *cl = arg;
+	json_t *payload, *line;
 
+	if (cl->dead)
+		return;
+	/* The payload is the bus's own compact JSON text. */
+	payload = json_loads(ev->payload, 0, NULL);
+	if (payload == NULL)
+		payload = json_object();
+	line =
+	    json_pack("{s:s, s:s, s:o, s:I, s:I, s:o}", "event", "bus", "type", ev->name, "sandbox",
+	              ev->sandbox != NULL ? json_string(ev->sandbox) : json_null(), "ts_ms",
+	              (json_int_t)ev->ts_ms, "seq", (json_int_t)ev->seq, "payload", payload);
+	client_send(cl, line);
+}
+
+/*
+ * The mask a subscribe's "events" member names: an array of event names,
+ * or ["*"] for all. 0 with *mask (0 when the member is absent), or -1 after
+ * an error answer.
+ */
+static int
+subscribe_mask(struct control_client *cl, json_t *req, uint32_t *mask)
+{
+	json_t *events = json_object_get(req, "events"), *v;
+	size_t i;
+
+	*mask = 0;
+	if (events == NULL)
+		return 0;
+	if (!json_is_array(events) || json_array_size(events) == 0 ||
+	    json_array_size(events) > CONTROL_EVENT_NAMES_MAX) {
+		client_error(cl,
+		             "subscribe: \"events\" must be an array of 1 to %d event names "
+		             "(or [\"*\"])",
+		             CONTROL_EVENT_NAMES_MAX);
+		return -1;
+	}
+	json_array_foreach(events, i, v)
+	{
+		const char *name = json_string_value(v);
+		uint32_t type;
+
+		if (name == NULL) {
+			client_error(cl, "subscribe: \"events\" must hold strings");
+			return -1;
+		}
+		if (strcmp(name, "*") == 0) {
+			*mask |= GW_EV_ALL;
+			continue;
+		}
+		type = gw_event_type_from_name(name);
+		if (type == 0) {
+			client_error(cl, "subscribe: unknown event type '%.64s'", name);
+			return -1;
+		}
+		*mask |= type;
+	}
+	if (cl->ctl->ctx->events == NULL) {
+		client_error(cl, "subscribe: this gateway has no event bus");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+answer_subscribe(struct control_client *cl, json_t *req)
+{
+	struct gw_events *bus = cl->ctl->ctx->events;
+	struct timeval stall = tv_of(CONTROL_SUBSCRIBER_STALL);
+	uint32_t mask;
+	json_t *arr, *names;
+	int id;
+
+	if (subscribe_mask(cl, req, &mask) != 0)
+		return;
+	arr = pending_json(cl->ctl->ctx->approvals);
 	if (arr == NULL) {
 		client_error(cl, "out of memory");
 		return;
+	}
+	if (mask != 0) {
+		/* A second subscribe replaces the first's types. */
+		id = gw_events_subscribe(bus, mask, on_bus_event, cl);
+		if (id < 0) {
+			json_decref(arr);
+			client_error(cl, "subscribe: %s", strerror(-id));
+			return;
+		}
+		if (cl->bus_sub > 0)
+			(void)gw_events_unsubscribe(bus, cl->bus_sub);
+		cl->bus_sub = id;
 	}
 	/* A subscriber is silent by nature: no read timeout, but it must keep
 	 * reading what it is sent. */
 	cl->subscribed = true;
 	bufferevent_set_timeouts(cl->bev, NULL, &stall);
-	client_send(cl, json_pack("{s:b, s:b, s:I, s:o}", "ok", 1, "subscribed", 1, "pid",
-	                          (json_int_t)getpid(), "approvals", arr));
+	/* The types this subscribe asked for, by name: the client sees what
+	 * "*" meant. Empty without "events". */
+	names = json_array();
+	for (uint32_t bit = 1; names != NULL && (bit & GW_EV_ALL) != 0; bit <<= 1)
+		if ((mask & bit) != 0)
+			json_array_append_new(names,
+			                      json_string(gw_event_name((enum gw_event_type)bit)));
+	client_send(cl, json_pack("{s:b, s:b, s:I, s:o, s:o}", "ok", 1, "subscribed", 1, "pid",
+	                          (json_int_t)getpid(), "approvals", arr, "events",
+	                          names != NULL ? names : json_array()));
 }
 
 static void
@@ -595,7 +701,7 @@ handle_line(struct control_client *cl, const char *line, size_t len)
 	else if (strcmp(op, "stats") == 0)
 		answer_stats(cl);
 	else if (strcmp(op, "subscribe") == 0)
-		answer_subscribe(cl);
+		answer_subscribe(cl, req);
 	else if (strcmp(op, "ping") == 0)
 		client_send(cl, json_pack("{s:b, s:I, s:s}", "ok", 1, "pid", (json_int_t)getpid(),
 		                          "version", TOLLGATE_VERSION));
@@ -1049,6 +1155,23 @@ gw_control_free(struct gw_control *c)
 		return;
 	if (c->listen_handle > 0)
 		approvals_unlisten(c->ctx->approvals, c->listen_handle);
+	/* The loop may not run again (run signs its artifacts after it): what
+	 * subscribers were sent last is written now, as far as their sockets
+	 * take it without blocking. */
+	TAILQ_FOREACH(cl, &c->clients, entry)
+	{
+		struct evbuffer *out = bufferevent_get_output(cl->bev);
+		evutil_socket_t fd = bufferevent_getfd(cl->bev);
+
+		/* A socket bufferevent keeps its output's start frozen to all but
+		 * itself; the bufferevent is freed right after this. */
+		evbuffer_unfreeze(out, 1);
+		for (int i = 0; !cl->dead && fd >= 0 && i < CONTROL_FLUSH_TRIES &&
+		                evbuffer_get_length(out) > 0;
+		     i++)
+			if (evbuffer_write(out, fd) <= 0)
+				break;
+	}
 	while ((cl = TAILQ_FIRST(&c->clients)) != NULL)
 		client_free(cl);
 	if (c->ev_accept != NULL)
@@ -1181,6 +1304,30 @@ read_line(int fd, char **out, size_t *outlen, int timeout_ms)
 out:
 	free(buf);
 	return rc;
+}
+
+int
+gw_control_connect(const char *path, char *err, size_t errlen)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd;
+
+	fd = connect_path(path);
+	if (fd < 0) {
+		if (fd == -ECONNREFUSED || fd == -ENOENT)
+			set_err(err, errlen, "no gateway listens on %s", path);
+		else
+			set_err(err, errlen, "cannot connect to %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0)) {
+		set_err(err, errlen, "%s belongs to another user", path);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
 }
 
 int

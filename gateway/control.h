@@ -90,4 +90,12 @@ int gw_control_find(const char *dir, struct gw_control_endpoint *out, size_t max
  */
 int gw_control_call(const char *path, json_t *request, json_t **reply, char *err, size_t errlen);
 
+/*
+ * For a client that keeps the connection (`tollgate events`): connects to
+ * path and checks the peer as gw_control_call does. A blocking,
+ * close-on-exec socket, or negative errno with err set (-ECONNREFUSED,
+ * -ENOENT: no gateway there; -EPERM: another user's).
+ */
+int gw_control_connect(const char *path, char *err, size_t errlen);
+
 #endif

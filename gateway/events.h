@@ -6,8 +6,10 @@
 #ifndef TOLLGATE_EVENTS_H
 #define TOLLGATE_EVENTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+struct approvals;
 struct audit;
 struct json_t;
 
@@ -27,6 +29,16 @@ enum gw_event_type {
 	GW_EV_QUEUE_BACKPRESSURE = 1u << 12,
 };
 #define GW_EV_ALL ((1u << 13) - 1)
+/*
+ * What a gateway's audit store subscribes to: the types that are not
+ * already audited as rows of their own. Egress decisions (kinds decision,
+ * dns, approval), vault reads (vault) and signed artifacts (artifact) are
+ * written where they happen, so the bus does not write them twice.
+ */
+#define GW_EV_AUDITED                                                                              \
+	(GW_EV_EXECUTION_STARTED | GW_EV_EXECUTION_COMPLETED | GW_EV_EXECUTION_FAILED |            \
+	 GW_EV_EXECUTION_TIMEOUT | GW_EV_SESSION_CREATED | GW_EV_SESSION_KILLED |                  \
+	 GW_EV_QUEUE_BACKPRESSURE | GW_EV_RESOURCE_EXCEEDED)
 
 /* A payload longer than this is replaced by {"truncated":true}. */
 #define GW_EVENT_PAYLOAD_MAX 4096
@@ -66,6 +78,12 @@ int gw_events_unsubscribe(struct gw_events *bus, int id);
 int gw_events_publish(struct gw_events *bus, enum gw_event_type type, const char *sandbox,
                       struct json_t *payload);
 
+/*
+ * Whether any subscriber wants type: lets a hot path (a proxy decision, a
+ * DNS answer) skip building a payload nobody reads. false for a NULL bus.
+ */
+bool gw_events_wants(const struct gw_events *bus, enum gw_event_type type);
+
 /* "execution.started" for GW_EV_EXECUTION_STARTED; NULL for a non-type. */
 const char *gw_event_name(enum gw_event_type type);
 /* The inverse, for masks given by name (control socket). 0 when unknown. */
@@ -78,5 +96,34 @@ uint32_t gw_event_type_from_name(const char *name);
  * Returns the subscription id or negative errno.
  */
 int gw_events_audit_subscribe(struct gw_events *bus, struct audit *audit, uint32_t mask);
+
+/*
+ * What every command that runs a gateway loop does after audit_open: a new
+ * bus with audit (may be NULL) subscribed to GW_EV_AUDITED. 0 or negative
+ * errno; *out is NULL on failure.
+ */
+int gw_events_start(struct gw_events **out, struct audit *audit);
+
+/*
+ * artifact.signed after exec_artifact_out_sign: detail is the JSON text it
+ * gave (dir, files, bytes, skipped, key_sha256), published with "names"
+ * added from DIR/manifest.json (up to 16 names of up to 128 bytes, else
+ * null). The "artifact" audit row is the caller's: this is for listeners.
+ * 0 (also when nobody listens) or negative errno.
+ */
+int gw_events_publish_signed(struct gw_events *bus, const char *sandbox, const char *detail);
+
+/*
+ * Makes the approvals registry publish on bus: egress.requested when a
+ * request is held for a person (once per approval, however many requests
+ * wait on it), egress.approved / egress.denied when a person decides or the
+ * approval times out. Payload: id, host, port, via "approval", decision
+ * ("ask", "allow", "deny"), reason ("approval-pending", "approved",
+ * "denied", "approval-timeout") and, for a decision, scope; the event's
+ * sandbox is the approval's client. The bus must outlive a (approvals_free
+ * tells listeners nothing). Returns the listener handle (> 0) or negative
+ * errno.
+ */
+int gw_events_listen_approvals(struct gw_events *bus, struct approvals *a);
 
 #endif

@@ -51,6 +51,12 @@ int proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen
  * Proxy-Authorization). Takes ownership of fd and a reference to policy.
  */
 int proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy);
+/*
+ * Decides what client_id's listeners accept from now on by policy (a new
+ * reference); connections already accepted keep the policy they had.
+ * Returns how many listeners changed.
+ */
+int proxy_listener_set_policy(struct proxy *p, const char *client_id, struct policy *policy);
 
 /*
  * Transparent mode: a listener that clients reach without knowing of a

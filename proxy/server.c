@@ -17,6 +17,9 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include <jansson.h>
+
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "policy/audit.h"
@@ -192,6 +195,45 @@ proxy_stats_foreach(const struct proxy *p,
 		cb(cs->key, &cs->s, arg);
 }
 
+/* Which of the proxy's ways the request came: CONNECT, absolute-form or transparent. */
+static const char *
+conn_via(const struct proxy_conn *c)
+{
+	if (proxy_conn_transparent(c))
+		return "transparent";
+	if (c->head != NULL && strcmp(c->head->method, "CONNECT") != 0)
+		return "forward";
+	return "connect";
+}
+
+/*
+ * The bus hears each request's policy decision. An "ask" is published by
+ * the approvals registry (egress.requested, then the person's answer), so
+ * neither it nor the allow that follows an approval is published twice.
+ */
+static void
+publish_decision(struct proxy_conn *c, const char *decision, const char *reason, const char *rule)
+{
+	struct gw_events *bus = c->proxy->gw->events;
+	enum gw_event_type type;
+	json_t *p;
+
+	if (strcmp(decision, "allow") == 0 && strcmp(reason, "approved") != 0)
+		type = GW_EV_EGRESS_APPROVED;
+	else if (strcmp(decision, "deny") == 0)
+		type = GW_EV_EGRESS_DENIED;
+	else
+		return;
+	if (!gw_events_wants(bus, type))
+		return;
+	p = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "host", c->host.text, "port",
+	              c->port > 0 ? c->port : 0, "decision", decision, "reason", reason, "via",
+	              conn_via(c), "rule", rule != NULL ? rule : "", "peer", c->peer);
+	if (p == NULL || gw_events_publish(bus, type, c->client, p) != 0)
+		log_warnx("proxy: a decision was not published on the event bus");
+	json_decref(p);
+}
+
 void
 proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
                      const char *rule)
@@ -202,6 +244,7 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 
 	c->decision_audited = true;
 	stats_count_decision(c, decision);
+	publish_decision(c, decision, reason != NULL ? reason : "", rule);
 	if (a == NULL)
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
@@ -727,6 +770,25 @@ listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port
 	}
 	l->policy = policy != NULL ? policy_ref(policy) : NULL;
 	return listener_add(p, lev, l);
+}
+
+int
+proxy_listener_set_policy(struct proxy *p, const char *client_id, struct policy *policy)
+{
+	struct proxy_listener *l;
+	int n = 0;
+
+	if (p == NULL || client_id == NULL || policy == NULL)
+		return 0;
+	TAILQ_FOREACH(l, &p->listeners, entry)
+	{
+		if (l->client_id == NULL || strcmp(l->client_id, client_id) != 0)
+			continue;
+		policy_free(l->policy);
+		l->policy = policy_ref(policy);
+		n++;
+	}
+	return n;
 }
 
 int

@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
 #include <jansson.h>
 
 #include "exec/exec.h"
 #include "gateway/events.h"
+#include "policy/approval.h"
 #include "policy/audit.h"
 
 struct record {
@@ -242,6 +244,125 @@ test_audit_subscriber(void **state)
 	assert_int_equal(exec_remove_tree(dir), 0);
 }
 
+static void
+test_wants(void **state)
+{
+	struct gw_events *bus;
+	struct record r = {0};
+	int id;
+
+	(void)state;
+	assert_false(gw_events_wants(NULL, GW_EV_EGRESS_DENIED));
+	assert_int_equal(gw_events_new(&bus), 0);
+	assert_false(gw_events_wants(bus, GW_EV_EGRESS_DENIED));
+	id = gw_events_subscribe(bus, GW_EV_EGRESS_DENIED | GW_EV_VAULT_ACCESSED, on_record, &r);
+	assert_true(id > 0);
+	assert_true(gw_events_wants(bus, GW_EV_EGRESS_DENIED));
+	assert_true(gw_events_wants(bus, GW_EV_VAULT_ACCESSED));
+	assert_false(gw_events_wants(bus, GW_EV_EGRESS_APPROVED));
+	assert_int_equal(gw_events_unsubscribe(bus, id), 0);
+	assert_false(gw_events_wants(bus, GW_EV_EGRESS_DENIED));
+	gw_events_free(bus);
+}
+
+/* gw_events_start: the audit store gets the types not audited elsewhere, only. */
+static void
+test_start_audits_its_types(void **state)
+{
+	char dir[] = "/tmp/tollgate-test-events.XXXXXX", path[256], err[256];
+	struct audit *audit;
+	struct audit_reader *reader;
+	struct audit_filter f = {0};
+	struct gw_events *bus = NULL;
+	struct row_seen seen = {0};
+	json_t *p;
+
+	(void)state;
+	assert_true(
+	    (GW_EV_AUDITED & (GW_EV_EGRESS_REQUESTED | GW_EV_EGRESS_APPROVED | GW_EV_EGRESS_DENIED |
+	                      GW_EV_VAULT_ACCESSED | GW_EV_ARTIFACT_SIGNED)) == 0);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/audit.db", dir);
+	assert_int_equal(audit_open(path, &audit, err, sizeof(err)), 0);
+	assert_int_equal(gw_events_start(&bus, audit), 0);
+	assert_non_null(bus);
+	p = json_pack("{s:s, s:i}", "host", "a.test", "port", 443);
+	gw_events_publish(bus, GW_EV_EGRESS_DENIED, "sb-1", p);
+	gw_events_publish(bus, GW_EV_VAULT_ACCESSED, "sb-1", NULL);
+	gw_events_publish(bus, GW_EV_ARTIFACT_SIGNED, "sb-1", NULL);
+	json_decref(p);
+	p = json_pack("{s:s, s:i}", "limit", "cpu", "value", 1);
+	gw_events_publish(bus, GW_EV_RESOURCE_EXCEEDED, "sb-1", p);
+	json_decref(p);
+	assert_int_equal(audit_flush(audit), 0);
+	assert_int_equal(audit_reader_open(path, &reader, err, sizeof(err)), 0);
+	assert_int_equal(audit_query(reader, &f, on_row, &seen, NULL, err, sizeof(err)), 0);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.kind, "resource.exceeded");
+	assert_non_null(strstr(seen.detail, "\"limit\":\"cpu\""));
+	audit_reader_free(reader);
+	gw_events_free(bus);
+	audit_free(audit);
+
+	/* Without an audit store: a bus all the same. */
+	assert_int_equal(gw_events_start(&bus, NULL), 0);
+	assert_non_null(bus);
+	gw_events_free(bus);
+	assert_int_equal(exec_remove_tree(dir), 0);
+}
+
+static void
+on_outcome(enum approval_outcome outcome, enum approval_scope scope, void *arg)
+{
+	(void)scope;
+	*(int *)arg = (int)outcome + 1;
+}
+
+/* The approvals registry publishes the ask, then the person's answer. */
+static void
+test_approvals_bridge(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct approvals *a = NULL;
+	struct gw_events *bus = NULL;
+	struct approval_info info[2];
+	struct record r = {0};
+	int outcome = 0;
+
+	(void)state;
+	assert_non_null(base);
+	assert_int_equal(approvals_new(base, &a), 0);
+	assert_int_equal(gw_events_new(&bus), 0);
+	assert_int_equal(gw_events_listen_approvals(NULL, a), -EINVAL);
+	assert_true(gw_events_listen_approvals(bus, a) > 0);
+	assert_true(gw_events_subscribe(bus, GW_EV_ALL, on_record, &r) > 0);
+
+	assert_non_null(approval_request(a, "sb-9", "c.test", 443, "CONNECT c.test:443", 60,
+	                                 on_outcome, &outcome));
+	/* Listeners are told from the loop. */
+	assert_int_equal(event_base_loop(base, EVLOOP_NONBLOCK), 0);
+	assert_int_equal(r.n, 1);
+	assert_string_equal(r.names[0], "egress.requested");
+	assert_string_equal(r.sandboxes[0], "sb-9");
+	assert_non_null(strstr(r.payloads[0], "\"host\":\"c.test\""));
+	assert_non_null(strstr(r.payloads[0], "\"port\":443"));
+	assert_non_null(strstr(r.payloads[0], "\"via\":\"approval\""));
+	assert_non_null(strstr(r.payloads[0], "\"reason\":\"approval-pending\""));
+
+	assert_int_equal(approvals_list(a, info, 2), 1);
+	assert_int_equal(approval_decide(a, info[0].id, false, APPROVAL_SCOPE_ONCE), 0);
+	(void)event_base_loop(base, EVLOOP_NONBLOCK);
+	assert_int_equal(outcome, (int)APPROVAL_DENIED + 1);
+	assert_int_equal(r.n, 2);
+	assert_string_equal(r.names[1], "egress.denied");
+	assert_non_null(strstr(r.payloads[1], "\"reason\":\"denied\""));
+	assert_non_null(strstr(r.payloads[1], "\"scope\":\"once\""));
+
+	approvals_free(a);
+	gw_events_free(bus);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -252,6 +373,9 @@ main(void)
 	    cmocka_unit_test(test_payload_cap),
 	    cmocka_unit_test(test_unsubscribe_in_callback),
 	    cmocka_unit_test(test_audit_subscriber),
+	    cmocka_unit_test(test_wants),
+	    cmocka_unit_test(test_start_audits_its_types),
+	    cmocka_unit_test(test_approvals_bridge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

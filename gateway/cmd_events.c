@@ -1,0 +1,393 @@
+/*
+ * `tollgate events`: subscribes to a running gateway's event bus through its
+ * control socket ({"op":"subscribe","events":[...]}, docs/control.md) and
+ * prints one JSON line per event until interrupted, the gateway goes, or
+ * --count events were printed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "gateway/cli.h"
+#include "gateway/control.h"
+#include "gateway/events.h"
+
+#define CMD "events"
+/* Exit status for "it did not happen": no gateway, an error answer, fewer events. */
+#define EVENTS_EXIT_NOT_DONE 1
+#define EVENTS_TYPES_MAX 32
+#define EVENTS_GATEWAYS_MAX 64
+/* A line from the gateway: the subscribe answer lists pending approvals. */
+#define EVENTS_LINE_MAX (8u << 20)
+#define EVENTS_SEND_TIMEOUT_MS 10000
+
+extern const struct gw_command gw_command_events;
+
+static int not_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+not_done(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "tollgate: %s: %s\n", CMD, msg);
+	return EVENTS_EXIT_NOT_DONE;
+}
+
+/* A line reader over the socket: a growing buffer, capped. */
+struct line_reader {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+/*
+ * The next line (newline removed, NUL-terminated, valid until the next
+ * call) in *line. 1 with a line, 0 at the end of the stream, negative errno.
+ */
+static int
+read_line(struct line_reader *r, char **line, size_t *linelen, size_t *consumed)
+{
+	char *nl, *bigger;
+	ssize_t n;
+
+	/* Drop the line handed out last time. */
+	if (*consumed > 0) {
+		memmove(r->buf, r->buf + *consumed, r->len - *consumed);
+		r->len -= *consumed;
+		*consumed = 0;
+	}
+	for (;;) {
+		nl = r->len > 0 ? memchr(r->buf, '\n', r->len) : NULL;
+		if (nl != NULL) {
+			*nl = '\0';
+			*line = r->buf;
+			*linelen = (size_t)(nl - r->buf);
+			*consumed = *linelen + 1;
+			return 1;
+		}
+		if (r->len == r->cap) {
+			if (r->cap >= EVENTS_LINE_MAX)
+				return -EMSGSIZE;
+			bigger = realloc(r->buf, r->cap * 2);
+			if (bigger == NULL)
+				return -ENOMEM;
+			r->buf = bigger;
+			r->cap *= 2;
+		}
+		n = recv(r->fd, r->buf + r->len, r->cap - r->len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		r->len += (size_t)n;
+	}
+}
+
+static int
+send_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		struct pollfd pfd = {fd, POLLOUT, 0};
+		ssize_t n;
+		int prc = poll(&pfd, 1, EVENTS_SEND_TIMEOUT_MS);
+
+		if (prc < 0 && errno == EINTR)
+			continue;
+		if (prc < 0)
+			return -errno;
+		if (prc == 0)
+			return -ETIMEDOUT;
+		n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The socket to use: --socket, --pid, or the one live gateway. 0 or an exit status. */
+static int
+pick_socket(const char *socket_path, long pid, char *path, size_t len)
+{
+	struct gw_control_endpoint *eps = NULL;
+	char dir[PATH_MAX], pids[256];
+	size_t pos = 0;
+	int rc, n;
+
+	if (socket_path != NULL) {
+		n = snprintf(path, len, "%s", socket_path);
+		if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
+			return gw_fail(CMD, "--socket %s: path too long for a unix socket",
+			               socket_path);
+		return 0;
+	}
+	rc = gw_control_dir(dir, sizeof(dir));
+	if (rc != 0)
+		return not_done("no control directory: %s", strerror(-rc));
+	if (pid > 0) {
+		n = snprintf(path, len, "%s/%ld.sock", dir, pid);
+		if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
+			return not_done("%s: path too long for a unix socket", dir);
+		return 0;
+	}
+	eps = calloc(EVENTS_GATEWAYS_MAX, sizeof(*eps));
+	if (eps == NULL)
+		return gw_fail(CMD, "out of memory");
+	rc = gw_control_find(dir, eps, EVENTS_GATEWAYS_MAX);
+	if (rc < 0 && rc != -ENOENT) {
+		rc = not_done("cannot read %s: %s", dir, strerror(-rc));
+		goto out;
+	}
+	if (rc <= 0) {
+		rc = not_done("no running gateway (no live control socket in %s; start one, or "
+		              "name its socket with --socket)",
+		              dir);
+		goto out;
+	}
+	if (rc > 1) {
+		pids[0] = '\0';
+		for (int i = 0; i < rc && i < EVENTS_GATEWAYS_MAX && pos + 16 < sizeof(pids); i++) {
+			n = snprintf(pids + pos, sizeof(pids) - pos, "%s%ld", i > 0 ? ", " : "",
+			             (long)eps[i].pid);
+			if (n > 0)
+				pos += (size_t)n;
+		}
+		rc = gw_fail(CMD, "%d gateways run (pids %s): choose one with --pid or --socket",
+		             rc, pids);
+		goto out;
+	}
+	snprintf(path, len, "%s", eps[0].path);
+	rc = 0;
+out:
+	free(eps);
+	return rc;
+}
+
+/* Prints one bus line as {"type",...,"payload"} on stdout. false when stdout is gone. */
+static bool
+print_event(json_t *line)
+{
+	char *text;
+	int w;
+
+	json_object_del(line, "event");
+	text = json_dumps(line, JSON_COMPACT);
+	if (text == NULL)
+		return true;
+	w = printf("%s\n", text);
+	free(text);
+	return w >= 0 && fflush(stdout) == 0;
+}
+
+static int
+run_events(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"type", required_argument, NULL, 't'},   {"pid", required_argument, NULL, 'p'},
+	    {"socket", required_argument, NULL, 's'}, {"control", required_argument, NULL, 's'},
+	    {"count", required_argument, NULL, 'n'},  {NULL, 0, NULL, 0},
+	};
+	struct line_reader r = {.fd = -1};
+	const char *socket_path = NULL;
+	json_t *types = NULL, *req = NULL, *reply = NULL;
+	char path[GW_CONTROL_PATH_MAX], err[512];
+	char *text = NULL, *line = NULL;
+	size_t linelen = 0, consumed = 0;
+	long pid = 0, count = 0, printed = 0;
+	int c, rc = GW_EXIT_FAILURE;
+
+	types = json_array();
+	if (types == NULL)
+		return gw_fail(CMD, "out of memory");
+	while ((c = gw_getopt(argc, argv, "t:p:s:n:", longopts, &gw_command_events)) != -1) {
+		switch (c) {
+		case 't':
+			if (strcmp(optarg, "*") != 0 && gw_event_type_from_name(optarg) == 0) {
+				gw_fail(
+				    CMD,
+				    "--type %s: unknown event type (see 'tollgate events --help')",
+				    optarg);
+				goto out;
+			}
+			if (json_array_size(types) >= EVENTS_TYPES_MAX) {
+				gw_fail(CMD, "--type: at most %d", EVENTS_TYPES_MAX);
+				goto out;
+			}
+			json_array_append_new(types, json_string(optarg));
+			break;
+		case 'p':
+			if (gw_parse_long(optarg, 1, INT32_MAX, &pid) != 0) {
+				gw_fail(CMD, "--pid %s: not a process id", optarg);
+				goto out;
+			}
+			break;
+		case 's':
+			socket_path = optarg;
+			break;
+		case 'n':
+			if (gw_parse_long(optarg, 1, INT32_MAX, &count) != 0) {
+				gw_fail(CMD, "--count %s: not a positive number", optarg);
+				goto out;
+			}
+			break;
+		case GW_OPT_HELP:
+			rc = GW_EXIT_OK;
+			goto out;
+		default:
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		gw_fail(CMD, "unexpected argument '%s' (see 'tollgate events --help')",
+		        argv[optind]);
+		goto out;
+	}
+	if (pid > 0 && socket_path != NULL) {
+		gw_fail(CMD, "--pid and --socket name a gateway each: give one");
+		goto out;
+	}
+	if (json_array_size(types) == 0)
+		json_array_append_new(types, json_string("*"));
+	rc = pick_socket(socket_path, pid, path, sizeof(path));
+	if (rc != 0)
+		goto out;
+	/* A reader that went away (| head) ends us with an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+
+	r.fd = gw_control_connect(path, err, sizeof(err));
+	if (r.fd < 0) {
+		rc = not_done("%s", err);
+		goto out;
+	}
+	req = json_pack("{s:s, s:O}", "op", "subscribe", "events", types);
+	text = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
+	if (text == NULL) {
+		rc = gw_fail(CMD, "out of memory");
+		goto out;
+	}
+	rc = send_all(r.fd, text, strlen(text));
+	if (rc == 0)
+		rc = send_all(r.fd, "\n", 1);
+	if (rc != 0) {
+		rc = not_done("%s: %s", path, strerror(-rc));
+		goto out;
+	}
+	r.cap = 4096;
+	r.buf = malloc(r.cap);
+	if (r.buf == NULL) {
+		rc = gw_fail(CMD, "out of memory");
+		goto out;
+	}
+
+	/* The first line answers the subscribe. */
+	rc = read_line(&r, &line, &linelen, &consumed);
+	if (rc <= 0) {
+		rc = not_done("%s: %s", path,
+		              rc == 0 ? "the gateway closed the connection" : strerror(-rc));
+		goto out;
+	}
+	reply = json_loadb(line, linelen, 0, NULL);
+	if (!json_is_object(reply) || !json_is_boolean(json_object_get(reply, "ok"))) {
+		rc = not_done("%s: not a control answer", path);
+		goto out;
+	}
+	if (!json_is_true(json_object_get(reply, "ok"))) {
+		rc = not_done("%s: %s", path,
+		              json_string_value(json_object_get(reply, "error")) != NULL
+		                  ? json_string_value(json_object_get(reply, "error"))
+		                  : "refused");
+		goto out;
+	}
+	/* On stderr, so a script can wait for it; stdout carries events only. */
+	fprintf(stderr, "tollgate: %s: subscribed to gateway %" JSON_INTEGER_FORMAT " (%s)\n", CMD,
+	        json_integer_value(json_object_get(reply, "pid")), path);
+
+	while (count == 0 || printed < count) {
+		json_t *ev;
+		const char *kind;
+
+		rc = read_line(&r, &line, &linelen, &consumed);
+		if (rc < 0) {
+			rc = not_done("%s: %s", path, strerror(-rc));
+			goto out;
+		}
+		if (rc == 0)
+			break;
+		ev = json_loadb(line, linelen, 0, NULL);
+		kind = json_string_value(json_object_get(ev, "event"));
+		/* Approval lines come on the same feed; this command shows the bus. */
+		if (kind != NULL && strcmp(kind, "bus") == 0) {
+			if (!print_event(ev)) {
+				json_decref(ev);
+				rc = not_done("cannot write to stdout");
+				goto out;
+			}
+			printed++;
+		}
+		json_decref(ev);
+	}
+	if (count > 0 && printed < count) {
+		rc = not_done("the gateway went away after %ld of %ld events", printed, count);
+		goto out;
+	}
+	rc = GW_EXIT_OK;
+out:
+	if (r.fd >= 0)
+		close(r.fd);
+	free(r.buf);
+	free(text);
+	json_decref(reply);
+	json_decref(req);
+	json_decref(types);
+	return rc;
+}
+
+const struct gw_command gw_command_events = {
+    .name = "events",
+    .summary = "print a running gateway's events (egress, executions, vault, ...)",
+    .usage = "usage: tollgate events [--type NAME]... [--pid PID | --socket PATH] [--count N]\n"
+             "\n"
+             "Subscribes to a running gateway's event bus through its control socket and\n"
+             "prints one JSON object per event and line, until interrupted, the gateway\n"
+             "exits, or N events were printed:\n"
+             "  {\"type\":\"egress.denied\",\"sandbox\":\"127.0.0.1\",\"ts_ms\":1795319817248,\n"
+             "   \"seq\":12,\"payload\":{\"host\":\"x.test\",\"port\":443,...}}\n"
+             "\n"
+             "  -t, --type NAME    only events of this type (repeatable; default: all):\n"
+             "                     execution.started, execution.completed, execution.failed,\n"
+             "                     execution.timeout, session.created, session.killed,\n"
+             "                     egress.requested, egress.approved, egress.denied,\n"
+             "                     vault.accessed, resource.exceeded, artifact.signed,\n"
+             "                     queue.backpressure, or * for all\n"
+             "  -p, --pid PID      the gateway with this process id\n"
+             "  -s, --socket PATH  the gateway listening on this control socket (--control\n"
+             "                     is the same); default: the one running gateway found as\n"
+             "                     `tollgate pending` finds them\n"
+             "  -n, --count N      exit after N events\n"
+             "\n"
+             "A line \"subscribed to gateway PID (PATH)\" goes to stderr once listening.\n"
+             "Exit status: 0; 1 when no gateway could be reached, it refused, or it exited\n"
+             "before N events; 125 for a bad flag or an unknown type.\n",
+    .run = run_events,
+};
