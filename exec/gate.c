@@ -29,6 +29,8 @@ struct exec_gate {
 	char *sandbox_id;
 	struct policy *policy;
 	struct exec_gate_fds fds;
+	struct proxy *proxy;     /* who serves the listeners, or NULL */
+	struct dns_server *dns;
 };
 
 /*
@@ -216,6 +218,8 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	}
 	if (policy != NULL)
 		g->policy = policy_ref(policy);
+	g->proxy = opts->proxy;
+	g->dns = opts->dns;
 
 	rc = exec_veth_attach(hub, sandbox_netns_fd, &g->veth, err, errlen);
 	if (rc < 0)
@@ -238,6 +242,18 @@ out:
 		return rc;
 	}
 	*out = g;
+	return 0;
+}
+
+int
+exec_gate_set_policy(struct exec_gate *g, struct policy *policy)
+{
+	if (g == NULL || policy == NULL)
+		return -EINVAL;
+	policy_free(g->policy);
+	g->policy = policy_ref(policy);
+	(void)proxy_listener_set_policy(g->proxy, g->sandbox_id, policy);
+	(void)dns_server_set_policy(g->dns, g->sandbox_id, policy);
 	return 0;
 }
 

@@ -53,6 +53,13 @@ int exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbo
                         const struct exec_gate_options *opts, struct exec_gate **out, char *err,
                         size_t errlen);
 
+/*
+ * Decides the sandbox's connections and queries from now on by policy (the
+ * gate takes a reference): a kept-alive sandbox (a session) gets each
+ * call's policy. Those in flight keep theirs. 0 or negative errno.
+ */
+int exec_gate_set_policy(struct exec_gate *g, struct policy *policy);
+
 /* The hub end's address, "10.77.0.1": the proxy and DNS server's address
  * as seen from the sandbox (HTTP_PROXY=http://ADDR:3128, resolv.conf). */
 const char *exec_gate_hub_addr(const struct exec_gate *g);

@@ -135,10 +135,13 @@ exec_queue_submit(struct exec_queue *q, const char *who, exec_queue_start_fn sta
 	 * waiting counts free slots as room too. */
 	if (q->queued >= q->max_queued + (q->max_running - q->running)) {
 		q->refused++;
+		/* The limits, not the counters: jobs admitted but not yet
+		 * dispatched still count as queued, so "0 running and 2 waiting"
+		 * could be said of a full queue of one slot and one place. */
 		snprintf(err, errlen,
 		         "sandbox queue full: %zu running (the limit) and %zu waiting (the limit); "
 		         "try again later",
-		         q->running, q->queued);
+		         q->max_running, q->max_queued);
 		publish_backpressure(q, who);
 		return -EBUSY;
 	}

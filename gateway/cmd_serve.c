@@ -17,9 +17,11 @@
 #include "dns/server.h"
 #include "exec/exec.h"
 #include "exec/netns.h"
+#include "exec/queue.h"
 #include "gateway/cli.h"
 #include "gateway/flags.h"
 #include "gateway/control.h"
+#include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
@@ -49,6 +51,7 @@ enum {
 	OPT_NO_NETWORK,
 	OPT_CONTROL,
 	OPT_MAX_SANDBOXES,
+	OPT_MAX_QUEUED,
 };
 
 static const struct option serve_options[] = {
@@ -67,6 +70,7 @@ static const struct option serve_options[] = {
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
     {"control", required_argument, NULL, OPT_CONTROL},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+    {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
     {NULL, 0, NULL, 0},
 };
 
@@ -77,7 +81,8 @@ struct serve_state {
 	struct dns_server *dns;
 	struct exec_hub *hub;
 	struct mcp_server *server;
-	struct gw_control *control; /* tollgate pending/approve/deny */
+	struct gw_control *control; /* tollgate pending/approve/deny, stats */
+	struct exec_queue *queue;   /* execute_code / validate_code admission */
 	struct event *ev_sig[2];
 	char audit_path[PATH_MAX];
 	char home[PATH_MAX];
@@ -113,7 +118,7 @@ run_serve(int argc, char **argv)
 	struct policy *rules, *file = NULL;
 	const char *policy_path = NULL, *upstream = NULL, *audit = NULL, *pool = NULL;
 	const char *control_path = NULL;
-	long max_sandboxes = 8;
+	long max_sandboxes = 8, max_queued = 16;
 	size_t npins = 0;
 	double timeout = 30;
 	bool no_network = false;
@@ -194,6 +199,11 @@ run_serve(int argc, char **argv)
 				rc = gw_fail(CMD, "--max-sandboxes: '%s' is not a number from 1 to 1024",
 				             optarg);
 			break;
+		case OPT_MAX_QUEUED:
+			if (gw_parse_long(optarg, 0, 4096, &max_queued) != 0)
+				rc = gw_fail(CMD, "--max-queued: '%s' is not a number from 0 to 4096",
+				             optarg);
+			break;
 		default:
 			rc = gw_fail(CMD, "unexpected flag");
 		}
@@ -239,22 +249,29 @@ run_serve(int argc, char **argv)
 		gw_fail(CMD, "audit log %s: %s", st.audit_path, err);
 		goto out;
 	}
+	/* The event bus (docs/sessions.md): its audited types become rows. */
+	if (gw_events_start(&st.gw.events, st.gw.audit) != 0) {
+		gw_fail(CMD, "cannot create the event bus");
+		goto out;
+	}
+	if (approvals_new(st.gw.base, &st.gw.approvals) != 0 ||
+	    gw_events_listen_approvals(st.gw.events, st.gw.approvals) < 0) {
+		gw_fail(CMD, "cannot create the approvals registry");
+		goto out;
+	}
+	/* Approvals reach a person by elicitation when the client offers it,
+	 * and through the control socket always; `tollgate stats` asks there
+	 * too, with or without a network. */
+	if (gw_control_start(&st.gw, control_path, &st.control, err, sizeof(err)) != 0) {
+		gw_fail(CMD, "control socket: %s", err);
+		goto out;
+	}
 	if (!no_network) {
 		struct dns_resolver_config dcfg = {
 		    .upstream = upstream, .pins = pins, .npins = npins};
 
 		if (dns_resolver_new(st.gw.base, &dcfg, &st.gw.resolver, err, sizeof(err)) != 0) {
 			gw_fail(CMD, "resolver: %s", err);
-			goto out;
-		}
-		if (approvals_new(st.gw.base, &st.gw.approvals) != 0) {
-			gw_fail(CMD, "cannot create the approvals registry");
-			goto out;
-		}
-		/* Approvals reach a person by elicitation when the client offers it,
-		 * and through the control socket always. */
-		if (gw_control_start(&st.gw, control_path, &st.control, err, sizeof(err)) != 0) {
-			gw_fail(CMD, "control socket: %s", err);
 			goto out;
 		}
 		proxy_config_defaults(&pcfg);
@@ -279,7 +296,14 @@ run_serve(int argc, char **argv)
 	st.ctx.audit_path = st.audit_path;
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
-	st.ctx.max_running = (size_t)max_sandboxes;
+	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
+	                   &st.queue) != 0) {
+		gw_fail(CMD, "out of memory");
+		goto out;
+	}
+	st.ctx.queue = st.queue;
+	if (st.control != NULL)
+		gw_control_set_stats(st.control, mcp_serve_stats, &st.ctx);
 
 	cfg.name = "tollgate";
 	cfg.version = "0.1";
@@ -314,6 +338,7 @@ run_serve(int argc, char **argv)
 	exit_code = GW_EXIT_OK;
 out:
 	mcp_serve_stop(&st.ctx);
+	exec_queue_free(st.queue);
 	mcp_server_free(st.server);
 	for (size_t i = 0; i < 2; i++) {
 		if (st.ev_sig[i] != NULL)
@@ -329,6 +354,8 @@ out:
 		audit_flush(st.gw.audit);
 		audit_free(st.gw.audit);
 	}
+	/* Last: everything that publishes on it is gone. */
+	gw_events_free(st.gw.events);
 	policy_free(st.gw.policy);
 	policy_free(rules);
 	if (st.gw.base != NULL)
@@ -361,7 +388,9 @@ const struct gw_command gw_command_serve = {
              "  --resolve HOST:ADDR      pin a name to an address\n"
              "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
              "  --timeout DURATION       default execution timeout (30s)\n"
-             "  --max-sandboxes N        executions at once (8); past it a call is refused\n"
+             "  --max-sandboxes N        executions running at once (8)\n"
+             "  --max-queued N           executions waiting for one of those (16; 0: none\n"
+             "                           wait); past both a call is refused at once\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
              "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"

@@ -1,7 +1,7 @@
 /*
  * `tollgate stats`: the counters of running gateways (proxy and DNS per
- * client and in all, the sandbox queue when there is one), asked over their
- * control sockets with {"op":"stats"} (docs/control.md).
+ * client and in all, the sandbox queue, sessions and executions of `serve`),
+ * asked over their control sockets with {"op":"stats"} (docs/control.md).
  */
 #include <errno.h>
 #include <limits.h>
@@ -86,6 +86,13 @@ print_gateway(json_int_t pid, const json_t *st)
 		       json_integer_value(json_object_get(queue, "max_queued")),
 		       json_integer_value(json_object_get(queue, "completed")),
 		       json_integer_value(json_object_get(queue, "refused")));
+	if (json_object_get(st, "executions") != NULL)
+		printf("  serve  sessions %" JSON_INTEGER_FORMAT "  completed %" JSON_INTEGER_FORMAT
+		       "  failed %" JSON_INTEGER_FORMAT "  timed out %" JSON_INTEGER_FORMAT
+		       "  cancelled %" JSON_INTEGER_FORMAT "\n",
+		       json_integer_value(json_object_get(st, "sessions")),
+		       num(st, "executions", "completed"), num(st, "executions", "failed"),
+		       num(st, "executions", "timed_out"), num(st, "executions", "cancelled"));
 }
 
 static int
@@ -93,6 +100,7 @@ run_stats(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"control", required_argument, NULL, 'c'},
+	    {"pid", required_argument, NULL, 'p'},
 	    {"json", no_argument, NULL, 'j'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -101,12 +109,17 @@ run_stats(int argc, char **argv)
 	char dir[PATH_MAX];
 	bool json = false;
 	size_t n, ok = 0;
+	long want_pid = 0;
 	int c, rc;
 
-	while ((c = gw_getopt(argc, argv, "c:j", longopts, &gw_command_stats)) != -1) {
+	while ((c = gw_getopt(argc, argv, "c:p:j", longopts, &gw_command_stats)) != -1) {
 		switch (c) {
 		case 'c':
 			control = optarg;
+			break;
+		case 'p':
+			if (gw_parse_long(optarg, 1, INT_MAX, &want_pid) != 0)
+				return gw_fail("stats", "--pid: '%s' is not a process id", optarg);
 			break;
 		case 'j':
 			json = true;
@@ -120,6 +133,8 @@ run_stats(int argc, char **argv)
 	if (optind < argc)
 		return gw_fail("stats", "unexpected argument '%s' (see 'tollgate stats --help')",
 		               argv[optind]);
+	if (control != NULL && want_pid != 0)
+		return gw_fail("stats", "--control and --pid: give one of them");
 	memset(ep, 0, sizeof(ep));
 	if (control != NULL) {
 		rc = snprintf(ep[0].path, sizeof(ep[0].path), "%s", control);
@@ -139,6 +154,19 @@ run_stats(int argc, char **argv)
 			                "start one, or name its socket with --control)",
 			                dir);
 		n = (size_t)rc < STATS_MAX_GATEWAYS ? (size_t)rc : STATS_MAX_GATEWAYS;
+		if (want_pid != 0) {
+			/* The one whose socket is named for pid, if it lives. */
+			size_t k;
+
+			for (k = 0; k < n && ep[k].pid != (pid_t)want_pid; k++)
+				;
+			if (k == n)
+				return not_done(
+				    "no running gateway with pid %ld (no live %s/%ld.sock)",
+				    want_pid, dir, want_pid);
+			ep[0] = ep[k];
+			n = 1;
+		}
 	}
 
 	for (size_t i = 0; i < n; i++) {
@@ -186,15 +214,17 @@ run_stats(int argc, char **argv)
 const struct gw_command gw_command_stats = {
     .name = "stats",
     .summary = "show the counters of running gateways",
-    .usage = "usage: tollgate stats [--control SOCKET] [--json]\n"
+    .usage = "usage: tollgate stats [--control SOCKET | --pid PID] [--json]\n"
              "\n"
              "Shows each running gateway's counters: proxy connections allowed and\n"
              "refused and bytes each way, DNS queries allowed and refused, in all and\n"
-             "per client (sandbox id, client section or address), and its sandbox\n"
-             "queue when it has one.\n"
+             "per client (sandbox id, client section or address), its sandbox queue\n"
+             "when it has one (running, waiting, completed, refused and the two\n"
+             "limits) and, for `tollgate serve`, its sessions and executions.\n"
              "\n"
              "  -c, --control SOCKET  ask this gateway only (default: every live socket\n"
              "                        found as 'tollgate pending' finds them)\n"
+             "  -p, --pid PID         ask the gateway of that process only\n"
              "  -j, --json            one JSON object per gateway and line:\n"
              "                        {\"pid\":N,\"stats\":{\"proxy\":…,\"dns\":…,\"queue\":…}}\n"
              "\n"

@@ -20,6 +20,8 @@
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "gateway/cli.h"
+#include "gateway/control.h"
+#include "gateway/events.h"
 #include "gateway/flags.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
@@ -115,6 +117,7 @@ struct wrap_state {
 	struct wrap_flags *flags;
 	struct proxy *proxy;
 	struct dns_server *dns;
+	struct gw_control *control; /* `tollgate stats`, pending / approve */
 	struct exec_hub *hub;
 	struct exec_gate *gate;
 	struct exec_sandbox *sandbox;
@@ -463,6 +466,9 @@ setup_gateway(struct wrap_state *st, struct wrap_flags *f)
 	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
 	f->audit_path = NULL; /* may point at this frame's buffer */
+	/* The event bus (docs/sessions.md): its audited types become rows. */
+	if (gw_events_start(&st->gw.events, st->gw.audit) != 0)
+		return gw_fail(CMD, "cannot create the event bus");
 
 	struct dns_resolver_config dcfg = {
 	    .upstream = f->upstream_dns,
@@ -471,7 +477,8 @@ setup_gateway(struct wrap_state *st, struct wrap_flags *f)
 	};
 	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "resolver: %s", err);
-	if (approvals_new(st->gw.base, &st->gw.approvals) != 0)
+	if (approvals_new(st->gw.base, &st->gw.approvals) != 0 ||
+	    gw_events_listen_approvals(st->gw.events, st->gw.approvals) < 0)
 		return gw_fail(CMD, "cannot create the approvals registry");
 	proxy_config_defaults(&pcfg);
 	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
@@ -582,6 +589,15 @@ out:
 	return rc;
 }
 
+/* {"op":"stats"} on the control socket: the gate's counters (no queue). */
+static json_t *
+wrap_stats(void *arg)
+{
+	struct wrap_state *st = arg;
+
+	return gw_control_stats_json(st->proxy, st->dns, NULL);
+}
+
 static int
 run_wrap(int argc, char **argv)
 {
@@ -613,6 +629,12 @@ run_wrap(int argc, char **argv)
 	exec_cleanup_stale();
 	if (setup_gateway(&st, &f) != 0)
 		goto out;
+	/* At $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock: without it the
+	 * wrapped server still works, so a failure is only a warning. */
+	if (gw_control_start(&st.gw, NULL, &st.control, err, sizeof(err)) != 0)
+		log_warnx("wrap: no control socket (no stats, no tollgate pending): %s", err);
+	else
+		gw_control_set_stats(st.control, wrap_stats, &st);
 
 	spec.argv = f.argv;
 	spec.workdir = f.workdir;
@@ -689,6 +711,7 @@ out:
 		event_free(st.ev_child);
 	exec_sandbox_free(st.sandbox);
 	exec_gate_close(st.gate);
+	gw_control_free(st.control);
 	proxy_free(st.proxy);
 	dns_server_free(st.dns);
 	exec_hub_free(st.hub);
@@ -698,6 +721,8 @@ out:
 		audit_flush(st.gw.audit);
 		audit_free(st.gw.audit);
 	}
+	/* Last: everything that publishes on it is gone. */
+	gw_events_free(st.gw.events);
 	policy_free(st.gw.policy);
 	policy_free(f.rules);
 	for (size_t i = 0; i < f.nenv; i++)

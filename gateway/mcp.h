@@ -249,6 +249,7 @@ struct gw_context;
 struct proxy;
 struct dns_server;
 struct exec_hub;
+struct exec_queue;
 struct mcp_job;
 struct mcp_elicit;
 struct mcp_session;
@@ -262,9 +263,10 @@ struct mcp_serve_ctx {
 	const char *audit_path;
 	const char *hide_path; /* TOLLGATE_HOME */
 	double default_timeout;
-	/* Executions at once; past it a call is refused at once (0: 8). */
-	size_t max_running;
-	struct mcp_job *jobs;       /* executions in flight */
+	/* Admission of execute_code / validate_code (--max-sandboxes running,
+	 * --max-queued waiting, then refused); NULL: each call starts at once. */
+	struct exec_queue *queue;
+	struct mcp_job *jobs;       /* executions waiting or running */
 	struct mcp_server *server;  /* for requests to the client (elicitation) */
 	int approvals_listener;     /* approvals_listen handle, 0: none */
 	struct mcp_elicit *elicits; /* approvals being asked of the client */
@@ -289,7 +291,16 @@ int mcp_serve_start(struct mcp_serve_ctx *ctx);
 
 extern const struct mcp_tool mcp_serve_tools[];
 extern const size_t mcp_serve_ntools;
-/* Kills and reaps every execution still running (at exit). */
+/*
+ * Withdraws the executions still waiting for a slot, then kills and reaps
+ * every one still running (at exit). Before the queue is freed.
+ */
 void mcp_serve_stop(struct mcp_serve_ctx *ctx);
+/*
+ * The control socket's {"op":"stats"} provider (gw_control_stats_fn; arg is
+ * the mcp_serve_ctx): proxy, dns and queue as gw_control_stats_json, plus
+ * {"sessions":N,"executions":{completed,failed,timed_out,cancelled}}.
+ */
+json_t *mcp_serve_stats(void *arg);
 
 #endif

@@ -25,10 +25,13 @@
 #include "exec/artifact.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
+#include "exec/queue.h"
 #include "exec/redact.h"
 #include "exec/session.h"
+#include "gateway/events.h"
 #include "exec/vault.h"
 #include "gateway/cli.h"
+#include "gateway/control.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
@@ -42,15 +45,19 @@
 #define JOB_TIMEOUT_MAX 3600.0
 #define JOB_REFUSED_MAX 50
 #define JOB_ENV_MAX (VAULT_INJECT_MAX + 2)
-#define SESSIONS_MAX 64
+#define SESSIONS_MAX 16 /* each is a live sandbox */
 
 /*
- * A session of create_session: exec/session.h's directory (kept between
- * calls, removed when the session ends) and allowed domains; each
- * execute_code with its session_id is a fresh sandbox over that directory.
+ * A session of create_session: exec/session.h's kept-alive sandbox (files,
+ * /tmp, processes and network kept between calls, all gone when the session
+ * ends), its network gate and allowed domains; each execute_code with its
+ * session_id is a command its agent runs.
  */
 struct mcp_session {
+	struct mcp_serve_ctx *ctx;
 	struct exec_session *es;
+	struct exec_gate *gate; /* NULL with --no-network */
+	struct policy *policy;  /* the gate's at creation; each call sets its own */
 	json_t *allowed; /* patterns: create_session's and request_egress's */
 	bool busy;       /* one execution at a time */
 	bool ended;      /* its lifetime ran out: freed when not busy */
@@ -179,7 +186,19 @@ struct mcp_job {
 	int out_fd, err_fd;
 	char workdir[PATH_MAX];
 	double timeout;
-	struct timespec started;
+	struct timespec submitted, started;
+	/* The queue's ticket: waiting (queued) until admitted, which holds a
+	 * slot that job_free gives back, once, whatever the outcome. */
+	uint64_t ticket;
+	bool queued, admitted;
+	/* A session's call: its command runs in the session's sandbox (no
+	 * j->sandbox); in_session until the session reports its end. */
+	bool in_session, freeing;
+	int64_t started_ms; /* wall clock, for the session's audit rows of this call */
+	/* What exec_sandbox_start gets once admitted (argv points at file). */
+	struct exec_spec spec;
+	char *argv[5];
+	char file[64];
 	char waiting[POLICY_HOST_MAX + 16]; /* "host:port" an approval holds, or "" */
 	struct vault_inject *secrets;       /* execute_code's secrets, or NULL */
 	struct redact *redact;              /* their values, redacted from the output */
@@ -191,16 +210,40 @@ struct mcp_job {
 };
 
 static double
-job_elapsed(const struct mcp_job *j)
+seconds_since(const struct timespec *from)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - j->started.tv_sec) +
-	       (double)(t.tv_nsec - j->started.tv_nsec) / 1e9;
+	return (double)(t.tv_sec - from->tv_sec) + (double)(t.tv_nsec - from->tv_nsec) / 1e9;
+}
+
+static double
+job_elapsed(const struct mcp_job *j)
+{
+	return seconds_since(&j->started);
 }
 
 static void session_release(struct mcp_serve_ctx *ctx, struct mcp_session *ms);
+
+/* The sandbox the job's code runs in: its own, or its session's. */
+static const char *
+job_sandbox_id(const struct mcp_job *j)
+{
+	if (j->session != NULL)
+		return exec_session_sandbox_id(j->session->es);
+	return j->sandbox != NULL ? exec_sandbox_id(j->sandbox) : "";
+}
+
+/* Kills what the job runs: its sandbox, or its session's command. */
+static void
+job_kill(struct mcp_job *j)
+{
+	if (j->in_session)
+		(void)exec_session_cancel(j->session->es);
+	else if (j->sandbox != NULL)
+		exec_sandbox_kill(j->sandbox);
+}
 
 static void
 job_free(struct mcp_job *j)
@@ -209,6 +252,21 @@ job_free(struct mcp_job *j)
 
 	if (j == NULL)
 		return;
+	/* The one place a job leaves the queue: a waiting one is withdrawn, an
+	 * admitted one gives its slot to the next. */
+	if (j->queued)
+		exec_queue_cancel(j->ctx->queue, j->ticket);
+	else if (j->admitted)
+		exec_queue_done(j->ctx->queue, j->ticket);
+	j->queued = j->admitted = false;
+	if (j->in_session) {
+		/* Freed while its command runs (the server stops): the session
+		 * goes with it, and its done callback, called from inside the
+		 * terminate, sees freeing and returns. */
+		j->freeing = true;
+		exec_session_terminate(j->session->es, "the call was abandoned");
+		j->session->ended = true;
+	}
 	if (j->session != NULL)
 		session_release(j->ctx, j->session);
 	for (pp = &j->ctx->jobs; *pp != NULL; pp = &(*pp)->next) {
@@ -319,7 +377,10 @@ refused_egress(struct mcp_job *j)
 		log_warnx("serve: reading the audit log: %s", err);
 		return rc.list;
 	}
-	f.sandbox = exec_sandbox_id(j->sandbox);
+	f.sandbox = job_sandbox_id(j);
+	/* A session's sandbox serves many calls: this call's rows only. */
+	if (j->session != NULL)
+		f.since_ms = j->started_ms;
 	f.decision = "deny";
 	if (audit_query(r, &f, collect_refused, &rc, NULL, err, sizeof(err)) != 0)
 		log_warnx("serve: querying the audit log: %s", err);
@@ -504,7 +565,7 @@ job_sign_artifacts(struct mcp_job *j)
 	const char *detail = NULL;
 	char err[512], final[sizeof(((struct mcp_serve_ctx *)0)->art_root) + 160];
 	struct audit_event ev = {0};
-	const char *id = exec_sandbox_id(j->sandbox);
+	const char *id = job_sandbox_id(j);
 
 	if (exec_artifact_out_sign(j->art, id, &sum, &detail, err, sizeof(err)) != 0) {
 		log_warnx("serve: signing %s: %s", j->art_dir, err);
@@ -516,6 +577,7 @@ job_sign_artifacts(struct mcp_job *j)
 	ev.detail = detail;
 	if (j->ctx->gw->audit != NULL)
 		(void)audit_append(j->ctx->gw->audit, &ev);
+	gw_events_publish_signed(j->ctx->gw->events, id, detail);
 	exec_artifact_out_free(j->art);
 	j->art = NULL;
 	snprintf(final, sizeof(final), "%s/%s", j->ctx->art_root, id);
@@ -527,25 +589,15 @@ job_sign_artifacts(struct mcp_job *j)
 	return manifest_files(final, err, sizeof(err));
 }
 
+/* The code has ended: answers the call with res and frees the job. */
 static void
-on_job_exit(evutil_socket_t fd, short what, void *arg)
+job_report(struct mcp_job *j, const struct exec_result *r)
 {
-	struct mcp_job *j = arg;
-	struct exec_result res;
+	struct exec_result res = *r;
 	json_t *result, *structured, *refused, *artifacts;
 	char text[512];
 	int status;
 
-	(void)fd;
-	(void)what;
-	/* The sandbox is gone: its ends of the pipes are closed, so what is
-	 * left reads to EOF now. */
-	drain_stream(j->out_fd, j->out, &j->out_truncated);
-	drain_stream(j->err_fd, j->err, &j->err_truncated);
-	if (exec_sandbox_finish(j->sandbox, &res) != 0) {
-		mcp_call_fail(j->call, "tollgate: cannot reap the sandbox");
-		goto out;
-	}
 	status = j->timed_out && !res.setup_failed ? 124 : res.exit_status;
 	if (j->timed_out)
 		j->ctx->stats.timed_out++;
@@ -596,7 +648,7 @@ on_job_exit(evutil_socket_t fd, short what, void *arg)
 	j->ctx->stats.refused_egress += json_array_size(refused);
 	structured =
 	    json_pack("{s:s, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:f}", "sandbox_id",
-	              exec_sandbox_id(j->sandbox), "exit_status", status, "exit_code",
+	              job_sandbox_id(j), "exit_status", status, "exit_code",
 	              res.exit_code >= 0 ? json_integer(res.exit_code) : json_null(), "signal",
 	              res.signal > 0 ? json_integer(res.signal) : json_null(), "timed_out",
 	              j->timed_out, "stdout", buffer_string(j->out, j->out_truncated), "stderr",
@@ -609,11 +661,11 @@ on_job_exit(evutil_socket_t fd, short what, void *arg)
 	}
 	if (artifacts != NULL) {
 		json_object_set_new(structured, "artifacts", artifacts);
-		json_object_set_new(structured, "run_id", json_string(exec_sandbox_id(j->sandbox)));
+		json_object_set_new(structured, "run_id", json_string(job_sandbox_id(j)));
 	}
 	snprintf(text, sizeof(text),
 	         "execute_code: sandbox %s: exit status %d%s; %zu connection(s) refused",
-	         exec_sandbox_id(j->sandbox), status, j->timed_out ? " (timed out)" : "",
+	         job_sandbox_id(j), status, j->timed_out ? " (timed out)" : "",
 	         json_array_size(json_object_get(structured, "refused_egress")));
 	mcp_call_log(j->call,
 	             json_array_size(json_object_get(structured, "refused_egress")) > 0 ? "warning"
@@ -635,6 +687,54 @@ out:
 }
 
 static void
+on_job_exit(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcp_job *j = arg;
+	struct exec_result res;
+
+	(void)fd;
+	(void)what;
+	/* The sandbox is gone: its ends of the pipes are closed, so what is
+	 * left reads to EOF now. */
+	drain_stream(j->out_fd, j->out, &j->out_truncated);
+	drain_stream(j->err_fd, j->err, &j->err_truncated);
+	if (exec_sandbox_finish(j->sandbox, &res) != 0) {
+		mcp_call_fail(j->call, "tollgate: cannot reap the sandbox");
+		j->call = NULL;
+		job_free(j);
+		return;
+	}
+	job_report(j, &res);
+}
+
+/* A session's command has ended (or the session did, killing it). */
+static void
+on_session_job_done(struct exec_session *es, const struct exec_result *res, void *arg)
+{
+	struct mcp_job *j = arg;
+
+	(void)es;
+	j->in_session = false;
+	if (j->freeing)
+		return;
+	/* What the command wrote is in the pipes; a process it left in the
+	 * background may hold them open, so read what is there, not to EOF. */
+	drain_stream(j->out_fd, j->out, &j->out_truncated);
+	drain_stream(j->err_fd, j->err, &j->err_truncated);
+	if (res->setup_failed && strcmp(res->failed_step, "agent refused the command") != 0 &&
+	    j->session->es != NULL && exec_session_ended(j->session->es)) {
+		mcp_call_fail(j->call, "tollgate: the session's sandbox ended: %s",
+		              exec_session_end_reason(j->session->es) != NULL
+		                  ? exec_session_end_reason(j->session->es)
+		                  : "set-up failed");
+		j->call = NULL;
+		job_free(j);
+		return;
+	}
+	job_report(j, res);
+}
+
+static void
 on_job_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcp_job *j = arg;
@@ -642,7 +742,58 @@ on_job_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	j->timed_out = true;
-	exec_sandbox_kill(j->sandbox);
+	job_kill(j);
+}
+
+/* Jobs queued before j: tickets grow in FIFO order, and serve's jobs are
+ * the queue's only users. */
+static size_t
+job_queued_before(const struct mcp_job *j)
+{
+	size_t n = 0;
+
+	for (const struct mcp_job *o = j->ctx->jobs; o != NULL; o = o->next) {
+		if (o->queued && o->ticket < j->ticket)
+			n++;
+	}
+	return n;
+}
+
+/* How many waiting jobs start before j: those queued earlier less the slots
+ * free now, which the queue is about to hand out. */
+static size_t
+job_ahead(const struct mcp_job *j)
+{
+	struct exec_queue_stats qs;
+	size_t before = job_queued_before(j), free_slots;
+
+	exec_queue_get_stats(j->ctx->queue, &qs);
+	free_slots = qs.max_running > qs.running ? (size_t)(qs.max_running - qs.running) : 0;
+	return before > free_slots ? before - free_slots : 0;
+}
+
+/* Whether j will wait for a slot rather than start on the next turn. */
+static bool
+job_must_wait(const struct mcp_job *j)
+{
+	struct exec_queue_stats qs;
+
+	exec_queue_get_stats(j->ctx->queue, &qs);
+	return qs.running + job_queued_before(j) >= qs.max_running;
+}
+
+/*
+ * Progress counts seconds since the call came (it must only grow); while
+ * running, the total is the wait so far plus the timeout, which counts
+ * from the start.
+ */
+static void
+job_progress_waiting(struct mcp_job *j)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "waiting for a sandbox slot (%zu ahead)", job_ahead(j));
+	mcp_call_progress(j->call, seconds_since(&j->submitted), 0, msg);
 }
 
 /* Once a second: progress for the client, and a cancelled call's kill. */
@@ -651,12 +802,26 @@ on_job_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcp_job *j = arg;
 	char msg[320];
+	double waited;
 
 	(void)fd;
 	(void)what;
+	if (j->queued) {
+		if (!mcp_call_cancelled(j->call)) {
+			job_progress_waiting(j);
+			return;
+		}
+		/* Withdrawn (job_free). The client has forgotten the call, so
+		 * the answer is dropped; it ends all the same. */
+		j->ctx->stats.cancelled++;
+		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
+		j->call = NULL;
+		job_free(j);
+		return;
+	}
 	if (mcp_call_cancelled(j->call) && !j->cancelled) {
 		j->cancelled = true;
-		exec_sandbox_kill(j->sandbox);
+		job_kill(j);
 		return;
 	}
 	if (j->waiting[0] != '\0')
@@ -664,7 +829,32 @@ on_job_tick(evutil_socket_t fd, short what, void *arg)
 		         job_elapsed(j), 200, j->waiting);
 	else
 		snprintf(msg, sizeof(msg), "running for %.0f s", job_elapsed(j));
-	mcp_call_progress(j->call, job_elapsed(j), j->timeout, msg);
+	waited = seconds_since(&j->submitted) - job_elapsed(j);
+	mcp_call_progress(j->call, waited + job_elapsed(j), waited + j->timeout, msg);
+}
+
+/* A sandbox's network gate on serve's hub, serving policy (none with
+ * --no-network). */
+static int
+serve_gate_open(struct mcp_serve_ctx *ctx, int netns_fd, const char *sandbox_id,
+                struct policy *policy, struct exec_gate **gate, char *hub_addr, size_t hub_len,
+                char *err, size_t errlen)
+{
+	struct exec_gate_options opts = {0};
+	int rc;
+
+	if (ctx->hub == NULL) {
+		hub_addr[0] = '\0';
+		return 0;
+	}
+	opts.proxy = ctx->proxy;
+	opts.dns = ctx->dns;
+	rc = exec_gate_open_opts(ctx->gw, ctx->hub, netns_fd, sandbox_id, policy, &opts, gate, err,
+	                         errlen);
+	if (rc != 0)
+		return rc;
+	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(*gate));
+	return 0;
 }
 
 static int
@@ -672,21 +862,40 @@ job_attach(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size
            char *err, size_t errlen)
 {
 	struct mcp_job *j = arg;
-	struct exec_gate_options opts = {0};
-	int rc;
 
-	if (j->ctx->hub == NULL) {
-		hub_addr[0] = '\0';
-		return 0;
+	return serve_gate_open(j->ctx, netns_fd, sandbox_id, j->policy, &j->gate, hub_addr, hub_len,
+	                       err, errlen);
+}
+
+/* The output pipes: our read ends non-blocking, the command's blocking, as
+ * a program expects of its stdout. */
+static int
+job_pipes(int out[2], int errp[2], char *err, size_t errlen)
+{
+	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
 	}
-	opts.proxy = j->ctx->proxy;
-	opts.dns = j->ctx->dns;
-	rc = exec_gate_open_opts(j->ctx->gw, j->ctx->hub, netns_fd, sandbox_id, j->policy, &opts,
-	                         &j->gate, err, errlen);
-	if (rc != 0)
-		return rc;
-	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(j->gate));
+	fcntl(out[1], F_SETFL, 0);
+	fcntl(errp[1], F_SETFL, 0);
 	return 0;
+}
+
+/* Keeps the read ends as the job's; closes whatever else is open. */
+static void
+job_pipes_done(struct mcp_job *j, int out[2], int errp[2], bool keep)
+{
+	if (keep) {
+		j->out_fd = out[0];
+		j->err_fd = errp[0];
+		out[0] = errp[0] = -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
 }
 
 /* Starts the sandbox with stdin on /dev/null and stdout/stderr on pipes. */
@@ -694,13 +903,11 @@ static int
 job_start(struct mcp_job *j, const struct exec_spec *spec, char *err, size_t errlen)
 {
 	int out[2] = {-1, -1}, errp[2] = {-1, -1}, saved[3] = {-1, -1, -1}, null_fd = -1;
-	int rc = -errno;
+	int rc;
 
-	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
-		rc = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+	rc = job_pipes(out, errp, err, errlen);
+	if (rc != 0)
 		goto out;
-	}
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (int i = 0; i < 3; i++)
 		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
@@ -710,10 +917,7 @@ job_start(struct mcp_job *j, const struct exec_spec *spec, char *err, size_t err
 		goto out;
 	}
 	/* The sandbox inherits fds 0-2 at clone(): ours are the MCP channel,
-	 * so they point elsewhere for that moment. The sandbox's ends are
-	 * blocking, as a program expects of its stdout. */
-	fcntl(out[1], F_SETFL, 0);
-	fcntl(errp[1], F_SETFL, 0);
+	 * so they point elsewhere for that moment. */
 	fflush(stdout);
 	fflush(stderr);
 	if (dup2(null_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0) {
@@ -728,24 +932,46 @@ job_start(struct mcp_job *j, const struct exec_spec *spec, char *err, size_t err
 			snprintf(err, errlen, "restoring stdio: %s", strerror(errno));
 		}
 	}
-	if (rc == 0) {
-		j->out_fd = out[0];
-		j->err_fd = errp[0];
-		out[0] = errp[0] = -1;
-	}
 out:
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-	}
+	job_pipes_done(j, out, errp, rc == 0);
 	for (int i = 0; i < 3; i++) {
 		if (saved[i] >= 0)
 			close(saved[i]);
 	}
 	if (null_fd >= 0)
 		close(null_fd);
+	return rc;
+}
+
+/* Runs the job's command in its session's sandbox, its output on pipes. */
+static int
+session_job_start(struct mcp_job *j, char *err, size_t errlen)
+{
+	struct mcp_session *ms = j->session;
+	struct exec_session_call call = {.argv = j->spec.argv, .env = j->spec.env, .fd_in = -1};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rc;
+
+	if (ms->ended || exec_session_ended(ms->es)) {
+		snprintf(err, errlen, "session %s has ended", exec_session_id(ms->es));
+		return -ESHUTDOWN;
+	}
+	/* This call's policy for the session's listeners: new connections and
+	 * queries are decided by it (ones in flight keep theirs). */
+	if (ms->gate != NULL) {
+		rc = exec_gate_set_policy(ms->gate, j->policy);
+		if (rc != 0) {
+			snprintf(err, errlen, "session policy: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	rc = job_pipes(out, errp, err, errlen);
+	if (rc == 0) {
+		call.fd_out = out[1];
+		call.fd_err = errp[1];
+		rc = exec_session_exec(ms->es, &call, on_session_job_done, j, err, errlen);
+	}
+	j->in_session = rc == 0;
+	job_pipes_done(j, out, errp, rc == 0);
 	return rc;
 }
 
@@ -796,6 +1022,8 @@ static const char python_check[] = "import json, sys\n"
                                    "    sys.exit(1)\n";
 
 static void start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool validate);
+static void job_launch(struct mcp_job *j);
+static void on_job_admitted(void *arg, uint64_t ticket);
 
 /* ---- sessions -------------------------------------------------------------------- */
 
@@ -828,17 +1056,20 @@ session_free(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
 		}
 	}
 	exec_session_free(ms->es);
+	/* After the sandbox: its veth goes with its network namespace. */
+	exec_gate_close(ms->gate);
+	policy_free(ms->policy);
 	json_decref(ms->allowed);
 	free(ms);
 }
 
-/* Its execution is over: an ended session can go now. */
+/* Its execution is over. An ended session is freed by sessions_reap, never
+ * here: this may run inside the session's own done callback. */
 static void
 session_release(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
 {
+	(void)ctx;
 	ms->busy = false;
-	if (ms->ended)
-		session_free(ctx, ms);
 }
 
 static void
@@ -873,12 +1104,66 @@ sessions_reap(struct mcp_serve_ctx *ctx)
 	}
 }
 
+/*
+ * A session's policy for one call: the gateway's (its deny rules still
+ * win), the session's allowed domains (create_session's and
+ * request_egress's), the server-wide request_egress ones, and the call's
+ * own rules (may be NULL). NULL when out of memory.
+ */
+static struct policy *
+session_policy(struct mcp_session *ms, struct policy *call_rules)
+{
+	struct policy *rules = call_rules != NULL ? policy_ref(call_rules) : policy_new();
+	struct policy *merged;
+	char err[256];
+
+	if (rules == NULL)
+		return NULL;
+	for (int k = 0; k < 2; k++) {
+		const json_t *list = k == 0 ? ms->allowed : ms->ctx->egress_allowed;
+
+		for (size_t i = 0; i < json_array_size(list); i++) {
+			const char *d = json_string_value(json_array_get(list, i));
+
+			if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d,
+			                                 k == 0 ? "session" : "request_egress", err,
+			                                 sizeof(err)) != 0)
+				log_warnx("serve: session pattern %s: %s", d, err);
+		}
+	}
+	merged = policy_merge(ms->ctx->gw->policy, rules);
+	policy_free(rules);
+	return merged;
+}
+
+/* The session's network, once, when its sandbox is made. */
+static int
+session_attach(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
+               char *err, size_t errlen)
+{
+	struct mcp_session *ms = arg;
+
+	return serve_gate_open(ms->ctx, netns_fd, sandbox_id, ms->policy, &ms->gate, hub_addr,
+	                       hub_len, err, errlen);
+}
+
+/* A session that create_session could not finish. */
+static void
+session_free_unstarted(struct mcp_session *ms)
+{
+	exec_gate_close(ms->gate);
+	policy_free(ms->policy);
+	json_decref(ms->allowed);
+	free(ms);
+}
+
 static void
 tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 {
 	struct mcp_serve_ctx *ctx = arg;
 	const json_t *domains = json_object_get(args, "allowed_domains");
 	const json_t *ttl = json_object_get(args, "ttl_seconds");
+	const json_t *limits = json_object_get(args, "limits");
 	struct exec_session_opts opts = {0};
 	struct mcp_session *ms;
 	struct policy *check;
@@ -903,6 +1188,10 @@ tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		mcp_call_fail(c, "ttl_seconds must be an integer from 1 to 86400");
 		return;
 	}
+	if (limits != NULL && !json_is_object(limits)) {
+		mcp_call_fail(c, "limits must be an object");
+		return;
+	}
 	check = policy_new();
 	for (size_t i = 0; check != NULL && domains != NULL && i < json_array_size(domains); i++) {
 		const char *d = json_string_value(json_array_get(domains, i));
@@ -921,16 +1210,35 @@ tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		mcp_call_fail(c, "tollgate: out of memory");
 		return;
 	}
+	ms->ctx = ctx;
 	ms->allowed = domains != NULL ? json_deep_copy(domains) : json_array();
 	ms->created = now_real();
-	/* serve runs each execution itself (to capture its output), so the
-	 * session's idle timer counts from creation: its lifetime. */
+	ms->policy = session_policy(ms, NULL);
+	if (ms->allowed == NULL || ms->policy == NULL) {
+		session_free_unstarted(ms);
+		mcp_call_fail(c, "tollgate: out of memory");
+		return;
+	}
+	/* The idle timer counts from the end of the last call. */
 	opts.idle_ms = ttl != NULL ? (unsigned)json_integer_value(ttl) * 1000u : 0;
 	opts.hide_path = ctx->hide_path;
+	opts.limits.ram_mb = ctx->def_ram_mb;
+	opts.limits.cpu_seconds = ctx->def_cpu_seconds;
+	opts.limits.pids = ctx->def_pids;
+	if (!get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &opts.limits.ram_mb) ||
+	    !get_limit(limits, "cpu_seconds", 1, 86400, &opts.limits.cpu_seconds) ||
+	    !get_limit(limits, "pids", 1, 65536, &opts.limits.pids)) {
+		session_free_unstarted(ms);
+		mcp_call_fail(c, "limits: ram_mb (16 or more), cpu_seconds (1-86400) and pids "
+		                 "(1-65536) are integers");
+		return;
+	}
+	opts.attach = session_attach;
+	opts.attach_arg = ms;
+	opts.bus = ctx->gw->events;
 	if (exec_session_new(ctx->gw->base, &opts, on_session_ended, ms, &ms->es, err,
 	                     sizeof(err)) != 0) {
-		json_decref(ms->allowed);
-		free(ms);
+		session_free_unstarted(ms);
 		mcp_call_fail(c, "create_session: %s", err);
 		return;
 	}
@@ -1000,23 +1308,14 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	struct exec_spec spec = {0};
 	struct policy *rules = NULL;
 	struct mcp_job *j = NULL;
-	char err[512], path[PATH_MAX + 16], file[64];
-	char *argv[5];
+	char err[512], path[PATH_MAX + 16];
+	char **argv, *file;
 	struct timeval tv;
 	size_t i;
 	int rc;
 
-	size_t running = 0, max_running = ctx->max_running > 0 ? ctx->max_running : 8;
-
-	/* Refused at once, never queued without bound: a flood of calls must not
-	 * exhaust the host. */
-	for (struct mcp_job *r = ctx->jobs; r != NULL; r = r->next)
-		running++;
-	if (running >= max_running) {
-		mcp_call_fail(c, "too many sandboxes running (%zu, the most is %zu): try again "
-		                 "when one has ended", running, max_running);
-		return;
-	}
+	/* Bad arguments are refused here, at once: only a call that can run
+	 * goes through the queue (on_job_admitted starts it). */
 	if (!json_is_string(lang) || !json_is_string(code)) {
 		mcp_call_fail(c, "language and code are required strings");
 		return;
@@ -1069,6 +1368,8 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	j->ctx = ctx;
 	j->call = c;
 	j->validate = validate;
+	argv = j->argv;
+	file = j->file;
 	if (json_is_string(session)) {
 		j->session = session_find(ctx, json_string_value(session));
 		if (j->session == NULL || j->session->busy) {
@@ -1076,6 +1377,18 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 			              j->session == NULL
 			                  ? "no such session (ended or never created)"
 			                  : "an execution of it is running; one at a time");
+			j->session = NULL;
+			free(j);
+			policy_free(rules);
+			return;
+		}
+		/* The session's sandbox has its limits and no /out. */
+		if (limits != NULL || json_is_true(json_object_get(args, "out"))) {
+			mcp_call_fail(c, "%s", limits != NULL
+			                           ? "limits: a session's limits are set by "
+			                             "create_session"
+			                           : "out: not available in a session (keep files in "
+			                             "/work, or run without session_id)");
 			j->session = NULL;
 			free(j);
 			policy_free(rules);
@@ -1226,7 +1539,7 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		mcp_call_fail(c, "tollgate: cannot write the code: %s", strerror(-rc));
 		goto fail;
 	}
-	snprintf(file, sizeof(file), EXEC_WORKDIR "/%s", rt->file);
+	snprintf(file, sizeof(j->file), EXEC_WORKDIR "/%s", rt->file);
 	argv[0] = (char *)rt->command;
 	argv[1] = file;
 	argv[2] = NULL;
@@ -1248,47 +1561,115 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		mcp_call_fail(c, "tollgate: out of memory");
 		goto fail;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &j->started);
-	rc = job_start(j, &spec, err, sizeof(err));
-	if (rc != 0) {
-		mcp_call_fail(c, "tollgate: %s", err);
+	j->spec = spec;
+	j->ev_tick = event_new(ctx->gw->base, -1, EV_PERSIST, on_job_tick, j);
+	if (j->ev_tick == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
 		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &j->submitted);
+	if (ctx->queue != NULL) {
+		rc = exec_queue_submit(ctx->queue, NULL, on_job_admitted, j, &j->ticket, err,
+		                       sizeof(err));
+		if (rc != 0) {
+			/* Past the queue's bound: refused now, never left waiting. */
+			mcp_call_fail(c, "%s", err);
+			goto fail;
+		}
+		j->queued = true;
 	}
 	j->next = ctx->jobs;
 	ctx->jobs = j;
-	vault_inject_audit(j->secrets, ctx->gw->audit, exec_sandbox_id(j->sandbox));
-	if (validate)
+	tv.tv_sec = 1;
+	tv.tv_usec = 0;
+	event_add(j->ev_tick, &tv);
+	if (ctx->queue == NULL)
+		job_launch(j);
+	else if (job_must_wait(j))
+		job_progress_waiting(j);
+	return;
+fail:
+	policy_free(rules);
+	job_free(j);
+}
+
+/*
+ * Starts an admitted job's sandbox. Its timeout counts from here, not from
+ * the call's arrival: time spent waiting for a slot is not the code's.
+ */
+static void
+job_launch(struct mcp_job *j)
+{
+	struct mcp_serve_ctx *ctx = j->ctx;
+	struct timeval tv;
+	char err[512];
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &j->started);
+	j->started_ms = (int64_t)(now_real() * 1000);
+	rc = j->session != NULL ? session_job_start(j, err, sizeof(err))
+	                        : job_start(j, &j->spec, err, sizeof(err));
+	if (rc != 0) {
+		ctx->stats.failed++;
+		mcp_call_fail(j->call, "tollgate: %s", err);
+		goto fail;
+	}
+	vault_inject_audit(j->secrets, ctx->gw->audit, job_sandbox_id(j));
+	vault_inject_publish(j->secrets, ctx->gw->events, job_sandbox_id(j));
+	if (j->validate)
 		ctx->stats.validations++;
 	else
 		ctx->stats.runs++;
 	snprintf(err, sizeof(err), "execute_code: sandbox %s started (%s, timeout %.0f s)",
-	         exec_sandbox_id(j->sandbox), rt->language, j->timeout);
-	mcp_call_log(c, "debug", err);
-	j->ev_child =
-	    event_new(ctx->gw->base, exec_sandbox_pidfd(j->sandbox), EV_READ, on_job_exit, j);
+	         job_sandbox_id(j), j->rt->language, j->timeout);
+	mcp_call_log(j->call, "debug", err);
+	/* A session's command reports its end through on_session_job_done. */
+	if (j->sandbox != NULL)
+		j->ev_child = event_new(ctx->gw->base, exec_sandbox_pidfd(j->sandbox), EV_READ,
+		                        on_job_exit, j);
 	j->ev_out = event_new(ctx->gw->base, j->out_fd, EV_READ | EV_PERSIST, on_job_output, j);
 	j->ev_err = event_new(ctx->gw->base, j->err_fd, EV_READ | EV_PERSIST, on_job_output, j);
 	j->ev_timeout = evtimer_new(ctx->gw->base, on_job_timeout, j);
-	j->ev_tick = event_new(ctx->gw->base, -1, EV_PERSIST, on_job_tick, j);
-	if (j->ev_child == NULL || j->ev_out == NULL || j->ev_err == NULL ||
-	    j->ev_timeout == NULL || j->ev_tick == NULL) {
-		exec_sandbox_kill(j->sandbox);
-		mcp_call_fail(c, "tollgate: out of memory");
+	if ((j->sandbox != NULL && j->ev_child == NULL) || j->ev_out == NULL || j->ev_err == NULL ||
+	    j->ev_timeout == NULL) {
+		job_kill(j);
+		mcp_call_fail(j->call, "tollgate: out of memory");
 		goto fail;
 	}
-	event_add(j->ev_child, NULL);
+	if (j->ev_child != NULL)
+		event_add(j->ev_child, NULL);
 	event_add(j->ev_out, NULL);
 	event_add(j->ev_err, NULL);
 	tv.tv_sec = (time_t)j->timeout;
 	tv.tv_usec = (suseconds_t)((j->timeout - (double)tv.tv_sec) * 1e6);
 	evtimer_add(j->ev_timeout, &tv);
-	tv.tv_sec = 1;
-	tv.tv_usec = 0;
-	event_add(j->ev_tick, &tv);
 	return;
 fail:
-	policy_free(rules);
 	job_free(j);
+}
+
+/* The queue's start callback: j has a slot (job_free gives it back). */
+static void
+on_job_admitted(void *arg, uint64_t ticket)
+{
+	struct mcp_job *j = arg;
+
+	(void)ticket;
+	j->queued = false;
+	j->admitted = true;
+	if (mcp_call_cancelled(j->call)) {
+		j->ctx->stats.cancelled++;
+		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
+		job_free(j);
+		return;
+	}
+	if (j->session != NULL && j->session->ended) {
+		mcp_call_fail(j->call, "session %s ended while the call waited for a sandbox slot",
+		              exec_session_id(j->session->es));
+		job_free(j);
+		return;
+	}
+	job_launch(j);
 }
 
 /* ---- approvals asked by MCP elicitation --------------------------------------- */
@@ -1305,7 +1686,7 @@ static struct mcp_job *
 job_by_sandbox(struct mcp_serve_ctx *ctx, const char *sandbox_id)
 {
 	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next) {
-		if (j->sandbox != NULL && strcmp(exec_sandbox_id(j->sandbox), sandbox_id) == 0)
+		if ((j->sandbox != NULL || j->in_session) && strcmp(job_sandbox_id(j), sandbox_id) == 0)
 			return j;
 	}
 	return NULL;
@@ -1444,12 +1825,16 @@ static void
 tool_sandbox_stats(struct mcp_call *c, json_t *args, void *arg)
 {
 	struct mcp_serve_ctx *ctx = arg;
-	size_t running = 0, pending = 0;
-	json_t *s;
+	size_t running = 0, queued = 0, pending = 0;
+	json_t *s, *all;
 
 	(void)args;
-	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next)
-		running++;
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next) {
+		if (j->sandbox != NULL || j->in_session)
+			running++;
+		else if (j->queued)
+			queued++;
+	}
 	if (ctx->gw->approvals != NULL)
 		pending = approvals_list(ctx->gw->approvals, NULL, 0);
 	s = json_pack(
@@ -1463,6 +1848,14 @@ tool_sandbox_stats(struct mcp_call *c, json_t *args, void *arg)
 	    (json_int_t)ctx->stats.elicit_allowed, "elicit_denied",
 	    (json_int_t)ctx->stats.elicit_denied, "limits", limits_json(ctx), "egress_allowed",
 	    ctx->egress_allowed != NULL ? json_copy(ctx->egress_allowed) : json_array());
+	/* The queue's counters, in the shape `tollgate stats` shows them. */
+	all = ctx->queue != NULL ? gw_control_stats_json(NULL, NULL, ctx->queue) : NULL;
+	if (s != NULL) {
+		json_object_set_new(s, "queued", json_integer((json_int_t)queued));
+		if (json_object_get(all, "queue") != NULL)
+			json_object_set(s, "queue", json_object_get(all, "queue"));
+	}
+	json_decref(all);
 	if (s == NULL) {
 		mcp_call_fail(c, "tollgate: out of memory");
 		return;
@@ -1761,16 +2154,55 @@ tool_verify_artifact(struct mcp_call *c, json_t *args, void *arg)
 	                               "key_sha256", sum.key_sha256, "problems", problems));
 }
 
+json_t *
+mcp_serve_stats(void *arg)
+{
+	const struct mcp_serve_ctx *ctx = arg;
+	json_t *o = gw_control_stats_json(ctx->proxy, ctx->dns, ctx->queue);
+	size_t sessions = 0;
+
+	if (o == NULL)
+		return NULL;
+	for (const struct mcp_session *ms = ctx->sessions; ms != NULL; ms = ms->next) {
+		if (!ms->ended)
+			sessions++;
+	}
+	json_object_set_new(o, "sessions", json_integer((json_int_t)sessions));
+	json_object_set_new(o, "executions",
+	                    json_pack("{s:I, s:I, s:I, s:I}", "completed",
+	                              (json_int_t)ctx->stats.completed, "failed",
+	                              (json_int_t)ctx->stats.failed, "timed_out",
+	                              (json_int_t)ctx->stats.timed_out, "cancelled",
+	                              (json_int_t)ctx->stats.cancelled));
+	return o;
+}
+
 void
 mcp_serve_stop(struct mcp_serve_ctx *ctx)
 {
+	struct mcp_job *next;
+
 	if (ctx->approvals_listener > 0) {
 		approvals_unlisten(ctx->gw->approvals, ctx->approvals_listener);
 		ctx->approvals_listener = 0;
 	}
+	/* The waiting ones first, so that a slot freed below goes to no one. */
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = next) {
+		next = j->next;
+		if (j->sandbox != NULL || j->in_session)
+			continue;
+		mcp_call_fail(j->call,
+		              "tollgate: the server stopped before a sandbox slot was free");
+		job_free(j);
+	}
 	while (ctx->jobs != NULL) {
 		struct mcp_job *j = ctx->jobs;
 
+		if (j->in_session) {
+			/* The session goes, and its kill answers the call. */
+			exec_session_terminate(j->session->es, "the server stopped");
+			continue;
+		}
 		exec_sandbox_kill(j->sandbox);
 		/* Blocks only until the killed init is gone. */
 		on_job_exit(-1, 0, j);
@@ -2139,14 +2571,16 @@ const struct mcp_tool mcp_serve_tools[] = {
     },
     {
         .name = "create_session",
-        .description = "A session: a work directory (/work) kept between execute_code calls "
-                       "that name its session_id (each call is still a fresh sandbox), with "
-                       "allowed domains for all of them. Ends after ttl_seconds (default 900) "
-                       "or terminate_session.",
+        .description = "A session: one sandbox kept alive between the execute_code calls that "
+                       "name its session_id, so files in /work and /tmp, processes left "
+                       "running and the network are kept; allowed_domains hold for all of "
+                       "its calls, limits (ram_mb, cpu_seconds, pids) for its whole life. "
+                       "Ends after ttl_seconds without a call (default 900) or "
+                       "terminate_session.",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"allowed_domains\":{"
                         "\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
                         "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,"
-                        "\"maximum\":86400}}}",
+                        "\"maximum\":86400},\"limits\":{\"type\":\"object\"}}}",
         .output_schema = SESSION_SCHEMA,
         .call = tool_create_session,
     },
@@ -2171,9 +2605,10 @@ const struct mcp_tool mcp_serve_tools[] = {
     },
     {
         .name = "sandbox_stats",
-        .description = "Counters of this server: executions run, running, completed, failed, "
-                       "timed out, cancelled, refused connections, pending approvals, "
-                       "elicitations; the current default limits and pre-approved domains.",
+        .description = "Counters of this server: executions run, running, waiting, completed, "
+                       "failed, timed out, cancelled, refused connections, pending approvals, "
+                       "elicitations; the sandbox queue's counters and limits; the current "
+                       "default limits and pre-approved domains.",
         .input_schema = "{\"type\":\"object\",\"properties\":{}}",
         .output_schema =
             "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"integer\"},"
@@ -2185,7 +2620,11 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"elicitations\":{\"type\":\"integer\"},"
             "\"elicit_allowed\":{\"type\":\"integer\"},"
             "\"elicit_denied\":{\"type\":\"integer\"},\"limits\":{\"type\":\"object\"},"
-            "\"egress_allowed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+            "\"egress_allowed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"queued\":{\"type\":\"integer\"},\"queue\":{\"type\":\"object\",\"properties\":{"
+            "\"running\":{\"type\":\"integer\"},\"queued\":{\"type\":\"integer\"},"
+            "\"completed\":{\"type\":\"integer\"},\"refused\":{\"type\":\"integer\"},"
+            "\"max_running\":{\"type\":\"integer\"},\"max_queued\":{\"type\":\"integer\"}}}},"
             "\"required\":[\"runs\",\"running\",\"completed\",\"refused_egress\"]}",
         .call = tool_sandbox_stats,
     },

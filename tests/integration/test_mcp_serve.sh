@@ -101,13 +101,18 @@ expect_eq "get_artifacts: a path as run id is refused" "$(py "$(step art-bad)" '
 expect_eq "get_artifacts: a name outside the run is refused" "$(py "$(step art-escape)" 'd["isError"]')" "True"
 expect_match "create_session: an id" "$(py "$(step sess)" 'd["structured"]["session_id"]')" '^sess-'
 expect_eq "session: its allowed domain is reachable" "$(py "$(step sess-write)" 'd["structured"]["stdout"].strip()')" "200"
-expect_eq "session: a file written by one call is read by the next" "$(py "$(step sess-read)" 'd["structured"]["stdout"].strip()')" "kept"
-expect_eq "session: two calls, two sandboxes" "$(py "$(step sess-read)" 'd["structured"]["sandbox_id"] != "'"$(py "$(step sess-write)" 'd["structured"]["sandbox_id"]')"'"')" "True"
+expect_eq "session: its file, /tmp and background process are kept for the next call" "$(py "$(step sess-read)" 'd["structured"]["stdout"]')" "$(printf 'kept\ntmp\nalive')"
+expect_eq "session: one sandbox for all its calls" "$(py "$(step sess-read)" 'd["structured"]["sandbox_id"] == "'"$(py "$(step sess-write)" 'd["structured"]["sandbox_id"]')"'"')" "True"
+expect_eq "session: a call's allowed_domains reach the kept sandbox" "$(py "$(step sess-call-domain)" 'd["structured"]["stdout"].strip()')" "200"
+expect_eq "session: and hold for that call only" "$(py "$(step sess-call-domain-gone)" 'd["structured"]["stdout"].strip()')" "403"
+expect_eq "session: the call's refusal is reported" "$(py "$(step sess-call-domain-gone)" 'len(d["structured"]["refused_egress"]) > 0')" "True"
+expect_eq "session: limits per call are refused" "$(py "$(step sess-limits)" 'd["isError"]')" "True"
+expect_eq "a second session sees no file, /tmp file or process of the first" "$(py "$(step sess2-look)" 'd["structured"]["stdout"].strip()')" "isolated"
 expect_eq "without the session: a fresh directory" "$(py "$(step sess-fresh)" 'd["structured"]["exit_status"] != 0')" "True"
-expect_eq "list_sessions: the session, two executions" "$(py "$(step sess-list)" '[(x["session_id"] == "'"$(py "$(step sess)" 'd["structured"]["session_id"]')"'", x["executions"]) for x in d["structured"]["sessions"]]')" "[(True, 2)]"
+expect_eq "list_sessions: both sessions, four and one executions" "$(py "$(step sess-list)" 'sorted((x["session_id"] == "'"$(py "$(step sess)" 'd["structured"]["session_id"]')"'", x["executions"]) for x in d["structured"]["sessions"])')" "[(False, 1), (True, 4)]"
 expect_eq "terminate_session" "$(py "$(step sess-term)" 'd["structured"]["terminated"]')" "True"
 expect_eq "a terminated session: isError" "$(py "$(step sess-gone)" 'd["isError"]')" "True"
-expect_eq "list_sessions after terminate: empty" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "0"
+expect_eq "list_sessions after terminate: the other one" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "1"
 expect_eq "secrets: NAME=env:VAR is refused" "$(py "$(step secret-env)" 'd["isError"]')" "True"
 expect_match "secrets: the read is audited by name" "$(sqlite3 "$AUDIT" "select detail from events where kind='vault' limit 1")" "API_TOKEN"
 if grep -q -e 's3cret-value-42' -e "$(printf s3cret-value-42 | base64)" <<<"$out"; then fail "a secret value reached the client"; else
@@ -141,10 +146,12 @@ expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" 
 expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
 expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
 
-# ---- a bounded number of sandboxes: past it a call is refused at once ------------------
+# ---- a bounded number of sandboxes and no queue: past it a call is refused at once ------
+# (test_serve_queue.sh has the queue behind them.)
 set +e
 out=$(cd "$MCP_DIR" && timeout 120 node client.mjs flood -- \
-	"$TOLLGATE" serve --audit "$AUDIT" --no-network --max-sandboxes 2 2>>"$TEST_TMP/err"); rc=$?
+	"$TOLLGATE" serve --audit "$AUDIT" --no-network --max-sandboxes 2 --max-queued 0 \
+	2>>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "flood: the session ends cleanly" "$rc" 0
 expect_eq "flood: two executions run" "$(py "$(step flood)" 'd["done"]')" "2"

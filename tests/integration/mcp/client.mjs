@@ -133,10 +133,28 @@ if (scenario === "everything") {
   const sess = await call(client, "create_session", { allowed_domains: [allowedPattern] });
   out("sess", sess);
   const sid = sess.structured?.session_id ?? "none";
+  // A file, a /tmp file and a background process: all there for the next call.
   out("sess-write", await call(client, "execute_code", {
-    language: "sh", session_id: sid, code: `echo kept > /work/state.txt; ${curl(allowedUrl)}`,
+    language: "sh", session_id: sid,
+    code: `echo kept > /work/state.txt; echo tmp > /tmp/t; sleep 300 >/dev/null 2>&1 & echo $! > /tmp/bg; ${curl(allowedUrl)}`,
   }));
-  out("sess-read", await call(client, "execute_code", { language: "sh", session_id: sid, code: "cat /work/state.txt" }));
+  out("sess-read", await call(client, "execute_code", {
+    language: "sh", session_id: sid,
+    code: 'cat /work/state.txt /tmp/t; kill -0 "$(cat /tmp/bg)" && echo alive',
+  }));
+  // A call's own allowed_domains hold for that call only.
+  out("sess-call-domain", await call(client, "execute_code", {
+    language: "sh", session_id: sid, code: curl(refusedUrl), allowed_domains: [`${new URL(refusedUrl).hostname}:${new URL(refusedUrl).port}`],
+  }));
+  out("sess-call-domain-gone", await call(client, "execute_code", {
+    language: "sh", session_id: sid, code: curl(refusedUrl),
+  }));
+  out("sess-limits", await call(client, "execute_code", { language: "sh", session_id: sid, code: "true", limits: { pids: 10 } }));
+  const sess2 = await call(client, "create_session", {});
+  out("sess2-look", await call(client, "execute_code", {
+    language: "sh", session_id: sess2.structured?.session_id ?? "none",
+    code: "test ! -e /work/state.txt && test ! -e /tmp/t && ! grep -qs 'slee[p] 300' /proc/[0-9]*/cmdline && echo isolated",
+  }));
   out("sess-fresh", await call(client, "execute_code", { language: "sh", code: "cat /work/state.txt" }));
   out("sess-list", await call(client, "list_sessions", {}));
   out("sess-term", await call(client, "terminate_session", { session_id: sid }));
@@ -170,13 +188,14 @@ if (scenario === "everything") {
   }
   out("stale", await call(client, "approve_egress", { id: 999999 }));
 } else if (scenario === "flood") {
-  // Three executions at once against --max-sandboxes 2: one is refused at once.
+  // Three executions at once against --max-sandboxes 2 --max-queued 0: one is
+  // refused at once.
   const calls = [0, 1, 2].map(() =>
     call(client, "execute_code", { language: "sh", code: "sleep 2; echo done", timeout: 30 }));
   const results = await Promise.all(calls);
   out("flood", {
     done: results.filter((r) => !r.isError && r.structured?.stdout?.trim() === "done").length,
-    refused: results.filter((r) => r.isError && /too many sandboxes running/.test(r.text)).length,
+    refused: results.filter((r) => r.isError && /^sandbox queue full/.test(r.text)).length,
   });
 } else if (scenario === "held") {
   // extra: a URL an ask rule holds; someone else (the control socket) decides it.
