@@ -444,10 +444,12 @@ on_exec_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-exec_session_cancel(struct exec_session *s)
+exec_session_cancel(struct exec_session *s, bool as_timeout)
 {
 	if (!s->running)
 		return -ESRCH;
+	if (as_timeout)
+		s->timed_out = true;
 	kill_running(s);
 	return 0;
 }

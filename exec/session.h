@@ -75,9 +75,11 @@ const char *exec_session_end_reason(const struct exec_session *s);
  */
 int exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
                       exec_session_done_fn done, void *arg, char *err, size_t errlen);
-/* Kills the running execution's process group (done then reports it);
- * the session lives on. 0, or -ESRCH when nothing runs. */
-int exec_session_cancel(struct exec_session *s);
+/* Kills the running execution's process group (done then reports it, with
+ * exit status 124 and an execution.timeout event when as_timeout: the
+ * owner's own deadline); the session lives on. 0, or -ESRCH when nothing
+ * runs. */
+int exec_session_cancel(struct exec_session *s, bool as_timeout);
 
 /* Kills a running execution (its done is called with the kill), the
  * sandbox with everything in it, and removes the directory. Idempotent. */

@@ -240,7 +240,7 @@ static void
 job_kill(struct mcp_job *j)
 {
 	if (j->in_session)
-		(void)exec_session_cancel(j->session->es);
+		(void)exec_session_cancel(j->session->es, j->timed_out);
 	else if (j->sandbox != NULL)
 		exec_sandbox_kill(j->sandbox);
 }
@@ -589,6 +589,44 @@ job_sign_artifacts(struct mcp_job *j)
 	return manifest_files(final, err, sizeof(err));
 }
 
+/*
+ * execution.* events of a call in a fresh sandbox (a session publishes its
+ * own: exec/session.c).
+ */
+static void
+job_publish_start(struct mcp_job *j)
+{
+	json_t *p;
+
+	if (j->session != NULL)
+		return;
+	p = json_pack("{s:s, s:s, s:b}", "sandbox_id", job_sandbox_id(j), "language",
+	              j->rt->language, "validate", j->validate);
+	gw_events_publish(j->ctx->gw->events, GW_EV_EXECUTION_STARTED, job_sandbox_id(j), p);
+	json_decref(p);
+}
+
+static void
+job_publish_end(struct mcp_job *j, const struct exec_result *res, int status)
+{
+	enum gw_event_type type = GW_EV_EXECUTION_COMPLETED;
+	json_t *p;
+
+	if (j->session != NULL)
+		return;
+	if (j->timed_out)
+		type = GW_EV_EXECUTION_TIMEOUT;
+	else if (res->setup_failed || res->exec_failed || j->cancelled)
+		type = GW_EV_EXECUTION_FAILED;
+	p = json_pack("{s:s, s:i, s:i, s:i, s:f, s:b}", "sandbox_id", job_sandbox_id(j),
+	              "exit_status", status, "exit_code", res->exit_code, "signal", res->signal,
+	              "cpu_seconds", res->cpu_seconds, "cancelled", j->cancelled);
+	if (p != NULL && res->setup_failed)
+		json_object_set_new(p, "failed_step", json_string(res->failed_step));
+	gw_events_publish(j->ctx->gw->events, type, job_sandbox_id(j), p);
+	json_decref(p);
+}
+
 /* The code has ended: answers the call with res and frees the job. */
 static void
 job_report(struct mcp_job *j, const struct exec_result *r)
@@ -599,6 +637,7 @@ job_report(struct mcp_job *j, const struct exec_result *r)
 	int status;
 
 	status = j->timed_out && !res.setup_failed ? 124 : res.exit_status;
+	job_publish_end(j, &res, status);
 	if (j->timed_out)
 		j->ctx->stats.timed_out++;
 	if (j->cancelled)
@@ -1620,6 +1659,7 @@ job_launch(struct mcp_job *j)
 		ctx->stats.validations++;
 	else
 		ctx->stats.runs++;
+	job_publish_start(j);
 	snprintf(err, sizeof(err), "execute_code: sandbox %s started (%s, timeout %.0f s)",
 	         job_sandbox_id(j), j->rt->language, j->timeout);
 	mcp_call_log(j->call, "debug", err);

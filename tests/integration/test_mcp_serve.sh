@@ -115,6 +115,11 @@ expect_eq "a terminated session: isError" "$(py "$(step sess-gone)" 'd["isError"
 expect_eq "list_sessions after terminate: the other one" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "1"
 expect_eq "secrets: NAME=env:VAR is refused" "$(py "$(step secret-env)" 'd["isError"]')" "True"
 expect_match "secrets: the read is audited by name" "$(sqlite3 "$AUDIT" "select detail from events where kind='vault' limit 1")" "API_TOKEN"
+# The event bus reaches the audit log: execution.* of fresh sandboxes and of sessions.
+expect_eq "events: a fresh sandbox's execution.timeout is audited" "$(sqlite3 "$AUDIT" "select count(*) > 0 from events where kind='execution.timeout' and detail not like '%\"session\"%'")" "1"
+expect_eq "events: fresh sandboxes' execution.completed are audited" "$(sqlite3 "$AUDIT" "select count(*) > 2 from events where kind='execution.completed' and detail not like '%\"session\"%'")" "1"
+expect_eq "events: a session's executions are audited under its sandbox" "$(sqlite3 "$AUDIT" "select count(distinct sandbox) = 1 and count(*) >= 4 from events where kind='execution.started' and detail like '%\"session\"%' and detail like '%$(py "$(step sess)" 'd["structured"]["session_id"]')%'")" "1"
+expect_eq "events: session.created and session.killed are audited" "$(sqlite3 "$AUDIT" "select count(*) from events where kind in ('session.created','session.killed') and detail like '%$(py "$(step sess)" 'd["structured"]["session_id"]')%'")" "2"
 if grep -q -e 's3cret-value-42' -e "$(printf s3cret-value-42 | base64)" <<<"$out"; then fail "a secret value reached the client"; else
 	checks=$((checks + 1)); pass "no secret value (or its base64) reached the client"; fi
 expect_eq "sandbox_stats: runs counted" "$(py "$(step stats)" 'd["structured"]["runs"]')" "5"

@@ -313,9 +313,9 @@ test_busy_and_exec_timeout(void **state)
 
 	/* Cancel kills the running command only. */
 	o = (struct outcome){.base = base};
-	assert_int_equal(exec_session_cancel(s), -ESRCH);
+	assert_int_equal(exec_session_cancel(s, false), -ESRCH);
 	assert_int_equal(start(s, sleep_argv, &o, err, sizeof(err)), 0);
-	assert_int_equal(exec_session_cancel(s), 0);
+	assert_int_equal(exec_session_cancel(s, false), 0);
 	assert_true(run_until(base, &o.done));
 	assert_int_equal(o.res.exit_status, 128 + 9);
 	assert_int_equal(o.res.signal, 9);
