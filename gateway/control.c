@@ -46,6 +46,9 @@
 #define CONTROL_EVENT_NAMES_MAX 32   /* names in one subscribe's "events" */
 #define CONTROL_FLUSH_TRIES 64       /* writes per client when the gateway stops */
 
+/* Seconds an "always" rule waits for the policy file's lock, then is given up. */
+#define CONTROL_POLICY_LOCK_TIMEOUT 30.0
+
 struct control_client {
 	TAILQ_ENTRY(control_client) entry;
 	struct gw_control *ctl;
@@ -72,6 +75,11 @@ struct gw_control {
 	int listen_handle;
 	gw_control_stats_fn stats_cb;
 	void *stats_arg;
+	/* "always" rules go to the policy file from a worker thread, made with the
+	 * first one; ev_writer hears that writes finished. */
+	struct policy_file_writer *writer;
+	struct event *ev_writer;
+	bool stopping; /* in gw_control_free: a finished write is not reloaded */
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -906,34 +914,131 @@ reload_policy(struct gw_context *ctx, char *err, size_t errlen)
 	return 0;
 }
 
+/* The audit row of a policy file write (kind "policy.write", docs/audit.md). */
 static void
-always_cb(const char *client, const char *pattern, bool allow, void *arg)
+audit_policy_write(struct gw_context *ctx, const struct policy_file_result *r)
 {
-	struct gw_context *ctx = arg;
+	struct audit_event ev = {0};
+	json_t *detail;
+	char *text = NULL;
+
+	if (ctx->audit == NULL)
+		return;
+	detail = json_pack("{s:s, s:s, s:s?}", "file", r->path, "rule", r->pattern, "error",
+	                   r->rc != 0 ? r->err : NULL);
+	if (detail != NULL)
+		text = json_dumps(detail, JSON_COMPACT);
+	json_decref(detail);
+	ev.kind = "policy.write";
+	ev.decision = r->action == POLICY_ALLOW ? "allow" : "deny";
+	if (r->rc == 0)
+		ev.reason = r->present ? "already-present" : "written";
+	else if (r->rc == -ETIMEDOUT)
+		ev.reason = "lock-timeout";
+	else if (r->rc == -ECANCELED)
+		ev.reason = "stopped";
+	else
+		ev.reason = "write-failed";
+	ev.detail = text;
+	if (audit_append(ctx->audit, &ev) != 0)
+		log_warnx("control: the audit queue is full; the write to %s not audited", r->path);
+	free(text);
+}
+
+/* A write queued by always_cb finished (on the loop, or in gw_control_free). */
+static void
+always_written(const struct policy_file_result *r, void *arg)
+{
+	struct gw_control *c = arg;
+	const char *verb = r->action == POLICY_ALLOW ? "allow" : "deny";
 	char err[512];
 	int rc;
 
+	audit_policy_write(c->ctx, r);
+	if (r->rc != 0) {
+		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
+		          verb, r->pattern, r->path, r->err);
+		return;
+	}
+	if (c->stopping) {
+		log_info("approval: wrote '%s %s' to %s", verb, r->pattern, r->path);
+		return;
+	}
+	rc = reload_policy(c->ctx, err, sizeof(err));
+	if (rc != 0) {
+		log_warnx("approval: wrote '%s %s' to %s, but reloading failed: %s", verb,
+		          r->pattern, r->path, err);
+		return;
+	}
+	log_info("approval: wrote '%s %s' to %s and reloaded it", verb, r->pattern, r->path);
+}
+
+static void
+writer_ready_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_control *c = arg;
+
+	(void)fd;
+	(void)what;
+	policy_file_writer_collect(c->writer);
+}
+
+static int
+writer_setup(struct gw_control *c)
+{
+	int rc;
+
+	if (c->writer != NULL)
+		return 0;
+	rc = policy_file_writer_new(&c->writer);
+	if (rc != 0)
+		return rc;
+	c->ev_writer = event_new(c->ctx->base, policy_file_writer_fd(c->writer),
+	                         EV_READ | EV_PERSIST, writer_ready_cb, c);
+	if (c->ev_writer == NULL || event_add(c->ev_writer, NULL) != 0) {
+		if (c->ev_writer != NULL)
+			event_free(c->ev_writer);
+		c->ev_writer = NULL;
+		policy_file_writer_free(c->writer);
+		c->writer = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The decision is remembered in memory already (approval.c); the file is
+ * written in the background because its lock may be held by anyone for any
+ * time, and the loop carries every connection of the gateway.
+ */
+static void
+always_cb(const char *client, const char *pattern, bool allow, void *arg)
+{
+	struct gw_control *c = arg;
+	struct gw_context *ctx = c->ctx;
+	char err[512];
+	int rc;
+
+	(void)client;
 	if (ctx->policy_path == NULL) {
 		log_info("approval: %s %s for every client until the gateway exits "
 		         "(no policy file to write it to)",
 		         allow ? "allowed" : "denied", pattern);
 		return;
 	}
-	rc = policy_file_add_rule(ctx->policy_path, allow ? POLICY_ALLOW : POLICY_DENY, pattern,
-	                          err, sizeof(err));
+	rc = writer_setup(c);
 	if (rc != 0) {
-		log_warnx("approval: cannot add '%s %s' to %s: %s (kept until exit)",
-		          allow ? "allow" : "deny", pattern, ctx->policy_path, err);
+		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
+		          allow ? "allow" : "deny", pattern, ctx->policy_path, strerror(-rc));
 		return;
 	}
-	rc = reload_policy(ctx, err, sizeof(err));
-	if (rc != 0) {
-		log_warnx("approval: wrote '%s %s' to %s, but reloading failed: %s",
+	rc = policy_file_add_rule_async(c->writer, ctx->policy_path,
+	                                allow ? POLICY_ALLOW : POLICY_DENY, pattern,
+	                                CONTROL_POLICY_LOCK_TIMEOUT, always_written, c, err,
+	                                sizeof(err));
+	if (rc != 0)
+		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
 		          allow ? "allow" : "deny", pattern, ctx->policy_path, err);
-		return;
-	}
-	log_info("approval: wrote '%s %s' to %s and reloaded it", allow ? "allow" : "deny", pattern,
-	         ctx->policy_path);
 }
 
 /* ---- the server: start and stop ------------------------------------------ */
@@ -1136,7 +1241,7 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 		rc = -ENOMEM;
 		goto fail;
 	}
-	approvals_set_always(ctx->approvals, always_cb, ctx);
+	approvals_set_always(ctx->approvals, always_cb, c);
 	log_debug("%s: listening on %s", __func__, c->path);
 	*out = c;
 	return 0;
@@ -1155,6 +1260,13 @@ gw_control_free(struct gw_control *c)
 		return;
 	if (c->listen_handle > 0)
 		approvals_unlisten(c->ctx->approvals, c->listen_handle);
+	/* Writes still queued finish or give up now; their callbacks log and
+	 * audit, but reload nothing: the gateway is going. */
+	c->stopping = true;
+	approvals_set_always(c->ctx->approvals, NULL, NULL);
+	policy_file_writer_free(c->writer);
+	if (c->ev_writer != NULL)
+		event_free(c->ev_writer);
 	/* The loop may not run again (run signs its artifacts after it): what
 	 * subscribers were sent last is written now, as far as their sockets
 	 * take it without blocking. */

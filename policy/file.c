@@ -1,7 +1,8 @@
 /*
  * Policy files: JSON (docs/policy.md) parsed with jansson into a complete new
  * policy, with every error placed at FILE:LINE:COL, and the atomic rewrite
- * that adds a rule when an approval is given with scope "always".
+ * that adds a rule when an approval is given with scope "always" (done by a
+ * worker thread, so that a gateway's loop never waits on the file's lock).
  */
 #include "policy/policy.h"
 
@@ -9,12 +10,16 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -1043,9 +1048,125 @@ out:
 	return rc;
 }
 
-int
-policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
-                     char *err, size_t errlen)
+/* ---- waiting for the lock ----------------------------------------------- */
+
+/*
+ * The background writer (below) must be able to give up on a lock another
+ * process holds for too long, and to stop at once when its owner stops, so
+ * it polls with LOCK_NB and sleeps on its condition variable in between; a
+ * plain caller just blocks in flock.
+ */
+#define LOCK_POLL_MIN_MS 10
+#define LOCK_POLL_MAX_MS 200
+#define WRITER_QUEUE_MAX 64
+
+struct file_job {
+	TAILQ_ENTRY(file_job) entry;
+	char *path;
+	char pattern[POLICY_HOST_MAX + 32];
+	enum policy_verdict action;
+	double lock_timeout;
+	policy_file_done_cb cb;
+	void *arg;
+	int rc;
+	bool present;
+	char err[512];
+};
+TAILQ_HEAD(file_job_list, file_job);
+
+struct policy_file_writer {
+	pthread_mutex_t mu;
+	pthread_cond_t wake; /* the worker: a job, or stop; also its sleep between lock tries */
+	pthread_t worker;
+	bool started, stop;
+	struct file_job_list queue; /* waiting for the worker */
+	struct file_job_list done;  /* finished, waiting for policy_file_writer_collect */
+	size_t nqueued;
+	int pipe_rd, pipe_wr; /* a byte in it: something is in done */
+};
+
+static double
+mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Sleeps ms on the writer's condition variable, or less when it is told to
+ * stop. Returns whether it was told to stop.
+ */
+static bool
+writer_nap(struct policy_file_writer *w, long ms)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->mu);
+	if (!w->stop)
+		(void)pthread_cond_timedwait(&w->wake, &w->mu, &ts);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
+/*
+ * Takes the exclusive lock on fd. Without a writer, blocks until it is free.
+ * With one, tries until the deadline (CLOCK_MONOTONIC seconds) or until the
+ * writer stops, whichever comes first: -ETIMEDOUT or -ECANCELED then.
+ */
+static int
+lock_file(int fd, const char *path, struct policy_file_writer *w, double deadline,
+          double timeout, char *err, size_t errlen)
+{
+	long nap = LOCK_POLL_MIN_MS;
+	int rc;
+
+	for (;;) {
+		if (flock(fd, w != NULL ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (w == NULL || errno != EWOULDBLOCK) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: lock: %s", path, strerror(errno));
+			return rc;
+		}
+		if (mono_now() >= deadline) {
+			snprintf(err, errlen,
+			         "%s: still locked by another process after %g s; not written", path,
+			         timeout);
+			return -ETIMEDOUT;
+		}
+		if (writer_nap(w, nap)) {
+			/* One last try: the holder may have just let go. */
+			if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+				return 0;
+			snprintf(err, errlen,
+			         "%s: still locked by another process when the gateway stopped; "
+			         "not written",
+			         path);
+			return -ECANCELED;
+		}
+		nap = nap * 2 > LOCK_POLL_MAX_MS ? LOCK_POLL_MAX_MS : nap * 2;
+	}
+}
+
+/* ---- adding a rule on disk: the work itself ----------------------------- */
+
+static int
+file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
+              struct policy_file_writer *w, double timeout, bool *present, char *err,
+              size_t errlen)
 {
 	char real[PATH_MAX], norm[POLICY_HOST_MAX + 32];
 	char *buf = NULL, *text = NULL;
@@ -1054,10 +1175,11 @@ policy_file_add_rule(const char *path, enum policy_verdict action, const char *p
 	json_error_t jerr;
 	struct stat st, now;
 	size_t len = 0;
-	bool present = false;
+	double deadline = mono_now() + timeout;
 	int fd = -1, rc;
 	const char *key = action == POLICY_ALLOW ? "allow" : action == POLICY_ASK ? "ask" : "deny";
 
+	*present = false;
 	rc = policy_pattern_normalise(pattern, norm, sizeof(norm), err, errlen);
 	if (rc != 0)
 		return rc;
@@ -1075,13 +1197,9 @@ policy_file_add_rule(const char *path, enum policy_verdict action, const char *p
 		fd = open_regular(real, O_RDONLY, &st, err, errlen);
 		if (fd < 0)
 			return fd;
-		while (flock(fd, LOCK_EX) != 0) {
-			if (errno != EINTR) {
-				rc = -errno;
-				snprintf(err, errlen, "%s: lock: %s", real, strerror(errno));
-				goto out;
-			}
-		}
+		rc = lock_file(fd, real, w, deadline, timeout, err, errlen);
+		if (rc != 0)
+			goto out;
 		if (stat(real, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev)
 			break;
 		close(fd);
@@ -1105,8 +1223,8 @@ policy_file_add_rule(const char *path, enum policy_verdict action, const char *p
 		rc = -EINVAL;
 		goto out;
 	}
-	text = add_to_json(root, key, norm, &present);
-	if (present) {
+	text = add_to_json(root, key, norm, present);
+	if (*present) {
 		rc = 0;
 		goto out;
 	}
@@ -1127,4 +1245,232 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
+}
+
+int
+policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
+                     char *err, size_t errlen)
+{
+	bool present;
+
+	return file_add_rule(path, action, pattern, NULL, 0, &present, err, errlen);
+}
+
+/* ---- the background writer ---------------------------------------------- */
+
+static void
+job_free(struct file_job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->path);
+	free(j);
+}
+
+/* Tells the owner's loop that done has something; a full pipe already says so. */
+static void
+writer_signal(struct policy_file_writer *w)
+{
+	const char b = 1;
+	ssize_t n;
+
+	do
+		n = write(w->pipe_wr, &b, 1);
+	while (n < 0 && errno == EINTR);
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct policy_file_writer *w = arg;
+	struct file_job *j;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->stop && TAILQ_EMPTY(&w->queue))
+			pthread_cond_wait(&w->wake, &w->mu);
+		j = TAILQ_FIRST(&w->queue);
+		if (j == NULL)
+			break; /* stopping, and nothing left */
+		TAILQ_REMOVE(&w->queue, j, entry);
+		w->nqueued--;
+		pthread_mutex_unlock(&w->mu);
+		/* After a stop, a job still gets its try: lock_file gives up on a held
+		 * lock at once, but a free one is taken and the rule written. */
+		j->rc = file_add_rule(j->path, j->action, j->pattern, w, j->lock_timeout,
+		                      &j->present, j->err, sizeof(j->err));
+		pthread_mutex_lock(&w->mu);
+		TAILQ_INSERT_TAIL(&w->done, j, entry);
+		writer_signal(w);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int
+policy_file_writer_new(struct policy_file_writer **out)
+{
+	struct policy_file_writer *w;
+	pthread_condattr_t ca;
+	int p[2];
+
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) {
+		int rc = -errno;
+
+		free(w);
+		return rc;
+	}
+	w->pipe_rd = p[0];
+	w->pipe_wr = p[1];
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	TAILQ_INIT(&w->queue);
+	TAILQ_INIT(&w->done);
+	*out = w;
+	return 0;
+}
+
+int
+policy_file_writer_fd(const struct policy_file_writer *w)
+{
+	return w->pipe_rd;
+}
+
+/* The worker is started with the first job: most gateways never write a rule. */
+static int
+writer_start(struct policy_file_writer *w)
+{
+	sigset_t all, old_mask;
+	int rc;
+
+	/* The worker takes no signals: they belong to the event loop's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
+	rc = -pthread_create(&w->worker, NULL, writer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	if (rc == 0)
+		w->started = true;
+	return rc;
+}
+
+int
+policy_file_add_rule_async(struct policy_file_writer *w, const char *path,
+                           enum policy_verdict action, const char *pattern, double lock_timeout,
+                           policy_file_done_cb cb, void *arg, char *err, size_t errlen)
+{
+	struct file_job *j = NULL;
+	int rc = 0;
+
+	if (w == NULL || path == NULL || pattern == NULL || cb == NULL || !(lock_timeout > 0)) {
+		snprintf(err, errlen, "policy file writer: bad arguments");
+		return -EINVAL;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j == NULL || (j->path = strdup(path)) == NULL) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (snprintf(j->pattern, sizeof(j->pattern), "%s", pattern) >= (int)sizeof(j->pattern)) {
+		snprintf(err, errlen, "'%s': pattern too long", pattern);
+		rc = -EINVAL;
+		goto out;
+	}
+	j->action = action;
+	j->lock_timeout = lock_timeout;
+	j->cb = cb;
+	j->arg = arg;
+	pthread_mutex_lock(&w->mu);
+	if (w->nqueued >= WRITER_QUEUE_MAX) {
+		pthread_mutex_unlock(&w->mu);
+		snprintf(err, errlen, "%s: %d writes are waiting already", path, WRITER_QUEUE_MAX);
+		rc = -EAGAIN;
+		goto out;
+	}
+	if (!w->started) {
+		rc = writer_start(w);
+		if (rc != 0) {
+			pthread_mutex_unlock(&w->mu);
+			snprintf(err, errlen, "%s: cannot start the writer: %s", path,
+			         strerror(-rc));
+			goto out;
+		}
+	}
+	TAILQ_INSERT_TAIL(&w->queue, j, entry);
+	w->nqueued++;
+	j = NULL;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->mu);
+out:
+	job_free(j);
+	return rc;
+}
+
+/* Runs and frees the finished jobs' callbacks, outside the lock. */
+static void
+run_done(struct file_job_list *list)
+{
+	struct file_job *j;
+
+	while ((j = TAILQ_FIRST(list)) != NULL) {
+		struct policy_file_result r = {
+			.path = j->path,
+			.action = j->action,
+			.pattern = j->pattern,
+			.rc = j->rc,
+			.present = j->present,
+			.err = j->rc != 0 ? j->err : "",
+		};
+
+		TAILQ_REMOVE(list, j, entry);
+		j->cb(&r, j->arg);
+		job_free(j);
+	}
+}
+
+void
+policy_file_writer_collect(struct policy_file_writer *w)
+{
+	struct file_job_list list;
+	char drain[64];
+	ssize_t n;
+
+	/* Drain first: a byte written after this belongs to a job taken below
+	 * or to a later one, and wakes the loop again either way. */
+	do
+		n = read(w->pipe_rd, drain, sizeof(drain));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	TAILQ_INIT(&list);
+	pthread_mutex_lock(&w->mu);
+	TAILQ_CONCAT(&list, &w->done, entry);
+	pthread_mutex_unlock(&w->mu);
+	run_done(&list);
+}
+
+void
+policy_file_writer_free(struct policy_file_writer *w)
+{
+	if (w == NULL)
+		return;
+	if (w->started) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = true;
+		pthread_cond_broadcast(&w->wake);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->worker, NULL);
+	}
+	/* The worker is gone: every job is in done now, told before we go. */
+	run_done(&w->done);
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->mu);
+	close(w->pipe_rd);
+	close(w->pipe_wr);
+	free(w);
 }

@@ -222,5 +222,50 @@ struct policy *policy_client_by_name(const struct policy *p, const char *name);
  */
 int policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
                          char *err, size_t errlen);
+/*
+ * policy_file_add_rule blocks on the file's lock, which any other process
+ * (an editor, `tollgate policy add`, a second gateway) may hold for as long
+ * as it likes. A gateway adds rules through a writer instead: a worker
+ * thread that does the locking, writing and fsync, so the caller's event
+ * loop never waits. Nothing here knows the loop: the owner watches
+ * policy_file_writer_fd() for reading and then calls
+ * policy_file_writer_collect(), which runs the finished writes' callbacks
+ * in the owner's thread.
+ */
+struct policy_file_writer;
+struct policy_file_result {
+	const char *path;
+	enum policy_verdict action;
+	const char *pattern; /* as given */
+	int rc;              /* 0, -ETIMEDOUT (lock held too long), -ECANCELED (stopped), ... */
+	bool present;        /* rc 0 and the rule was there already */
+	const char *err;     /* "" when rc is 0 */
+};
+typedef void (*policy_file_done_cb)(const struct policy_file_result *r, void *arg);
+
+/* 0 or negative errno. The thread starts with the first write. */
+int policy_file_writer_new(struct policy_file_writer **out);
+/* Readable when finished writes wait for policy_file_writer_collect. */
+int policy_file_writer_fd(const struct policy_file_writer *w);
+/*
+ * Queues a policy_file_add_rule and returns at once. The writer waits at
+ * most lock_timeout seconds for the lock, then gives up with -ETIMEDOUT.
+ * Writes are done in order. cb runs exactly once, from
+ * policy_file_writer_collect or policy_file_writer_free, never from here.
+ * 0, or negative errno with err set (the queue is full: -EAGAIN) and cb
+ * never called.
+ */
+int policy_file_add_rule_async(struct policy_file_writer *w, const char *path,
+                               enum policy_verdict action, const char *pattern,
+                               double lock_timeout, policy_file_done_cb cb, void *arg, char *err,
+                               size_t errlen);
+/* Runs the callbacks of the writes that finished. A callback may queue more. */
+void policy_file_writer_collect(struct policy_file_writer *w);
+/*
+ * Stops the writer: a write waiting for a lock that is still held gives up
+ * (-ECANCELED), one whose lock is free is done, and every callback not yet
+ * run runs before this returns. Accepts NULL.
+ */
+void policy_file_writer_free(struct policy_file_writer *w);
 
 #endif
