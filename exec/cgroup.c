@@ -563,6 +563,56 @@ exec_cgroup_peak_memory(struct exec_cgroup *cg)
 	return strtoull(buf, NULL, 10);
 }
 
+/*
+ * The "oom_kill N" line of a flat keyed file. Matched as a whole key at the
+ * start of a line: v1's oom_control also has "oom_kill_disable", v2's
+ * memory.events "oom_group_kill".
+ */
+static int
+keyed_value(const char *text, const char *key, uint64_t *out)
+{
+	size_t n = strlen(key);
+	const char *p = text;
+	char *end;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, n) == 0 && p[n] == ' ') {
+			errno = 0;
+			*out = strtoull(p + n + 1, &end, 10);
+			if (end == p + n + 1 || errno != 0)
+				return -EINVAL;
+			return 0;
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int
+exec_cgroup_oom_kills(struct exec_cgroup *cg, uint64_t *out)
+{
+	char buf[1024];
+	int rc;
+
+	*out = 0;
+	if (cg == NULL)
+		return -ENOENT;
+	/* The count is the memory controller's: with v2 memory, memory.events;
+	 * a v2 directory without it has no such file, and v1's is the one. */
+	if (cg->v2_memory)
+		rc = read_at(cg->v2, "memory.events", buf, sizeof(buf));
+	else if (cg->v1_mem[0] != '\0')
+		rc = read_at(cg->v1_mem, "memory.oom_control", buf, sizeof(buf));
+	else
+		return -ENOENT;
+	if (rc != 0)
+		return rc;
+	/* v1 before 4.13 has no oom_kill line: -ENOENT, the count is unknown. */
+	return keyed_value(buf, "oom_kill", out);
+}
+
 /* rmdir, waiting a little for exiting tasks to leave (bounded: ~1 s). */
 static void
 remove_dir(const char *dir)

@@ -48,6 +48,17 @@ struct exec_spec {
 	 * agent, which runs the commands exec_sandbox_run sends it, one at a
 	 * time, until the sandbox is freed (a session: exec/session.h). */
 	bool keep_alive;
+	/*
+	 * The command's stdin, stdout and stderr. A zero-initialised spec keeps
+	 * tollgate's own fds 0-2 (fd 0 is a valid fd, so the fds alone cannot
+	 * say "unset"): only with set_stdio are the three read, and then -1 in
+	 * one of them still means "tollgate's own". The child dup2s them onto
+	 * 0-2 first thing after clone(), so callers never touch their own fds
+	 * 0-2 (an MCP server's stdout is its channel). The fds are only lent:
+	 * the caller closes them once exec_sandbox_start returned.
+	 */
+	bool set_stdio;
+	int stdin_fd, stdout_fd, stderr_fd;
 };
 
 /*
@@ -71,6 +82,15 @@ struct exec_result {
 	double cpu_seconds;   /* cgroup accounting, else rusage */
 	uint64_t peak_memory; /* bytes; cgroup accounting, else ru_maxrss */
 	bool cpu_exceeded;    /* killed for --cpu by the cgroup check */
+	/*
+	 * The memory cgroup's OOM kills (v1 memory.oom_control, v2
+	 * memory.events: "oom_kill N"), read once the sandbox ended. Only
+	 * meaningful with oom_known: false when there is no memory cgroup or
+	 * the kernel has no count (v1 before 4.13).
+	 */
+	bool oom_known;
+	bool oom_killed; /* oom_kills > 0 */
+	uint64_t oom_kills;
 };
 
 /* Removes what killed tollgate processes left behind (exec/cleanup.c). */
@@ -164,6 +184,7 @@ struct exec_plan {
 	int go_fd;               /* read end: "go" or EOF */
 	int agent_fd;            /* keep_alive: the agent's end of the socket pair; else -1 */
 	int report_fd;           /* write end: struct exec_msg */
+	int stdio_fd[3];         /* dup2'd onto 0-2 by the child; -1: keep */
 	char *const *argv;
 	char **envp;         /* proxy entries point into proxy_env */
 	size_t proxy_env_at; /* index of the first proxy entry in envp */
@@ -210,6 +231,9 @@ int exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid);
 void exec_cgroup_kill(struct exec_cgroup *cg);
 double exec_cgroup_cpu_seconds(struct exec_cgroup *cg);   /* -1: unknown */
 uint64_t exec_cgroup_peak_memory(struct exec_cgroup *cg); /* 0: unknown */
+/* Processes the OOM killer killed in the memory cgroup: 0, or -ENOENT when
+ * there is no memory cgroup or no count, or another -errno. */
+int exec_cgroup_oom_kills(struct exec_cgroup *cg, uint64_t *out);
 /* Removes the directories (waits briefly for the kernel to empty them). */
 void exec_cgroup_free(struct exec_cgroup *cg);
 /* Where this process's cgroups live, for the stale clean-up. */

@@ -312,6 +312,54 @@ command_main(struct exec_plan *p)
 	_exit(exec_status_from_exec_errno(err));
 }
 
+/*
+ * The caller's stdin, stdout and stderr onto 0-2 (spec.set_stdio). Each is
+ * first copied above 2, so that a source that is itself one of 0-2 (stdout
+ * given as stdin, say) is not overwritten before it is used; the dup2 onto
+ * the target then also clears close-on-exec there. Our own pipes move out
+ * of 0-2 first: a tollgate started with a closed fd 0-2 gets them there.
+ */
+static int
+child_set_stdio(struct exec_plan *p)
+{
+	int *own[] = {&p->go_fd, &p->report_fd, &p->agent_fd};
+	int tmp[3] = {-1, -1, -1}, fd, rc = 0;
+
+	for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+		if (*own[k] < 0 || *own[k] > 2 || p->stdio_fd[*own[k]] < 0)
+			continue;
+		fd = fcntl(*own[k], F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return -errno;
+		*own[k] = fd;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (p->stdio_fd[i] < 0)
+			continue;
+		tmp[i] = fcntl(p->stdio_fd[i], F_DUPFD_CLOEXEC, 3);
+		if (tmp[i] < 0) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (tmp[i] < 0)
+			continue;
+		while (dup2(tmp[i], i) < 0) {
+			if (errno != EINTR) {
+				rc = -errno;
+				goto out;
+			}
+		}
+	}
+out:
+	for (int i = 0; i < 3; i++) {
+		if (tmp[i] >= 0)
+			close(tmp[i]);
+	}
+	return rc;
+}
+
 /* Whether the parent still holds its end of the "go" pipe. */
 static bool
 child_parent_alive(const struct exec_plan *p)
@@ -750,13 +798,16 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
  * up; files and terminals keep their owners' permissions.
  */
 static void
-open_up_stdio_pipes(void)
+open_up_stdio_pipes(const struct exec_plan *p)
 {
 	char link[64], target[64];
 	struct stat st;
 	ssize_t n;
+	int fd;
 
-	for (int fd = 0; fd <= 2; fd++) {
+	/* The fds the command gets: the caller's (set_stdio), else our own. */
+	for (int i = 0; i <= 2; i++) {
+		fd = p->stdio_fd[i] >= 0 ? p->stdio_fd[i] : i;
 		if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || (st.st_mode & 0777) == 0666)
 			continue;
 		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -812,6 +863,17 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
 	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = -1;
 	s->pid = -1;
+	s->plan.stdio_fd[0] = spec->set_stdio ? spec->stdin_fd : -1;
+	s->plan.stdio_fd[1] = spec->set_stdio ? spec->stdout_fd : -1;
+	s->plan.stdio_fd[2] = spec->set_stdio ? spec->stderr_fd : -1;
+	for (int i = 0; i < 3; i++) {
+		if (s->plan.stdio_fd[i] < -1 ||
+		    (s->plan.stdio_fd[i] >= 0 && fcntl(s->plan.stdio_fd[i], F_GETFD) < 0)) {
+			rc = -EBADF;
+			snprintf(err, errlen, "the command's fd %d: %s", i, strerror(EBADF));
+			goto out;
+		}
+	}
 	rc = random_id(s->id, sizeof(s->id));
 	if (rc == 0)
 		rc = exec_instance_tag(tag, sizeof(tag));
@@ -861,7 +923,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		s->plan.agent_fd = agent[1];
 	}
 
-	open_up_stdio_pipes();
+	open_up_stdio_pipes(&s->plan);
 	memset(&ca, 0, sizeof(ca));
 	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
 	           CLONE_NEWUTS | CLONE_PIDFD;
@@ -879,6 +941,10 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		rc = exec_cgroup_join_self(s->cg);
 		if (rc != 0)
 			child_fail(&s->plan, "join the cgroup", rc);
+		/* Then the caller's stdio, before anything could write to 0-2. */
+		rc = child_set_stdio(&s->plan);
+		if (rc != 0)
+			child_fail(&s->plan, "stdio", rc);
 		child_main(&s->plan);
 	}
 
@@ -1086,6 +1152,10 @@ exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res)
 	res->peak_memory = s->cg != NULL ? exec_cgroup_peak_memory(s->cg) : 0;
 	if (res->peak_memory == 0)
 		res->peak_memory = (uint64_t)ru.ru_maxrss * 1024;
+	/* Every process of the sandbox is gone (its init was reaped), so the
+	 * count is final. */
+	res->oom_known = exec_cgroup_oom_kills(s->cg, &res->oom_kills) == 0;
+	res->oom_killed = res->oom_known && res->oom_kills > 0;
 	return 0;
 }
 

@@ -568,6 +568,11 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		                              (json_int_t)ds.queries_refused, "queries_other",
 		                              (json_int_t)ds.queries_other));
 	}
+	/* null: no memory cgroup count to tell (publish_exceeded guesses then). */
+	json_object_set_new(o, "oom_killed", res->oom_known ? json_boolean(res->oom_killed)
+	                                                    : json_null());
+	json_object_set_new(o, "oom_kills", res->oom_known ? json_integer((json_int_t)res->oom_kills)
+	                                                   : json_null());
 	json_object_set_new(o, "output_dropped_bytes",
 	                    json_pack("{s:I, s:I}", "stdout", (json_int_t)st->dropped[0], "stderr",
 	                              (json_int_t)st->dropped[1]));
@@ -597,11 +602,12 @@ audit_sandbox(struct run_state *st, const char *kind, const char *detail)
 
 /*
  * resource.exceeded when a limit killed the command: --cpu by the cgroup
- * check or RLIMIT_CPU's SIGXCPU; --ram when the kernel's OOM killer struck:
- * a SIGKILL we did not send (the command's, or a shell's 137 for its child)
- * with the peak within 10% of the limit. exec_result does not carry the
- * cgroup's oom_kill count, which would tell for sure. The pids limit makes
- * fork fail rather than kill, so it cannot be told from here.
+ * check or RLIMIT_CPU's SIGXCPU; --ram when the kernel's OOM killer struck
+ * in the sandbox's memory cgroup (its oom_kill count; any process, also one
+ * the command survived). Where the count is unknown (no memory cgroup, v1
+ * before Linux 4.13), a guess: a SIGKILL we did not send (the command's, or
+ * a shell's 137 for its child) with the peak within 10% of the limit. The
+ * pids limit makes fork fail rather than kill, so it cannot be told here.
  */
 static void
 publish_exceeded(struct run_state *st, const struct exec_result *res)
@@ -619,12 +625,17 @@ publish_exceeded(struct run_state *st, const struct exec_result *res)
 		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", limit, "value",
 		              (json_int_t)l->cpu_seconds, "used", res->cpu_seconds, "signal",
 		              res->signal);
-	} else if (l->ram_mb > 0 && !st->timed_out && res->peak_memory >= ram - ram / 10 &&
-	           (res->signal == SIGKILL || res->exit_code == 128 + SIGKILL)) {
+	} else if (l->ram_mb > 0 &&
+	           (res->oom_known ? res->oom_killed
+	                           : !st->timed_out && res->peak_memory >= ram - ram / 10 &&
+	                                 (res->signal == SIGKILL ||
+	                                  res->exit_code == 128 + SIGKILL))) {
 		limit = "memory";
-		p = json_pack("{s:s, s:I, s:I, s:s}", "limit", limit, "value",
+		p = json_pack("{s:s, s:I, s:I, s:s, s:o}", "limit", limit, "value",
 		              (json_int_t)l->ram_mb, "peak_memory_bytes",
-		              (json_int_t)res->peak_memory, "unit", "MiB");
+		              (json_int_t)res->peak_memory, "unit", "MiB", "oom_kills",
+		              res->oom_known ? json_integer((json_int_t)res->oom_kills)
+		                             : json_null());
 	}
 	if (limit == NULL)
 		return;

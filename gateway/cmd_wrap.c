@@ -532,44 +532,28 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
- * Starts the sandbox with its stdin and stdout on pipes: the sandbox takes
- * our fds 0 and 1 as they are at clone(), so they point at the pipes for
- * that moment and are put back afterwards.
+ * Starts the sandbox with its stdin and stdout on pipes, handed to it
+ * through the spec (its stderr is ours): our own fds 0 and 1 are the
+ * client's channel and stay where they are throughout.
  */
 static int
 start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in, int *server_out,
              char *err, size_t errlen)
 {
 	int to_server[2] = {-1, -1}, from_server[2] = {-1, -1};
-	int saved_in = -1, saved_out = -1, rc;
+	struct exec_spec sp = *spec;
+	int rc;
 
 	if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) {
 		rc = -errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	saved_in = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
-	saved_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-	if (saved_in < 0 || saved_out < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "stdin/stdout: %s", strerror(errno));
-		goto out;
-	}
-	fflush(stdout);
-	if (dup2(to_server[0], STDIN_FILENO) < 0 || dup2(from_server[1], STDOUT_FILENO) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "dup2: %s", strerror(errno));
-		goto restore;
-	}
-	rc = exec_sandbox_start(spec, attach_network, st, &st->sandbox, err, errlen);
-restore:
-	if (dup2(saved_in, STDIN_FILENO) < 0 || dup2(saved_out, STDOUT_FILENO) < 0) {
-		/* Without our own stdio we cannot serve the client at all. */
-		if (rc == 0) {
-			rc = -errno;
-			snprintf(err, errlen, "restoring stdin/stdout: %s", strerror(errno));
-		}
-	}
+	sp.set_stdio = true;
+	sp.stdin_fd = to_server[0];
+	sp.stdout_fd = from_server[1];
+	sp.stderr_fd = -1;
+	rc = exec_sandbox_start(&sp, attach_network, st, &st->sandbox, err, errlen);
 	if (rc == 0) {
 		*server_in = to_server[1];
 		*server_out = from_server[0];
@@ -582,10 +566,6 @@ out:
 		if (from_server[i] >= 0)
 			close(from_server[i]);
 	}
-	if (saved_in >= 0)
-		close(saved_in);
-	if (saved_out >= 0)
-		close(saved_out);
 	return rc;
 }
 

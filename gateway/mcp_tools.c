@@ -937,46 +937,34 @@ job_pipes_done(struct mcp_job *j, int out[2], int errp[2], bool keep)
 	}
 }
 
-/* Starts the sandbox with stdin on /dev/null and stdout/stderr on pipes. */
+/*
+ * Starts the sandbox with stdin on /dev/null and stdout/stderr on pipes,
+ * handed to it through the spec: our own fds 0-2 are the MCP channel and
+ * stay where they are throughout.
+ */
 static int
 job_start(struct mcp_job *j, const struct exec_spec *spec, char *err, size_t errlen)
 {
-	int out[2] = {-1, -1}, errp[2] = {-1, -1}, saved[3] = {-1, -1, -1}, null_fd = -1;
+	struct exec_spec sp = *spec;
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, null_fd = -1;
 	int rc;
 
 	rc = job_pipes(out, errp, err, errlen);
 	if (rc != 0)
 		goto out;
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	for (int i = 0; i < 3; i++)
-		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
-	if (null_fd < 0 || saved[0] < 0 || saved[1] < 0 || saved[2] < 0) {
+	if (null_fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "stdio: %s", strerror(errno));
+		snprintf(err, errlen, "/dev/null: %s", strerror(errno));
 		goto out;
 	}
-	/* The sandbox inherits fds 0-2 at clone(): ours are the MCP channel,
-	 * so they point elsewhere for that moment. */
-	fflush(stdout);
-	fflush(stderr);
-	if (dup2(null_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "dup2: %s", strerror(errno));
-	} else {
-		rc = exec_sandbox_start(spec, job_attach, j, &j->sandbox, err, errlen);
-	}
-	for (int i = 0; i < 3; i++) {
-		if (dup2(saved[i], i) < 0 && rc == 0) {
-			rc = -errno;
-			snprintf(err, errlen, "restoring stdio: %s", strerror(errno));
-		}
-	}
+	sp.set_stdio = true;
+	sp.stdin_fd = null_fd;
+	sp.stdout_fd = out[1];
+	sp.stderr_fd = errp[1];
+	rc = exec_sandbox_start(&sp, job_attach, j, &j->sandbox, err, errlen);
 out:
 	job_pipes_done(j, out, errp, rc == 0);
-	for (int i = 0; i < 3; i++) {
-		if (saved[i] >= 0)
-			close(saved[i]);
-	}
 	if (null_fd >= 0)
 		close(null_fd);
 	return rc;

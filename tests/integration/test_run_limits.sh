@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Resource limits of `tollgate run`: --pids stops a fork bomb, --ram a memory
-# hog (per process and for the whole sandbox), --cpu a CPU hog (per process
-# and summed over processes), --nofile the open files.
+# hog (per process and for the whole sandbox, with the cgroup's OOM kills in
+# --json-status and a resource.exceeded audit row), --cpu a CPU hog (per
+# process and summed over processes), --nofile the open files.
 source "$(dirname "$0")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
 [[ -x /usr/bin/python3 ]] || skip "python3 at /usr/bin/python3 (the hogs run inside the sandbox)"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed (the audit rows are read with it)"
 
 have_cgroup() { # have_cgroup CONTROLLER: v1 hierarchy or v2 controller
 	grep -qE "^[0-9]+:([^:]*,)?$1(,[^:]*)?:" /proc/self/cgroup ||
@@ -59,7 +61,7 @@ expect_eq "--ram: a 256 MB allocation fails (MemoryError)" "$rc" 1
 # --ram: processes that stay under it each are stopped together (cgroup).
 if have_cgroup memory; then
 	set +e
-	out=$(tg --ram 64 --json-status "$TEST_TMP/mem.json" -- python3 -c '
+	out=$(tg --ram 64 --audit "$TEST_TMP/mem.db" --json-status "$TEST_TMP/mem.json" -- python3 -c '
 import os, time
 kids = []
 for i in range(4):
@@ -80,6 +82,36 @@ print(sum(1 for s in st if os.WIFSIGNALED(s) and os.WTERMSIG(s) == 9))
 	peak=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_memory_bytes"])' "$TEST_TMP/mem.json")
 	checks=$((checks + 1))
 	if ((peak > 0 && peak <= 64 * 1024 * 1024)); then pass "--ram: peak memory $peak within 64 MB"; else fail "--ram: peak memory $peak"; fi
+	# The cgroup's own oom_kill count: as many kills as the children saw,
+	# though the command itself exited 0 (no SIGKILL for a guess to go by).
+	expect_eq "--ram: json-status oom_killed and oom_kills" \
+		"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["exit_status"], d["oom_killed"], d["oom_kills"])' "$TEST_TMP/mem.json")" \
+		"0 True $out"
+	expect_eq "--ram: resource.exceeded audited with the kill count" \
+		"$(sqlite3 "$TEST_TMP/mem.db" "select count(*), json_extract(detail, '\$.limit'), json_extract(detail, '\$.value'), json_extract(detail, '\$.oom_kills') from events where kind = 'resource.exceeded'")" \
+		"1|memory|64|$out"
+
+	# One memory hog in a shell: the shell reports 137, the row names memory.
+	set +e
+	tg --ram 64 --audit "$TEST_TMP/mem2.db" --json-status "$TEST_TMP/mem2.json" -- \
+		sh -c 'dd if=/dev/zero of=/tmp/fill bs=1M count=128 2>/dev/null' 2>/dev/null
+	rc=$?
+	set -e
+	expect_eq "--ram: a writer to /tmp is OOM-killed (137)" "$rc" 137
+	expect_eq "--ram: json-status says oom_killed" \
+		"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["oom_killed"], d["oom_kills"] >= 1)' "$TEST_TMP/mem2.json")" \
+		"True True"
+	expect_eq "--ram: one resource.exceeded row, limit memory, for this sandbox" \
+		"$(sqlite3 "$TEST_TMP/mem2.db" "select count(*), json_extract(detail, '\$.limit'), json_extract(detail, '\$.oom_kills') >= 1 from events where kind = 'resource.exceeded' and sandbox = (select sandbox from events where kind = 'sandbox.start')")" \
+		"1|memory|1"
+
+	# Within the limit: no kill, no row.
+	tg --ram 64 --audit "$TEST_TMP/mem3.db" --json-status "$TEST_TMP/mem3.json" -- true
+	expect_eq "--ram, within it: oom_killed false, 0 kills" \
+		"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["oom_killed"], d["oom_kills"])' "$TEST_TMP/mem3.json")" \
+		"False 0"
+	expect_eq "--ram, within it: no resource.exceeded row" \
+		"$(sqlite3 "$TEST_TMP/mem3.db" "select count(*) from events where kind = 'resource.exceeded'")" 0
 else
 	echo "note: no memory cgroup controller; the cgroup memory check did not run"
 fi
