@@ -35,8 +35,7 @@
 #define UDP_QUERY_MAX 4096  /* a larger datagram is not a query we answer */
 #define TCP_INFLIGHT_MAX 16 /* questions in flight on one TCP connection */
 #define TCP_OUTPUT_MAX (256 * 1024)
-#define PENDING_MAX 10000   /* questions waiting (upstream, approval) in all */
-#define NEGATIVE_TTL_MAX 30 /* NXDOMAIN and no-data answers are cached this long at most */
+#define PENDING_MAX 10000 /* questions waiting (upstream, approval) in all */
 #define AUDIT_AGG_MAX 1024
 #define AUDIT_BUCKETS 1024
 
@@ -265,6 +264,7 @@ dns_server_config_defaults(struct dns_server_config *cfg)
 	cfg->tcp_max_conns = 256;
 	cfg->tcp_idle = 10;
 	cfg->audit_window = 2;
+	cfg->negative_ttl = 30;
 }
 
 int
@@ -411,17 +411,18 @@ audit_answer(struct dns_server *s, const struct dns_req *r, const struct answer_
 
 /* ---- sending answers ------------------------------------------------------ */
 
+/* soa_ttl: the negative TTL, when the reply is a name error or has no data. */
 static void
 send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t naddrs,
-           uint32_t ttl)
+           uint32_t ttl, uint32_t soa_ttl)
 {
 	struct dns_server *s = r->s;
 	size_t limit, len = 0;
 	ssize_t n;
 
 	if (r->conn != NULL) {
-		if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->out + 2,
-		                         DNS_WIRE_MSG_MAX, &len) != 0)
+		if (dns_wire_build_reply_soa(&r->q, rcode, addrs, naddrs, ttl, soa_ttl, s->out + 2,
+		                             DNS_WIRE_MSG_MAX, &len) != 0)
 			return;
 		dns_wire_tcp_prefix(s->out, len);
 		if (bufferevent_write(r->conn->bev, s->out, len + 2) != 0)
@@ -432,8 +433,8 @@ send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t
 	if (s->batch_listener == r->l && s->nbatch < UDP_BATCH && limit <= DNS_WIRE_UDP_MAX) {
 		unsigned int i = s->nbatch;
 
-		if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->batch_out[i], limit,
-		                         &len) != 0)
+		if (dns_wire_build_reply_soa(&r->q, rcode, addrs, naddrs, ttl, soa_ttl,
+		                             s->batch_out[i], limit, &len) != 0)
 			return;
 		memcpy(&s->batch_peers[i], &r->peer, r->peerlen);
 		s->batch_iov[i].iov_base = s->batch_out[i];
@@ -446,7 +447,8 @@ send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t
 		s->nbatch++;
 		return;
 	}
-	if (dns_wire_build_reply(&r->q, rcode, addrs, naddrs, ttl, s->out, limit, &len) != 0)
+	if (dns_wire_build_reply_soa(&r->q, rcode, addrs, naddrs, ttl, soa_ttl, s->out, limit,
+	                             &len) != 0)
 		return;
 	do {
 		n = sendto(r->l->fd, s->out, len, MSG_DONTWAIT, (struct sockaddr *)&r->peer,
@@ -559,11 +561,28 @@ publish_answer(struct dns_server *s, const struct dns_req *r, const struct answe
 /* Sends the answer, writes its audit note and, for a held request, frees it. */
 static void req_free(struct dns_req *r);
 
+/*
+ * How long a resolver in front may cache a negative answer (the SOA's TTL
+ * and MINIMUM): short, since a reload or a person can change the verdict.
+ */
+static uint32_t
+negative_ttl(const struct dns_server *s)
+{
+	return s->cfg.negative_ttl < s->cfg.ttl_cap ? s->cfg.negative_ttl : s->cfg.ttl_cap;
+}
+
 static void
 req_answer(struct dns_req *r, const struct answer_note *n, const struct policy_addr *addrs,
            uint32_t ttl)
 {
-	send_reply(r, n->rcode, addrs, n->answers, ttl);
+	uint32_t neg = negative_ttl(r->s);
+
+	/* A negative answer from a cache entry lives no longer than the entry. */
+	send_reply(r, n->rcode, addrs, n->answers, ttl, ttl > 0 && ttl < neg ? ttl : neg);
+	/* The connection a "once" approval of this question allows must come
+	 * while the answer lives (approvals_limit_grant). */
+	if (r->approved && n->answers > 0 && r->s->gw->approvals != NULL)
+		approvals_limit_grant(r->s->gw->approvals, r->client, r->host.text, ttl);
 	if (log_get_verbosity() >= LOG_LEVEL_DEBUG) {
 		char tbuf[16];
 
@@ -715,13 +734,18 @@ answer_from_entry(struct dns_req *r, struct cache_entry *e, double now)
 	uint32_t ttl;
 	size_t i;
 
+	ttl = left < 1 ? 1 : (uint32_t)left;
+	if (ttl > r->s->cfg.ttl_cap)
+		ttl = r->s->cfg.ttl_cap;
+	/* Upstream's name error or no data, relayed with our SOA (c-ares gives
+	 * us none of upstream's), its TTL counting down with the entry. */
 	if (e->status == -ENOENT) {
 		n.rcode = DNS_WIRE_RCODE_NXDOMAIN;
-		req_answer(r, &n, NULL, 0);
+		req_answer(r, &n, NULL, ttl);
 		return;
 	}
 	if (e->status == -ENODATA) {
-		req_answer(r, &n, NULL, 0);
+		req_answer(r, &n, NULL, ttl);
 		return;
 	}
 	if (e->status != 0) {
@@ -753,9 +777,6 @@ answer_from_entry(struct dns_req *r, struct cache_entry *e, double now)
 		n.decision = "deny";
 		n.reason = "non-public-address";
 	}
-	ttl = left < 1 ? 1 : (uint32_t)left;
-	if (ttl > r->s->cfg.ttl_cap)
-		ttl = r->s->cfg.ttl_cap;
 	req_answer(r, &n, keep, ttl);
 }
 
@@ -777,8 +798,7 @@ on_resolved(int status, const struct policy_addr *addrs, size_t naddrs, uint32_t
 	if (status == 0)
 		e->expires = now + ttl;
 	else if (status == -ENOENT || status == -ENODATA)
-		e->expires = now + (e->s->cfg.ttl_cap < NEGATIVE_TTL_MAX ? e->s->cfg.ttl_cap
-		                                                         : NEGATIVE_TTL_MAX);
+		e->expires = now + negative_ttl(e->s);
 	else
 		e->expires = now + 1; /* a failing upstream is asked again a second later */
 	/* Answering may read more TCP questions, which must not free e meanwhile. */

@@ -26,10 +26,16 @@ struct dns_server_config {
 	unsigned int tcp_max_conns;
 	double tcp_idle;     /* seconds a TCP connection may stay silent */
 	double audit_window; /* identical answers within it share one audit row */
+	/*
+	 * Seconds a negative answer (NXDOMAIN, no data) may be cached, by us
+	 * and by resolvers in front: the TTL and MINIMUM of the SOA it carries
+	 * (RFC 2308), at most ttl_cap. 0: not cached at all.
+	 */
+	uint32_t negative_ttl;
 };
 
 /* 60 s TTL cap, NXDOMAIN, 2 s ask wait, no steering, 10000 names, 256 TCP
- * connections idle at most 10 s, 2 s audit window. */
+ * connections idle at most 10 s, 2 s audit window, 30 s negative TTL. */
 void dns_server_config_defaults(struct dns_server_config *cfg);
 
 /*

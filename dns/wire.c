@@ -247,11 +247,59 @@ answer_len(const struct policy_addr *a)
 	return 12 + (a->family == AF_INET ? 4 : 16);
 }
 
-int
-dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs,
-                     size_t naddrs, uint32_t ttl, uint8_t *out, size_t outlen, size_t *written)
+/*
+ * The SOA of tollgate's negative answers (RFC 2308 3): a synthetic zone whose
+ * apex is the question's parent, MNAME and RNAME under the reserved .invalid
+ * (RFC 6761), so no resolver can mistake it for a real zone's. The timers only
+ * fill the record: no secondary will ever transfer this zone.
+ *
+ * Why the parent and not the name itself: an SOA owned by the name says the
+ * name exists (it is a zone apex), which contradicts NXDOMAIN; resolvers that
+ * cache the SOA then turn the name error into "no data" (dnsmasq 2.90 does:
+ * its second answer was NOERROR). A real zone's apex is always above a name
+ * that does not exist, and usually above one without the asked type.
+ */
+static const uint8_t soa_mname[] = "\x08tollgate\x07invalid";
+static const uint8_t soa_rname[] = "\x0ahostmaster\x08tollgate\x07invalid";
+#define SOA_SERIAL 1
+#define SOA_REFRESH 3600
+#define SOA_RETRY 600
+#define SOA_EXPIRE 86400
+/* sizeof includes the string's NUL, which is the root label */
+#define SOA_RDATA_LEN (sizeof(soa_mname) + sizeof(soa_rname) + 20)
+#define SOA_RR_LEN (12 + SOA_RDATA_LEN) /* pointer name, type, class, ttl, rdlength */
+_Static_assert(SOA_RR_LEN == DNS_WIRE_SOA_RR_LEN, "DNS_WIRE_SOA_RR_LEN is the SOA's size");
+
+static size_t
+put_soa(uint8_t *out, size_t owner, uint32_t ttl)
 {
-	size_t base, need, i, p, nans = 0;
+	size_t p = 0;
+
+	put16(out, 0xc000 | (unsigned)owner);
+	put16(out + 2, DNS_WIRE_TYPE_SOA);
+	put16(out + 4, DNS_WIRE_CLASS_IN);
+	put32(out + 6, ttl);
+	put16(out + 10, (unsigned)SOA_RDATA_LEN);
+	p = 12;
+	memcpy(out + p, soa_mname, sizeof(soa_mname));
+	p += sizeof(soa_mname);
+	memcpy(out + p, soa_rname, sizeof(soa_rname));
+	p += sizeof(soa_rname);
+	put32(out + p, SOA_SERIAL);
+	put32(out + p + 4, SOA_REFRESH);
+	put32(out + p + 8, SOA_RETRY);
+	put32(out + p + 12, SOA_EXPIRE);
+	/* RFC 2308 5: a negative answer lives min(SOA TTL, MINIMUM): both the same */
+	put32(out + p + 16, ttl);
+	return p + 20;
+}
+
+static int
+build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs,
+            size_t naddrs, uint32_t ttl, bool soa, uint32_t soa_ttl, uint8_t *out, size_t outlen,
+            size_t *written)
+{
+	size_t base, need, i, p, nans = 0, nns = 0;
 	unsigned flags;
 	int rc;
 
@@ -292,12 +340,21 @@ dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct pol
 		flags |= 0x0200; /* TC: the answers go over TCP */
 	else
 		nans = naddrs;
+	/*
+	 * A negative answer (name error, or no data and not truncated) gets the
+	 * SOA when asked for and when it fits; it is only a hint for caches, so
+	 * a reply without it beats no reply.
+	 */
+	if (soa && q->has_question && naddrs == 0 &&
+	    (rcode == DNS_WIRE_RCODE_NXDOMAIN || rcode == DNS_WIRE_RCODE_NOERROR) &&
+	    base + SOA_RR_LEN <= outlen)
+		nns = 1;
 
 	put16(out, q->id);
 	put16(out + 2, flags);
 	put16(out + 4, q->has_question ? 1 : 0);
 	put16(out + 6, (unsigned)nans);
-	put16(out + 8, 0);
+	put16(out + 8, (unsigned)nns);
 	put16(out + 10, q->edns ? 1 : 0);
 	p = DNS_WIRE_HEADER_LEN;
 	if (q->has_question) {
@@ -322,6 +379,13 @@ dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct pol
 			memcpy(out + p + 12, &a->u.v6, 16);
 		p += answer_len(a);
 	}
+	/* The owner is a pointer into the question's name past its first label:
+	 * its parent ("com" for "example.com", the root for "intranet" and for
+	 * the root itself). */
+	if (nns > 0)
+		p += put_soa(out + p,
+		             DNS_WIRE_HEADER_LEN + (q->qname_len > 1 ? 1u + q->qname[0] : 0),
+		             soa_ttl);
 	if (q->edns) {
 		out[p] = 0;
 		put16(out + p + 1, DNS_WIRE_TYPE_OPT);
@@ -336,6 +400,21 @@ dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct pol
 	rc = 0;
 out:
 	return rc;
+}
+
+int
+dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs,
+                     size_t naddrs, uint32_t ttl, uint8_t *out, size_t outlen, size_t *written)
+{
+	return build_reply(q, rcode, addrs, naddrs, ttl, false, 0, out, outlen, written);
+}
+
+int
+dns_wire_build_reply_soa(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs,
+                         size_t naddrs, uint32_t ttl, uint32_t negative_ttl, uint8_t *out,
+                         size_t outlen, size_t *written)
+{
+	return build_reply(q, rcode, addrs, naddrs, ttl, true, negative_ttl, out, outlen, written);
 }
 
 int

@@ -14,7 +14,9 @@
  *	else
  *		decide on q.name (call policy_host_parse on it, after checking
  *		q.name_ldh), q.qtype; then dns_wire_build_reply(&q, NOERROR,
- *		addrs, n, ttl, out, dns_wire_udp_limit(&q), &len).
+ *		addrs, n, ttl, out, dns_wire_udp_limit(&q), &len), or
+ *		dns_wire_build_reply_soa(...) so that negative answers carry
+ *		an SOA and resolvers in front cache them.
  */
 #ifndef TOLLGATE_DNS_WIRE_H
 #define TOLLGATE_DNS_WIRE_H
@@ -139,14 +141,32 @@ size_t dns_wire_udp_limit(const struct dns_wire_query *q);
  * copied, the upper bits of rcode). If the answers do not fit, the reply
  * carries none and has TC set, so the client retries over TCP.
  * Answers are written only with rcode NOERROR and a question; addrs may be
- * NULL when naddrs is 0 (NOERROR without records: "no data"). Negative
- * answers carry no SOA, so resolvers in front of us do not cache them.
+ * NULL when naddrs is 0 (NOERROR without records: "no data"). This one
+ * adds no SOA to negative answers (see dns_wire_build_reply_soa).
  * Returns 0 with *written set, or -ENOSPC when outlen cannot hold even the
  * header, question and OPT RR (282 bytes always can), -EINVAL for an rcode
  * over 15 without EDNS0 or over 4095, or an address of another family.
  */
 int dns_wire_build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs,
                          size_t naddrs, uint32_t ttl, uint8_t *out, size_t outlen, size_t *written);
+
+/*
+ * As dns_wire_build_reply, and a negative answer (NXDOMAIN, or NOERROR with
+ * no addresses given, to a query with a question) also carries an SOA record
+ * in its authority section, so that resolvers in front of us cache it (RFC
+ * 2308 3 and 5). The SOA is synthetic: owned by the question's parent
+ * name (a compression pointer into the question past its first label; the
+ * root for a one-label name), MNAME "tollgate.invalid.", RNAME
+ * "hostmaster.tollgate.invalid.", serial 1, and negative_ttl as both its TTL
+ * and its MINIMUM (a cache keeps the answer min of the two). It takes
+ * DNS_WIRE_SOA_RR_LEN bytes and is left out when outlen cannot hold it too
+ * (never for 512 bytes or more). REFUSED, SERVFAIL, FORMERR and the rest
+ * get none: RFC 2308 caches only name errors and no-data answers.
+ */
+#define DNS_WIRE_SOA_RR_LEN 79
+int dns_wire_build_reply_soa(const struct dns_wire_query *q, int rcode,
+                             const struct policy_addr *addrs, size_t naddrs, uint32_t ttl,
+                             uint32_t negative_ttl, uint8_t *out, size_t outlen, size_t *written);
 
 /*
  * DNS over TCP frames each message with a 2-byte big-endian length (RFC 1035

@@ -15,6 +15,8 @@
 
 /* Decisions remembered with scope client/always; the oldest go past this. */
 #define REMEMBERED_MAX 4096
+/* Live DNS-time "once" grants (see struct grant); the oldest go past this. */
+#define GRANTS_MAX 1024
 
 struct approval;
 
@@ -24,6 +26,7 @@ struct approval_wait {
 	struct approval *approval; /* NULL when answered from memory */
 	approval_cb cb;
 	void *arg;
+	int port; /* the request's: 0 for a DNS question */
 	/* Answered from a remembered decision, on the next loop iteration. */
 	struct event *ev_answer;
 	enum approval_outcome outcome;
@@ -54,6 +57,20 @@ struct remembered {
 	bool allow;
 };
 
+/*
+ * A DNS question approved "once" is only the first half of a fetch: the
+ * connection to the name comes next. The approval stays usable by that
+ * client for that host until the window ends: its first connection (any
+ * port) takes it, and further DNS questions for the name within the window
+ * are answered by it without taking it (A and AAAA, a resolver's retry).
+ */
+struct grant {
+	TAILQ_ENTRY(grant) entry;
+	char client[sizeof(((struct approval_info *)0)->client)];
+	char host[POLICY_HOST_MAX + 1];
+	double expires; /* CLOCK_MONOTONIC seconds */
+};
+
 struct listener {
 	TAILQ_ENTRY(listener) entry;
 	int handle;
@@ -67,6 +84,8 @@ struct approvals {
 	struct wait_list answered;      /* waits answered from memory, not yet told */
 	TAILQ_HEAD(, remembered) remembered;
 	size_t nremembered;
+	TAILQ_HEAD(, grant) grants; /* oldest first */
+	size_t ngrants;
 	TAILQ_HEAD(, listener) listeners;
 	int next_handle;
 	int telling; /* depth of listener calls: removal is deferred meanwhile */
@@ -330,6 +349,78 @@ approvals_remembered(const struct approvals *a, const char *client, const char *
 	return remembered_scope(a, client, host, port, &scope);
 }
 
+/* ---- DNS-time "once" grants ---------------------------------------------- */
+
+static void
+grant_remove(struct approvals *a, struct grant *g)
+{
+	TAILQ_REMOVE(&a->grants, g, entry);
+	a->ngrants--;
+	free(g);
+}
+
+/* The live grant for (client, host), dropping expired ones on the way. */
+static struct grant *
+grant_find(struct approvals *a, const char *client, const char *host)
+{
+	double now = now_clock(CLOCK_MONOTONIC);
+	struct grant *g, *next;
+
+	for (g = TAILQ_FIRST(&a->grants); g != NULL; g = next) {
+		next = TAILQ_NEXT(g, entry);
+		if (g->expires <= now) {
+			grant_remove(a, g);
+			continue;
+		}
+		if (strcmp(g->client, client) == 0 && strcmp(g->host, host) == 0)
+			return g;
+	}
+	return NULL;
+}
+
+static void
+grant_add(struct approvals *a, const char *client, const char *host, double window)
+{
+	struct grant *g = grant_find(a, client, host);
+
+	if (g == NULL) {
+		if (a->ngrants >= GRANTS_MAX) {
+			g = TAILQ_FIRST(&a->grants);
+			TAILQ_REMOVE(&a->grants, g, entry);
+			a->ngrants--;
+		} else {
+			g = calloc(1, sizeof(*g));
+			if (g == NULL)
+				return; /* the connection will ask again */
+		}
+		memset(g, 0, sizeof(*g));
+		copy_str(g->client, sizeof(g->client), client);
+		copy_str(g->host, sizeof(g->host), host);
+	} else {
+		TAILQ_REMOVE(&a->grants, g, entry);
+		a->ngrants--;
+	}
+	g->expires = now_clock(CLOCK_MONOTONIC) + window;
+	TAILQ_INSERT_TAIL(&a->grants, g, entry);
+	a->ngrants++;
+}
+
+void
+approvals_limit_grant(struct approvals *a, const char *client, const char *host, double seconds)
+{
+	struct grant *g;
+	double until;
+
+	if (a == NULL || client == NULL || host == NULL)
+		return;
+	g = grant_find(a, client, host);
+	if (g == NULL)
+		return;
+	until = now_clock(CLOCK_MONOTONIC) + (seconds > 0 ? seconds : 0);
+	if (until < g->expires)
+		g->expires = until;
+}
+
 /* ---- approvals ---------------------------------------------------------- */
 
 static struct approval *
@@ -479,6 +570,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 {
 	struct approval_wait *w = NULL;
 	struct approval *ap = NULL;
+	struct grant *g;
 	enum approval_scope scope;
 	struct timeval tv;
 	double now_mono, deadline;
@@ -493,6 +585,14 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	known = remembered_scope(a, client, host, port, &scope);
 	if (known >= 0)
 		return wait_answered(a, known == 1, scope, cb, arg);
+	g = grant_find(a, client, host);
+	if (g != NULL) {
+		w = wait_answered(a, true, APPROVAL_SCOPE_ONCE, cb, arg);
+		/* A connection uses the grant up; a DNS question only reads it. */
+		if (w != NULL && port > 0)
+			grant_remove(a, g);
+		return w;
+	}
 
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
@@ -500,6 +600,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	w->reg = a;
 	w->cb = cb;
 	w->arg = arg;
+	w->port = port;
 
 	now_mono = now_clock(CLOCK_MONOTONIC);
 	deadline = now_mono + timeout;
@@ -620,6 +721,21 @@ approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scop
 		if (ap == NULL)
 			return 0;
 	}
+	if (allow && scope == APPROVAL_SCOPE_ONCE && ap->info.port == 0) {
+		const struct approval_wait *w;
+		bool connection = false;
+
+		/* A connection that joined the DNS question's approval uses it
+		 * now; otherwise the next connection may (see struct grant). Made
+		 * before the waiters hear, so that a DNS answer can limit it. */
+		TAILQ_FOREACH(w, &ap->waiters, entry)
+		{
+			if (w->port > 0)
+				connection = true;
+		}
+		if (!connection)
+			grant_add(a, ap->info.client, ap->info.host, APPROVAL_DNS_GRANT_WINDOW);
+	}
 	approval_finish(ap, APPROVAL_EVENT_DECIDED, outcome, allow, scope);
 
 	if (scope == APPROVAL_SCOPE_ONCE)
@@ -690,6 +806,7 @@ approvals_new(struct event_base *base, struct approvals **out)
 	TAILQ_INIT(&a->pending);
 	TAILQ_INIT(&a->answered);
 	TAILQ_INIT(&a->remembered);
+	TAILQ_INIT(&a->grants);
 	TAILQ_INIT(&a->listeners);
 	*out = a;
 	return 0;
@@ -721,6 +838,8 @@ approvals_free(struct approvals *a)
 		TAILQ_REMOVE(&a->remembered, r, entry);
 		free(r);
 	}
+	while (!TAILQ_EMPTY(&a->grants))
+		grant_remove(a, TAILQ_FIRST(&a->grants));
 	while ((l = TAILQ_FIRST(&a->listeners)) != NULL) {
 		TAILQ_REMOVE(&a->listeners, l, entry);
 		free(l);

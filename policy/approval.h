@@ -86,7 +86,12 @@ void approvals_unlisten(struct approvals *a, int handle);
 /*
  * Holds a request. If an approval for the same client, host and port is
  * already pending, joins it (one person decides both); a DNS-time approval
- * (port 0) is joined by a later request for any port of the same host. The
+ * (port 0) is joined by a later request for any port of the same host.
+ * A DNS-time approval allowed with scope once, and joined by no connection,
+ * leaves a grant: within APPROVAL_DNS_GRANT_WINDOW seconds (or less, see
+ * approvals_limit_grant), the same client's next request for the host with
+ * a port is answered approved (scope once) without asking, and uses the
+ * grant up; port-0 requests meanwhile are answered approved and leave it. The
  * callback runs exactly once unless the wait is cancelled first, always from
  * the event loop (never inside this call); the wait is freed after it.
  * timeout in seconds: after it, APPROVAL_TIMEOUT; a joiner with a later
@@ -97,6 +102,17 @@ void approvals_unlisten(struct approvals *a, int handle);
 struct approval_wait *approval_request(struct approvals *a, const char *client,
                                        const char *host, int port, const char *context,
                                        double timeout, approval_cb cb, void *arg);
+/* Seconds a DNS-time "once" approval waits for its connection, at most. */
+#define APPROVAL_DNS_GRANT_WINDOW 60.0
+
+/*
+ * The DNS answer a grant allowed lives seconds (its TTL): the connection it
+ * leads to must come within that too, so the grant of (client, host) ends
+ * then if it would end later. Nothing when there is no grant.
+ */
+void approvals_limit_grant(struct approvals *a, const char *client, const char *host,
+                           double seconds);
+
 /*
  * The waiter went away (the client disconnected). Its callback is not
  * called; when the last waiter of an approval goes, the approval is removed.

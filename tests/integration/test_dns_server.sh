@@ -72,6 +72,14 @@ status() { q "$@" | sed -n 's/^status: //p' | head -n 1; }
 answers() { q "$@" | grep -v '^status:' | awk '{print $4}' | sort | tr '\n' ' ' | sed 's/ $//'; }
 ttls() { q "$@" | grep -v '^status:' | awk '{print $2}' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 upstream_count() { grep -c "^$1 $2\$" "$UPLOG" || true; }
+# auth [dig args...]: the authority section as "name ttl type data..." lines.
+auth() {
+	dig @127.0.0.1 -p "$DNS" +tries=1 +time=5 +noall +authority "$@" |
+		awk '!/^;/ && NF >= 5 {$3 = ""; print}' | tr -s ' ' || true
+}
+# The SOA of tollgate's negative answers (RFC 2308) for a question: ZONE
+# (the question's parent) with TTL.
+soa() { echo "$1. $2 SOA tollgate.invalid. hostmaster.tollgate.invalid. 1 3600 600 86400 $2"; }
 
 for proto in "" "+tcp"; do
 	t=${proto:-+udp}
@@ -112,6 +120,23 @@ for proto in "" "+tcp"; do
 	# EDNS0: version 0 understood, a later version BADVERS (RFC 6891).
 	expect_eq "$t EDNS0 with a 4096-byte buffer" "$(answers $proto +bufsize=4096 www.example.com A)" "93.184.216.34"
 	expect_eq "$t EDNS version 1: BADVERS" "$(status $proto +edns=1 +noednsnegotiation www.example.com A)" BADVERS
+	# Negative answers carry an SOA so that resolvers in front cache them
+	# (RFC 2308): its TTL and MINIMUM are the negative TTL (30 s).
+	expect_eq "$t denied name: SOA in authority" "$(auth $proto denied.example.com A)" \
+		"$(soa example.com 30)"
+	expect_eq "$t denied name with EDNS0: SOA" "$(auth $proto +edns=0 x.evil.test AAAA)" \
+		"$(soa evil.test 30)"
+	expect_eq "$t no data (TXT): SOA" "$(auth $proto www.example.com TXT)" "$(soa example.com 30)"
+	expect_eq "$t no data (non-public): SOA" "$(auth $proto private.example.com A)" \
+		"$(soa example.com 30)"
+	# Upstream's negative answers are relayed with the same SOA, its TTL
+	# counting down with the cached answer.
+	expect_match "$t upstream NXDOMAIN: SOA" "$(auth $proto nosuch.example.com A)" \
+		'^example\.com\. ([1-9]|[12][0-9]|30) SOA tollgate\.invalid\. hostmaster\.tollgate\.invalid\. 1 3600 600 86400 ([1-9]|[12][0-9]|30)$'
+	expect_match "$t upstream no data: SOA" "$(auth $proto v4only.example.com AAAA)" \
+		'^example\.com\. ([1-9]|[12][0-9]|30) SOA tollgate\.invalid\.'
+	expect_eq "$t an answer has no authority" "$(auth $proto www.example.com A)" ""
+	expect_eq "$t REFUSED has no SOA" "$(auth $proto -c CH www.example.com TXT)" ""
 done
 
 for name in denied.example.com x.evil.test unlisted.example.org _dmarc.www.example.com; do
@@ -237,6 +262,29 @@ expect_match "ask over TCP left its approval pending" \
 	"$("$TOLLGATE" pending --control "$TEST_TMP/main.sock" --json)" '"host": ?"asktcp.example.com"'
 expect_eq "ask name: TXT answered at once, no approval" "$(status ask.example.com TXT)" NOERROR
 
+# A real caching resolver in front (dnsmasq caches a negative answer only
+# when it carries an SOA): three questions for a denied name reach tollgate once.
+MASQ_RAN=0
+if command -v dnsmasq >/dev/null; then
+	MASQ=$(free_port)
+	dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --no-poll \
+		--listen-address=127.0.0.1 --bind-interfaces --port="$MASQ" --pid-file= \
+		--user="$(id -un)" --cache-size=100 --server="127.0.0.1#$DNS" 2>"$TEST_TMP/dnsmasq.log" &
+	masq_pid=$!
+	defer "kill $masq_pid 2>/dev/null; wait $masq_pid 2>/dev/null"
+	if wait_for 10 dig @127.0.0.1 -p "$MASQ" +tries=1 +time=1 www.example.com A; then
+		for i in 1 2 3; do
+			expect_eq "via dnsmasq ($i): denied name NXDOMAIN" \
+				"$(dig @127.0.0.1 -p "$MASQ" +tries=1 +time=5 cached.evil.test A | sed -n 's/.*status: \([A-Z]*\),.*/\1/p')" \
+				NXDOMAIN
+		done
+		MASQ_RAN=1 # how often tollgate answered is read from its audit rows below
+	else
+		cat "$TEST_TMP/dnsmasq.log" >&2
+		fail "dnsmasq did not start"
+	fi
+fi
+
 # --resolve pins answer without asking upstream.
 expect_eq "pinned name answered from the pin" "$(answers pinned.example.com A)" "93.184.216.99"
 expect_eq "pinned name never went upstream" "$(grep -c '^pinned.example.com ' "$UPLOG" || true)" 0
@@ -275,6 +323,10 @@ expect_match "audit: the second client by its section's name" \
 	"$(grep client-only "$TEST_TMP/rows.json" | grep -c '"sandbox":"second"')" '^[1-9]'
 read -r nrows total < <(summary ask.example.com A ask)
 expect_eq "audit: the pending ask" "$nrows $total" "1 1"
+if ((MASQ_RAN)); then
+	read -r nrows total < <(summary cached.evil.test A deny)
+	expect_eq "dnsmasq in front cached the NXDOMAIN: tollgate answered it once" "$total" 1
+fi
 read -r nrows total < <(summary askdeny.example.com A deny)
 expect_eq "audit: the denied ask" "$nrows $total" "1 1"
 "$TOLLGATE" audit verify --audit "$TEST_TMP/main.db" >/dev/null 2>&1 && v=ok || v=bad
@@ -290,6 +342,9 @@ expect_eq "steered A over TCP" "$(answers +tcp www.example.com A)" "127.0.0.1"
 expect_eq "steered TTL is the cap" "$(ttls www.example.com A)" "10"
 expect_eq "steered AAAA: no answer" "$(answers www.example.com AAAA)" ""
 expect_eq "steered AAAA: NOERROR" "$(status www.example.com AAAA)" NOERROR
+expect_eq "steered AAAA: SOA with the TTL cap (10 s) under 30 s" \
+	"$(auth www.example.com AAAA)" "$(soa example.com 10)"
+expect_eq "REFUSED for a denied name: no SOA" "$(auth denied.example.com A)" ""
 stop_proxy steer
 
 DNS=$(free_port)

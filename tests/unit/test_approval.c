@@ -289,6 +289,104 @@ test_dns_approval_joined_by_any_port(void **state)
 	end_test(f);
 }
 
+/*
+ * A DNS question approved once leaves a grant for the same client's first
+ * connection to the host; other clients, other hosts and the connection
+ * after it still ask.
+ */
+static void
+test_dns_once_grant(void **state)
+{
+	struct fixture *f = *state;
+	struct outcome_rec dns = {0}, aaaa = {0}, other = {0}, conn = {0}, again = {0};
+	struct approval_info info[4];
+
+	assert_non_null(approval_request(f->a, "sb1", "a.test", 0, "dig", 60, record_cb, &dns));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, true, APPROVAL_SCOPE_ONCE), 0);
+	assert_int_equal(dns.calls, 1);
+	assert_int_equal(dns.outcome, APPROVAL_APPROVED);
+	/* Nothing remembered: the grant is not a client decision. */
+	assert_int_equal(approvals_remembered(f->a, "sb1", "a.test", 443), -1);
+
+	/* The other family's question reads the grant without using it up. */
+	assert_non_null(approval_request(f->a, "sb1", "a.test", 0, "dig", 60, record_cb, &aaaa));
+	/* Another client and another host ask. */
+	assert_non_null(approval_request(f->a, "sb2", "a.test", 443, NULL, 60, record_cb, &other));
+	assert_non_null(approval_request(f->a, "sb1", "b.test", 443, NULL, 60, record_cb, &other));
+	/* The connection that follows is let through, once. */
+	assert_non_null(approval_request(f->a, "sb1", "a.test", 443, NULL, 60, record_cb, &conn));
+	assert_int_equal(approvals_list(f->a, info, 4), 2);
+	run_until(f->base, &conn.calls, 5);
+	assert_int_equal(aaaa.calls, 1);
+	assert_int_equal(aaaa.outcome, APPROVAL_APPROVED);
+	assert_int_equal(conn.calls, 1);
+	assert_int_equal(conn.outcome, APPROVAL_APPROVED);
+	assert_int_equal(conn.scope, APPROVAL_SCOPE_ONCE);
+	assert_int_equal(other.calls, 0);
+	/* The next connection asks again. */
+	assert_non_null(approval_request(f->a, "sb1", "a.test", 443, NULL, 60, record_cb, &again));
+	assert_int_equal(approvals_list(f->a, info, 4), 3);
+	assert_int_equal(info[2].port, 443);
+	assert_string_equal(info[2].client, "sb1");
+	run_for(f->base, 0.02);
+	assert_int_equal(again.calls, 0);
+	end_test(f);
+}
+
+/* No grant from a denial, from a timeout, or when a connection already
+ * joined the DNS question's approval; a grant ends when its answer's TTL does. */
+static void
+test_dns_once_grant_limits(void **state)
+{
+	struct fixture *f = *state;
+	struct outcome_rec r = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0};
+	struct approval_info info[4];
+
+	/* denied once */
+	assert_non_null(approval_request(f->a, "sb1", "d.test", 0, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, false, APPROVAL_SCOPE_ONCE), 0);
+	assert_non_null(approval_request(f->a, "sb1", "d.test", 443, NULL, 60, record_cb, &c1));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, false, APPROVAL_SCOPE_ONCE), 0);
+	assert_int_equal(c1.outcome, APPROVAL_DENIED);
+
+	/* a connection joined: it used the approval, the next one asks */
+	approval_wait_detach(approval_request(f->a, "sb1", "j.test", 0, NULL, 60, record_cb, &r));
+	assert_non_null(approval_request(f->a, "sb1", "j.test", 443, NULL, 60, record_cb, &c2));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, true, APPROVAL_SCOPE_ONCE), 0);
+	assert_int_equal(c2.outcome, APPROVAL_APPROVED);
+	assert_non_null(approval_request(f->a, "sb1", "j.test", 443, NULL, 60, record_cb, &c3));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, false, APPROVAL_SCOPE_ONCE), 0);
+
+	/* detached DNS question (answered REFUSED meanwhile), approved later:
+	 * the client's retry and its connection go through */
+	approval_wait_detach(approval_request(f->a, "sb1", "l.test", 0, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, true, APPROVAL_SCOPE_ONCE), 0);
+	/* a longer limit does not extend it; a zero one ends it */
+	approvals_limit_grant(f->a, "sb1", "l.test", 3600);
+	approvals_limit_grant(f->a, "sb2", "l.test", 0); /* another client's: none */
+	assert_non_null(approval_request(f->a, "sb1", "l.test", 443, NULL, 60, record_cb, &c4));
+	run_until(f->base, &c4.calls, 5);
+	assert_int_equal(c4.outcome, APPROVAL_APPROVED);
+	assert_int_equal(approvals_list(f->a, info, 4), 0);
+
+	approval_wait_detach(approval_request(f->a, "sb1", "l.test", 0, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	assert_int_equal(approval_decide(f->a, info[0].id, true, APPROVAL_SCOPE_ONCE), 0);
+	approvals_limit_grant(f->a, "sb1", "l.test", 0);
+	assert_non_null(approval_request(f->a, "sb1", "l.test", 443, NULL, 60, record_cb, &c5));
+	assert_int_equal(approvals_list(f->a, info, 4), 1);
+	run_for(f->base, 0.02);
+	assert_int_equal(c5.calls, 0);
+	approvals_limit_grant(NULL, "sb1", "l.test", 1); /* accepted, does nothing */
+	end_test(f);
+}
+
 static void
 test_timeout(void **state)
 {
@@ -1236,6 +1334,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_control_long_line_closes, ctl_setup, ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_client_limit_and_idle, ctl_setup,
 	                                    ctl_teardown),
+	    cmocka_unit_test_setup_teardown(test_dns_once_grant, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dns_once_grant_limits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_control_subscribe, ctl_setup, ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_stale_and_live_socket, ctl_setup,
 	                                    ctl_teardown),

@@ -102,6 +102,7 @@ setup(void **state)
 	cfg.steer_addr.family = AF_INET;
 	inet_pton(AF_INET, "10.77.0.1", &cfg.steer_addr.u.v4);
 	cfg.ttl_cap = 30;
+	cfg.negative_ttl = 12;
 	assert_int_equal(dns_server_new(&f->gw, &cfg, &f->server, err, sizeof(err)), 0);
 	assert_int_equal(dns_server_add_fd(f->server, bound_socket(SOCK_DGRAM, &f->udp_addr),
 	                                   "sbx-1", f->sandbox_policy),
@@ -162,8 +163,32 @@ test_udp_steered_allowed(void **state)
 	assert_int_equal(a[0], 0x42);
 	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NOERROR);
 	assert_int_equal(a[7], 1); /* ANCOUNT */
+	assert_int_equal(a[9], 0); /* NSCOUNT: a positive answer has no SOA */
 	/* The record ends TTL (the cap), RDLENGTH 4, the steer address. */
 	assert_memory_equal(a + n - 10, "\x00\x00\x00\x1e\x00\x04\x0a\x4d\x00\x01", 10);
+}
+
+/*
+ * The reply (of a query of qlen bytes, no EDNS0) ends with one SOA in the
+ * authority section, owned by the question's parent (a pointer past its
+ * first label), whose TTL and MINIMUM are ttl (RFC 2308 3, 5).
+ */
+static void
+assert_soa(const uint8_t *a, size_t n, size_t qlen, uint32_t ttl)
+{
+	const uint8_t *soa = a + qlen;
+	uint8_t want[4] = {(uint8_t)(ttl >> 24), (uint8_t)(ttl >> 16), (uint8_t)(ttl >> 8),
+	                   (uint8_t)ttl};
+
+	assert_int_equal(n, qlen + DNS_WIRE_SOA_RR_LEN);
+	assert_int_equal((a[8] << 8) | a[9], 1);   /* NSCOUNT */
+	assert_int_equal((a[10] << 8) | a[11], 0); /* ARCOUNT */
+	assert_int_equal(soa[0], 0xc0);
+	assert_int_equal(soa[1], 12 + 1 + a[12]);
+	assert_memory_equal(soa + 2, "\x00\x06\x00\x01", 4); /* SOA IN */
+	assert_memory_equal(soa + 6, want, 4);
+	assert_memory_equal(soa + 12, "\x08tollgate\x07invalid", 18);
+	assert_memory_equal(a + n - 4, want, 4);
 }
 
 static void
@@ -177,6 +202,7 @@ test_udp_fixed_policy_denies(void **state)
 	assert_true(n >= 12);
 	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NXDOMAIN);
 	assert_int_equal(a[7], 0);
+	assert_soa(a, (size_t)n, qlen, 12);
 }
 
 static void
@@ -226,9 +252,10 @@ test_tcp_framed(void **state)
 	assert_true(got >= 14);
 	assert_int_equal((a[0] << 8) | a[1], got - 2);
 	assert_int_equal(a[2], 0x11);
-	/* Steering answers AAAA with nothing. */
+	/* Steering answers AAAA with nothing: no data, with the SOA. */
 	assert_int_equal(a[2 + 3] & 0x0f, DNS_WIRE_RCODE_NOERROR);
 	assert_int_equal(a[2 + 7], 0);
+	assert_soa(a + 2, got - 2, qlen, 12);
 	close(fd);
 }
 

@@ -829,7 +829,7 @@ struct rr {
 	char name[DNS_WIRE_TEXT_MAX + 1];
 	uint16_t type, class, rdlen;
 	uint32_t ttl;
-	uint8_t rdata[16];
+	uint8_t rdata[128]; /* an SOA's 67 bytes fit */
 };
 
 struct reply {
@@ -914,6 +914,153 @@ parse_reply(const uint8_t *m, size_t n, struct reply *r)
 	}
 	r->nrr = i;
 	return pos == n ? 0 : -1;
+}
+
+/* The SOA of a negative answer, byte for byte (RFC 1035 3.3.13, RFC 2308 3). */
+/* clang-format off */
+static const uint8_t soa_rr_30[] = {
+	0xc0, 16, 0, 6, 0, 1, 0, 0, 0, 30, 0, 67, /* ptr to "Example.COM", SOA IN, ttl 30, rdlength 67 */
+	8, 't', 'o', 'l', 'l', 'g', 'a', 't', 'e', 7, 'i', 'n', 'v', 'a', 'l', 'i', 'd', 0,
+	10, 'h', 'o', 's', 't', 'm', 'a', 's', 't', 'e', 'r',
+	8, 't', 'o', 'l', 'l', 'g', 'a', 't', 'e', 7, 'i', 'n', 'v', 'a', 'l', 'i', 'd', 0,
+	0, 0, 0, 1,          /* serial */
+	0, 0, 0x0e, 0x10,    /* refresh 3600 */
+	0, 0, 0x02, 0x58,    /* retry 600 */
+	0, 1, 0x51, 0x80,    /* expire 86400 */
+	0, 0, 0, 30,         /* minimum: the negative TTL */
+};
+/* clang-format on */
+
+static struct reply soa_r;
+
+/* Builds with an SOA for negative_ttl 30 and parses the reply back. */
+static size_t
+build_soa(const struct dns_wire_query *q, int rcode, const struct policy_addr *addrs, size_t n,
+          uint8_t *out, size_t outlen)
+{
+	size_t len = 0;
+
+	assert_int_equal(dns_wire_build_reply_soa(q, rcode, addrs, n, 60, 30, out, outlen, &len),
+	                 0);
+	assert_true(len <= outlen);
+	assert_int_equal(parse_reply(out, len, &soa_r), 0);
+	return len;
+}
+
+/* Negative answers carry the SOA in the authority section; nothing else does. */
+static void
+test_reply_soa(void **state)
+{
+	static uint8_t out[DNS_WIRE_MSG_MAX];
+	struct pkt *p = calloc(1, sizeof(*p));
+	struct policy_addr addrs[40];
+	struct dns_wire_query q;
+	size_t len, i, base;
+
+	assert_non_null(p);
+	assert_int_equal(sizeof(soa_rr_30), DNS_WIRE_SOA_RR_LEN);
+	for (i = 0; i < 40; i++) {
+		char t[64];
+
+		snprintf(t, sizeof(t), "2001:db8::%zx", i + 1);
+		addrs[i] = v6(t);
+	}
+	addrs[0] = v4("192.0.2.1");
+	b_plain(p);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), 0);
+	base = 12 + q.qname_len + 4;
+
+	/* NXDOMAIN: NSCOUNT 1, the SOA right after the question */
+	len = build_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, out, 512);
+	assert_int_equal(len, base + DNS_WIRE_SOA_RR_LEN);
+	assert_memory_equal(out, "\x12\x34\x81\x83\x00\x01\x00\x00\x00\x01\x00\x00", 12);
+	assert_memory_equal(out + base, soa_rr_30, sizeof(soa_rr_30));
+	assert_string_equal(soa_r.rrs[0].name, "Example.COM"); /* the parent's zone */
+
+	/* no data: NOERROR, no answer, the same SOA */
+	len = build_soa(&q, DNS_WIRE_RCODE_NOERROR, NULL, 0, out, 512);
+	assert_int_equal(soa_r.flags & 0x0f, 0);
+	assert_int_equal(soa_r.an, 0);
+	assert_int_equal(soa_r.ns, 1);
+	assert_memory_equal(out + base, soa_rr_30, sizeof(soa_rr_30));
+
+	/* the TTL given is the SOA's TTL and MINIMUM */
+	assert_int_equal(
+	    dns_wire_build_reply_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, 60, 7, out, 512, &len),
+	    0);
+	assert_int_equal(parse_reply(out, len, &soa_r), 0);
+	assert_int_equal(soa_r.rrs[0].ttl, 7);
+	assert_memory_equal(soa_r.rrs[0].rdata + 63, "\x00\x00\x00\x07", 4);
+
+	/* positive answers, and refusals RFC 2308 does not cache: no SOA */
+	build_soa(&q, DNS_WIRE_RCODE_NOERROR, addrs, 1, out, 512);
+	assert_int_equal(soa_r.an, 1);
+	assert_int_equal(soa_r.ns, 0);
+	for (i = 0; i < 3; i++) {
+		static const int rcodes[] = {DNS_WIRE_RCODE_REFUSED, DNS_WIRE_RCODE_SERVFAIL,
+		                             DNS_WIRE_RCODE_NOTIMP};
+
+		build_soa(&q, rcodes[i], NULL, 0, out, 512);
+		assert_int_equal(soa_r.ns, 0);
+		assert_int_equal(soa_r.nrr, 0);
+	}
+	/* answers that do not fit: TC, and no SOA (it is not a negative answer) */
+	build_soa(&q, DNS_WIRE_RCODE_NOERROR, addrs, 40, out, 512);
+	assert_true(soa_r.flags & 0x0200);
+	assert_int_equal(soa_r.an + soa_r.ns, 0);
+	/* a buffer too small for the SOA: the reply without it */
+	len = build_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, out, base + DNS_WIRE_SOA_RR_LEN - 1);
+	assert_int_equal(len, base);
+	assert_int_equal(soa_r.ns, 0);
+	/* dns_wire_build_reply itself never adds one */
+	assert_int_equal(
+	    dns_wire_build_reply(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, 0, out, 512, &len), 0);
+	assert_int_equal(len, base);
+
+	/* EDNS0: the SOA in authority, then the OPT RR in additional */
+	p->n = 0;
+	b_edns_cookie(p);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), 0);
+	build_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, out, dns_wire_udp_limit(&q));
+	assert_int_equal(soa_r.ns, 1);
+	assert_int_equal(soa_r.ar, 1);
+	assert_int_equal(soa_r.nrr, 2);
+	assert_int_equal(soa_r.rrs[0].type, DNS_WIRE_TYPE_SOA);
+	assert_string_equal(soa_r.rrs[0].name, "org");
+	assert_int_equal(soa_r.rrs[1].type, DNS_WIRE_TYPE_OPT);
+
+	/* the longest name still fits 512 bytes with its SOA */
+	p->n = 0;
+	b_name_255(p);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), 0);
+	build_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, out, DNS_WIRE_UDP_PLAIN);
+	assert_int_equal(soa_r.ns, 1);
+
+	/* a one-label name (and the root itself): the root's zone */
+	p->n = 0;
+	p_header(p, 5, RD, 1, 0, 0, 0);
+	p_question(p, "intranet", DNS_WIRE_TYPE_A, 1);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), 0);
+	build_soa(&q, DNS_WIRE_RCODE_NXDOMAIN, NULL, 0, out, 512);
+	assert_int_equal(soa_r.ns, 1);
+	assert_string_equal(soa_r.rrs[0].name, "");
+	assert_memory_equal(out + p->n, "\xc0\x15", 2); /* 12 + 1 + 8: the final 0 */
+	p->n = 0;
+	p_header(p, 6, RD, 1, 0, 0, 0);
+	p_question(p, "", DNS_WIRE_TYPE_A, 1);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), 0);
+	build_soa(&q, DNS_WIRE_RCODE_NOERROR, NULL, 0, out, 512);
+	assert_int_equal(soa_r.ns, 1);
+	assert_string_equal(soa_r.rrs[0].name, "");
+	assert_memory_equal(out + p->n, "\xc0\x0c", 2);
+
+	/* no question (FORMERR): nothing for the SOA to be named by */
+	p->n = 0;
+	b_ptr_loop(p);
+	assert_int_equal(dns_wire_parse_query(p->b, p->n, &q), DNS_WIRE_RCODE_FORMERR);
+	len = build_soa(&q, DNS_WIRE_RCODE_FORMERR, NULL, 0, out, 512);
+	assert_int_equal(len, 12);
+	free(p);
 }
 
 /* Replies of every size: fitting ones carry every answer, the others TC and
@@ -1015,6 +1162,7 @@ struct answerer {
 	const struct policy_addr *addrs;
 	size_t naddrs;
 	int udp_queries, tcp_queries;
+	bool soa; /* negative answers with an SOA of TTL 30 */
 };
 
 static size_t
@@ -1042,7 +1190,11 @@ answer(struct answerer *a, const uint8_t *msg, size_t n, bool tcp, uint8_t *out,
 	}
 	if (!tcp && outcap > dns_wire_udp_limit(&q))
 		outcap = dns_wire_udp_limit(&q);
-	assert_int_equal(dns_wire_build_reply(&q, rc, pick, np, 30, out, outcap, &len), 0);
+	if (a->soa)
+		assert_int_equal(
+		    dns_wire_build_reply_soa(&q, rc, pick, np, 30, 30, out, outcap, &len), 0);
+	else
+		assert_int_equal(dns_wire_build_reply(&q, rc, pick, np, 30, out, outcap, &len), 0);
 	return len;
 }
 
@@ -1223,6 +1375,34 @@ test_dig(void **state)
 	        text, sizeof(text));
 	if (strstr(text, "status: BADVERS") == NULL)
 		fail_msg("unexpected dig output:\n%s", text);
+
+	/* dig reads our SOA: NXDOMAIN over UDP, no data over TCP */
+	a.soa = true;
+	a.rcode = DNS_WIRE_RCODE_NXDOMAIN;
+	run_dig((const char *const[]){"+noall", "+comments", "+authority", "Nx.example", NULL}, &a,
+	        text, sizeof(text));
+	if (strstr(text, "status: NXDOMAIN") == NULL || strstr(text, "AUTHORITY: 1") == NULL ||
+	    strstr(text, "\nexample.\t\t30\tIN\tSOA\ttollgate.invalid. "
+	                 "hostmaster.tollgate.invalid. 1 3600 600 86400 30") == NULL)
+		fail_msg("unexpected dig output:\n%s", text);
+	a.rcode = 0;
+	a.naddrs = 0;
+	run_dig((const char *const[]){"+tcp", "+noall", "+comments", "+authority", "nodata.example",
+	                              "AAAA", NULL},
+	        &a, text, sizeof(text));
+	if (strstr(text, "status: NOERROR") == NULL ||
+	    strstr(text, "ANSWER: 0, AUTHORITY: 1") == NULL ||
+	    strstr(text, "\nexample.\t\t30\tIN\tSOA\ttollgate.invalid. "
+	                 "hostmaster.tollgate.invalid. 1 3600 600 86400 30") == NULL)
+		fail_msg("unexpected dig output:\n%s", text);
+	/* a one-label name: the root's zone */
+	a.rcode = DNS_WIRE_RCODE_NXDOMAIN;
+	run_dig((const char *const[]){"+noall", "+comments", "+authority", "intranet", NULL}, &a,
+	        text, sizeof(text));
+	if (strstr(text, "status: NXDOMAIN") == NULL ||
+	    strstr(text, "\n.\t\t\t30\tIN\tSOA\ttollgate.invalid. "
+	                 "hostmaster.tollgate.invalid. 1 3600 600 86400 30") == NULL)
+		fail_msg("unexpected dig output:\n%s", text);
 }
 
 int
@@ -1234,6 +1414,7 @@ main(void)
 	    cmocka_unit_test(test_reply_bytes),  cmocka_unit_test(test_reply_edns_bytes),
 	    cmocka_unit_test(test_reply_errors), cmocka_unit_test(test_reply_round_trips),
 	    cmocka_unit_test(test_tcp_framing),  cmocka_unit_test(test_dig),
+	    cmocka_unit_test(test_reply_soa),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
