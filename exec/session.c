@@ -146,9 +146,19 @@ static int
 start_sandbox(struct exec_session *s, char *err, size_t errlen)
 {
 	struct exec_spec spec;
-	int rc;
+	int rc, null_fd;
 
+	/* The agent's own stdio is /dev/null: the owner's 0-2 (serve's MCP
+	 * channel) never reach the sandbox, not even for a moment. */
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "session: /dev/null: %s", strerror(errno));
+		return rc;
+	}
 	memset(&spec, 0, sizeof(spec));
+	spec.set_stdio = true;
+	spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null_fd;
 	spec.keep_alive = true;
 	spec.workdir = s->workdir;
 	spec.env = s->opts.env;
@@ -156,6 +166,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	spec.hide_path = s->opts.hide_path;
 	rc = exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err,
 	                        errlen);
+	close(null_fd);
 	if (rc != 0) {
 		s->sandbox = NULL;
 		return rc;

@@ -698,6 +698,10 @@ job_report(struct mcp_job *j, const struct exec_result *r)
 		mcp_call_fail(j->call, "tollgate: out of memory");
 		goto out;
 	}
+	/* The memory cgroup's count (a fresh sandbox's; a session's is not per
+	 * call): null where unknown. */
+	json_object_set_new(structured, "oom_killed",
+	                    res.oom_known ? json_boolean(res.oom_killed) : json_null());
 	if (artifacts != NULL) {
 		json_object_set_new(structured, "artifacts", artifacts);
 		json_object_set_new(structured, "run_id", json_string(job_sandbox_id(j)));
@@ -2481,6 +2485,7 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
             "\"refused_egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
             "\"duration_seconds\":{\"type\":\"number\"},"
+            "\"oom_killed\":{\"type\":[\"boolean\",\"null\"]},"
             "\"run_id\":{\"type\":\"string\"},"
             "\"artifacts\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
             "\"required\":[\"sandbox_id\",\"exit_status\",\"stdout\",\"stderr\","

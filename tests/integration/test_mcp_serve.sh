@@ -113,6 +113,8 @@ expect_eq "list_sessions: both sessions, four and one executions" "$(py "$(step 
 expect_eq "terminate_session" "$(py "$(step sess-term)" 'd["structured"]["terminated"]')" "True"
 expect_eq "a terminated session: isError" "$(py "$(step sess-gone)" 'd["isError"]')" "True"
 expect_eq "list_sessions after terminate: the other one" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "1"
+expect_eq "execute_code: an OOM kill within ram_mb is reported" "$(py "$(step oom)" '(d["structured"]["exit_status"], d["structured"]["oom_killed"])')" "(137, True)"
+expect_eq "execute_code: no OOM kill, oom_killed false" "$(py "$(step python)" 'd["structured"]["oom_killed"]')" "False"
 expect_eq "secrets: NAME=env:VAR is refused" "$(py "$(step secret-env)" 'd["isError"]')" "True"
 expect_match "secrets: the read is audited by name" "$(sqlite3 "$AUDIT" "select detail from events where kind='vault' limit 1")" "API_TOKEN"
 # The event bus reaches the audit log: execution.* of fresh sandboxes and of sessions.
@@ -122,7 +124,7 @@ expect_eq "events: a session's executions are audited under its sandbox" "$(sqli
 expect_eq "events: session.created and session.killed are audited" "$(sqlite3 "$AUDIT" "select count(*) from events where kind in ('session.created','session.killed') and detail like '%$(py "$(step sess)" 'd["structured"]["session_id"]')%'")" "2"
 if grep -q -e 's3cret-value-42' -e "$(printf s3cret-value-42 | base64)" <<<"$out"; then fail "a secret value reached the client"; else
 	checks=$((checks + 1)); pass "no secret value (or its base64) reached the client"; fi
-expect_eq "sandbox_stats: runs counted" "$(py "$(step stats)" 'd["structured"]["runs"]')" "5"
+expect_eq "sandbox_stats: runs counted" "$(py "$(step stats)" 'd["structured"]["runs"]')" "6"
 expect_eq "sandbox_stats: validations counted" "$(py "$(step stats)" 'd["structured"]["validations"]')" "4"
 expect_eq "sandbox_stats: nothing running" "$(py "$(step stats)" 'd["structured"]["running"]')" "0"
 expect_eq "sandbox_stats: one timed out" "$(py "$(step stats)" 'd["structured"]["timed_out"]')" "1"

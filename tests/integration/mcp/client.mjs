@@ -94,6 +94,9 @@ if (scenario === "everything") {
     language: "sh", code: curl(refusedUrl), allowed_domains: [allowedPattern],
   }));
   out("timeout", await call(client, "execute_code", { language: "sh", code: "sleep 30", timeout: 1 }));
+  out("oom", await call(client, "execute_code", {
+    language: "sh", code: "dd if=/dev/zero of=/tmp/fill bs=1M count=128 2>/dev/null", limits: { ram_mb: 32 },
+  }));
   out("badlang", await call(client, "execute_code", { language: "cobol", code: "x" }));
   out("unknown", await call(client, "no_such_tool", {}));
   let progress = 0;
