@@ -5,9 +5,6 @@
 # revision's handshake, the 2026-07-28 stateless requests, errors, stdin EOF.
 source "$(dirname "$0")/lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
-[[ -e /proc/self/ns/user && -e /proc/self/ns/net ]] || skip "user and network namespaces"
-command -v curl >/dev/null || skip "curl"
 source "$(dirname "$0")/mcp/setup.sh"
 
 AUDIT=$TEST_TMP/audit.db
@@ -48,13 +45,7 @@ if grep -q '"not_json"' <<<"$raw"; then fail "something that is not JSON reached
 	checks=$((checks + 1)); pass "nothing but JSON-RPC on stdout"; fi
 
 # ---- the SDK client ----------------------------------------------------------------------
-mkdir -p "$TEST_TMP/www"
-echo "hello-origin" >"$TEST_TMP/www/index.html"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$TEST_TMP/www" >/dev/null 2>&1 &
-origin_pid=$!
-defer "kill $origin_pid"
-wait_for 10 curl -sf "http://127.0.0.1:$port/" || fail "the origin did not start"
+mcp_origin
 printf 's3cret-value-42' | "$TOLLGATE" vault add API_TOKEN >/dev/null 2>&1 || fail "tollgate vault add failed"
 set +e
 out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$port/" \

@@ -5,8 +5,6 @@
 # limit, the audit of every tools/call, malformed lines, stdin EOF, egress.
 source "$(dirname "$0")/lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
-[[ -e /proc/self/ns/user && -e /proc/self/ns/net ]] || skip "user and network namespaces"
 source "$(dirname "$0")/mcp/setup.sh"
 
 AUDIT=$TEST_TMP/audit.db
@@ -98,13 +96,7 @@ if grep -q '"not_json": "' <<<"$raw"; then fail "something that is not JSON reac
 	checks=$((checks + 1)); pass "nothing but JSON-RPC on stdout"; fi
 
 # ---- egress of a wrapped server: allowed and refused ---------------------------------
-mkdir -p "$TEST_TMP/www"
-echo "hello-origin" >"$TEST_TMP/www/index.html"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$TEST_TMP/www" >/dev/null 2>&1 &
-origin_pid=$!
-defer "kill $origin_pid"
-wait_for 10 curl -sf "http://127.0.0.1:$port/" || fail "the origin did not start"
+mcp_origin
 set +e
 out=$(cd "$MCP_DIR" && timeout 120 node client.mjs fetch "http://origin.test:$port/" "http://denied.test:$port/" -- \
 	"${wrap[@]}" --allow "origin.test:$port" --resolve origin.test:127.0.0.1 \

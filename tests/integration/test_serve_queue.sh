@@ -6,9 +6,6 @@
 # counters over serve's control socket. And `tollgate stats` against `wrap`.
 source "$(dirname "$0")/lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
-[[ -e /proc/self/ns/user && -e /proc/self/ns/net ]] || skip "user and network namespaces"
-command -v curl >/dev/null || skip "curl"
 source "$(dirname "$0")/mcp/setup.sh"
 
 AUDIT=$TEST_TMP/audit.db
@@ -105,13 +102,7 @@ expect_eq "stop: the running call was killed (137), not left behind" \
 expect_match "stop: serve exits 0" "$raw" '\{"exit": 0\}'
 
 # ---- tollgate stats against wrap: the gate's counters ---------------------------------------
-mkdir -p "$TEST_TMP/www"
-echo "hello-origin" >"$TEST_TMP/www/index.html"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$TEST_TMP/www" >/dev/null 2>&1 &
-origin_pid=$!
-defer "kill $origin_pid"
-wait_for 10 curl -sf "http://127.0.0.1:$port/" || fail "the origin did not start"
+mcp_origin
 set +e
 out=$(cd "$MCP_DIR" && timeout 120 node queue.mjs wrap-stats "http://origin.test:$port/" -- \
 	"$TOLLGATE" wrap --audit "$AUDIT" --workdir "$MCP_DIR" --allow "origin.test:$port" \

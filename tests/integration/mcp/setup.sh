@@ -1,6 +1,10 @@
-# Sourced by the MCP integration tests (after lib.sh): checks for node and
-# installs the pinned npm packages into tests/integration/mcp when missing.
+# Sourced by the MCP integration tests (after lib.sh): checks for root,
+# namespaces, curl and node, and installs the pinned npm packages into
+# tests/integration/mcp when missing.
 MCP_DIR=$TOLLGATE_SRC/tests/integration/mcp
+[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
+[[ -e /proc/self/ns/user && -e /proc/self/ns/net ]] || skip "user and network namespaces"
+command -v curl >/dev/null || skip "curl"
 command -v node >/dev/null || skip "node (Debian package nodejs)"
 mcp_installed() {
 	[[ -d $MCP_DIR/node_modules/@modelcontextprotocol/sdk &&
@@ -20,3 +24,13 @@ exec 9<&-
 # The sandbox binds its work directory at /work, which hides the source tree
 # when it lives under /work: the servers run from this folder bound there.
 EVERYTHING=(node /work/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio)
+
+# An HTTP origin on loopback serving "hello-origin" at /; sets port.
+mcp_origin() {
+	mkdir -p "$TEST_TMP/www"
+	echo "hello-origin" >"$TEST_TMP/www/index.html"
+	port=$(free_port)
+	python3 -m http.server "$port" --bind 127.0.0.1 --directory "$TEST_TMP/www" >/dev/null 2>&1 &
+	defer "kill $!"
+	wait_for 10 curl -sf "http://127.0.0.1:$port/" || fail "the origin did not start"
+}
