@@ -35,9 +35,12 @@ struct audit;
 int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
 /* Queues a row; never waits on disk. 0, or -ENOSPC when the queue is full. */
 int audit_append(struct audit *a, const struct audit_event *ev);
-/* Commits what is queued and waits for it. */
+/* Commits what is queued and waits for it (committing in the calling thread
+ * when the writer is idle). A commit survives the process's death; see
+ * audit_free for a power loss. */
 int audit_flush(struct audit *a);
-/* Flushes and closes. Accepts NULL. */
+/* Flushes, syncs the WAL so that every committed row survives a power loss,
+ * and closes (the WAL is kept: docs/audit.md). Accepts NULL. */
 void audit_free(struct audit *a);
 
 struct audit_verify_result {

@@ -1,0 +1,211 @@
+/*
+ * Closing the audit store without a checkpoint: the -wal stays and every
+ * row stays readable and verifiable, the WAL stays bounded over many short
+ * opens and closes, and a flush commits without waiting for the batch timer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy/audit.h"
+
+/* SQLite's WAL: a 32-byte header, then frames of a 24-byte header and a page. */
+#define WAL_HEADER 32
+#define WAL_FRAME (24 + 4096)
+/* audit.c checkpoints at close past 128 frames; a close adds a few more. */
+#define WAL_FRAMES_MAX (128 + 16)
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	char wal[136];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	assert_non_null(fx);
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-close.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
+	snprintf(fx->wal, sizeof(fx->wal), "%s-wal", fx->path);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	char p[160];
+
+	unlink(fx->path);
+	unlink(fx->wal);
+	snprintf(p, sizeof(p), "%s-shm", fx->path);
+	unlink(p);
+	rmdir(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static void
+append_n(struct audit *a, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct audit_event ev = {
+		    .kind = "sandbox.start",
+		    .sandbox = "sb-close",
+		    .detail = "{\"argc\":1}",
+		};
+
+		assert_int_equal(audit_append(a, &ev), 0);
+	}
+}
+
+static int64_t
+rows_on_disk(const char *path)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t n = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+static off_t
+file_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? sb.st_size : -1;
+}
+
+/* audit_free alone commits the queue; the rows live in the kept -wal. */
+static void
+test_close_keeps_wal(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_verify_result vr;
+	struct audit *a = NULL;
+	char err[256];
+
+	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), 0);
+	append_n(a, 3);
+	audit_free(a);
+
+	/* Not checkpointed into the database and removed, as SQLite would. */
+	assert_true(file_size(fx->wal) > WAL_HEADER);
+	assert_int_equal(audit_verify(fx->path, &vr, err, sizeof(err)), 0);
+	assert_int_equal(vr.first_bad_id, -1);
+	assert_int_equal(vr.rows_checked, 3);
+	assert_int_equal(vr.head_id, 3);
+	assert_int_equal(rows_on_disk(fx->path), 3);
+}
+
+/* Many short runs: the WAL does not grow past the close-time bound. */
+static void
+test_wal_bounded(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_verify_result vr;
+	struct audit *a = NULL;
+	char err[256];
+	off_t biggest = 0, size;
+	bool shrank = false;
+
+	for (int i = 0; i < 150; i++) {
+		assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), 0);
+		append_n(a, 2);
+		assert_int_equal(audit_flush(a), 0);
+		audit_free(a);
+		size = file_size(fx->wal);
+		assert_true(size >= 0);
+		if (size < biggest)
+			shrank = true;
+		if (size > biggest)
+			biggest = size;
+	}
+	assert_true(biggest <= WAL_HEADER + (off_t)WAL_FRAMES_MAX * WAL_FRAME);
+	assert_true(shrank); /* a checkpoint emptied it at least once */
+	assert_int_equal(audit_verify(fx->path, &vr, err, sizeof(err)), 0);
+	assert_int_equal(vr.first_bad_id, -1);
+	assert_int_equal(vr.rows_checked, 300);
+}
+
+/* A flush does not wait for the batch timer: the caller commits. */
+static void
+test_flush_commits_now(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_options o;
+	struct audit_stats stats;
+	struct audit *a = NULL;
+	char err[256];
+
+	audit_options_default(&o);
+	o.batch_ms = 600000; /* the timer would not fire during the test */
+	assert_int_equal(audit_open_with(fx->path, &o, &a, err, sizeof(err)), 0);
+	append_n(a, 5);
+	assert_int_equal(audit_flush(a), 0);
+	assert_int_equal(rows_on_disk(fx->path), 5);
+	audit_get_stats(a, &stats);
+	assert_int_equal(stats.committed, 5);
+	assert_int_equal(stats.failed, 0);
+	/* And again, with the writer possibly awake from the first. */
+	append_n(a, 4);
+	assert_int_equal(audit_flush(a), 0);
+	assert_int_equal(rows_on_disk(fx->path), 9);
+	audit_free(a);
+}
+
+/* A second store on the same file while the first is open: both chains whole. */
+static void
+test_two_stores(void **state)
+{
+	struct fixture *fx = *state;
+	struct audit_verify_result vr;
+	struct audit *a = NULL, *b = NULL;
+	char err[256];
+
+	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), 0);
+	assert_int_equal(audit_open(fx->path, &b, err, sizeof(err)), 0);
+	append_n(a, 2);
+	assert_int_equal(audit_flush(a), 0);
+	append_n(b, 3);
+	audit_free(b);
+	append_n(a, 1);
+	audit_free(a);
+	assert_int_equal(audit_verify(fx->path, &vr, err, sizeof(err)), 0);
+	assert_int_equal(vr.first_bad_id, -1);
+	assert_int_equal(vr.rows_checked, 6);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_close_keeps_wal, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_commits_now, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_two_stores, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
