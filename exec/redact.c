@@ -620,11 +620,15 @@ flush_out(struct redact_stream *s)
 {
 	int rc;
 
-	if (s->outn == 0 || s->error != 0)
+	if (s->outn == 0)
 		return;
-	rc = s->fn(s->arg, s->out, s->outn);
-	if (rc < 0)
-		s->error = rc;
+	/* After a failed write the bytes are dropped, never kept: put_out
+	 * needs the room, and the stream reports the error. */
+	if (s->error == 0) {
+		rc = s->fn(s->arg, s->out, s->outn);
+		if (rc < 0)
+			s->error = rc;
+	}
 	OPENSSL_cleanse(s->out, s->outn);
 	s->outn = 0;
 }

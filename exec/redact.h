@@ -82,18 +82,25 @@ struct redact_relay;
 /*
  * Before the sandbox starts: fds 1 and 2 become pipes (the sandbox inherits
  * them), the originals are kept aside. set must be compiled and outlive the
- * relay; NULL relays without redaction (only the output bound applies). 0 or negative errno with err set; nothing swapped on failure.
+ * relay; NULL relays without redaction (only the output bound applies).
+ * 0 or negative errno with err set; nothing swapped on failure.
  */
 int redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *err,
                          size_t errlen);
 /*
  * Right after the start (whether it succeeded or not): fds 1 and 2 are
  * tollgate's own again, and with base non-NULL the pipes are read on it.
+ * Writes to the originals never block the loop: up to 256 KiB per stream
+ * wait for a slow reader, and past that the pipe is not read, so the
+ * sandbox's own write blocks (docs/runtimes.md).
  */
 int redact_relay_attach(struct redact_relay *rl, struct event_base *base, char *err, size_t errlen);
 /*
  * After the sandbox ended: reads the pipes to their end (each wait bounded
- * by timeout_ms) and writes what was held back. Idempotent.
+ * by timeout_ms) and writes everything still waiting, also what the
+ * redactor held back. Waits for a slow reader as long as it takes (as a
+ * blocking write would), except with timeout_ms 0: then nothing waits and
+ * what the reader cannot take at once is dropped. Idempotent.
  */
 void redact_relay_finish(struct redact_relay *rl, int timeout_ms);
 /*

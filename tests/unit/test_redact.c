@@ -509,7 +509,23 @@ test_limits_and_errors(void **state)
 	assert_int_equal(redact_stream_feed(s, (const uint8_t *)"hello\n", 6), -EPIPE);
 	assert_int_equal(redact_stream_feed(s, (const uint8_t *)"hello\n", 6), -EPIPE);
 	redact_stream_free(s);
+	/* A writer that fails inside one large feed: the error is returned,
+	 * not spun on (what follows is dropped, the buffer never left full). */
 	redact_free(r);
+	{
+		/* Many short pieces (text, marker, text...), so that the output
+		 * buffer fills again after the writer failed. */
+		static uint8_t lots[6 * 65536];
+		struct sink failing = {.fail_after = 0};
+
+		for (size_t i = 0; i + 6 <= sizeof(lots); i += 6)
+			memcpy(lots + i, "ab pw ", 6);
+		r = set_of((const uint8_t *)"pw", 2, REDACT_FORMS_ALL);
+		assert_int_equal(redact_stream_new(r, sink_write, &failing, &s), 0);
+		assert_int_equal(redact_stream_feed(s, lots, sizeof(lots)), -EPIPE);
+		redact_stream_free(s);
+		redact_free(r);
+	}
 
 	/* A short value is still redacted (the caller warns about it). */
 	r = set_of((const uint8_t *)"pw", 2, REDACT_FORMS_ALL);
