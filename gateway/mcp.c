@@ -789,6 +789,18 @@ mcp_server_log(struct mcp_server *s, const char *level, const char *text)
 }
 
 void
+mcp_server_log_json(struct mcp_server *s, const char *level, json_t *data)
+{
+	int sev = log_level_index(level);
+
+	if (sev < 0 || sev > s->log_level || data == NULL)
+		return;
+	server_send(s, mcp_notification_new("notifications/message",
+	                                    json_pack("{s:s, s:s, s:O}", "level", level, "logger",
+	                                              "tollgate", "data", data)));
+}
+
+void
 mcp_call_log(struct mcp_call *c, const char *level, const char *text)
 {
 	if (!c->cancelled)

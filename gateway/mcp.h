@@ -242,6 +242,8 @@ void mcp_server_request_cancel(struct mcp_server *s, long long id, const char *r
 bool mcp_server_client_elicits(const struct mcp_server *s);
 /* A notifications/message at level, when the client's level lets it through. */
 void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
+/* The same with a JSON value as its data (a reference is taken). */
+void mcp_server_log_json(struct mcp_server *s, const char *level, json_t *data);
 
 /* ---- the tools of `tollgate serve` (gateway/mcp_tools.c) ---------------------- */
 
@@ -269,6 +271,7 @@ struct mcp_serve_ctx {
 	struct mcp_job *jobs;       /* executions waiting or running */
 	struct mcp_server *server;  /* for requests to the client (elicitation) */
 	int approvals_listener;     /* approvals_listen handle, 0: none */
+	int events_sub;             /* the bus subscription for notifications, 0: none */
 	struct mcp_elicit *elicits; /* approvals being asked of the client */
 	/* set_resource_limits: defaults for later calls (0: none / --timeout). */
 	long def_ram_mb, def_cpu_seconds, def_pids;

@@ -1820,11 +1820,43 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	}
 }
 
+/* What the client hears of the event bus: refusals, holds, limits, ends. */
+#define SERVE_NOTIFY_EVENTS                                                                        \
+	(GW_EV_EGRESS_DENIED | GW_EV_EGRESS_REQUESTED | GW_EV_QUEUE_BACKPRESSURE |                 \
+	 GW_EV_RESOURCE_EXCEEDED | GW_EV_EXECUTION_TIMEOUT | GW_EV_SESSION_KILLED)
+
+/*
+ * The bus's events as notifications/message (logger "tollgate", data
+ * {event, sandbox, payload}): warning for what was refused or cut short,
+ * info for the rest; the client's logging/setLevel filters them.
+ */
+static void
+on_bus_event(const struct gw_event *ev, void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+	const char *level =
+	    ev->type == GW_EV_EGRESS_REQUESTED || ev->type == GW_EV_SESSION_KILLED ? "info"
+	                                                                           : "warning";
+	json_t *payload = json_loads(ev->payload, 0, NULL);
+	json_t *data = json_pack("{s:s, s:s?, s:o}", "event", ev->name, "sandbox", ev->sandbox,
+	                         "payload", payload != NULL ? payload : json_object());
+
+	if (ctx->server != NULL)
+		mcp_server_log_json(ctx->server, level, data);
+	json_decref(data);
+}
+
 int
 mcp_serve_start(struct mcp_serve_ctx *ctx)
 {
 	int h;
 
+	if (ctx->gw->events != NULL) {
+		h = gw_events_subscribe(ctx->gw->events, SERVE_NOTIFY_EVENTS, on_bus_event, ctx);
+		if (h < 0)
+			return h;
+		ctx->events_sub = h;
+	}
 	if (ctx->gw->approvals == NULL)
 		return 0;
 	h = approvals_listen(ctx->gw->approvals, on_approval_event, ctx);
@@ -2217,6 +2249,10 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 	if (ctx->approvals_listener > 0) {
 		approvals_unlisten(ctx->gw->approvals, ctx->approvals_listener);
 		ctx->approvals_listener = 0;
+	}
+	if (ctx->events_sub > 0) {
+		gw_events_unsubscribe(ctx->gw->events, ctx->events_sub);
+		ctx->events_sub = 0;
 	}
 	/* The waiting ones first, so that a slot freed below goes to no one. */
 	for (struct mcp_job *j = ctx->jobs; j != NULL; j = next) {

@@ -106,6 +106,10 @@ expect_eq "a terminated session: isError" "$(py "$(step sess-gone)" 'd["isError"
 expect_eq "list_sessions after terminate: the other one" "$(py "$(step sess-list2)" 'len(d["structured"]["sessions"])')" "1"
 expect_eq "execute_code: an OOM kill within ram_mb is reported" "$(py "$(step oom)" '(d["structured"]["exit_status"], d["structured"]["oom_killed"])')" "(137, True)"
 expect_eq "execute_code: no OOM kill, oom_killed false" "$(py "$(step python)" 'd["structured"]["oom_killed"]')" "False"
+# The event bus reaches the client as notifications/message (logger "tollgate").
+expect_eq "notifications: a refused connection is a warning naming the host" "$(py "$(step bus-logs)" 'any(l["level"] == "warning" and l["logger"] == "tollgate" and l["data"]["event"] == "egress.denied" and l["data"]["payload"].get("host") == "denied.test" for l in d["logs"])')" "True"
+expect_eq "notifications: a timed-out execution is a warning" "$(py "$(step bus-logs)" 'any(l["level"] == "warning" and l["data"]["event"] == "execution.timeout" for l in d["logs"])')" "True"
+expect_eq "notifications: a terminated session is info" "$(py "$(step bus-logs)" 'any(l["level"] == "info" and l["data"]["event"] == "session.killed" for l in d["logs"])')" "True"
 expect_eq "secrets: NAME=env:VAR is refused" "$(py "$(step secret-env)" 'd["isError"]')" "True"
 expect_match "secrets: the read is audited by name" "$(sqlite3 "$AUDIT" "select detail from events where kind='vault' limit 1")" "API_TOKEN"
 # The event bus reaches the audit log: execution.* of fresh sandboxes and of sessions.

@@ -3,7 +3,7 @@
 // the shell tests assert on. Usage: node client.mjs SCENARIO -- CMD [ARG...]
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { writeFileSync } from "node:fs";
 
 const argv = process.argv.slice(2);
@@ -54,6 +54,9 @@ if (scenario.endsWith("elicit")) {
     return { action: "accept", content: { decision } };
   });
 }
+// Every notifications/message the server sends (serve's event bus among them).
+const logs = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => { logs.push(n.params); });
 await client.connect(transport);
 out("initialize", {
   server: client.getServerVersion()?.name ?? null,
@@ -172,6 +175,7 @@ if (scenario === "everything") {
   out("egress-bad", await call(client, "request_egress", { domain: "not a host!" }));
   out("egress", await call(client, "request_egress", { domain: `${refused.hostname}:${refused.port}` }));
   out("egress-applied", await call(client, "execute_code", { language: "sh", code: curl(refusedUrl) }));
+  out("bus-logs", { logs: logs.filter((l) => typeof l.data === "object" && l.data !== null && l.data.event) });
 } else if (scenario === "approve") {
   // extra: a URL an ask rule holds. Approve the first request, deny the second.
   const [url] = extra;
