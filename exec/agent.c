@@ -350,6 +350,9 @@ exec_agent_main(struct exec_plan *p)
 		if (pid == 0)
 			agent_command(fds, errp[1]);
 		err = pid < 0 ? errno : 0;
+		/* The request may carry secrets (the call's environment): the
+		 * command has its copy, the agent keeps none. */
+		explicit_bzero(agent_req, (size_t)n);
 		close_fds(fds, nfds);
 		close(errp[1]);
 		if (pid < 0) {
