@@ -16,11 +16,11 @@
 #include "dns/resolve.h"
 #include "dns/server.h"
 #include "gateway/cli.h"
-#include "gateway/flags.h"
 #include "gateway/control.h"
 #include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
+#include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -29,26 +29,14 @@
 extern const struct gw_command gw_command_proxy;
 
 #define PROXY_LISTEN_MAX 16
-#define PROXY_PINS_MAX 64
 
 /*
  * Long options only. To add one: a value in this enum, a line in
  * proxy_options[], a case in parse_flags() and a line in the usage text.
+ * The policy, name and audit flags are the gateway's (gateway/setup.h).
  */
 enum {
 	OPT_LISTEN = 256,
-	OPT_POLICY,
-	OPT_ALLOW,
-	OPT_DENY,
-	OPT_ASK,
-	OPT_ALLOW_CIDR,
-	OPT_DENY_CIDR,
-	OPT_DEFAULT,
-	OPT_ASK_TIMEOUT,
-	OPT_RESOLVE,
-	OPT_UPSTREAM_DNS,
-	OPT_AUDIT,
-	OPT_CONTROL,
 	OPT_LOG_FORMAT,
 	OPT_MAX_CONNS,
 	OPT_MAX_CONNS_PER_CLIENT,
@@ -67,18 +55,9 @@ enum {
 
 static const struct option proxy_options[] = {
 	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "policy", required_argument, NULL, OPT_POLICY },
-	{ "allow", required_argument, NULL, OPT_ALLOW },
-	{ "deny", required_argument, NULL, OPT_DENY },
-	{ "ask", required_argument, NULL, OPT_ASK },
-	{ "allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR },
-	{ "deny-cidr", required_argument, NULL, OPT_DENY_CIDR },
-	{ "default", required_argument, NULL, OPT_DEFAULT },
-	{ "ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT },
-	{ "resolve", required_argument, NULL, OPT_RESOLVE },
-	{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS },
-	{ "audit", required_argument, NULL, OPT_AUDIT },
-	{ "control", required_argument, NULL, OPT_CONTROL },
+	GW_SETUP_OPTIONS,
+	GW_SETUP_OPTION_DEFAULT,
+	GW_SETUP_OPTION_CONTROL,
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
@@ -100,13 +79,7 @@ static const struct option proxy_options[] = {
 struct proxy_flags {
 	const char *listen[PROXY_LISTEN_MAX];
 	size_t nlisten;
-	const char *policy_path;
-	struct policy *rules; /* --allow/--deny/--ask/--*-cidr/--default/--ask-timeout */
-	struct dns_pin pins[PROXY_PINS_MAX];
-	size_t npins;
-	const char *upstream_dns;
-	const char *audit_path;
-	const char *control_path;
+	struct gw_setup_flags gw; /* --policy, --allow, ..., --audit, --control */
 	bool json_logs;
 	int verbosity;
 	struct proxy_config cfg;
@@ -119,8 +92,7 @@ struct proxy_flags {
 /* The loop's state for signal handlers. */
 struct proxy_run {
 	struct gw_context gw;
-	struct proxy *proxy;
-	struct dns_server *dns;
+	struct gw_setup setup; /* the proxy, the DNS server, the control socket */
 	struct event *grace_timer;
 	double grace;
 };
@@ -207,49 +179,13 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 				return gw_fail("proxy", "--listen: at most %d", PROXY_LISTEN_MAX);
 			f->listen[f->nlisten++] = optarg;
 			break;
-		case OPT_POLICY:
-			f->policy_path = optarg;
-			break;
-		case OPT_ALLOW:
-			rc = gw_flag_policy_rule("proxy", f->rules, POLICY_ALLOW, false, "--allow", optarg);
-			break;
-		case OPT_DENY:
-			rc = gw_flag_policy_rule("proxy", f->rules, POLICY_DENY, false, "--deny", optarg);
-			break;
-		case OPT_ASK:
-			rc = gw_flag_policy_rule("proxy", f->rules, POLICY_ASK, false, "--ask", optarg);
-			break;
-		case OPT_ALLOW_CIDR:
-			rc = gw_flag_policy_rule("proxy", f->rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
-			break;
-		case OPT_DENY_CIDR:
-			rc = gw_flag_policy_rule("proxy", f->rules, POLICY_DENY, true, "--deny-cidr", optarg);
-			break;
-		case OPT_DEFAULT:
-			rc = gw_flag_policy_default("proxy", f->rules, optarg);
-			break;
-		case OPT_ASK_TIMEOUT:
+		case GW_SETUP_OPT_ASK_TIMEOUT:
+			/* proxy's own wording, as its other durations */
 			rc = parse_seconds("--ask-timeout", optarg, &secs);
 			if (rc == 0 && secs <= 0)
 				rc = gw_fail("proxy", "--ask-timeout: must be more than 0");
 			if (rc == 0)
-				policy_set_ask_timeout(f->rules, secs);
-			break;
-		case OPT_RESOLVE:
-			if (f->npins >= PROXY_PINS_MAX)
-				return gw_fail("proxy", "--resolve: at most %d", PROXY_PINS_MAX);
-			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
-				return gw_fail("proxy", "--resolve: '%s' is not HOST:ADDR", optarg);
-			f->npins++;
-			break;
-		case OPT_UPSTREAM_DNS:
-			f->upstream_dns = optarg;
-			break;
-		case OPT_AUDIT:
-			f->audit_path = optarg;
-			break;
-		case OPT_CONTROL:
-			f->control_path = optarg;
+				policy_set_ask_timeout(f->gw.rules, secs);
 			break;
 		case OPT_LOG_FORMAT:
 			if (strcmp(optarg, "json") == 0)
@@ -295,7 +231,9 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 			rc = parse_dns_flag(c, optarg, f);
 			break;
 		default:
-			return gw_fail("proxy", "unexpected flag");
+			rc = gw_setup_flag(&f->gw, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				return gw_fail("proxy", "unexpected flag");
 		}
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
@@ -310,30 +248,6 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	return 0;
 }
 
-/* The file's policy with the flags' rules over it, or the flags' alone. */
-static int
-build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
-             size_t errlen)
-{
-	struct policy *file = NULL;
-	int rc;
-
-	if (path == NULL) {
-		*out = policy_ref(rules);
-		return 0;
-	}
-	rc = policy_load_file(path, &file, err, errlen);
-	if (rc != 0)
-		return rc;
-	*out = policy_merge(file, rules);
-	policy_free(file);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 static void
 on_sighup(evutil_socket_t sig, short what, void *arg)
 {
@@ -345,8 +259,8 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 		log_info("proxy: SIGHUP: no --policy file to reload");
 		return;
 	}
-	if (build_policy(run->gw.policy_path, run->gw.flags_policy, &fresh, err, sizeof(err)) !=
-	    0) {
+	if (gw_setup_build_policy(run->gw.policy_path, run->gw.flags_policy, &fresh, err,
+	                          sizeof(err)) != 0) {
 		log_warnx("proxy: reload failed, the old policy stays in force: %s", err);
 		return;
 	}
@@ -370,7 +284,7 @@ on_grace_over(evutil_socket_t fd, short what, void *arg)
 	struct proxy_run *run = arg;
 
 	log_info("proxy: grace period over: closing %zu connection(s)",
-	         proxy_conn_count(run->proxy));
+	         proxy_conn_count(run->setup.proxy));
 	event_base_loopexit(run->gw.base, NULL);
 }
 
@@ -380,7 +294,7 @@ proxy_run_stats(void *arg)
 {
 	struct proxy_run *run = arg;
 
-	return gw_control_stats_json(run->proxy, run->dns, NULL);
+	return gw_control_stats_json(run->setup.proxy, run->setup.dns, NULL);
 }
 
 static void
@@ -396,14 +310,15 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 	}
 	run->gw.stopping = true;
 	log_info("proxy: %s: no new connections; %zu open, waiting up to %.0f s",
-	         sig == SIGINT ? "SIGINT" : "SIGTERM", proxy_conn_count(run->proxy), run->grace);
+	         sig == SIGINT ? "SIGINT" : "SIGTERM", proxy_conn_count(run->setup.proxy),
+	         run->grace);
 	tv.tv_sec = (time_t)run->grace;
 	tv.tv_usec = (suseconds_t)((run->grace - (double)tv.tv_sec) * 1e6);
 	run->grace_timer = evtimer_new(run->gw.base, on_grace_over, run);
 	if (run->grace_timer != NULL)
 		evtimer_add(run->grace_timer, &tv);
-	proxy_set_drained_cb(run->proxy, on_drained, run);
-	proxy_stop_accepting(run->proxy);
+	proxy_set_drained_cb(run->setup.proxy, on_drained, run);
+	proxy_stop_accepting(run->setup.proxy);
 }
 
 static int
@@ -412,16 +327,16 @@ run_proxy(int argc, char **argv)
 	struct proxy_flags f = { 0 };
 	struct proxy_run run = { 0 };
 	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
-	struct gw_control *control = NULL;
-	char err[512], audit_path[PATH_MAX];
+	char err[512];
 	int rc, exit_code = GW_EXIT_FAILURE;
 
 	proxy_config_defaults(&f.cfg);
 	f.grace = 10;
 	dns_server_config_defaults(&f.dns);
-	f.rules = policy_new();
-	if (f.rules == NULL)
+	if (gw_setup_flags_init(&f.gw, "proxy") != 0)
 		return gw_fail("proxy", "out of memory");
+	f.gw.proxy_cfg = &f.cfg;
+	f.gw.dns_cfg = &f.dns;
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
@@ -434,77 +349,25 @@ run_proxy(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	run.grace = f.grace;
-	run.gw.policy_path = f.policy_path;
-	run.gw.flags_policy = f.rules;
-	if (build_policy(f.policy_path, f.rules, &run.gw.policy, err, sizeof(err)) != 0) {
-		gw_fail("proxy", "%s", err);
-		goto out;
-	}
-	run.gw.base = event_base_new();
-	if (run.gw.base == NULL) {
-		gw_fail("proxy", "cannot create the event loop");
-		goto out;
-	}
-
-	struct dns_resolver_config dcfg = {
-		.upstream = f.upstream_dns,
-		.pins = f.pins,
-		.npins = f.npins,
-	};
-	if (dns_resolver_new(run.gw.base, &dcfg, &run.gw.resolver, err, sizeof(err)) != 0) {
-		gw_fail("proxy", "resolver: %s", err);
-		goto out;
-	}
-	if (f.audit_path == NULL) {
-		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0) {
-			gw_fail("proxy", "cannot find TOLLGATE_HOME for the audit log (use --audit)");
-			goto out;
-		}
-		f.audit_path = audit_path;
-	}
-	if (audit_open(f.audit_path, &run.gw.audit, err, sizeof(err)) != 0) {
-		gw_fail("proxy", "audit log %s: %s", f.audit_path, err);
-		goto out;
-	}
-	/* The event bus (docs/sessions.md): control-socket subscribers listen to it. */
-	if (gw_events_start(&run.gw.events, run.gw.audit) != 0) {
-		gw_fail("proxy", "cannot create the event bus");
-		goto out;
-	}
-	if (approvals_new(run.gw.base, &run.gw.approvals) != 0 ||
-	    gw_events_listen_approvals(run.gw.events, run.gw.approvals) < 0) {
-		gw_fail("proxy", "cannot create the approvals registry");
-		goto out;
-	}
 	/* approvals: the control socket through which people list and decide them. */
-	if (gw_control_start(&run.gw, f.control_path, &control, err, sizeof(err)) != 0) {
-		gw_fail("proxy", "control socket: %s", err);
+	if (gw_setup_start(&run.gw, &run.setup, &f.gw,
+	                   GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_CONTROL |
+	                       GW_SETUP_PROXY | (f.ndns_listen > 0 ? GW_SETUP_DNS : 0)) != 0)
 		goto out;
-	}
-
-	if (proxy_new(&run.gw, &f.cfg, &run.proxy) != 0) {
-		gw_fail("proxy", "out of memory");
-		goto out;
-	}
 	for (size_t i = 0; i < f.nlisten; i++) {
-		if (proxy_listen(run.proxy, f.listen[i], err, sizeof(err)) != 0) {
+		if (proxy_listen(run.setup.proxy, f.listen[i], err, sizeof(err)) != 0) {
 			gw_fail("proxy", "--listen %s", err);
 			goto out;
 		}
 	}
-	/* Other servers on this loop (e.g. a DNS listener) start here, with &run.gw. */
-	if (f.ndns_listen > 0 && dns_server_new(&run.gw, &f.dns, &run.dns, err, sizeof(err)) != 0) {
-		gw_fail("proxy", "DNS server: %s", err);
-		goto out;
-	}
 	for (size_t i = 0; i < f.ndns_listen; i++) {
-		if (dns_server_listen(run.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
+		if (dns_server_listen(run.setup.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
 			gw_fail("proxy", "--dns-listen %s", err);
 			goto out;
 		}
 	}
 
-	gw_control_set_stats(control, proxy_run_stats, &run);
+	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
 	ev_hup = evsignal_new(run.gw.base, SIGHUP, on_sighup, &run);
@@ -513,18 +376,13 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "cannot install signal handlers");
 		goto out;
 	}
-	log_info("proxy: ready (control socket %s)", gw_control_path(control));
+	log_info("proxy: ready (control socket %s)", gw_control_path(run.setup.control));
 	if (event_base_dispatch(run.gw.base) != 0) {
 		gw_fail("proxy", "event loop failed");
 		goto out;
 	}
 	exit_code = GW_EXIT_OK;
 out:
-	/* Connections close first so that their audit rows are queued before the flush. */
-	proxy_free(run.proxy);
-	dns_server_free(run.dns);
-	gw_control_free(control);
-	approvals_free(run.gw.approvals);
 	if (ev_term != NULL)
 		event_free(ev_term);
 	if (ev_int != NULL)
@@ -537,17 +395,7 @@ out:
 	signal(SIGINT, SIG_IGN);
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
-	dns_resolver_free(run.gw.resolver);
-	if (run.gw.audit != NULL) {
-		audit_flush(run.gw.audit);
-		audit_free(run.gw.audit);
-	}
-	/* Last: everything that publishes on it is gone. */
-	gw_events_free(run.gw.events);
-	policy_free(run.gw.policy);
-	policy_free(f.rules);
-	if (run.gw.base != NULL)
-		event_base_free(run.gw.base);
+	gw_setup_free(&run.gw, &run.setup, &f.gw);
 	return exit_code;
 }
 
@@ -562,14 +410,10 @@ const struct gw_command gw_command_proxy = {
 		"\n"
 		"policy:\n"
 		"  --policy FILE            policy file (JSON; SIGHUP reloads it)\n"
-		"  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
-		"  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
-		"  --default deny|ask       what no rule matches (deny)\n"
-		"  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
+		GW_SETUP_USAGE_RULES
 		"  --allow-no-sni           let TLS without server_name reach a named host\n"
 		"names:\n"
-		"  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
-		"  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+		GW_SETUP_USAGE_NAMES
 		"limits:\n"
 		"  --max-conns N            client connections in all (4096)\n"
 		"  --max-conns-per-client N  per client address (256)\n"
@@ -585,8 +429,8 @@ const struct gw_command gw_command_proxy = {
 		"  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
 		"  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
 		"other:\n"
-		"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
-		"  --control SOCKET         control socket for pending approvals\n"
+		GW_SETUP_USAGE_AUDIT
+		GW_SETUP_USAGE_CONTROL
 		"  --log-format text|json   stderr log format (text)\n"
 		"  -v, --verbose            debug logging\n",
 	.run = run_proxy,

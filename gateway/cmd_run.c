@@ -25,12 +25,12 @@
 #include "exec/runtime.h"
 #include "exec/vault.h"
 #include "gateway/cli.h"
-#include "gateway/flags.h"
 #include "gateway/control.h"
 #include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/prompt.h"
+#include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -39,7 +39,6 @@
 extern const struct gw_command gw_command_run;
 
 #define RUN_ENV_MAX 256
-#define RUN_PINS_MAX 64
 #define RUN_MAX_OUTPUT_DEFAULT (1024 * 1024)
 #define CMD "run"
 
@@ -52,23 +51,10 @@ enum {
 	OPT_WORKDIR,
 	OPT_ENV,
 	OPT_JSON_STATUS,
-	OPT_POLICY,
-	OPT_ALLOW,
-	OPT_DENY,
-	OPT_ASK,
-	OPT_ALLOW_CIDR,
-	OPT_DENY_CIDR,
-	OPT_DEFAULT,
-	OPT_ASK_TIMEOUT,
-	OPT_RESOLVE,
-	OPT_UPSTREAM_DNS,
-	OPT_AUDIT,
 	OPT_TRANSPARENT,
 	OPT_NO_NETWORK,
-	OPT_POOL,
 	OPT_SECRET,
 	OPT_OUT,
-	OPT_CONTROL,
 	OPT_LANG,
 	OPT_CODE,
 	OPT_FILE,
@@ -84,23 +70,14 @@ static const struct option run_options[] = {
     {"workdir", required_argument, NULL, OPT_WORKDIR},
     {"env", required_argument, NULL, OPT_ENV},
     {"json-status", required_argument, NULL, OPT_JSON_STATUS},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"allow", required_argument, NULL, OPT_ALLOW},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"ask", required_argument, NULL, OPT_ASK},
-    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
-    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
-    {"default", required_argument, NULL, OPT_DEFAULT},
-    {"ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT},
-    {"resolve", required_argument, NULL, OPT_RESOLVE},
-    {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
-    {"audit", required_argument, NULL, OPT_AUDIT},
+    GW_SETUP_OPTIONS,
+    GW_SETUP_OPTION_DEFAULT,
+    GW_SETUP_OPTION_POOL,
+    GW_SETUP_OPTION_CONTROL,
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
-    {"pool", required_argument, NULL, OPT_POOL},
     {"secret", required_argument, NULL, OPT_SECRET},
     {"out", required_argument, NULL, OPT_OUT},
-    {"control", required_argument, NULL, OPT_CONTROL},
     {"lang", required_argument, NULL, OPT_LANG},
     {"code", required_argument, NULL, OPT_CODE},
     {"file", required_argument, NULL, OPT_FILE},
@@ -115,16 +92,9 @@ struct run_flags {
 	char *env[RUN_ENV_MAX + 1];
 	size_t nenv;
 	const char *json_status;
-	const char *policy_path;
-	struct policy *rules;
-	struct dns_pin pins[RUN_PINS_MAX];
-	size_t npins;
-	const char *upstream_dns;
-	const char *audit_path;
-	const char *pool;
-	const char *out_dir; /* --out: signed after the run */
+	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
+	const char *out_dir;          /* --out: signed after the run */
 	struct vault_inject *secrets; /* --secret */
-	const char *control_path;
 	bool transparent;
 	bool no_network;
 	char **argv;
@@ -141,10 +111,7 @@ struct run_flags {
 struct run_state {
 	struct gw_context gw;
 	struct run_flags *flags;
-	struct proxy *proxy;
-	struct dns_server *dns;
-	struct gw_control *control;
-	struct exec_hub *hub;
+	struct gw_setup setup; /* proxy, DNS server, control socket, hub */
 	struct exec_gate *gate;
 	struct exec_sandbox *sandbox;
 	struct event *ev_child, *ev_timeout, *ev_cpu;
@@ -334,46 +301,6 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_JSON_STATUS:
 			f->json_status = optarg;
 			break;
-		case OPT_POLICY:
-			f->policy_path = optarg;
-			break;
-		case OPT_ALLOW:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, false, "--allow", optarg);
-			break;
-		case OPT_DENY:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, false, "--deny", optarg);
-			break;
-		case OPT_ASK:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ASK, false, "--ask", optarg);
-			break;
-		case OPT_ALLOW_CIDR:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
-			break;
-		case OPT_DENY_CIDR:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, true, "--deny-cidr", optarg);
-			break;
-		case OPT_DEFAULT:
-			rc = gw_flag_policy_default(CMD, f->rules, optarg);
-			break;
-		case OPT_ASK_TIMEOUT:
-			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
-				return gw_fail(CMD, "--ask-timeout: '%s' is not a duration above 0",
-				               optarg);
-			policy_set_ask_timeout(f->rules, secs);
-			break;
-		case OPT_RESOLVE:
-			if (f->npins >= RUN_PINS_MAX)
-				return gw_fail(CMD, "--resolve: at most %d", RUN_PINS_MAX);
-			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
-				return gw_fail(CMD, "--resolve: '%s' is not HOST:ADDR", optarg);
-			f->npins++;
-			break;
-		case OPT_UPSTREAM_DNS:
-			f->upstream_dns = optarg;
-			break;
-		case OPT_AUDIT:
-			f->audit_path = optarg;
-			break;
 		case OPT_TRANSPARENT:
 			f->transparent = true;
 			break;
@@ -383,14 +310,8 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_OUT:
 			f->out_dir = optarg;
 			break;
-		case OPT_POOL:
-			f->pool = optarg;
-			break;
 		case OPT_SECRET:
 			rc = add_secret(f, optarg);
-			break;
-		case OPT_CONTROL:
-			f->control_path = optarg;
 			break;
 		case OPT_LANG:
 			f->lang = optarg;
@@ -406,7 +327,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_output_set = true;
 			break;
 		default:
-			return gw_fail(CMD, "unexpected flag");
+			rc = gw_setup_flag(&f->gw, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				return gw_fail(CMD, "unexpected flag");
 		}
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
@@ -449,7 +372,7 @@ run_stats(void *arg)
 {
 	struct run_state *st = arg;
 
-	return gw_control_stats_json(st->proxy, st->dns, NULL);
+	return gw_control_stats_json(st->setup.proxy, st->setup.dns, NULL);
 }
 
 static int
@@ -457,22 +380,9 @@ attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, 
                char *err, size_t errlen)
 {
 	struct run_state *st = arg;
-	struct exec_gate_options opts = {0};
-	int rc;
 
-	if (st->hub == NULL) {
-		hub_addr[0] = '\0';
-		return 0;
-	}
-	opts.transparent = st->flags->transparent;
-	opts.proxy = st->proxy;
-	opts.dns = st->dns;
-	rc = exec_gate_open_opts(&st->gw, st->hub, netns_fd, sandbox_id, st->gw.policy, &opts,
-	                         &st->gate, err, errlen);
-	if (rc != 0)
-		return rc;
-	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(st->gate));
-	return 0;
+	return gw_setup_open_gate(&st->gw, &st->setup, netns_fd, sandbox_id, st->flags->transparent,
+	                          &st->gate, hub_addr, hub_len, err, errlen);
 }
 
 /* ---- events -------------------------------------------------------------- */
@@ -541,8 +451,8 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 
 	/* The sandbox's listeners carry its id as their client id (attach_network). */
 	memset(&ps, 0, sizeof(ps));
-	if (st->proxy != NULL) /* --no-network has none */
-		(void)proxy_client_stats(st->proxy, exec_sandbox_id(st->sandbox), &ps);
+	if (st->setup.proxy != NULL) /* --no-network has none */
+		(void)proxy_client_stats(st->setup.proxy, exec_sandbox_id(st->sandbox), &ps);
 
 	o = json_pack("{s:s, s:i, s:o, s:o, s:b, s:b, s:f, s:f, s:I, s:{s:I, s:I, s:I, s:I}}",
 	              "sandbox_id", exec_sandbox_id(st->sandbox), "exit_status", exit_status,
@@ -558,10 +468,10 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		gw_fail(CMD, "--json-status: cannot build the summary");
 		return;
 	}
-	if (st->dns != NULL) {
+	if (st->setup.dns != NULL) {
 		struct dns_stats ds;
 
-		(void)dns_server_client_stats(st->dns, exec_sandbox_id(st->sandbox), &ds);
+		(void)dns_server_client_stats(st->setup.dns, exec_sandbox_id(st->sandbox), &ds);
 		json_object_set_new(o, "dns",
 		                    json_pack("{s:I, s:I, s:I}", "queries_allowed",
 		                              (json_int_t)ds.queries_allowed, "queries_refused",
@@ -649,81 +559,21 @@ publish_exceeded(struct run_state *st, const struct exec_result *res)
 
 /* ---- the command ----------------------------------------------------------- */
 
-static int
-build_policy(const char *path, struct policy *rules, struct policy **out, char *err, size_t errlen)
-{
-	struct policy *file = NULL;
-	int rc;
-
-	if (path == NULL) {
-		*out = policy_ref(rules);
-		return 0;
-	}
-	rc = policy_load_file(path, &file, err, errlen);
-	if (rc != 0)
-		return rc;
-	*out = policy_merge(file, rules);
-	policy_free(file);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
+/*
+ * The gate's parts (gateway/setup.h); --no-network needs only the policy,
+ * the audit store and the event bus (resource.exceeded becomes an audit row).
+ */
 static int
 setup_gateway(struct run_state *st, struct run_flags *f)
 {
-	struct proxy_config pcfg;
-	struct dns_server_config dnscfg;
-	char err[512], audit_path[PATH_MAX];
-	int rc;
+	unsigned int parts = GW_SETUP_SANDBOXES;
 
-	st->gw.policy_path = f->policy_path;
-	st->gw.flags_policy = f->rules;
-	if (build_policy(f->policy_path, f->rules, &st->gw.policy, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "%s", err);
-	st->gw.base = event_base_new();
-	if (st->gw.base == NULL)
-		return gw_fail(CMD, "cannot create the event loop");
-	if (f->audit_path == NULL) {
-		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0)
-			return gw_fail(CMD,
-			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
-		f->audit_path = audit_path;
-	}
-	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
-	f->audit_path = NULL; /* may point at this frame's buffer */
-	/* The event bus (docs/sessions.md): resource.exceeded becomes an audit row. */
-	if (gw_events_start(&st->gw.events, st->gw.audit) != 0)
-		return gw_fail(CMD, "cannot create the event bus");
-	if (f->no_network)
-		return 0;
-
-	struct dns_resolver_config dcfg = {
-	    .upstream = f->upstream_dns,
-	    .pins = f->pins,
-	    .npins = f->npins,
-	};
-	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "resolver: %s", err);
-	if (approvals_new(st->gw.base, &st->gw.approvals) != 0 ||
-	    gw_events_listen_approvals(st->gw.events, st->gw.approvals) < 0)
-		return gw_fail(CMD, "cannot create the approvals registry");
-	/* Where `tollgate pending/approve/deny` find this run's approvals. */
-	if (gw_control_start(&st->gw, f->control_path, &st->control, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "control socket: %s", err);
-	gw_control_set_stats(st->control, run_stats, st);
-	proxy_config_defaults(&pcfg);
-	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
-		return gw_fail(CMD, "out of memory");
-	dns_server_config_defaults(&dnscfg);
-	if (dns_server_new(&st->gw, &dnscfg, &st->dns, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "DNS server: %s", err);
-	rc = exec_hub_new(f->pool, &st->hub, err, sizeof(err));
-	if (rc != 0)
-		return gw_fail(CMD, "network hub: %s", err);
+	if (!f->no_network)
+		parts |= GW_SETUP_GATE | GW_SETUP_CONTROL;
+	if (gw_setup_start(&st->gw, &st->setup, &f->gw, parts) != 0)
+		return GW_EXIT_FAILURE;
+	if (st->setup.control != NULL)
+		gw_control_set_stats(st->setup.control, run_stats, st);
 	return 0;
 }
 
@@ -782,8 +632,7 @@ run_run(int argc, char **argv)
 	int rc, exit_code = GW_EXIT_FAILURE;
 	double wall;
 
-	f.rules = policy_new();
-	if (f.rules == NULL)
+	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
@@ -792,17 +641,10 @@ run_run(int argc, char **argv)
 	}
 	if (rc != 0)
 		goto out;
-	if (geteuid() != 0) {
-		gw_fail(CMD, "needs root (namespaces, cgroups and the network gate)");
-		goto out;
-	}
 	st.flags = &f;
-	/* A sandbox that closes its end mid-write costs an EPIPE, not tollgate. */
-	signal(SIGPIPE, SIG_IGN);
 	/* Inherited SIG_IGN would have the kernel reap the sandbox's init before
 	 * we read its status. */
 	signal(SIGCHLD, SIG_DFL);
-	exec_cleanup_stale();
 	if (setup_gateway(&st, &f) != 0)
 		goto out;
 	/* With a controlling terminal, approvals are also asked there (gateway/prompt.h). */
@@ -918,33 +760,21 @@ out:
 	exec_sandbox_free(st.sandbox);
 	exec_artifact_out_free(art);
 	exec_gate_close(st.gate);
-	proxy_free(st.proxy);
-	dns_server_free(st.dns);
-	gw_control_free(st.control);
-	exec_hub_free(st.hub);
-	approvals_free(st.gw.approvals);
-	dns_resolver_free(st.gw.resolver);
-	if (st.gw.audit != NULL) {
-		audit_flush(st.gw.audit);
-		audit_free(st.gw.audit);
-	}
-	/* Last: everything that publishes on it is gone. */
-	gw_events_free(st.gw.events);
-	policy_free(st.gw.policy);
-	policy_free(f.rules);
+	/* The relay's events are on the loop, which gw_setup_free frees. */
 	redact_relay_free(relay);
 	redact_free(redact_set);
+	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	vault_inject_free(f.secrets);
 	free(f.code_buf);
 	for (size_t i = 0; i < f.nenv; i++) {
 		explicit_bzero(f.env[i], strlen(f.env[i])); /* --secret values among them */
 		free(f.env[i]);
 	}
-	if (st.gw.base != NULL)
-		event_base_free(st.gw.base);
 	return exit_code;
 }
 
+/* clang-format would fold the usage text around the shared lines. */
+/* clang-format off */
 const struct gw_command gw_command_run = {
     .name = "run",
     .summary = "run a command in a sandbox behind the gateway",
@@ -980,15 +810,12 @@ const struct gw_command gw_command_run = {
              "                           stdout and stderr (see 'tollgate vault --help')\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
-             "  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
-             "  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
-             "  --default deny|ask       what no rule matches (deny)\n"
-             "  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
-             "  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
-             "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+             GW_SETUP_USAGE_RULES
+             GW_SETUP_USAGE_NAMES
              "  --transparent            also catch clients that ignore the proxy variables\n"
-             "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
-             "  --control SOCKET         control socket for pending approvals\n"
-             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n",
+             GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_CONTROL
+             GW_SETUP_USAGE_AUDIT,
     .run = run_run,
 };
+/* clang-format on */

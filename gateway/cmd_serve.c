@@ -19,12 +19,12 @@
 #include "exec/netns.h"
 #include "exec/queue.h"
 #include "gateway/cli.h"
-#include "gateway/flags.h"
 #include "gateway/control.h"
 #include "gateway/events.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
+#include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -33,42 +33,20 @@
 extern const struct gw_command gw_command_serve;
 
 #define CMD "serve"
-#define SERVE_PINS_MAX 64
 
 enum {
-	OPT_POLICY = 256,
-	OPT_ALLOW,
-	OPT_DENY,
-	OPT_ASK,
-	OPT_ASK_TIMEOUT,
-	OPT_ALLOW_CIDR,
-	OPT_DENY_CIDR,
-	OPT_RESOLVE,
-	OPT_UPSTREAM_DNS,
-	OPT_AUDIT,
-	OPT_POOL,
-	OPT_TIMEOUT,
+	OPT_TIMEOUT = 256,
 	OPT_NO_NETWORK,
-	OPT_CONTROL,
 	OPT_MAX_SANDBOXES,
 	OPT_MAX_QUEUED,
 };
 
 static const struct option serve_options[] = {
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"allow", required_argument, NULL, OPT_ALLOW},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"ask", required_argument, NULL, OPT_ASK},
-    {"ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT},
-    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
-    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
-    {"resolve", required_argument, NULL, OPT_RESOLVE},
-    {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
-    {"audit", required_argument, NULL, OPT_AUDIT},
-    {"pool", required_argument, NULL, OPT_POOL},
+    GW_SETUP_OPTIONS, /* serve takes no --default */
+    GW_SETUP_OPTION_POOL,
+    GW_SETUP_OPTION_CONTROL,
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
-    {"control", required_argument, NULL, OPT_CONTROL},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
     {NULL, 0, NULL, 0},
@@ -77,14 +55,11 @@ static const struct option serve_options[] = {
 struct serve_state {
 	struct gw_context gw;
 	struct mcp_serve_ctx ctx;
-	struct proxy *proxy;
-	struct dns_server *dns;
-	struct exec_hub *hub;
+	/* proxy, DNS server, hub; the control socket for pending/approve/deny, stats */
+	struct gw_setup setup;
 	struct mcp_server *server;
-	struct gw_control *control; /* tollgate pending/approve/deny, stats */
-	struct exec_queue *queue;   /* execute_code / validate_code admission */
+	struct exec_queue *queue; /* execute_code / validate_code admission */
 	struct event *ev_sig[2];
-	char audit_path[PATH_MAX];
 	char home[PATH_MAX];
 };
 
@@ -112,21 +87,14 @@ run_serve(int argc, char **argv)
 	static const int sigs[2] = {SIGTERM, SIGINT};
 	struct serve_state st = {0};
 	struct mcp_server_config cfg = {0};
-	struct dns_pin pins[SERVE_PINS_MAX];
-	struct proxy_config pcfg;
-	struct dns_server_config dnscfg;
-	struct policy *rules, *file = NULL;
-	const char *policy_path = NULL, *upstream = NULL, *audit = NULL, *pool = NULL;
-	const char *control_path = NULL;
+	struct gw_setup_flags f;
 	long max_sandboxes = 8, max_queued = 16;
-	size_t npins = 0;
 	double timeout = 30;
 	bool no_network = false;
-	char err[512];
+	unsigned int parts;
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
 
-	rules = policy_new();
-	if (rules == NULL)
+	if (gw_setup_flags_init(&f, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
 	for (;;) {
 		c = gw_getopt(argc, argv, "", serve_options, &gw_command_serve);
@@ -139,50 +107,6 @@ run_serve(int argc, char **argv)
 		if (c == GW_OPT_ERROR)
 			goto out;
 		switch (c) {
-		case OPT_POLICY:
-			policy_path = optarg;
-			break;
-		case OPT_ALLOW:
-			rc = gw_flag_policy_rule(CMD, rules, POLICY_ALLOW, false, "--allow", optarg);
-			break;
-		case OPT_DENY:
-			rc = gw_flag_policy_rule(CMD, rules, POLICY_DENY, false, "--deny", optarg);
-			break;
-		case OPT_ASK:
-			rc = gw_flag_policy_rule(CMD, rules, POLICY_ASK, false, "--ask", optarg);
-			break;
-		case OPT_ASK_TIMEOUT: {
-			double secs;
-
-			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
-				rc = gw_fail(CMD, "--ask-timeout: '%s' is not a duration above 0",
-				             optarg);
-			else
-				policy_set_ask_timeout(rules, secs);
-			break;
-		}
-		case OPT_ALLOW_CIDR:
-			rc = gw_flag_policy_rule(CMD, rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
-			break;
-		case OPT_DENY_CIDR:
-			rc = gw_flag_policy_rule(CMD, rules, POLICY_DENY, true, "--deny-cidr", optarg);
-			break;
-		case OPT_RESOLVE:
-			if (npins >= SERVE_PINS_MAX || dns_pin_parse(optarg, &pins[npins]) != 0) {
-				rc = gw_fail(CMD, "--resolve: '%s' is not HOST:ADDR", optarg);
-				break;
-			}
-			npins++;
-			break;
-		case OPT_UPSTREAM_DNS:
-			upstream = optarg;
-			break;
-		case OPT_AUDIT:
-			audit = optarg;
-			break;
-		case OPT_POOL:
-			pool = optarg;
-			break;
 		case OPT_TIMEOUT:
 			if (gw_parse_duration(optarg, &timeout) != 0 || timeout <= 0)
 				rc = gw_fail(CMD, "--timeout: '%s' is not a duration above 0",
@@ -190,9 +114,6 @@ run_serve(int argc, char **argv)
 			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
-			break;
-		case OPT_CONTROL:
-			control_path = optarg;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (gw_parse_long(optarg, 1, 1024, &max_sandboxes) != 0)
@@ -205,7 +126,9 @@ run_serve(int argc, char **argv)
 				             optarg);
 			break;
 		default:
-			rc = gw_fail(CMD, "unexpected flag");
+			rc = gw_setup_flag(&f, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				rc = gw_fail(CMD, "unexpected flag");
 		}
 		if (rc != 0)
 			goto out;
@@ -214,86 +137,21 @@ run_serve(int argc, char **argv)
 		gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
-	if (geteuid() != 0) {
-		gw_fail(CMD, "needs root (namespaces, cgroups and the network gate)");
-		goto out;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	exec_cleanup_stale();
-	if (policy_path != NULL) {
-		if (policy_load_file(policy_path, &file, err, sizeof(err)) != 0) {
-			gw_fail(CMD, "%s", err);
-			goto out;
-		}
-		st.gw.policy = policy_merge(file, rules);
-		policy_free(file);
-	} else {
-		st.gw.policy = policy_ref(rules);
-	}
-	st.gw.policy_path = policy_path;
-	st.gw.flags_policy = rules;
-	st.gw.base = event_base_new();
-	if (st.gw.policy == NULL || st.gw.base == NULL) {
-		gw_fail(CMD, "out of memory");
-		goto out;
-	}
-	if (audit == NULL) {
-		if (gw_default_audit_path(st.audit_path, sizeof(st.audit_path), true) != 0) {
-			gw_fail(CMD, "cannot find TOLLGATE_HOME for the audit log (use --audit)");
-			goto out;
-		}
-	} else {
-		snprintf(st.audit_path, sizeof(st.audit_path), "%s", audit);
-	}
-	if (audit_open(st.audit_path, &st.gw.audit, err, sizeof(err)) != 0) {
-		gw_fail(CMD, "audit log %s: %s", st.audit_path, err);
-		goto out;
-	}
-	/* The event bus (docs/sessions.md): its audited types become rows. */
-	if (gw_events_start(&st.gw.events, st.gw.audit) != 0) {
-		gw_fail(CMD, "cannot create the event bus");
-		goto out;
-	}
-	if (approvals_new(st.gw.base, &st.gw.approvals) != 0 ||
-	    gw_events_listen_approvals(st.gw.events, st.gw.approvals) < 0) {
-		gw_fail(CMD, "cannot create the approvals registry");
-		goto out;
-	}
-	/* Approvals reach a person by elicitation when the client offers it,
+	/*
+	 * Approvals reach a person by elicitation when the client offers it,
 	 * and through the control socket always; `tollgate stats` asks there
-	 * too, with or without a network. */
-	if (gw_control_start(&st.gw, control_path, &st.control, err, sizeof(err)) != 0) {
-		gw_fail(CMD, "control socket: %s", err);
+	 * too, with or without a network.
+	 */
+	parts = GW_SETUP_SANDBOXES | GW_SETUP_APPROVALS | GW_SETUP_CONTROL;
+	if (!no_network)
+		parts |= GW_SETUP_GATE;
+	if (gw_setup_start(&st.gw, &st.setup, &f, parts) != 0)
 		goto out;
-	}
-	if (!no_network) {
-		struct dns_resolver_config dcfg = {
-		    .upstream = upstream, .pins = pins, .npins = npins};
-
-		if (dns_resolver_new(st.gw.base, &dcfg, &st.gw.resolver, err, sizeof(err)) != 0) {
-			gw_fail(CMD, "resolver: %s", err);
-			goto out;
-		}
-		proxy_config_defaults(&pcfg);
-		if (proxy_new(&st.gw, &pcfg, &st.proxy) != 0) {
-			gw_fail(CMD, "out of memory");
-			goto out;
-		}
-		dns_server_config_defaults(&dnscfg);
-		if (dns_server_new(&st.gw, &dnscfg, &st.dns, err, sizeof(err)) != 0) {
-			gw_fail(CMD, "DNS server: %s", err);
-			goto out;
-		}
-		if (exec_hub_new(pool, &st.hub, err, sizeof(err)) != 0) {
-			gw_fail(CMD, "network hub: %s", err);
-			goto out;
-		}
-	}
 	st.ctx.gw = &st.gw;
-	st.ctx.proxy = st.proxy;
-	st.ctx.dns = st.dns;
-	st.ctx.hub = st.hub;
-	st.ctx.audit_path = st.audit_path;
+	st.ctx.proxy = st.setup.proxy;
+	st.ctx.dns = st.setup.dns;
+	st.ctx.hub = st.setup.hub;
+	st.ctx.audit_path = st.setup.audit_path;
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
 	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
@@ -302,8 +160,8 @@ run_serve(int argc, char **argv)
 		goto out;
 	}
 	st.ctx.queue = st.queue;
-	if (st.control != NULL)
-		gw_control_set_stats(st.control, mcp_serve_stats, &st.ctx);
+	if (st.setup.control != NULL)
+		gw_control_set_stats(st.setup.control, mcp_serve_stats, &st.ctx);
 
 	cfg.name = "tollgate";
 	cfg.version = "0.1";
@@ -344,22 +202,7 @@ out:
 		if (st.ev_sig[i] != NULL)
 			event_free(st.ev_sig[i]);
 	}
-	proxy_free(st.proxy);
-	dns_server_free(st.dns);
-	exec_hub_free(st.hub);
-	gw_control_free(st.control);
-	approvals_free(st.gw.approvals);
-	dns_resolver_free(st.gw.resolver);
-	if (st.gw.audit != NULL) {
-		audit_flush(st.gw.audit);
-		audit_free(st.gw.audit);
-	}
-	/* Last: everything that publishes on it is gone. */
-	gw_events_free(st.gw.events);
-	policy_free(st.gw.policy);
-	policy_free(rules);
-	if (st.gw.base != NULL)
-		event_base_free(st.gw.base);
+	gw_setup_free(&st.gw, &st.setup, &f);
 	return exit_code;
 }
 
@@ -392,9 +235,9 @@ const struct gw_command gw_command_serve = {
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"
              "  --no-network             sandboxes get loopback only\n"
-             "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
-             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
-             "  --control SOCKET         control socket for pending approvals\n"
+             GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_AUDIT
+             GW_SETUP_USAGE_CONTROL
              "                           (default: /run/tollgate/PID.sock for root)\n",
     .run = run_serve,
 };

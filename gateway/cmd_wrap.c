@@ -22,10 +22,10 @@
 #include "gateway/cli.h"
 #include "gateway/control.h"
 #include "gateway/events.h"
-#include "gateway/flags.h"
 #include "gateway/gateway.h"
 #include "gateway/log.h"
 #include "gateway/mcp.h"
+#include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -35,7 +35,6 @@ extern const struct gw_command gw_command_wrap;
 
 #define CMD "wrap"
 #define WRAP_ENV_MAX 256
-#define WRAP_PINS_MAX 64
 #define WRAP_TOOLS_MAX 256
 
 enum {
@@ -45,20 +44,8 @@ enum {
 	OPT_NOFILE,
 	OPT_WORKDIR,
 	OPT_ENV,
-	OPT_POLICY,
-	OPT_ALLOW,
-	OPT_DENY,
-	OPT_ASK,
-	OPT_ALLOW_CIDR,
-	OPT_DENY_CIDR,
-	OPT_DEFAULT,
-	OPT_ASK_TIMEOUT,
-	OPT_RESOLVE,
-	OPT_UPSTREAM_DNS,
-	OPT_AUDIT,
 	OPT_TRANSPARENT,
 	OPT_NO_TRANSPARENT,
-	OPT_POOL,
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_RATE,
@@ -71,20 +58,11 @@ static const struct option wrap_options[] = {
     {"nofile", required_argument, NULL, OPT_NOFILE},
     {"workdir", required_argument, NULL, OPT_WORKDIR},
     {"env", required_argument, NULL, OPT_ENV},
-    {"policy", required_argument, NULL, OPT_POLICY},
-    {"allow", required_argument, NULL, OPT_ALLOW},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"ask", required_argument, NULL, OPT_ASK},
-    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
-    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
-    {"default", required_argument, NULL, OPT_DEFAULT},
-    {"ask-timeout", required_argument, NULL, OPT_ASK_TIMEOUT},
-    {"resolve", required_argument, NULL, OPT_RESOLVE},
-    {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
-    {"audit", required_argument, NULL, OPT_AUDIT},
+    GW_SETUP_OPTIONS,
+    GW_SETUP_OPTION_DEFAULT,
+    GW_SETUP_OPTION_POOL,
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
-    {"pool", required_argument, NULL, OPT_POOL},
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"rate", required_argument, NULL, OPT_RATE},
@@ -96,13 +74,7 @@ struct wrap_flags {
 	const char *workdir;
 	char *env[WRAP_ENV_MAX + 1];
 	size_t nenv;
-	const char *policy_path;
-	struct policy *rules;
-	struct dns_pin pins[WRAP_PINS_MAX];
-	size_t npins;
-	const char *upstream_dns;
-	const char *audit_path;
-	const char *pool;
+	struct gw_setup_flags gw; /* --policy, --allow, ..., --pool, --audit */
 	bool no_transparent;
 	char *tools_allow[WRAP_TOOLS_MAX + 1];
 	size_t nallow;
@@ -115,10 +87,8 @@ struct wrap_flags {
 struct wrap_state {
 	struct gw_context gw;
 	struct wrap_flags *flags;
-	struct proxy *proxy;
-	struct dns_server *dns;
-	struct gw_control *control; /* `tollgate stats`, pending / approve */
-	struct exec_hub *hub;
+	/* proxy, DNS server, hub; the control socket for `tollgate stats`, pending */
+	struct gw_setup setup;
 	struct exec_gate *gate;
 	struct exec_sandbox *sandbox;
 	struct mcp_wrap *relay;
@@ -290,7 +260,6 @@ add_tool(char **list, size_t *n, const char *flag, const char *value)
 static int
 parse_flags(int argc, char **argv, struct wrap_flags *f)
 {
-	double secs;
 	int c, rc;
 
 	for (;;) {
@@ -323,54 +292,11 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		case OPT_ENV:
 			rc = add_env(f, optarg);
 			break;
-		case OPT_POLICY:
-			f->policy_path = optarg;
-			break;
-		case OPT_ALLOW:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, false, "--allow", optarg);
-			break;
-		case OPT_DENY:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, false, "--deny", optarg);
-			break;
-		case OPT_ASK:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ASK, false, "--ask", optarg);
-			break;
-		case OPT_ALLOW_CIDR:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_ALLOW, true, "--allow-cidr", optarg);
-			break;
-		case OPT_DENY_CIDR:
-			rc = gw_flag_policy_rule(CMD, f->rules, POLICY_DENY, true, "--deny-cidr", optarg);
-			break;
-		case OPT_DEFAULT:
-			rc = gw_flag_policy_default(CMD, f->rules, optarg);
-			break;
-		case OPT_ASK_TIMEOUT:
-			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
-				return gw_fail(CMD, "--ask-timeout: '%s' is not a duration above 0",
-				               optarg);
-			policy_set_ask_timeout(f->rules, secs);
-			break;
-		case OPT_RESOLVE:
-			if (f->npins >= WRAP_PINS_MAX)
-				return gw_fail(CMD, "--resolve: at most %d", WRAP_PINS_MAX);
-			if (dns_pin_parse(optarg, &f->pins[f->npins]) != 0)
-				return gw_fail(CMD, "--resolve: '%s' is not HOST:ADDR", optarg);
-			f->npins++;
-			break;
-		case OPT_UPSTREAM_DNS:
-			f->upstream_dns = optarg;
-			break;
-		case OPT_AUDIT:
-			f->audit_path = optarg;
-			break;
 		case OPT_TRANSPARENT:
 			f->no_transparent = false;
 			break;
 		case OPT_NO_TRANSPARENT:
 			f->no_transparent = true;
-			break;
-		case OPT_POOL:
-			f->pool = optarg;
 			break;
 		case OPT_TOOLS_ALLOW:
 			rc = add_tool(f->tools_allow, &f->nallow, "--tools-allow", optarg);
@@ -384,7 +310,9 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 				               optarg);
 			break;
 		default:
-			return gw_fail(CMD, "unexpected flag");
+			rc = gw_setup_flag(&f->gw, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				return gw_fail(CMD, "unexpected flag");
 		}
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
@@ -405,90 +333,12 @@ attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, 
                char *err, size_t errlen)
 {
 	struct wrap_state *st = arg;
-	struct exec_gate_options opts = {0};
-	int rc;
 
-	/* On by default: Node's fetch ignores the proxy variables (Node 20 has
-	 * no NODE_USE_ENV_PROXY), and servers from npm use it. */
-	opts.transparent = !st->flags->no_transparent;
-	opts.proxy = st->proxy;
-	opts.dns = st->dns;
-	rc = exec_gate_open_opts(&st->gw, st->hub, netns_fd, sandbox_id, st->gw.policy, &opts,
-	                         &st->gate, err, errlen);
-	if (rc != 0)
-		return rc;
-	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(st->gate));
-	return 0;
-}
-
-static int
-build_policy(const char *path, struct policy *rules, struct policy **out, char *err, size_t errlen)
-{
-	struct policy *file = NULL;
-	int rc;
-
-	if (path == NULL) {
-		*out = policy_ref(rules);
-		return 0;
-	}
-	rc = policy_load_file(path, &file, err, errlen);
-	if (rc != 0)
-		return rc;
-	*out = policy_merge(file, rules);
-	policy_free(file);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int
-setup_gateway(struct wrap_state *st, struct wrap_flags *f)
-{
-	struct proxy_config pcfg;
-	struct dns_server_config dnscfg;
-	char err[512], audit_path[PATH_MAX];
-
-	st->gw.policy_path = f->policy_path;
-	st->gw.flags_policy = f->rules;
-	if (build_policy(f->policy_path, f->rules, &st->gw.policy, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "%s", err);
-	st->gw.base = event_base_new();
-	if (st->gw.base == NULL)
-		return gw_fail(CMD, "cannot create the event loop");
-	if (f->audit_path == NULL) {
-		if (gw_default_audit_path(audit_path, sizeof(audit_path), true) != 0)
-			return gw_fail(CMD,
-			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
-		f->audit_path = audit_path;
-	}
-	if (audit_open(f->audit_path, &st->gw.audit, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "audit log %s: %s", f->audit_path, err);
-	f->audit_path = NULL; /* may point at this frame's buffer */
-	/* The event bus (docs/sessions.md): its audited types become rows. */
-	if (gw_events_start(&st->gw.events, st->gw.audit) != 0)
-		return gw_fail(CMD, "cannot create the event bus");
-
-	struct dns_resolver_config dcfg = {
-	    .upstream = f->upstream_dns,
-	    .pins = f->pins,
-	    .npins = f->npins,
-	};
-	if (dns_resolver_new(st->gw.base, &dcfg, &st->gw.resolver, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "resolver: %s", err);
-	if (approvals_new(st->gw.base, &st->gw.approvals) != 0 ||
-	    gw_events_listen_approvals(st->gw.events, st->gw.approvals) < 0)
-		return gw_fail(CMD, "cannot create the approvals registry");
-	proxy_config_defaults(&pcfg);
-	if (proxy_new(&st->gw, &pcfg, &st->proxy) != 0)
-		return gw_fail(CMD, "out of memory");
-	dns_server_config_defaults(&dnscfg);
-	if (dns_server_new(&st->gw, &dnscfg, &st->dns, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "DNS server: %s", err);
-	if (exec_hub_new(f->pool, &st->hub, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "network hub: %s", err);
-	return 0;
+	/* Transparent by default: Node's fetch ignores the proxy variables (Node
+	 * 20 has no NODE_USE_ENV_PROXY), and servers from npm use it. */
+	return gw_setup_open_gate(&st->gw, &st->setup, netns_fd, sandbox_id,
+	                          !st->flags->no_transparent, &st->gate, hub_addr, hub_len, err,
+	                          errlen);
 }
 
 /* ---- events -------------------------------------------------------------- */
@@ -575,7 +425,7 @@ wrap_stats(void *arg)
 {
 	struct wrap_state *st = arg;
 
-	return gw_control_stats_json(st->proxy, st->dns, NULL);
+	return gw_control_stats_json(st->setup.proxy, st->setup.dns, NULL);
 }
 
 static int
@@ -590,8 +440,7 @@ run_wrap(int argc, char **argv)
 	char err[512], home[PATH_MAX];
 	int rc, exit_code = GW_EXIT_FAILURE, server_in = -1, server_out = -1;
 
-	f.rules = policy_new();
-	if (f.rules == NULL)
+	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
@@ -600,21 +449,14 @@ run_wrap(int argc, char **argv)
 	}
 	if (rc != 0)
 		goto out;
-	if (geteuid() != 0) {
-		gw_fail(CMD, "needs root (namespaces, cgroups and the network gate)");
-		goto out;
-	}
 	st.flags = &f;
-	signal(SIGPIPE, SIG_IGN);
-	exec_cleanup_stale();
-	if (setup_gateway(&st, &f) != 0)
+	/* The control socket at $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock:
+	 * without it the wrapped server still works, so a failure is only a warning. */
+	if (gw_setup_start(&st.gw, &st.setup, &f.gw,
+	                   GW_SETUP_SANDBOXES | GW_SETUP_GATE | GW_SETUP_CONTROL_SOFT) != 0)
 		goto out;
-	/* At $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock: without it the
-	 * wrapped server still works, so a failure is only a warning. */
-	if (gw_control_start(&st.gw, NULL, &st.control, err, sizeof(err)) != 0)
-		log_warnx("wrap: no control socket (no stats, no tollgate pending): %s", err);
-	else
-		gw_control_set_stats(st.control, wrap_stats, &st);
+	if (st.setup.control != NULL)
+		gw_control_set_stats(st.setup.control, wrap_stats, &st);
 
 	spec.argv = f.argv;
 	spec.workdir = f.workdir;
@@ -691,27 +533,14 @@ out:
 		event_free(st.ev_child);
 	exec_sandbox_free(st.sandbox);
 	exec_gate_close(st.gate);
-	gw_control_free(st.control);
-	proxy_free(st.proxy);
-	dns_server_free(st.dns);
-	exec_hub_free(st.hub);
-	approvals_free(st.gw.approvals);
-	dns_resolver_free(st.gw.resolver);
-	if (st.gw.audit != NULL) {
-		audit_flush(st.gw.audit);
-		audit_free(st.gw.audit);
-	}
-	/* Last: everything that publishes on it is gone. */
-	gw_events_free(st.gw.events);
-	policy_free(st.gw.policy);
-	policy_free(f.rules);
+	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	for (size_t i = 0; i < f.nenv; i++)
 		free(f.env[i]);
-	if (st.gw.base != NULL)
-		event_base_free(st.gw.base);
 	return exit_code;
 }
 
+/* clang-format would fold the usage text around the shared lines. */
+/* clang-format off */
 const struct gw_command gw_command_wrap = {
     .name = "wrap",
     .summary = "run an MCP stdio server in a sandbox behind the gateway",
@@ -735,15 +564,12 @@ const struct gw_command gw_command_wrap = {
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
-             "  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n"
-             "  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n"
-             "  --default deny|ask       what no rule matches (deny)\n"
-             "  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
-             "  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n"
-             "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+             GW_SETUP_USAGE_RULES
+             GW_SETUP_USAGE_NAMES
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch)\n"
-             "  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
-             "  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n",
+             GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_AUDIT,
     .run = run_wrap,
 };
+/* clang-format on */

@@ -1,0 +1,280 @@
+/*
+ * One set-up for the commands that run a gateway loop (run, wrap, serve,
+ * proxy): the flags they share, parsed one way, and the gateway's parts made
+ * and torn down in one order, so that the four cannot drift apart.
+ */
+#include "gateway/setup.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "dns/server.h"
+#include "exec/exec.h"
+#include "exec/gate.h"
+#include "exec/netns.h"
+#include "gateway/cli.h"
+#include "gateway/control.h"
+#include "gateway/events.h"
+#include "gateway/log.h"
+#include "policy/approval.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+#include "proxy/proxy.h"
+
+int
+gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd)
+{
+	memset(f, 0, sizeof(*f));
+	f->cmd = cmd;
+	f->rules = policy_new();
+	if (f->rules == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+/* A host rule (or, with cidr, an address rule) from --allow and its kin. */
+static int
+add_rule(struct gw_setup_flags *f, enum policy_verdict action, bool cidr, const char *flag,
+         const char *value)
+{
+	char err[256];
+	int rc;
+
+	if (cidr)
+		rc = policy_add_cidr(f->rules, action, value, flag, err, sizeof(err));
+	else
+		rc = policy_add_rule(f->rules, action, value, flag, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail(f->cmd, "%s %s: %s", flag, value, err);
+	return 0;
+}
+
+int
+gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
+{
+	double secs;
+
+	switch (c) {
+	case GW_SETUP_OPT_POLICY:
+		f->policy_path = value;
+		return 0;
+	case GW_SETUP_OPT_ALLOW:
+		return add_rule(f, POLICY_ALLOW, false, "--allow", value);
+	case GW_SETUP_OPT_DENY:
+		return add_rule(f, POLICY_DENY, false, "--deny", value);
+	case GW_SETUP_OPT_ASK:
+		return add_rule(f, POLICY_ASK, false, "--ask", value);
+	case GW_SETUP_OPT_ALLOW_CIDR:
+		return add_rule(f, POLICY_ALLOW, true, "--allow-cidr", value);
+	case GW_SETUP_OPT_DENY_CIDR:
+		return add_rule(f, POLICY_DENY, true, "--deny-cidr", value);
+	case GW_SETUP_OPT_DEFAULT:
+		if (strcmp(value, "deny") == 0)
+			policy_set_default(f->rules, POLICY_DENY);
+		else if (strcmp(value, "ask") == 0)
+			policy_set_default(f->rules, POLICY_ASK);
+		else
+			return gw_fail(f->cmd, "--default: '%s' is not deny or ask", value);
+		return 0;
+	case GW_SETUP_OPT_ASK_TIMEOUT:
+		if (gw_parse_duration(value, &secs) != 0 || secs <= 0)
+			return gw_fail(f->cmd, "--ask-timeout: '%s' is not a duration above 0",
+			               value);
+		policy_set_ask_timeout(f->rules, secs);
+		return 0;
+	case GW_SETUP_OPT_RESOLVE:
+		if (f->npins >= GW_SETUP_PINS_MAX)
+			return gw_fail(f->cmd, "--resolve: at most %d", GW_SETUP_PINS_MAX);
+		if (dns_pin_parse(value, &f->pins[f->npins]) != 0)
+			return gw_fail(f->cmd, "--resolve: '%s' is not HOST:ADDR", value);
+		f->npins++;
+		return 0;
+	case GW_SETUP_OPT_UPSTREAM_DNS:
+		f->upstream_dns = value;
+		return 0;
+	case GW_SETUP_OPT_AUDIT:
+		f->audit_path = value;
+		return 0;
+	case GW_SETUP_OPT_POOL:
+		f->pool = value;
+		return 0;
+	case GW_SETUP_OPT_CONTROL:
+		f->control_path = value;
+		return 0;
+	}
+	return GW_SETUP_NOT_MINE;
+}
+
+int
+gw_setup_build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
+                      size_t errlen)
+{
+	struct policy *file = NULL;
+	int rc;
+
+	if (path == NULL) {
+		*out = policy_ref(rules);
+		return 0;
+	}
+	rc = policy_load_file(path, &file, err, errlen);
+	if (rc != 0)
+		return rc;
+	*out = policy_merge(file, rules);
+	policy_free(file);
+	if (*out == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The audit store at --audit or $TOLLGATE_HOME/audit.db, then the bus that feeds it. */
+static int
+start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
+{
+	char err[512];
+
+	s->audit_path = f->audit_path;
+	if (s->audit_path == NULL) {
+		if (gw_default_audit_path(s->audit_buf, sizeof(s->audit_buf), true) != 0)
+			return gw_fail(f->cmd,
+			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
+		s->audit_path = s->audit_buf;
+	}
+	if (audit_open(s->audit_path, &gw->audit, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
+	/* The event bus (docs/sessions.md): its audited types become rows, and
+	 * control-socket subscribers listen to it. */
+	if (gw_events_start(&gw->events, gw->audit) != 0)
+		return gw_fail(f->cmd, "cannot create the event bus");
+	return 0;
+}
+
+/* Where `tollgate pending/approve/deny` and `tollgate stats` find this process. */
+static int
+start_control(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f,
+              unsigned int parts)
+{
+	char err[512];
+
+	if (gw_control_start(gw, f->control_path, &s->control, err, sizeof(err)) == 0)
+		return 0;
+	if (parts & GW_SETUP_CONTROL)
+		return gw_fail(f->cmd, "control socket: %s", err);
+	/* Without it the command still does its work: no stats, no pending. */
+	log_warnx("%s: no control socket (no stats, no tollgate pending): %s", f->cmd, err);
+	return 0;
+}
+
+int
+gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
+               unsigned int parts)
+{
+	struct proxy_config pcfg;
+	struct dns_server_config dnscfg;
+	char err[512];
+
+	if (parts & GW_SETUP_SANDBOXES) {
+		if (geteuid() != 0)
+			return gw_fail(f->cmd,
+			               "needs root (namespaces, cgroups and the network gate)");
+		signal(SIGPIPE, SIG_IGN);
+		exec_cleanup_stale();
+	}
+	/* The control socket decides approvals: it cannot be without them. */
+	if (parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT))
+		parts |= GW_SETUP_APPROVALS;
+	gw->policy_path = f->policy_path;
+	gw->flags_policy = f->rules;
+	if (gw_setup_build_policy(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "%s", err);
+	gw->base = event_base_new();
+	if (gw->base == NULL)
+		return gw_fail(f->cmd, "cannot create the event loop");
+	if (start_audit(gw, s, f) != 0)
+		return GW_EXIT_FAILURE;
+	if (parts & GW_SETUP_RESOLVER) {
+		struct dns_resolver_config dcfg = {
+		    .upstream = f->upstream_dns,
+		    .pins = f->pins,
+		    .npins = f->npins,
+		};
+
+		if (dns_resolver_new(gw->base, &dcfg, &gw->resolver, err, sizeof(err)) != 0)
+			return gw_fail(f->cmd, "resolver: %s", err);
+	}
+	if ((parts & GW_SETUP_APPROVALS) &&
+	    (approvals_new(gw->base, &gw->approvals) != 0 ||
+	     gw_events_listen_approvals(gw->events, gw->approvals) < 0))
+		return gw_fail(f->cmd, "cannot create the approvals registry");
+	if ((parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT)) &&
+	    start_control(gw, s, f, parts) != 0)
+		return GW_EXIT_FAILURE;
+	if (parts & GW_SETUP_PROXY) {
+		proxy_config_defaults(&pcfg);
+		if (proxy_new(gw, f->proxy_cfg != NULL ? f->proxy_cfg : &pcfg, &s->proxy) != 0)
+			return gw_fail(f->cmd, "out of memory");
+	}
+	if (parts & GW_SETUP_DNS) {
+		dns_server_config_defaults(&dnscfg);
+		if (dns_server_new(gw, f->dns_cfg != NULL ? f->dns_cfg : &dnscfg, &s->dns, err,
+		                   sizeof(err)) != 0)
+			return gw_fail(f->cmd, "DNS server: %s", err);
+	}
+	if ((parts & GW_SETUP_HUB) && exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "network hub: %s", err);
+	return 0;
+}
+
+int
+gw_setup_open_gate(struct gw_context *gw, struct gw_setup *s, int netns_fd, const char *sandbox_id,
+                   bool transparent, struct exec_gate **gate, char *hub_addr, size_t hub_len,
+                   char *err, size_t errlen)
+{
+	struct exec_gate_options opts = {0};
+	int rc;
+
+	if (s->hub == NULL) {
+		hub_addr[0] = '\0';
+		return 0;
+	}
+	opts.transparent = transparent;
+	opts.proxy = s->proxy;
+	opts.dns = s->dns;
+	rc = exec_gate_open_opts(gw, s->hub, netns_fd, sandbox_id, gw->policy, &opts, gate, err,
+	                         errlen);
+	if (rc != 0)
+		return rc;
+	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(*gate));
+	return 0;
+}
+
+void
+gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f)
+{
+	/* Connections close first so that their audit rows are queued before the flush. */
+	proxy_free(s->proxy);
+	dns_server_free(s->dns);
+	gw_control_free(s->control);
+	exec_hub_free(s->hub);
+	approvals_free(gw->approvals);
+	dns_resolver_free(gw->resolver);
+	if (gw->audit != NULL) {
+		audit_flush(gw->audit);
+		audit_free(gw->audit);
+	}
+	/* Last of the parts: everything that publishes on it is gone. */
+	gw_events_free(gw->events);
+	policy_free(gw->policy);
+	policy_free(f->rules);
+	if (gw->base != NULL)
+		event_base_free(gw->base);
+	memset(s, 0, sizeof(*s));
+	memset(gw, 0, sizeof(*gw));
+	f->rules = NULL;
+}

@@ -1,0 +1,175 @@
+/*
+ * The set-up every command that runs a gateway loop shares (run, wrap, serve,
+ * proxy): their common flags, and building and tearing down the gateway's
+ * parts (policy, loop, audit, event bus, resolver, approvals, control socket,
+ * proxy, DNS server, hub) in one order.
+ */
+#ifndef TOLLGATE_SETUP_H
+#define TOLLGATE_SETUP_H
+
+#include <getopt.h>
+#include <limits.h>
+#include <stddef.h>
+
+#include "dns/resolve.h"
+#include "gateway/gateway.h"
+
+struct proxy;
+struct proxy_config;
+struct dns_server;
+struct dns_server_config;
+struct gw_control;
+struct exec_hub;
+struct exec_gate;
+
+#define GW_SETUP_PINS_MAX 64
+
+/*
+ * getopt values of the shared flags. A command's own values start at 256
+ * and stay below GW_SETUP_OPT_BASE.
+ */
+enum {
+	GW_SETUP_OPT_BASE = 0x200,
+	GW_SETUP_OPT_POLICY = GW_SETUP_OPT_BASE,
+	GW_SETUP_OPT_ALLOW,
+	GW_SETUP_OPT_DENY,
+	GW_SETUP_OPT_ASK,
+	GW_SETUP_OPT_ALLOW_CIDR,
+	GW_SETUP_OPT_DENY_CIDR,
+	GW_SETUP_OPT_DEFAULT,
+	GW_SETUP_OPT_ASK_TIMEOUT,
+	GW_SETUP_OPT_RESOLVE,
+	GW_SETUP_OPT_UPSTREAM_DNS,
+	GW_SETUP_OPT_AUDIT,
+	GW_SETUP_OPT_POOL,
+	GW_SETUP_OPT_CONTROL,
+};
+
+/*
+ * `struct option` entries a command splices into its table. Every gateway
+ * command takes GW_SETUP_OPTIONS; --default, --pool and --control only some.
+ * (clang-format would fold these one-a-line lists.)
+ */
+/* clang-format off */
+#define GW_SETUP_OPTIONS \
+	{"policy", required_argument, NULL, GW_SETUP_OPT_POLICY}, \
+	{"allow", required_argument, NULL, GW_SETUP_OPT_ALLOW}, \
+	{"deny", required_argument, NULL, GW_SETUP_OPT_DENY}, \
+	{"ask", required_argument, NULL, GW_SETUP_OPT_ASK}, \
+	{"allow-cidr", required_argument, NULL, GW_SETUP_OPT_ALLOW_CIDR}, \
+	{"deny-cidr", required_argument, NULL, GW_SETUP_OPT_DENY_CIDR}, \
+	{"ask-timeout", required_argument, NULL, GW_SETUP_OPT_ASK_TIMEOUT}, \
+	{"resolve", required_argument, NULL, GW_SETUP_OPT_RESOLVE}, \
+	{"upstream-dns", required_argument, NULL, GW_SETUP_OPT_UPSTREAM_DNS}, \
+	{"audit", required_argument, NULL, GW_SETUP_OPT_AUDIT}
+#define GW_SETUP_OPTION_DEFAULT {"default", required_argument, NULL, GW_SETUP_OPT_DEFAULT}
+#define GW_SETUP_OPTION_POOL {"pool", required_argument, NULL, GW_SETUP_OPT_POOL}
+#define GW_SETUP_OPTION_CONTROL {"control", required_argument, NULL, GW_SETUP_OPT_CONTROL}
+
+/* Usage lines shared word for word (each command keeps its own headings). */
+#define GW_SETUP_USAGE_RULES \
+	"  --allow P, --deny P, --ask P   host rules: example.com, *.example.com[:PORT]\n" \
+	"  --allow-cidr C, --deny-cidr C  address rules: 10.0.0.0/8, ::1\n" \
+	"  --default deny|ask       what no rule matches (deny)\n" \
+	"  --ask-timeout DURATION   how long an ask waits for a person (60s)\n"
+#define GW_SETUP_USAGE_NAMES \
+	"  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n" \
+	"  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+#define GW_SETUP_USAGE_POOL \
+	"  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
+#define GW_SETUP_USAGE_CONTROL \
+	"  --control SOCKET         control socket for pending approvals\n"
+#define GW_SETUP_USAGE_AUDIT \
+	"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
+/* clang-format on */
+
+/* What the shared flags said. */
+struct gw_setup_flags {
+	const char *cmd;         /* for error lines: "tollgate: CMD: ..." */
+	const char *policy_path; /* --policy */
+	struct policy *rules;    /* --allow/--deny/--ask/--*-cidr/--default/--ask-timeout */
+	struct dns_pin pins[GW_SETUP_PINS_MAX]; /* --resolve */
+	size_t npins;
+	const char *upstream_dns; /* --upstream-dns */
+	const char *audit_path;   /* --audit; NULL: $TOLLGATE_HOME/audit.db */
+	const char *pool;         /* --pool; NULL: the hub's default */
+	const char *control_path; /* --control; NULL: the default socket */
+	/* Set by the command before gw_setup_start; NULL: the defaults. */
+	const struct proxy_config *proxy_cfg;
+	const struct dns_server_config *dns_cfg;
+};
+
+/* The parts gw_setup_start makes besides gw_context's own. */
+struct gw_setup {
+	struct proxy *proxy;
+	struct dns_server *dns;
+	struct gw_control *control;
+	struct exec_hub *hub;
+	/* The audit database opened (--audit or the default); lives as long as this. */
+	const char *audit_path;
+	char audit_buf[PATH_MAX];
+};
+
+/* Which parts to make; the policy, loop, audit store and event bus always are. */
+enum {
+	GW_SETUP_RESOLVER = 1 << 0,
+	GW_SETUP_APPROVALS = 1 << 1,    /* also listened to by the bus */
+	GW_SETUP_CONTROL = 1 << 2,      /* at --control (implies approvals); a failure fails */
+	GW_SETUP_CONTROL_SOFT = 1 << 3, /* the same, but a failure is only a warning */
+	GW_SETUP_PROXY = 1 << 4,
+	GW_SETUP_DNS = 1 << 5,
+	GW_SETUP_HUB = 1 << 6, /* the sandboxes' hub namespace, at --pool */
+	/* This process runs sandboxes: it needs root, ignores SIGPIPE (a
+	 * sandbox that closes its end mid-write costs an EPIPE) and first
+	 * clears what a killed tollgate left behind (exec_cleanup_stale). */
+	GW_SETUP_SANDBOXES = 1 << 7,
+};
+#define GW_SETUP_GATE                                                                              \
+	(GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_PROXY | GW_SETUP_DNS | GW_SETUP_HUB)
+
+/* Returns of gw_setup_flag besides 0 (handled) and GW_EXIT_FAILURE (printed). */
+#define GW_SETUP_NOT_MINE 1
+
+/* Empty flags with a fresh rule set. 0, or -ENOMEM. */
+int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
+
+/*
+ * One getopt result: 0 when it was a shared flag and its value is good,
+ * GW_SETUP_NOT_MINE when c is not one of them, GW_EXIT_FAILURE after
+ * printing "tollgate: CMD: FLAG ...: why".
+ */
+int gw_setup_flag(struct gw_setup_flags *f, int c, const char *value);
+
+/* The file's policy with the flags' rules over it, or the rules alone. 0 or -errno. */
+int gw_setup_build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
+                          size_t errlen);
+
+/*
+ * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks): policy,
+ * event loop, audit store, event bus, then what parts asks for: resolver,
+ * approvals, control socket, proxy, DNS server, hub. 0, or GW_EXIT_FAILURE
+ * with one line printed; what was made is then freed by gw_setup_free as usual.
+ */
+int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
+                   unsigned int parts);
+
+/*
+ * For a command with one sandbox (run, wrap), the work of its network
+ * callback (exec_sandbox_start's attach): the sandbox's gate on the hub,
+ * served by this set-up's proxy and DNS server, and the hub end's address in
+ * hub_addr; "" and no gate without a hub (--no-network). 0 or negative errno.
+ */
+int gw_setup_open_gate(struct gw_context *gw, struct gw_setup *s, int netns_fd,
+                       const char *sandbox_id, bool transparent, struct exec_gate **gate,
+                       char *hub_addr, size_t hub_len, char *err, size_t errlen);
+
+/*
+ * Tears down in the order that keeps every publisher ahead of what it
+ * publishes to: proxy, DNS server, control socket, hub, approvals, resolver,
+ * the audit store (flushed first), the event bus, the policies, the loop.
+ * Free first whatever of the command's own uses these (gates, sandboxes,
+ * events on the loop). Accepts what was never started.
+ */
+void gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f);
+
+#endif
