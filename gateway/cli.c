@@ -68,15 +68,22 @@ gw_getopt(int argc, char **argv, const char *shortopts,
 	case 'h':
 		fputs(cmd->usage, stdout);
 		return GW_OPT_HELP;
-	case '?':
-		if (optopt != 0)
-			gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')",
-			        optopt, cmd->name);
+	case '?': {
+		const char *arg = argv[optind - 1];
+		/* Only the flag's name: a mistyped --flag=VALUE may carry a secret. */
+		int name_len = (int)strcspn(arg, "=");
+
+		if (strncmp(arg, "--", 2) != 0 && optopt > ' ' && optopt < 127)
+			gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')", optopt,
+			        cmd->name);
+		else if (strncmp(arg, "--", 2) == 0 && arg[name_len] == '=' && optopt != 0)
+			/* getopt knew the name: a flag without a value was given one. */
+			gw_fail(cmd->name, "flag '%.*s' takes no value", name_len, arg);
 		else
-			/* Only the flag's name: a mistyped --flag=VALUE may carry a secret. */
-			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')",
-			        (int)strcspn(argv[optind - 1], "="), argv[optind - 1], cmd->name);
+			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')", name_len,
+			        arg, cmd->name);
 		return GW_OPT_ERROR;
+	}
 	case ':':
 		gw_fail(cmd->name, "flag '%s' needs a value", argv[optind - 1]);
 		return GW_OPT_ERROR;

@@ -26,6 +26,14 @@ print_help(FILE *f)
 	      f);
 }
 
+/* How much of an unknown word to show: never a --flag=VALUE's value, which
+ * may be a secret. */
+static int
+shown_len(const char *word)
+{
+	return (int)strcspn(word, "=");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -43,8 +51,9 @@ main(int argc, char **argv)
 		if (argc > 2 && strcmp(name, "help") == 0) {
 			cmd = gw_command_find(argv[2]);
 			if (cmd == NULL) {
-				fprintf(stderr, "tollgate: unknown command '%s' (see 'tollgate --help')\n",
-				        argv[2]);
+				fprintf(stderr,
+				        "tollgate: unknown command '%.*s' (see 'tollgate --help')\n",
+				        shown_len(argv[2]), argv[2]);
 				return GW_EXIT_FAILURE;
 			}
 			fputs(cmd->usage, stdout);
@@ -58,12 +67,14 @@ main(int argc, char **argv)
 		return GW_EXIT_OK;
 	}
 	if (name[0] == '-') {
-		fprintf(stderr, "tollgate: unknown flag '%s' (see 'tollgate --help')\n", name);
+		fprintf(stderr, "tollgate: unknown flag '%.*s' (see 'tollgate --help')\n",
+		        shown_len(name), name);
 		return GW_EXIT_FAILURE;
 	}
 	cmd = gw_command_find(name);
 	if (cmd == NULL) {
-		fprintf(stderr, "tollgate: unknown command '%s' (see 'tollgate --help')\n", name);
+		fprintf(stderr, "tollgate: unknown command '%.*s' (see 'tollgate --help')\n",
+		        shown_len(name), name);
 		return GW_EXIT_FAILURE;
 	}
 	gw_getopt_reset();

@@ -31,6 +31,16 @@ err=$("$TOLLGATE" policy --no-such-flag=s3cr3t-value 2>&1 >/dev/null); rc=$?
 set -e
 expect_eq "unknown --flag=VALUE exits 125" "$rc" 125
 expect_match "unknown --flag=VALUE names the flag" "$err" "unknown flag '--no-such-flag'"
+set +e
+err=$("$TOLLGATE" --token=s3cret 2>&1 >/dev/null; "$TOLLGATE" help --x=s3cret 2>&1 >/dev/null); rc=$?
+err2=$("$TOLLGATE" run --no-network=s3cret -- true 2>&1 >/dev/null); rc2=$?
+err3=$("$TOLLGATE" policy test -Z example.com 2>&1 >/dev/null)
+set -e
+expect_eq "a flag without a value given one: 125" "$rc/$rc2" "125/125"
+expect_eq "a flag without a value given one: named, the value not shown" "$err2" "tollgate: run: flag '--no-network' takes no value"
+expect_match "an unknown short flag is named" "$err3" "unknown flag '-Z'"
+if [[ $err$err2 == *s3cret* ]]; then fail "a --flag=VALUE's value was printed"; else
+	checks=$((checks + 1)); pass "a --flag=VALUE's value is never printed"; fi
 if [[ $err == *s3cr3t-value* ]]; then fail "unknown --flag=VALUE echoes the value"; else pass "value not echoed"; fi
 
 # Every listed command has --help, exits 0, and rejects an unknown flag with 125.
