@@ -38,18 +38,11 @@
 
 extern const struct gw_command gw_command_run;
 
-#define RUN_ENV_MAX 256
 #define RUN_MAX_OUTPUT_DEFAULT (1024 * 1024)
 #define CMD "run"
 
 enum {
-	OPT_RAM = 256,
-	OPT_CPU,
-	OPT_PIDS,
-	OPT_NOFILE,
-	OPT_TIMEOUT,
-	OPT_WORKDIR,
-	OPT_ENV,
+	OPT_TIMEOUT = 256,
 	OPT_JSON_STATUS,
 	OPT_TRANSPARENT,
 	OPT_NO_NETWORK,
@@ -62,13 +55,8 @@ enum {
 };
 
 static const struct option run_options[] = {
-    {"ram", required_argument, NULL, OPT_RAM},
-    {"cpu", required_argument, NULL, OPT_CPU},
-    {"pids", required_argument, NULL, OPT_PIDS},
-    {"nofile", required_argument, NULL, OPT_NOFILE},
+    GW_SANDBOX_OPTIONS,
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"workdir", required_argument, NULL, OPT_WORKDIR},
-    {"env", required_argument, NULL, OPT_ENV},
     {"json-status", required_argument, NULL, OPT_JSON_STATUS},
     GW_SETUP_OPTIONS,
     GW_SETUP_OPTION_DEFAULT,
@@ -86,11 +74,8 @@ static const struct option run_options[] = {
 };
 
 struct run_flags {
-	struct exec_limits limits;
+	struct gw_sandbox_flags sb; /* --ram, --cpu, --pids, --nofile, --workdir, --env */
 	double timeout;
-	const char *workdir;
-	char *env[RUN_ENV_MAX + 1];
-	size_t nenv;
 	const char *json_status;
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
 	const char *out_dir;          /* --out: signed after the run */
@@ -131,43 +116,6 @@ parse_long_flag(const char *flag, const char *value, long min, long max, long *o
 	return 0;
 }
 
-/* --env K=V, or --env K to pass tollgate's own value of K. */
-static int
-add_env(struct run_flags *f, const char *value)
-{
-	const char *eq = strchr(value, '=');
-	const char *host;
-	size_t klen = eq != NULL ? (size_t)(eq - value) : strlen(value);
-	char *entry;
-
-	if (f->nenv >= RUN_ENV_MAX)
-		return gw_fail(CMD, "--env: at most %d", RUN_ENV_MAX);
-	if (klen == 0)
-		return gw_fail(CMD, "--env '%s': expected NAME=VALUE", value);
-	for (size_t i = 0; i < klen; i++) {
-		char c = value[i];
-
-		if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		      (i > 0 && c >= '0' && c <= '9')))
-			return gw_fail(CMD, "--env '%.*s': not a variable name", (int)klen, value);
-	}
-	if (eq != NULL) {
-		entry = strdup(value);
-	} else {
-		host = getenv(value);
-		if (host == NULL)
-			return gw_fail(CMD, "--env %s: not set in tollgate's environment", value);
-		entry = malloc(klen + strlen(host) + 2);
-		if (entry != NULL)
-			snprintf(entry, klen + strlen(host) + 2, "%s=%s", value, host);
-	}
-	if (entry == NULL)
-		return gw_fail(CMD, "out of memory");
-	f->env[f->nenv++] = entry;
-	f->env[f->nenv] = NULL;
-	return 0;
-}
-
 /* --secret NAME or NAME=env:VAR (exec/vault.h); the value is read later. */
 static int
 add_secret(struct run_flags *f, const char *value)
@@ -195,7 +143,7 @@ prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set
 		return gw_fail(CMD, "--secret: cannot find TOLLGATE_HOME");
 	if (vault_inject_load(f->secrets, home, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "%s", err);
-	twice = vault_inject_conflict(f->secrets, f->env);
+	twice = vault_inject_conflict(f->secrets, f->sb.env);
 	if (twice != NULL)
 		return gw_fail(CMD, "--secret %s: also set by --env", twice);
 	*set = redact_new();
@@ -208,10 +156,10 @@ prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set
 		return gw_fail(CMD, "--secret: cannot build the redactor: %s",
 		               rc == -E2BIG ? "the values are too long together" : strerror(-rc));
 	for (char *const *e = vault_inject_env(f->secrets); *e != NULL; e++) {
-		if (add_env(f, *e) != 0)
+		if (gw_sandbox_add_env(CMD, &f->sb, *e) != 0)
 			return GW_EXIT_FAILURE;
 	}
-	spec->env = f->env;
+	spec->env = f->sb.env;
 	if (redact_relay_prepare(*set, relay, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "--secret: %s", err);
 	return 0;
@@ -270,20 +218,6 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			return GW_EXIT_FAILURE;
 		rc = 0;
 		switch (c) {
-		case OPT_RAM:
-			rc = parse_long_flag("--ram", optarg, 4, 16L * 1024 * 1024,
-			                     &f->limits.ram_mb);
-			break;
-		case OPT_CPU:
-			rc = parse_long_flag("--cpu", optarg, 1, 86400L * 365,
-			                     &f->limits.cpu_seconds);
-			break;
-		case OPT_PIDS:
-			rc = parse_long_flag("--pids", optarg, 1, 4194304, &f->limits.pids);
-			break;
-		case OPT_NOFILE:
-			rc = parse_long_flag("--nofile", optarg, 4, 1048576, &f->limits.nofile);
-			break;
 		case OPT_TIMEOUT:
 			if (gw_parse_duration(optarg, &secs) != 0 || secs <= 0)
 				return gw_fail(CMD,
@@ -291,12 +225,6 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 				               "30, 500ms, 2m)",
 				               optarg);
 			f->timeout = secs;
-			break;
-		case OPT_WORKDIR:
-			f->workdir = optarg;
-			break;
-		case OPT_ENV:
-			rc = add_env(f, optarg);
 			break;
 		case OPT_JSON_STATUS:
 			f->json_status = optarg;
@@ -327,7 +255,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			f->max_output_set = true;
 			break;
 		default:
-			rc = gw_setup_flag(&f->gw, c, optarg);
+			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				return gw_fail(CMD, "unexpected flag");
 		}
@@ -416,7 +346,7 @@ on_cpu_check(evutil_socket_t fd, short what, void *arg)
 
 	if (st->finished || used < 0)
 		return;
-	if (used > (double)st->flags->limits.cpu_seconds + 0.5) {
+	if (used > (double)st->flags->sb.limits.cpu_seconds + 0.5) {
 		st->cpu_exceeded = true;
 		exec_sandbox_kill(st->sandbox);
 	}
@@ -522,7 +452,7 @@ audit_sandbox(struct run_state *st, const char *kind, const char *detail)
 static void
 publish_exceeded(struct run_state *st, const struct exec_result *res)
 {
-	const struct exec_limits *l = &st->flags->limits;
+	const struct exec_limits *l = &st->flags->sb.limits;
 	uint64_t ram = (uint64_t)l->ram_mb << 20;
 	const char *limit = NULL;
 	json_t *p = NULL;
@@ -593,7 +523,7 @@ add_events(struct run_state *st)
 		if (st->ev_timeout == NULL || evtimer_add(st->ev_timeout, &tv) != 0)
 			return -ENOMEM;
 	}
-	if (st->flags->limits.cpu_seconds > 0 && exec_sandbox_cpu_used(st->sandbox) >= 0) {
+	if (st->flags->sb.limits.cpu_seconds > 0 && exec_sandbox_cpu_used(st->sandbox) >= 0) {
 		st->ev_cpu = event_new(st->gw.base, -1, EV_PERSIST, on_cpu_check, st);
 		tv = to_timeval(0.2);
 		if (st->ev_cpu == NULL || event_add(st->ev_cpu, &tv) != 0)
@@ -652,9 +582,9 @@ run_run(int argc, char **argv)
 		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
 
 	spec.argv = f.argv;
-	spec.workdir = f.workdir;
-	spec.env = f.nenv > 0 ? f.env : NULL;
-	spec.limits = f.limits;
+	spec.workdir = f.sb.workdir;
+	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
+	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
 	/* --out DIR: bound at EXEC_OUTDIR, signed after the run (exec/artifact.h). */
 	if (f.out_dir != NULL) {
@@ -665,9 +595,9 @@ run_run(int argc, char **argv)
 			gw_fail(CMD, "--out %s: %s", f.out_dir, err);
 			goto out;
 		}
-		if (add_env(&f, "TOLLGATE_OUT=" EXEC_OUTDIR) != 0)
+		if (gw_sandbox_add_env(CMD, &f.sb, "TOLLGATE_OUT=" EXEC_OUTDIR) != 0)
 			goto out;
-		spec.env = f.env;
+		spec.env = f.sb.env;
 	}
 	if (f.secrets != NULL && prepare_secrets(&f, &spec, &redact_set, &relay) != 0)
 		goto out;
@@ -766,10 +696,7 @@ out:
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	vault_inject_free(f.secrets);
 	free(f.code_buf);
-	for (size_t i = 0; i < f.nenv; i++) {
-		explicit_bzero(f.env[i], strlen(f.env[i])); /* --secret values among them */
-		free(f.env[i]);
-	}
+	gw_sandbox_flags_free(&f.sb); /* --secret values among them */
 	return exit_code;
 }
 

@@ -34,17 +34,10 @@
 extern const struct gw_command gw_command_wrap;
 
 #define CMD "wrap"
-#define WRAP_ENV_MAX 256
 #define WRAP_TOOLS_MAX 256
 
 enum {
-	OPT_RAM = 256,
-	OPT_CPU,
-	OPT_PIDS,
-	OPT_NOFILE,
-	OPT_WORKDIR,
-	OPT_ENV,
-	OPT_TRANSPARENT,
+	OPT_TRANSPARENT = 256,
 	OPT_NO_TRANSPARENT,
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
@@ -52,12 +45,7 @@ enum {
 };
 
 static const struct option wrap_options[] = {
-    {"ram", required_argument, NULL, OPT_RAM},
-    {"cpu", required_argument, NULL, OPT_CPU},
-    {"pids", required_argument, NULL, OPT_PIDS},
-    {"nofile", required_argument, NULL, OPT_NOFILE},
-    {"workdir", required_argument, NULL, OPT_WORKDIR},
-    {"env", required_argument, NULL, OPT_ENV},
+    GW_SANDBOX_OPTIONS,
     GW_SETUP_OPTIONS,
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
@@ -70,10 +58,7 @@ static const struct option wrap_options[] = {
 };
 
 struct wrap_flags {
-	struct exec_limits limits;
-	const char *workdir;
-	char *env[WRAP_ENV_MAX + 1];
-	size_t nenv;
+	struct gw_sandbox_flags sb; /* --ram, --cpu, --pids, --nofile, --workdir, --env */
 	struct gw_setup_flags gw; /* --policy, --allow, ..., --pool, --audit */
 	bool no_transparent;
 	char *tools_allow[WRAP_TOOLS_MAX + 1];
@@ -183,44 +168,6 @@ on_wrap_approval(enum approval_event event, const struct approval_info *info, bo
 	}
 }
 
-static int
-parse_long_flag(const char *flag, const char *value, long min, long max, long *out)
-{
-	if (gw_parse_long(value, min, max, out) != 0)
-		return gw_fail(CMD, "%s: '%s' is not a number from %ld to %ld", flag, value, min,
-		               max);
-	return 0;
-}
-
-static int
-add_env(struct wrap_flags *f, const char *value)
-{
-	const char *eq = strchr(value, '=');
-	const char *host;
-	size_t klen = eq != NULL ? (size_t)(eq - value) : strlen(value);
-	char *entry;
-
-	if (f->nenv >= WRAP_ENV_MAX)
-		return gw_fail(CMD, "--env: at most %d", WRAP_ENV_MAX);
-	if (klen == 0)
-		return gw_fail(CMD, "--env '%s': expected NAME=VALUE", value);
-	if (eq != NULL) {
-		entry = strdup(value);
-	} else {
-		host = getenv(value);
-		if (host == NULL)
-			return gw_fail(CMD, "--env %s: not set in tollgate's environment", value);
-		entry = malloc(klen + strlen(host) + 2);
-		if (entry != NULL)
-			snprintf(entry, klen + strlen(host) + 2, "%s=%s", value, host);
-	}
-	if (entry == NULL)
-		return gw_fail(CMD, "out of memory");
-	f->env[f->nenv++] = entry;
-	f->env[f->nenv] = NULL;
-	return 0;
-}
-
 /* "N/s", "N/m", "N/h" or "N" (per second). 0 or -EINVAL. */
 static int
 parse_rate(const char *s, double *out)
@@ -272,26 +219,6 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 			return GW_EXIT_FAILURE;
 		rc = 0;
 		switch (c) {
-		case OPT_RAM:
-			rc = parse_long_flag("--ram", optarg, 4, 16L * 1024 * 1024,
-			                     &f->limits.ram_mb);
-			break;
-		case OPT_CPU:
-			rc = parse_long_flag("--cpu", optarg, 1, 86400L * 365,
-			                     &f->limits.cpu_seconds);
-			break;
-		case OPT_PIDS:
-			rc = parse_long_flag("--pids", optarg, 1, 4194304, &f->limits.pids);
-			break;
-		case OPT_NOFILE:
-			rc = parse_long_flag("--nofile", optarg, 4, 1048576, &f->limits.nofile);
-			break;
-		case OPT_WORKDIR:
-			f->workdir = optarg;
-			break;
-		case OPT_ENV:
-			rc = add_env(f, optarg);
-			break;
 		case OPT_TRANSPARENT:
 			f->no_transparent = false;
 			break;
@@ -310,7 +237,9 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 				               optarg);
 			break;
 		default:
-			rc = gw_setup_flag(&f->gw, c, optarg);
+			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				return gw_fail(CMD, "unexpected flag");
 		}
@@ -459,9 +388,9 @@ run_wrap(int argc, char **argv)
 		gw_control_set_stats(st.setup.control, wrap_stats, &st);
 
 	spec.argv = f.argv;
-	spec.workdir = f.workdir;
-	spec.env = f.nenv > 0 ? f.env : NULL;
-	spec.limits = f.limits;
+	spec.workdir = f.sb.workdir;
+	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
+	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
 	rc = start_server(&st, &spec, &server_in, &server_out, err, sizeof(err));
 	if (rc != 0) {
@@ -534,8 +463,7 @@ out:
 	exec_sandbox_free(st.sandbox);
 	exec_gate_close(st.gate);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
-	for (size_t i = 0; i < f.nenv; i++)
-		free(f.env[i]);
+	gw_sandbox_flags_free(&f.sb);
 	return exit_code;
 }
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -277,4 +278,84 @@ gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *
 	memset(s, 0, sizeof(*s));
 	memset(gw, 0, sizeof(*gw));
 	f->rules = NULL;
+}
+
+/* ---- the sandbox flags of run and wrap ------------------------------------ */
+
+static int
+sandbox_long(const char *cmd, const char *flag, const char *value, long min, long max, long *out)
+{
+	if (gw_parse_long(value, min, max, out) != 0)
+		return gw_fail(cmd, "%s: '%s' is not a number from %ld to %ld", flag, value, min,
+		               max);
+	return 0;
+}
+
+int
+gw_sandbox_add_env(const char *cmd, struct gw_sandbox_flags *f, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	const char *host;
+	size_t klen = eq != NULL ? (size_t)(eq - value) : strlen(value);
+	char *entry;
+
+	if (f->nenv >= GW_SANDBOX_ENV_MAX)
+		return gw_fail(cmd, "--env: at most %d", GW_SANDBOX_ENV_MAX);
+	if (klen == 0)
+		return gw_fail(cmd, "--env '%s': expected NAME=VALUE", value);
+	for (size_t i = 0; i < klen; i++) {
+		char c = value[i];
+
+		if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (i > 0 && c >= '0' && c <= '9')))
+			return gw_fail(cmd, "--env '%.*s': not a variable name", (int)klen, value);
+	}
+	if (eq != NULL) {
+		entry = strdup(value);
+	} else {
+		host = getenv(value);
+		if (host == NULL)
+			return gw_fail(cmd, "--env %s: not set in tollgate's environment", value);
+		entry = malloc(klen + strlen(host) + 2);
+		if (entry != NULL)
+			snprintf(entry, klen + strlen(host) + 2, "%s=%s", value, host);
+	}
+	if (entry == NULL)
+		return gw_fail(cmd, "out of memory");
+	f->env[f->nenv++] = entry;
+	f->env[f->nenv] = NULL;
+	return 0;
+}
+
+int
+gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const char *value)
+{
+	switch (c) {
+	case GW_SANDBOX_OPT_RAM:
+		return sandbox_long(cmd, "--ram", value, 4, 16L * 1024 * 1024, &f->limits.ram_mb);
+	case GW_SANDBOX_OPT_CPU:
+		return sandbox_long(cmd, "--cpu", value, 1, 86400L * 365, &f->limits.cpu_seconds);
+	case GW_SANDBOX_OPT_PIDS:
+		return sandbox_long(cmd, "--pids", value, 1, 4194304, &f->limits.pids);
+	case GW_SANDBOX_OPT_NOFILE:
+		return sandbox_long(cmd, "--nofile", value, 4, 1048576, &f->limits.nofile);
+	case GW_SANDBOX_OPT_WORKDIR:
+		f->workdir = value;
+		return 0;
+	case GW_SANDBOX_OPT_ENV:
+		return gw_sandbox_add_env(cmd, f, value);
+	default:
+		return GW_SETUP_NOT_MINE;
+	}
+}
+
+void
+gw_sandbox_flags_free(struct gw_sandbox_flags *f)
+{
+	for (size_t i = 0; i < f->nenv; i++) {
+		explicit_bzero(f->env[i], strlen(f->env[i]));
+		free(f->env[i]);
+		f->env[i] = NULL;
+	}
+	f->nenv = 0;
 }

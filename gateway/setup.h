@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "dns/resolve.h"
+#include "exec/exec.h"
 #include "gateway/gateway.h"
 
 struct proxy;
@@ -126,6 +127,53 @@ enum {
 };
 #define GW_SETUP_GATE                                                                              \
 	(GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_PROXY | GW_SETUP_DNS | GW_SETUP_HUB)
+
+/* ---- the sandbox flags of run and wrap ------------------------------------ */
+
+#define GW_SANDBOX_ENV_MAX 256
+
+/* getopt values: between the shared flags' and 0x300. */
+enum {
+	GW_SANDBOX_OPT_BASE = 0x280,
+	GW_SANDBOX_OPT_RAM = GW_SANDBOX_OPT_BASE,
+	GW_SANDBOX_OPT_CPU,
+	GW_SANDBOX_OPT_PIDS,
+	GW_SANDBOX_OPT_NOFILE,
+	GW_SANDBOX_OPT_WORKDIR,
+	GW_SANDBOX_OPT_ENV,
+};
+
+/* clang-format off */
+#define GW_SANDBOX_OPTIONS \
+	{"ram", required_argument, NULL, GW_SANDBOX_OPT_RAM}, \
+	{"cpu", required_argument, NULL, GW_SANDBOX_OPT_CPU}, \
+	{"pids", required_argument, NULL, GW_SANDBOX_OPT_PIDS}, \
+	{"nofile", required_argument, NULL, GW_SANDBOX_OPT_NOFILE}, \
+	{"workdir", required_argument, NULL, GW_SANDBOX_OPT_WORKDIR}, \
+	{"env", required_argument, NULL, GW_SANDBOX_OPT_ENV}
+/* clang-format on */
+
+/* What --ram, --cpu, --pids, --nofile, --workdir and --env said. */
+struct gw_sandbox_flags {
+	struct exec_limits limits;
+	const char *workdir;
+	char *env[GW_SANDBOX_ENV_MAX + 1]; /* NAME=value, NULL-terminated */
+	size_t nenv;
+};
+
+/*
+ * One getopt result, as gw_setup_flag: 0, GW_SETUP_NOT_MINE or
+ * GW_EXIT_FAILURE after printing "tollgate: CMD: ...".
+ */
+int gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const char *value);
+/*
+ * Adds NAME=VALUE, or NAME with tollgate's own value of it, to the
+ * sandbox's environment (also used for --secret values and TOLLGATE_OUT).
+ * 0 or GW_EXIT_FAILURE after printing.
+ */
+int gw_sandbox_add_env(const char *cmd, struct gw_sandbox_flags *f, const char *value);
+/* Frees the entries, wiping them first: --secret values are among them. */
+void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
 
 /* Returns of gw_setup_flag besides 0 (handled) and GW_EXIT_FAILURE (printed). */
 #define GW_SETUP_NOT_MINE 1

@@ -39,6 +39,13 @@ set -e
 expect_eq "a flag without a value given one: 125" "$rc/$rc2" "125/125"
 expect_eq "a flag without a value given one: named, the value not shown" "$err2" "tollgate: run: flag '--no-network' takes no value"
 expect_match "an unknown short flag is named" "$err3" "unknown flag '-Z'"
+# run and wrap share their sandbox flags: the same checks in both.
+for cmd in run wrap; do
+	set +e
+	err=$("$TOLLGATE" "$cmd" --env 1X=y -- true 2>&1 >/dev/null); rc=$?
+	set -e
+	expect_eq "$cmd --env with a bad name: 125 and why" "$rc: $err" "125: tollgate: $cmd: --env '1X': not a variable name"
+done
 if [[ $err$err2 == *s3cret* ]]; then fail "a --flag=VALUE's value was printed"; else
 	checks=$((checks + 1)); pass "a --flag=VALUE's value is never printed"; fi
 if [[ $err == *s3cr3t-value* ]]; then fail "unknown --flag=VALUE echoes the value"; else pass "value not echoed"; fi
