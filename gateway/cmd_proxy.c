@@ -48,6 +48,7 @@ enum {
 	OPT_GRACE,
 	OPT_DNS_LISTEN,
 	OPT_DNS_TTL_CAP,
+	OPT_DNS_NEGATIVE_TTL,
 	OPT_DNS_DENY_RCODE,
 	OPT_DNS_ASK_WAIT,
 	OPT_DNS_STEER,
@@ -70,6 +71,7 @@ static const struct option proxy_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "dns-listen", required_argument, NULL, OPT_DNS_LISTEN },
 	{ "dns-ttl-cap", required_argument, NULL, OPT_DNS_TTL_CAP },
+	{ "dns-negative-ttl", required_argument, NULL, OPT_DNS_NEGATIVE_TTL },
 	{ "dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE },
 	{ "dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT },
 	{ "dns-steer", required_argument, NULL, OPT_DNS_STEER },
@@ -135,6 +137,12 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 			return gw_fail("proxy", "--dns-ttl-cap: '%s' is not a duration up to 1d",
 			               value);
 		f->dns.ttl_cap = (uint32_t)secs;
+		return 0;
+	case OPT_DNS_NEGATIVE_TTL:
+		if (gw_parse_duration(value, &secs) != 0 || secs < 0 || secs > 86400)
+			return gw_fail("proxy",
+			               "--dns-negative-ttl: '%s' is not a duration up to 1d", value);
+		f->dns.negative_ttl = (uint32_t)secs;
 		return 0;
 	case OPT_DNS_DENY_RCODE:
 		if (dns_server_parse_rcode(value, &f->dns.deny_rcode) != 0)
@@ -225,6 +233,7 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
+		case OPT_DNS_NEGATIVE_TTL:
 		case OPT_DNS_DENY_RCODE:
 		case OPT_DNS_ASK_WAIT:
 		case OPT_DNS_STEER:
@@ -425,6 +434,7 @@ const struct gw_command gw_command_proxy = {
 		"DNS server (docs/dns.md):\n"
 		"  --dns-listen ADDR:PORT   serve DNS (UDP and TCP) under the same policy\n"
 		"  --dns-ttl-cap D          answers' TTL at most this (60s)\n"
+		"  --dns-negative-ttl D     how long refusals may be cached (30s; 0: not at all)\n"
 		"  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
 		"  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
 		"  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"

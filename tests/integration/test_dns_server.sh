@@ -347,6 +347,12 @@ expect_eq "steered AAAA: SOA with the TTL cap (10 s) under 30 s" \
 expect_eq "REFUSED for a denied name: no SOA" "$(auth denied.example.com A)" ""
 stop_proxy steer
 
+# --dns-negative-ttl sets the SOA's TTL and MINIMUM.
+DNS=$(free_port)
+start_proxy negttl "$DNS" --allow www.example.com --dns-negative-ttl 7s
+expect_eq "--dns-negative-ttl 7s: the SOA says 7" "$(auth denied.example.com A)" "$(soa example.com 7)"
+stop_proxy negttl
+
 DNS=$(free_port)
 start_proxy cidr "$DNS" --allow private.example.com --allow www.example.com \
 	--allow-cidr 10.0.0.0/8 --dns-ttl-cap 10s
