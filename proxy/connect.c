@@ -362,10 +362,6 @@ peek_judge(struct proxy_conn *c, bool eof)
 		break;
 	}
 	log_debug("%s: %s: first bytes %s", __func__, c->peer, proxy_sni_result_name(r));
-	if (c->peek_ev != NULL) {
-		event_free(c->peek_ev);
-		c->peek_ev = NULL;
-	}
 	if (c->peek_len == 0) {
 		free(c->peek);
 		c->peek = NULL;
@@ -377,6 +373,7 @@ peek_judge(struct proxy_conn *c, bool eof)
 	}
 	c->state = PROXY_CONN_RELAY;
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
+	/* It takes the client's fd over from peek_ev and frees that. */
 	proxy_relay_start_up(c->relay); /* may close c: nothing after this */
 }
 
@@ -428,6 +425,16 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 			early = PROXY_SNI_PEEK_MAX;
 		c->peek_len = (size_t)evbuffer_remove(in, c->peek, early);
 	}
+	/*
+	 * The peek's read event goes on before the head reader's comes off:
+	 * epoll then keeps the fd as it is (two epoll_ctl calls fewer a tunnel).
+	 */
+	c->peek_ev = event_new(c->proxy->gw->base, c->cfd, EV_READ | EV_PERSIST, on_peek_read, c);
+	if (c->peek_ev == NULL) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	event_add(c->peek_ev, NULL);
 	bufferevent_free(c->cbev);
 	c->cbev = NULL;
 	proxy_head_clear_secrets(c->head);
@@ -452,12 +459,6 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 	c->state = PROXY_CONN_PEEK;
 	c->head_started = false;
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
-	c->peek_ev = event_new(c->proxy->gw->base, c->cfd, EV_READ | EV_PERSIST, on_peek_read, c);
-	if (c->peek_ev == NULL) {
-		proxy_conn_close(c, "out of memory");
-		return;
-	}
-	event_add(c->peek_ev, NULL);
 	if (c->peek_len > 0)
 		peek_judge(c, false); /* may close c */
 }

@@ -272,6 +272,16 @@ proxy_relay_start_up(struct proxy_relay *r)
 	r->up.prefix = c->peek;
 	r->up.prefix_len = c->peek_len;
 	r->up.prefix_off = 0;
+	/*
+	 * The way's read event goes on before the peek's comes off: epoll keeps
+	 * the client's fd as it is, where off-then-on costs two epoll_ctl calls
+	 * a tunnel.
+	 */
+	event_add(r->up.rev, NULL);
+	if (c->peek_ev != NULL) {
+		event_free(c->peek_ev);
+		c->peek_ev = NULL;
+	}
 	/* Run once now: the prefix may be pending, or the client's EOF already seen. */
 	way_run(&r->up);
 	return 0;

@@ -49,24 +49,31 @@ proxy_elapsed_ms(const struct timespec *since)
 
 /* ---- audit -------------------------------------------------------------- */
 
-/* Appends s as a JSON string body to buf at *pos (bounded, always terminated). */
+/*
+ * Appends s as a JSON string body to buf at *pos (bounded, always terminated).
+ * Plain bytes are copied as they are, not through a formatted call per
+ * byte: this runs for every decision row.
+ */
 static void
 json_put(char *buf, size_t len, size_t *pos, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		int n;
-
 		if (*pos + 8 >= len)
 			break;
-		if (*p == '"' || *p == '\\')
-			n = snprintf(buf + *pos, len - *pos, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			n = snprintf(buf + *pos, len - *pos, "\\u%04x", *p);
-		else
-			n = snprintf(buf + *pos, len - *pos, "%c", *p);
-		if (n > 0)
-			*pos += (size_t)n;
+		if (*p == '"' || *p == '\\') {
+			buf[(*pos)++] = '\\';
+			buf[(*pos)++] = (char)*p;
+		} else if (*p < 0x20 || *p == 0x7f) {
+			int n = snprintf(buf + *pos, len - *pos, "\\u%04x", *p);
+
+			if (n > 0)
+				*pos += (size_t)n;
+		} else {
+			buf[(*pos)++] = (char)*p;
+		}
 	}
+	if (*pos < len)
+		buf[*pos] = '\0';
 }
 
 /* The client's counters, made on first use; NULL past the cap or out of memory. */

@@ -75,11 +75,7 @@ on_tls_target(struct proxy_conn *c, int fd)
 {
 	int rc;
 
-	/* The relay reads the client from now on. */
-	if (c->peek_ev != NULL) {
-		event_free(c->peek_ev);
-		c->peek_ev = NULL;
-	}
+	/* The relay reads the client from now on: proxy_relay_start_up frees peek_ev. */
 	rc = proxy_relay_new(c, &c->relay);
 	if (rc != 0) {
 		proxy_conn_close(c, "out of memory");
