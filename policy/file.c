@@ -1070,7 +1070,7 @@ struct file_job {
 	void *arg;
 	int rc;
 	bool present;
-	char err[512];
+	char err[PATH_MAX + 256]; /* a path and why */
 };
 TAILQ_HEAD(file_job_list, file_job);
 
