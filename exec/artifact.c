@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
+#include "gateway/fdio.h"
 #include "gateway/log.h"
 #include "policy/audit.h"
 
@@ -625,23 +626,6 @@ open_dir(const char *dir, char *err, size_t errlen)
 
 /* ---- signing ------------------------------------------------------------- */
 
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Writes the manifest under a temporary name and renames it into place. */
 static int
 write_manifest(int dfd, const char *text, char *err, size_t errlen)
@@ -658,9 +642,9 @@ write_manifest(int dfd, const char *text, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", MANIFEST_TMP, strerror(errno));
 		return rc;
 	}
-	rc = write_all(fd, text, strlen(text));
+	rc = gw_write_all(fd, text, strlen(text));
 	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
+		rc = gw_write_all(fd, "\n", 1);
 	if (rc == 0 && fchmod(fd, 0644) != 0)
 		rc = -errno;
 	if (rc == 0 && fsync(fd) != 0)

@@ -17,6 +17,8 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include "gateway/fdio.h"
+
 struct exec_key {
 	EVP_PKEY *pkey;
 	bool has_private;
@@ -56,46 +58,6 @@ wrap_key(EVP_PKEY *pkey, bool has_private, struct exec_key **out, char *err, siz
 	k->pkey = pkey;
 	k->has_private = has_private;
 	*out = k;
-	return 0;
-}
-
-/* Reads a whole key file of at most EXEC_KEY_FILE_MAX bytes from fd. */
-static int
-read_capped(int fd, char *buf, size_t cap, size_t *len)
-{
-	size_t at = 0;
-	ssize_t n;
-
-	for (;;) {
-		if (at == cap)
-			return -EFBIG;
-		n = read(fd, buf + at, cap - at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		at += (size_t)n;
-	}
-	*len = at;
-	return 0;
-}
-
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 
@@ -145,7 +107,7 @@ exec_key_load_public(const char *path, struct exec_key **out, char *err, size_t 
 		snprintf(err, errlen, "%s: not a regular file", path);
 		return -EINVAL;
 	}
-	rc = read_capped(fd, buf, sizeof(buf), &len);
+	rc = gw_read_capped(fd, buf, sizeof(buf), &len);
 	close(fd);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", path,
@@ -205,7 +167,7 @@ load_private_file(const char *path, struct exec_key **out, char *err, size_t err
 		rc = -EPERM;
 		goto out;
 	}
-	rc = read_capped(fd, buf, sizeof(buf), &len);
+	rc = gw_read_capped(fd, buf, sizeof(buf), &len);
 	if (rc != 0) {
 		snprintf(err, errlen, "private key %s: %s", path,
 		         rc == -EFBIG ? "too large to be a key" : strerror(-rc));
@@ -254,7 +216,7 @@ write_public(const struct exec_key *k, const char *home, char *err, size_t errle
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd >= 0) {
-		rc = read_capped(fd, buf, sizeof(buf), &have);
+		rc = gw_read_capped(fd, buf, sizeof(buf), &have);
 		close(fd);
 		if (rc == 0 && have == len && memcmp(buf, pem, len) == 0)
 			goto out; /* already there */
@@ -267,7 +229,7 @@ write_public(const struct exec_key *k, const char *home, char *err, size_t errle
 		snprintf(err, errlen, "public key %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = write_all(fd, pem, len);
+	rc = gw_write_all(fd, pem, len);
 	if (rc == 0 && fchmod(fd, 0644) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
@@ -321,7 +283,7 @@ create_private(const char *path, char *err, size_t errlen)
 	/* The umask may only remove bits; fchmod makes 0600 exact. */
 	rc = fchmod(fd, 0600) != 0 ? -errno : 0;
 	if (rc == 0)
-		rc = write_all(fd, data, (size_t)len);
+		rc = gw_write_all(fd, data, (size_t)len);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)

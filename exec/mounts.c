@@ -15,6 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gateway/fdio.h"
+
 /* Shadow files are unreadable to the sandbox's user anyway; covered too,
  * by an empty file of mode 0000. */
 static const char *const hidden_files[] = {
@@ -67,28 +69,21 @@ tmpfs_options(const struct exec_plan *p, char *buf, size_t len)
 static int
 write_text(const char *path, const char *text, mode_t mode)
 {
-	size_t len = strlen(text), off = 0;
-	ssize_t n;
-	int fd;
+	size_t len = strlen(text);
+	int fd, rc;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
 		return -errno;
-	while (off < len) {
-		n = write(fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			n = errno;
-			close(fd);
-			return -(int)n;
-		}
-		off += (size_t)n;
+	rc = gw_write_all(fd, text, len);
+	if (rc != 0) {
+		close(fd);
+		return rc;
 	}
 	if (fchmod(fd, mode) != 0) {
-		n = errno;
+		rc = -errno;
 		close(fd);
-		return -(int)n;
+		return rc;
 	}
 	close(fd);
 	return 0;

@@ -26,6 +26,7 @@
 #include <netlink/route/rule.h>
 #include <netlink/socket.h>
 
+#include "gateway/fdio.h"
 #include "gateway/log.h"
 
 /*
@@ -249,7 +250,7 @@ int
 exec_sysctl_write(const char *path, const char *value)
 {
 	char full[256];
-	size_t len = strlen(value), done = 0;
+	size_t len = strlen(value);
 	int fd = -1, rc = 0;
 
 	if (snprintf(full, sizeof(full), "/proc/sys/%s", path) >= (int)sizeof(full))
@@ -259,17 +260,7 @@ exec_sysctl_write(const char *path, const char *value)
 		rc = -errno;
 		goto out;
 	}
-	while (done < len) {
-		ssize_t n = write(fd, value + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			goto out;
-		}
-		done += (size_t)n;
-	}
+	rc = gw_write_all(fd, value, len);
 out:
 	if (fd >= 0)
 		close(fd);

@@ -23,6 +23,7 @@
 
 #include "exec/redact.h"
 #include "gateway/events.h"
+#include "gateway/fdio.h"
 #include "gateway/log.h"
 #include "policy/audit.h"
 
@@ -252,46 +253,6 @@ out:
 	return rc;
 }
 
-static int
-read_all(int fd, uint8_t *buf, size_t cap, size_t *len)
-{
-	size_t got = 0;
-	ssize_t n;
-
-	for (;;) {
-		if (got == cap)
-			return -EFBIG;
-		n = read(fd, buf + got, cap - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	*len = got;
-	return 0;
-}
-
-static int
-write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* A key or vault file others may read is refused rather than trusted. */
 static int
 check_private(int fd, const char *path, const char *what, char *err, size_t errlen)
@@ -353,7 +314,7 @@ load_key(struct vault *v, char *err, size_t errlen)
 	rc = check_private(fd, v->key_path, "key file", err, errlen);
 	if (rc != 0)
 		goto out;
-	rc = read_all(fd, (uint8_t *)text, sizeof(text) - 1, &len);
+	rc = gw_read_capped(fd, text, sizeof(text) - 1, &len);
 	if (rc != 0) {
 		set_err(err, errlen, "key file %s: %s", v->key_path,
 		        rc == -EFBIG ? "too long" : strerror(-rc));
@@ -400,7 +361,7 @@ create_key(struct vault *v, char *err, size_t errlen)
 		set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
 		goto out;
 	}
-	rc = write_all(fd, text, sizeof(text));
+	rc = gw_write_all(fd, text, sizeof(text));
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (rc != 0) {
@@ -589,7 +550,7 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = read_all(fd, buf, VAULT_FILE_MAX, &len);
+	rc = gw_read_capped(fd, buf, VAULT_FILE_MAX, &len);
 	if (rc != 0) {
 		set_err(err, errlen, "%s: %s", v->path,
 		        rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
@@ -721,9 +682,9 @@ save_doc(struct vault *v, json_t *doc, char *err, size_t errlen)
 		rc = -errno;
 		goto fail;
 	}
-	rc = write_all(fd, text, strlen(text));
+	rc = gw_write_all(fd, text, strlen(text));
 	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
+		rc = gw_write_all(fd, "\n", 1);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (rc != 0)

@@ -12,6 +12,7 @@
 
 #include "exec/artifact.h"
 #include "gateway/cli.h"
+#include "gateway/fdio.h"
 
 extern const struct gw_command gw_command_key;
 
@@ -33,23 +34,12 @@ enum { OPT_PUBKEY_OUT = 0x100 };
 static int
 write_file(const char *path, const char *text, size_t len)
 {
-	ssize_t n;
-	int fd, rc = 0;
+	int fd, rc;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0)
 		return -errno;
-	while (len > 0) {
-		n = write(fd, text, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			break;
-		}
-		text += n;
-		len -= (size_t)n;
-	}
+	rc = gw_write_all(fd, text, len);
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
 	return rc;

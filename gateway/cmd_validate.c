@@ -15,6 +15,7 @@
 
 #include "exec/runtime.h"
 #include "gateway/cli.h"
+#include "gateway/fdio.h"
 
 extern const struct gw_command gw_command_validate;
 
@@ -30,26 +31,17 @@ static int
 code_fd(const char *code, size_t len)
 {
 	int fd = memfd_create("tollgate-code", MFD_CLOEXEC);
-	size_t off = 0;
+	int rc;
 
 	if (fd < 0)
 		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, code + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int rc = -errno;
-
-			close(fd);
-			return rc;
-		}
-		off += (size_t)n;
+	rc = gw_write_all(fd, code, len);
+	if (rc != 0) {
+		close(fd);
+		return rc;
 	}
 	if (lseek(fd, 0, SEEK_SET) != 0) {
-		int rc = -errno;
-
+		rc = -errno;
 		close(fd);
 		return rc;
 	}

@@ -29,6 +29,7 @@
 #include "exec/redact.h"
 #include "exec/session.h"
 #include "gateway/events.h"
+#include "gateway/fdio.h"
 #include "exec/vault.h"
 #include "gateway/cli.h"
 #include "gateway/control.h"
@@ -1010,22 +1011,11 @@ static int
 write_file(const char *path, const char *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	ssize_t n;
-	int rc = 0;
+	int rc;
 
 	if (fd < 0)
 		return -errno;
-	while (len > 0) {
-		n = write(fd, data, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = -errno;
-			break;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
+	rc = gw_write_all(fd, data, len);
 	close(fd);
 	return rc;
 }

@@ -24,6 +24,8 @@
 
 #include <openssl/crypto.h>
 
+#include "gateway/fdio.h"
+
 #define FILE_VERSION 1
 #define PATH_DEPTH_MAX 8
 #define ASK_TIMEOUT_MAX 86400.0
@@ -927,22 +929,6 @@ policy_load_file(const char *path, struct policy **out, char *err, size_t errlen
 
 /* ---- adding a rule on disk ---------------------------------------------- */
 
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The new text of the file: root with pattern appended to its list. NULL on OOM. */
 static char *
 add_to_json(json_t *root, const char *key, const char *pattern, bool *present)
@@ -1015,7 +1001,7 @@ replace_file(const char *path, const struct stat *st, const char *text, char *er
 		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = write_all(fd, text, strlen(text));
+	rc = gw_write_all(fd, text, strlen(text));
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (rc != 0) {

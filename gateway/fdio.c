@@ -1,0 +1,52 @@
+/*
+ * Whole reads and writes on blocking fds (gateway/fdio.h), shared by the
+ * modules that keep files of their own.
+ */
+#include "gateway/fdio.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+
+int
+gw_write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* no progress for len > 0: never loop on it */
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+gw_read_capped(int fd, void *buf, size_t cap, size_t *len)
+{
+	uint8_t *p = buf;
+	size_t at = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (at == cap)
+			return -EFBIG;
+		n = read(fd, p + at, cap - at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		at += (size_t)n;
+	}
+	*len = at;
+	return 0;
+}

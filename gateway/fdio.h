@@ -1,0 +1,22 @@
+/*
+ * Whole reads and writes on blocking fds, for the files tollgate keeps (keys,
+ * the vault, manifests, the policy file): EINTR retried, short counts
+ * continued, errors as negative errno.
+ */
+#ifndef TOLLGATE_FDIO_H
+#define TOLLGATE_FDIO_H
+
+#include <stddef.h>
+
+/* Writes all len bytes. 0 or negative errno (-EIO if write makes no progress).
+ * Allocation-free: also for a sandbox's child side. */
+int gw_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * Reads fd to its end into buf. *len gets the byte count. -EFBIG once cap
+ * bytes are in and the end has not been seen (a file of cap bytes or more is
+ * refused), else 0 or negative errno.
+ */
+int gw_read_capped(int fd, void *buf, size_t cap, size_t *len);
+
+#endif
