@@ -765,8 +765,7 @@ on_session_job_done(struct exec_session *es, const struct exec_result *res, void
 	 * background may hold them open, so read what is there, not to EOF. */
 	drain_stream(j->out_fd, j->out, &j->out_truncated);
 	drain_stream(j->err_fd, j->err, &j->err_truncated);
-	if (res->setup_failed && strcmp(res->failed_step, "agent refused the command") != 0 &&
-	    j->session->es != NULL && exec_session_ended(j->session->es)) {
+	if (res->setup_failed && exec_session_ended(j->session->es)) {
 		mcp_call_fail(j->call, "tollgate: the session's sandbox ended: %s",
 		              exec_session_end_reason(j->session->es) != NULL
 		                  ? exec_session_end_reason(j->session->es)
@@ -1126,22 +1125,18 @@ sessions_reap(struct mcp_serve_ctx *ctx)
 }
 
 /*
- * A session's policy for one call: the gateway's (its deny rules still
- * win), the session's allowed domains (create_session's and
- * request_egress's), the server-wide request_egress ones, and the call's
- * own rules (may be NULL). NULL when out of memory.
+ * A call's policy: the gateway's (its deny rules still win) with rules, to
+ * which this adds the session's allowed domains (create_session's and
+ * request_egress's, when ms is not NULL) and the server-wide request_egress
+ * ones. NULL when out of memory.
  */
 static struct policy *
-session_policy(struct mcp_session *ms, struct policy *call_rules)
+call_policy(struct mcp_serve_ctx *ctx, struct mcp_session *ms, struct policy *rules)
 {
-	struct policy *rules = call_rules != NULL ? policy_ref(call_rules) : policy_new();
-	struct policy *merged;
 	char err[256];
 
-	if (rules == NULL)
-		return NULL;
 	for (int k = 0; k < 2; k++) {
-		const json_t *list = k == 0 ? ms->allowed : ms->ctx->egress_allowed;
+		const json_t *list = k == 0 ? (ms != NULL ? ms->allowed : NULL) : ctx->egress_allowed;
 
 		for (size_t i = 0; i < json_array_size(list); i++) {
 			const char *d = json_string_value(json_array_get(list, i));
@@ -1149,12 +1144,11 @@ session_policy(struct mcp_session *ms, struct policy *call_rules)
 			if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d,
 			                                 k == 0 ? "session" : "request_egress", err,
 			                                 sizeof(err)) != 0)
-				log_warnx("serve: session pattern %s: %s", d, err);
+				log_warnx("serve: %s pattern %s: %s", k == 0 ? "session" : "request_egress",
+				          d, err);
 		}
 	}
-	merged = policy_merge(ms->ctx->gw->policy, rules);
-	policy_free(rules);
-	return merged;
+	return policy_merge(ctx->gw->policy, rules);
 }
 
 /* The session's network, once, when its sandbox is made. */
@@ -1187,7 +1181,7 @@ tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	const json_t *limits = json_object_get(args, "limits");
 	struct exec_session_opts opts = {0};
 	struct mcp_session *ms;
-	struct policy *check;
+	struct policy *check, *rules;
 	size_t n = 0;
 	char err[512];
 
@@ -1234,8 +1228,10 @@ tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	ms->ctx = ctx;
 	ms->allowed = domains != NULL ? json_deep_copy(domains) : json_array();
 	ms->created = now_real();
-	ms->policy = session_policy(ms, NULL);
-	if (ms->allowed == NULL || ms->policy == NULL) {
+	rules = ms->allowed != NULL ? policy_new() : NULL;
+	ms->policy = rules != NULL ? call_policy(ctx, ms, rules) : NULL;
+	policy_free(rules);
+	if (ms->policy == NULL) {
 		session_free_unstarted(ms);
 		mcp_call_fail(c, "tollgate: out of memory");
 		return;
@@ -1417,13 +1413,6 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		}
 		j->session->busy = true;
 		j->session->executions++;
-		for (i = 0; i < json_array_size(j->session->allowed); i++) {
-			const char *d = json_string_value(json_array_get(j->session->allowed, i));
-
-			if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d, "session", err,
-			                                 sizeof(err)) != 0)
-				log_warnx("serve: session pattern %s: %s", d, err);
-		}
 	}
 	j->rt = rt;
 	j->out_fd = j->err_fd = -1;
@@ -1514,16 +1503,7 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 			j->out_env[1 + n++] = *e;
 		spec.env = (char *const *)j->out_env;
 	}
-	/* request_egress's patterns, for every call of this server. */
-	for (i = 0; i < json_array_size(ctx->egress_allowed); i++) {
-		const char *d = json_string_value(json_array_get(ctx->egress_allowed, i));
-
-		if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d, "request_egress", err,
-		                                 sizeof(err)) != 0)
-			log_warnx("serve: request_egress %s: %s", d, err);
-	}
-	/* The gateway's policy (its deny rules still win) with this call's. */
-	j->policy = policy_merge(ctx->gw->policy, rules);
+	j->policy = call_policy(ctx, j->session, rules);
 	policy_free(rules);
 	rules = NULL;
 	if (j->policy == NULL) {
