@@ -19,7 +19,7 @@
 
 #include <event2/event.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 
 /* A name answered from a pin or /etc/hosts has no TTL of its own. */
 #define LOCAL_TTL 60

@@ -24,9 +24,9 @@
 #include "dns/wire.h"
 #include <jansson.h>
 
-#include "gateway/events.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/events.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 

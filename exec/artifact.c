@@ -19,8 +19,8 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
-#include "gateway/fdio.h"
-#include "gateway/log.h"
+#include "gateway/core/fdio.h"
+#include "gateway/core/log.h"
 #include "policy/audit.h"
 
 #define ARTIFACT_TAG "tollgate-artifact-v1"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "dns/server.h"
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
 

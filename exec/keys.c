@@ -17,7 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "gateway/fdio.h"
+#include "gateway/core/fdio.h"
 
 struct exec_key {
 	EVP_PKEY *pkey;

@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "gateway/fdio.h"
+#include "gateway/core/fdio.h"
 
 /* Shadow files are unreadable to the sandbox's user anyway; covered too,
  * by an empty file of mode 0000. */

@@ -26,8 +26,8 @@
 #include <netlink/route/rule.h>
 #include <netlink/socket.h>
 
-#include "gateway/fdio.h"
-#include "gateway/log.h"
+#include "gateway/core/fdio.h"
+#include "gateway/core/log.h"
 
 /*
  * A veth whose gate is closed. Normally its sandbox's namespace is going

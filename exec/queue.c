@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "exec/queue.h"
-#include "gateway/events.h"
+#include "gateway/core/events.h"
 
 struct job {
 	uint64_t ticket;

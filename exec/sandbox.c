@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)

@@ -20,8 +20,8 @@
 
 #include "exec/agent.h"
 #include "exec/session.h"
-#include "gateway/events.h"
-#include "gateway/log.h"
+#include "gateway/core/events.h"
+#include "gateway/core/log.h"
 
 struct exec_session {
 	struct event_base *base;

@@ -22,9 +22,9 @@
 #include <openssl/rand.h>
 
 #include "exec/redact.h"
-#include "gateway/events.h"
-#include "gateway/fdio.h"
-#include "gateway/log.h"
+#include "gateway/core/events.h"
+#include "gateway/core/fdio.h"
+#include "gateway/core/log.h"
 #include "policy/audit.h"
 
 extern char **environ;

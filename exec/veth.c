@@ -24,7 +24,7 @@
 #include <netlink/route/route.h>
 #include <netlink/socket.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 
 /* Adds ADDR/30 (with its broadcast) to the link ifindex. */
 static int

@@ -16,7 +16,7 @@
 
 #include <event2/event.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 #include "gateway/prompt.h"
 #include "policy/approval.h"
 

@@ -18,10 +18,11 @@
 #include "exec/exec.h"
 #include "exec/gate.h"
 #include "exec/netns.h"
-#include "gateway/cli.h"
-#include "gateway/control.h"
-#include "gateway/events.h"
-#include "gateway/log.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
+#include "gateway/bridges.h"
+#include "gateway/core/events.h"
+#include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -151,7 +152,7 @@ start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_fla
 		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
 	/* The event bus (docs/sessions.md): its audited types become rows, and
 	 * control-socket subscribers listen to it. */
-	if (gw_events_start(&gw->events, gw->audit) != 0)
+	if (gw_bridge_start_bus(&gw->events, gw->audit) != 0)
 		return gw_fail(f->cmd, "cannot create the event bus");
 	return 0;
 }
@@ -211,7 +212,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	}
 	if ((parts & GW_SETUP_APPROVALS) &&
 	    (approvals_new(gw->base, &gw->approvals) != 0 ||
-	     gw_events_listen_approvals(gw->events, gw->approvals) < 0))
+	     gw_bridge_approvals(gw->events, gw->approvals) < 0))
 		return gw_fail(f->cmd, "cannot create the approvals registry");
 	if ((parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT)) &&
 	    start_control(gw, s, f, parts) != 0)

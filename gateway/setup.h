@@ -13,7 +13,7 @@
 
 #include "dns/resolve.h"
 #include "exec/exec.h"
-#include "gateway/gateway.h"
+#include "gateway/core/gateway.h"
 
 struct proxy;
 struct proxy_config;

@@ -26,7 +26,7 @@
 
 #include <openssl/sha.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
     "0000000000000000000000000000000000000000000000000000000000000000";

@@ -24,7 +24,7 @@
 
 #include <openssl/crypto.h>
 
-#include "gateway/fdio.h"
+#include "gateway/core/fdio.h"
 
 #define FILE_VERSION 1
 #define PATH_DEPTH_MAX 8

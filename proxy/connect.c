@@ -12,8 +12,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "proxy/conn.h"
 #include "proxy/sni.h"

@@ -17,8 +17,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "proxy/conn.h"
 
 #define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */

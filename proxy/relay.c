@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "proxy/conn.h"
 
 #define RELAY_PIPE_SIZE (1 << 18) /* asked of F_SETPIPE_SZ: fewer, larger moves */

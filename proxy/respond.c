@@ -12,7 +12,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 #include "proxy/conn.h"
 
 #define REFUSAL_WRITE_TIMEOUT 5.0 /* a client that never reads its refusal */

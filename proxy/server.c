@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
-#include "gateway/events.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/events.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "policy/audit.h"
 #include "proxy/conn.h"
 

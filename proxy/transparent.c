@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "proxy/conn.h"
 #include "proxy/sni.h"
 

@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 #include "proxy/conn.h"
 
 struct proxy_upstream {

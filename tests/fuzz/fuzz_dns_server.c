@@ -18,8 +18,8 @@
 #include <event2/event.h>
 
 #include "dns/server.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

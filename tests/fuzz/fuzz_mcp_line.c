@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "gateway/mcp.h"
+#include "gateway/mcp/mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

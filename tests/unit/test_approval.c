@@ -24,8 +24,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gateway/control.h"
-#include "gateway/gateway.h"
+#include "gateway/control/control.h"
+#include "gateway/core/gateway.h"
 #include "policy/approval.h"
 
 struct outcome_rec {

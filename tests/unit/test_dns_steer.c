@@ -21,7 +21,7 @@
 
 #include "dns/server.h"
 #include "dns/wire.h"
-#include "gateway/gateway.h"
+#include "gateway/core/gateway.h"
 #include "policy/policy.h"
 
 #define NSANDBOX 2

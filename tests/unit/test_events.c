@@ -18,7 +18,8 @@
 #include <jansson.h>
 
 #include "exec/exec.h"
-#include "gateway/events.h"
+#include "gateway/bridges.h"
+#include "gateway/core/events.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 
@@ -218,8 +219,8 @@ test_audit_subscriber(void **state)
 	assert_int_equal(audit_open(path, &audit, err, sizeof(err)), 0);
 	assert_int_equal(gw_events_new(&bus), 0);
 	/* Only egress events go to this store. */
-	assert_true(gw_events_audit_subscribe(bus, audit, GW_EV_EGRESS_DENIED) > 0);
-	assert_int_equal(gw_events_audit_subscribe(bus, NULL, GW_EV_ALL), -EINVAL);
+	assert_true(gw_bridge_audit(bus, audit, GW_EV_EGRESS_DENIED) > 0);
+	assert_int_equal(gw_bridge_audit(bus, NULL, GW_EV_ALL), -EINVAL);
 
 	gw_events_publish(bus, GW_EV_SESSION_CREATED, "sess-1", NULL);
 	p = json_pack("{s:s, s:i, s:s, s:s}", "host", "evil.example", "port", 443, "decision",
@@ -265,7 +266,7 @@ test_wants(void **state)
 	gw_events_free(bus);
 }
 
-/* gw_events_start: the audit store gets the types not audited elsewhere, only. */
+/* gw_bridge_start_bus: the audit store gets the types not audited elsewhere, only. */
 static void
 test_start_audits_its_types(void **state)
 {
@@ -284,7 +285,7 @@ test_start_audits_its_types(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/audit.db", dir);
 	assert_int_equal(audit_open(path, &audit, err, sizeof(err)), 0);
-	assert_int_equal(gw_events_start(&bus, audit), 0);
+	assert_int_equal(gw_bridge_start_bus(&bus, audit), 0);
 	assert_non_null(bus);
 	p = json_pack("{s:s, s:i}", "host", "a.test", "port", 443);
 	gw_events_publish(bus, GW_EV_EGRESS_DENIED, "sb-1", p);
@@ -305,7 +306,7 @@ test_start_audits_its_types(void **state)
 	audit_free(audit);
 
 	/* Without an audit store: a bus all the same. */
-	assert_int_equal(gw_events_start(&bus, NULL), 0);
+	assert_int_equal(gw_bridge_start_bus(&bus, NULL), 0);
 	assert_non_null(bus);
 	gw_events_free(bus);
 	assert_int_equal(exec_remove_tree(dir), 0);
@@ -333,8 +334,8 @@ test_approvals_bridge(void **state)
 	assert_non_null(base);
 	assert_int_equal(approvals_new(base, &a), 0);
 	assert_int_equal(gw_events_new(&bus), 0);
-	assert_int_equal(gw_events_listen_approvals(NULL, a), -EINVAL);
-	assert_true(gw_events_listen_approvals(bus, a) > 0);
+	assert_int_equal(gw_bridge_approvals(NULL, a), -EINVAL);
+	assert_true(gw_bridge_approvals(bus, a) > 0);
 	assert_true(gw_events_subscribe(bus, GW_EV_ALL, on_record, &r) > 0);
 
 	assert_non_null(approval_request(a, "sb-9", "c.test", 443, "CONNECT c.test:443", 60,

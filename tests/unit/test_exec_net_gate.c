@@ -31,7 +31,7 @@
 
 #include "exec/gate.h"
 #include "exec/netns.h"
-#include "gateway/gateway.h"
+#include "gateway/core/gateway.h"
 #include "policy/policy.h"
 #include "dns/server.h"
 #include "proxy/proxy.h"

@@ -35,7 +35,7 @@
 #include "dns/server.h"
 #include "exec/gate.h"
 #include "exec/netns.h"
-#include "gateway/gateway.h"
+#include "gateway/core/gateway.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
 

@@ -18,7 +18,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "gateway/mcp.h"
+#include "gateway/mcp/mcp.h"
 #include "policy/approval.h"
 
 struct classify_case {

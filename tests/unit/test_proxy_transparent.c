@@ -24,7 +24,7 @@
 #include <event2/event.h>
 
 #include "dns/resolve.h"
-#include "gateway/gateway.h"
+#include "gateway/core/gateway.h"
 #include "policy/approval.h"
 #include "policy/policy.h"
 #include "proxy/head.h"

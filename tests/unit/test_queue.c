@@ -15,7 +15,7 @@
 #include <event2/event.h>
 
 #include "exec/queue.h"
-#include "gateway/events.h"
+#include "gateway/core/events.h"
 
 struct started {
 	int n;

@@ -22,7 +22,7 @@
 #include <event2/event.h>
 
 #include "exec/session.h"
-#include "gateway/events.h"
+#include "gateway/core/events.h"
 
 /* A bound on every loop run: a hang fails the test instead of stalling CI. */
 #define GUARD_SECONDS 60

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 #include "gateway/setup.h"
 #include "policy/policy.h"
 

@@ -16,8 +16,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "gateway/log.h"
-#include "gateway/mcp.h"
+#include "gateway/core/log.h"
+#include "gateway/mcp/mcp.h"
 #include "policy/approval.h"
 
 /* Read at most this much per wake-up so one busy peer cannot starve the loop. */

@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "gateway/cli.h"
-#include "gateway/control.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
 
 /* Exit status when no gateway answered. */
 #define STATS_EXIT_NOT_DONE 1

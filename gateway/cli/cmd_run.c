@@ -24,11 +24,12 @@
 #include "exec/redact.h"
 #include "exec/runtime.h"
 #include "exec/vault.h"
-#include "gateway/cli.h"
-#include "gateway/control.h"
-#include "gateway/events.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
+#include "gateway/bridges.h"
+#include "gateway/core/events.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "gateway/prompt.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
@@ -669,7 +670,7 @@ run_run(int argc, char **argv)
 				exit_code = GW_EXIT_FAILURE;
 		} else {
 			audit_sandbox(&st, "artifact", signed_detail);
-			gw_events_publish_signed(st.gw.events, exec_sandbox_id(st.sandbox),
+			gw_bridge_publish_signed(st.gw.events, exec_sandbox_id(st.sandbox),
 			                         signed_detail);
 		}
 	}

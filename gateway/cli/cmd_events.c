@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
-#include "gateway/cli.h"
-#include "gateway/control.h"
-#include "gateway/events.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
+#include "gateway/core/events.h"
 
 #define CMD "events"
 /* Exit status for "it did not happen": no gateway, an error answer, fewer events. */

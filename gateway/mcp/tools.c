@@ -28,14 +28,15 @@
 #include "exec/queue.h"
 #include "exec/redact.h"
 #include "exec/session.h"
-#include "gateway/events.h"
-#include "gateway/fdio.h"
+#include "gateway/bridges.h"
+#include "gateway/core/events.h"
+#include "gateway/core/fdio.h"
 #include "exec/vault.h"
-#include "gateway/cli.h"
-#include "gateway/control.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
-#include "gateway/mcp.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
+#include "gateway/mcp/mcp.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
@@ -578,7 +579,7 @@ job_sign_artifacts(struct mcp_job *j)
 	ev.detail = detail;
 	if (j->ctx->gw->audit != NULL)
 		(void)audit_append(j->ctx->gw->audit, &ev);
-	gw_events_publish_signed(j->ctx->gw->events, id, detail);
+	gw_bridge_publish_signed(j->ctx->gw->events, id, detail);
 	exec_artifact_out_free(j->art);
 	j->art = NULL;
 	snprintf(final, sizeof(final), "%s/%s", j->ctx->art_root, id);

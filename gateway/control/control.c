@@ -3,7 +3,7 @@
  * loop that lists and decides approvals, one JSON object per line, and the
  * small blocking client and finder the CLI commands use to reach it.
  */
-#include "gateway/control.h"
+#include "gateway/control/control.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,10 +28,10 @@
 
 #include "dns/server.h"
 #include "exec/queue.h"
-#include "gateway/cli.h"
-#include "gateway/events.h"
-#include "gateway/gateway.h"
-#include "gateway/log.h"
+#include "gateway/cli/cli.h"
+#include "gateway/core/events.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"

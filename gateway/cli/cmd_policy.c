@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 #include "policy/policy.h"
 
 extern const struct gw_command gw_command_policy;

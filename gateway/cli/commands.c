@@ -1,7 +1,7 @@
 /*
  * The command table: the order here is the order of `tollgate --help`.
  */
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 
 extern const struct gw_command gw_command_run;
 extern const struct gw_command gw_command_wrap;

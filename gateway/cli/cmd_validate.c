@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "exec/runtime.h"
-#include "gateway/cli.h"
-#include "gateway/fdio.h"
+#include "gateway/cli/cli.h"
+#include "gateway/core/fdio.h"
 
 extern const struct gw_command gw_command_validate;
 

@@ -2,7 +2,7 @@
  * Helpers shared by every command: flag parsing with one-line errors,
  * strict numbers and durations, and where TOLLGATE_HOME lives.
  */
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -15,8 +15,8 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "gateway/log.h"
-#include "gateway/mcp.h"
+#include "gateway/core/log.h"
+#include "gateway/mcp/mcp.h"
 #include "policy/audit.h"
 
 /* Past this many bytes queued towards one side, stop reading the other. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "exec/artifact.h"
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 
 extern const struct gw_command gw_command_verify;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gateway/cli.h"
+#include "gateway/cli/cli.h"
 #include "policy/audit.h"
 
 extern const struct gw_command gw_command_audit;

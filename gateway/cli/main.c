@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
-#include "gateway/log.h"
+#include "gateway/cli/cli.h"
+#include "gateway/core/log.h"
 
 static void
 print_help(FILE *f)

@@ -2,7 +2,7 @@
  * Whole reads and writes on blocking fds (gateway/fdio.h), shared by the
  * modules that keep files of their own.
  */
-#include "gateway/fdio.h"
+#include "gateway/core/fdio.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#include "gateway/cli.h"
-#include "gateway/control.h"
+#include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
 #include "policy/approval.h"
 
 /* Exit status for "it did not happen": no gateway, unknown id, an error answer. */

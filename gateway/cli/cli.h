@@ -9,12 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Exit statuses shared with env(1), timeout(1) and container runtimes. */
-#define GW_EXIT_OK 0
-#define GW_EXIT_TIMEOUT 124
-#define GW_EXIT_FAILURE 125 /* tollgate itself failed: bad flag, privilege, policy */
-#define GW_EXIT_CANNOT_EXEC 126
-#define GW_EXIT_NOT_FOUND 127
+#include "gateway/core/exit.h"
+
 
 struct gw_command {
 	const char *name;

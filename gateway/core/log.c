@@ -2,7 +2,7 @@
  * Logging to stderr. Plain lines follow DESIGN.md's "tollgate: <what>: <why>";
  * JSON lines carry ts, level and msg so that a collector can parse them.
  */
-#include "gateway/log.h"
+#include "gateway/core/log.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gateway/cli.h"
+#include "gateway/core/exit.h"
 
 static enum log_level log_verbosity = LOG_LEVEL_INFO;
 static bool log_json;

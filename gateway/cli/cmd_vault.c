@@ -15,8 +15,8 @@
 
 #include "exec/redact.h"
 #include "exec/vault.h"
-#include "gateway/cli.h"
-#include "gateway/log.h"
+#include "gateway/cli/cli.h"
+#include "gateway/core/log.h"
 #include "policy/audit.h"
 
 extern const struct gw_command gw_command_vault;
