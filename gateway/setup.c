@@ -20,6 +20,7 @@
 #include "exec/netns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/control/reload.h"
 #include "gateway/bridges.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
@@ -112,29 +113,6 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	return GW_SETUP_NOT_MINE;
 }
 
-int
-gw_setup_build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
-                      size_t errlen)
-{
-	struct policy *file = NULL;
-	int rc;
-
-	if (path == NULL) {
-		*out = policy_ref(rules);
-		return 0;
-	}
-	rc = policy_load_file(path, &file, err, errlen);
-	if (rc != 0)
-		return rc;
-	*out = policy_merge(file, rules);
-	policy_free(file);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* The audit store at --audit or $TOLLGATE_HOME/audit.db, then the bus that feeds it. */
 static int
 start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
@@ -193,7 +171,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		parts |= GW_SETUP_APPROVALS;
 	gw->policy_path = f->policy_path;
 	gw->flags_policy = f->rules;
-	if (gw_setup_build_policy(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
+	if (gw_policy_build(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
 	gw->base = event_base_new();
 	if (gw->base == NULL)
@@ -210,9 +188,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (dns_resolver_new(gw->base, &dcfg, &gw->resolver, err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "resolver: %s", err);
 	}
-	if ((parts & GW_SETUP_APPROVALS) &&
-	    (approvals_new(gw->base, &gw->approvals) != 0 ||
-	     gw_bridge_approvals(gw->events, gw->approvals) < 0))
+	if ((parts & GW_SETUP_APPROVALS) && (approvals_new(gw->base, &gw->approvals) != 0 ||
+	                                     gw_bridge_approvals(gw->events, gw->approvals) < 0))
 		return gw_fail(f->cmd, "cannot create the approvals registry");
 	if ((parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT)) &&
 	    start_control(gw, s, f, parts) != 0)

@@ -188,10 +188,6 @@ int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
  */
 int gw_setup_flag(struct gw_setup_flags *f, int c, const char *value);
 
-/* The file's policy with the flags' rules over it, or the rules alone. 0 or -errno. */
-int gw_setup_build_policy(const char *path, struct policy *rules, struct policy **out, char *err,
-                          size_t errlen);
-
 /*
  * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks): policy,
  * event loop, audit store, event bus, then what parts asks for: resolver,

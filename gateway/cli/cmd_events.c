@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -101,31 +100,6 @@ read_line(struct line_reader *r, char **line, size_t *linelen, size_t *consumed)
 	}
 }
 
-static int
-send_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		struct pollfd pfd = {fd, POLLOUT, 0};
-		ssize_t n;
-		int prc = poll(&pfd, 1, EVENTS_SEND_TIMEOUT_MS);
-
-		if (prc < 0 && errno == EINTR)
-			continue;
-		if (prc < 0)
-			return -errno;
-		if (prc == 0)
-			return -ETIMEDOUT;
-		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The socket to use: --socket, --pid, or the one live gateway. 0 or an exit status. */
 static int
 pick_socket(const char *socket_path, long pid, char *path, size_t len)
@@ -212,7 +186,7 @@ run_events(int argc, char **argv)
 	const char *socket_path = NULL;
 	json_t *types = NULL, *req = NULL, *reply = NULL;
 	char path[GW_CONTROL_PATH_MAX], err[512];
-	char *text = NULL, *line = NULL;
+	char *line = NULL;
 	size_t linelen = 0, consumed = 0;
 	long pid = 0, count = 0, printed = 0;
 	int c, rc = GW_EXIT_FAILURE;
@@ -281,14 +255,11 @@ run_events(int argc, char **argv)
 		goto out;
 	}
 	req = json_pack("{s:s, s:O}", "op", "subscribe", "events", types);
-	text = req != NULL ? json_dumps(req, JSON_COMPACT) : NULL;
-	if (text == NULL) {
+	if (req == NULL) {
 		rc = gw_fail(CMD, "out of memory");
 		goto out;
 	}
-	rc = send_all(r.fd, text, strlen(text));
-	if (rc == 0)
-		rc = send_all(r.fd, "\n", 1);
+	rc = gw_control_send(r.fd, req, EVENTS_SEND_TIMEOUT_MS);
 	if (rc != 0) {
 		rc = not_done("%s: %s", path, strerror(-rc));
 		goto out;
@@ -356,7 +327,6 @@ out:
 	if (r.fd >= 0)
 		close(r.fd);
 	free(r.buf);
-	free(text);
 	json_decref(reply);
 	json_decref(req);
 	json_decref(types);

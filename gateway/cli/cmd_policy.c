@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gateway/cli/cli.h"
+#include "gateway/control/reload.h"
 #include "policy/policy.h"
 
 extern const struct gw_command gw_command_policy;
@@ -15,35 +16,34 @@ extern const struct gw_command gw_command_policy;
 #define POLICY_CHECK_INVALID 1
 
 static const struct gw_command cmd_check = {
-	.name = "policy check",
-	.usage = "usage: tollgate policy check FILE\n"
-		 "\n"
-		 "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
-		 "when it is valid; prints one line 'tollgate: policy check: FILE:LINE:COL: ...'\n"
-		 "on stderr and exits 1 when it is not (or cannot be read); exits 125 on bad usage.\n",
+    .name = "policy check",
+    .usage = "usage: tollgate policy check FILE\n"
+             "\n"
+             "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
+             "when it is valid; prints one line 'tollgate: policy check: FILE:LINE:COL: ...'\n"
+             "on stderr and exits 1 when it is not (or cannot be read); exits 125 on bad usage.\n",
 };
 
 static const struct gw_command cmd_test = {
-	.name = "policy test",
-	.usage =
-		"usage: tollgate policy test [FLAGS] HOST[:PORT]\n"
-		"\n"
-		"Prints the decision for a request to HOST:PORT (PORT defaults to 443): first\n"
-		"the verdict (allow, deny or ask), then the reason, then the rule that decided.\n"
-		"\n"
-		"  --policy FILE          the policy file; the flags' rules are merged over it\n"
-		"  --allow PATTERN        allow HOST[:PORT] (example.com, *.example.com:8443, *)\n"
-		"  --deny PATTERN         deny HOST[:PORT]; deny rules always win\n"
-		"  --ask PATTERN          hold matching requests for approval\n"
-		"  --allow-cidr CIDR      allow addresses in CIDR (IP literals, resolved addresses)\n"
-		"  --deny-cidr CIDR       deny addresses in CIDR\n"
-		"  --default deny|ask     what happens when no rule matches (default: deny)\n"
-		"  --client NAME          decide for the file's client section NAME\n"
-		"  --source ADDR          decide for a proxy client connecting from ADDR (the\n"
-		"                         section its address selects, as `tollgate proxy` does)\n"
-		"\n"
-		"An IP literal host is decided by address rules only. Exits 0 when a decision\n"
-		"was printed, 125 for a malformed host, a bad flag or a bad policy file.\n",
+    .name = "policy test",
+    .usage = "usage: tollgate policy test [FLAGS] HOST[:PORT]\n"
+             "\n"
+             "Prints the decision for a request to HOST:PORT (PORT defaults to 443): first\n"
+             "the verdict (allow, deny or ask), then the reason, then the rule that decided.\n"
+             "\n"
+             "  --policy FILE          the policy file; the flags' rules are merged over it\n"
+             "  --allow PATTERN        allow HOST[:PORT] (example.com, *.example.com:8443, *)\n"
+             "  --deny PATTERN         deny HOST[:PORT]; deny rules always win\n"
+             "  --ask PATTERN          hold matching requests for approval\n"
+             "  --allow-cidr CIDR      allow addresses in CIDR (IP literals, resolved addresses)\n"
+             "  --deny-cidr CIDR       deny addresses in CIDR\n"
+             "  --default deny|ask     what happens when no rule matches (default: deny)\n"
+             "  --client NAME          decide for the file's client section NAME\n"
+             "  --source ADDR          decide for a proxy client connecting from ADDR (the\n"
+             "                         section its address selects, as `tollgate proxy` does)\n"
+             "\n"
+             "An IP literal host is decided by address rules only. Exits 0 when a decision\n"
+             "was printed, 125 for a malformed host, a bad flag or a bad policy file.\n",
 };
 
 static int
@@ -61,7 +61,8 @@ run_check(int argc, char **argv)
 	if (c != -1)
 		return GW_EXIT_FAILURE;
 	if (argc - optind != 1)
-		return gw_fail(cmd_check.name, "expected one FILE (see 'tollgate policy check --help')");
+		return gw_fail(cmd_check.name,
+		               "expected one FILE (see 'tollgate policy check --help')");
 	rc = policy_load_file(argv[optind], &p, err, sizeof(err));
 	if (rc != 0) {
 		gw_fail(cmd_check.name, "%s", err);
@@ -100,18 +101,18 @@ static int
 run_test(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "policy", required_argument, NULL, OPT_POLICY },
-		{ "allow", required_argument, NULL, OPT_ALLOW },
-		{ "deny", required_argument, NULL, OPT_DENY },
-		{ "ask", required_argument, NULL, OPT_ASK },
-		{ "allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR },
-		{ "deny-cidr", required_argument, NULL, OPT_DENY_CIDR },
-		{ "default", required_argument, NULL, OPT_DEFAULT },
-		{ "client", required_argument, NULL, OPT_CLIENT },
-		{ "source", required_argument, NULL, OPT_SOURCE },
-		{ NULL, 0, NULL, 0 },
+	    {"policy", required_argument, NULL, OPT_POLICY},
+	    {"allow", required_argument, NULL, OPT_ALLOW},
+	    {"deny", required_argument, NULL, OPT_DENY},
+	    {"ask", required_argument, NULL, OPT_ASK},
+	    {"allow-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
+	    {"deny-cidr", required_argument, NULL, OPT_DENY_CIDR},
+	    {"default", required_argument, NULL, OPT_DEFAULT},
+	    {"client", required_argument, NULL, OPT_CLIENT},
+	    {"source", required_argument, NULL, OPT_SOURCE},
+	    {NULL, 0, NULL, 0},
 	};
-	struct policy *flags = policy_new(), *file = NULL, *merged = NULL, *client = NULL;
+	struct policy *flags = policy_new(), *merged = NULL, *client = NULL;
 	const char *policy_path = NULL, *client_name = NULL, *source = NULL, *target, *why;
 	struct policy_addr source_addr;
 	struct policy_decision d;
@@ -164,7 +165,8 @@ run_test(int argc, char **argv)
 			else if (strcmp(optarg, "ask") == 0)
 				policy_set_default(flags, POLICY_ASK);
 			else {
-				gw_fail(cmd_test.name, "--default: '%s': expected deny or ask", optarg);
+				gw_fail(cmd_test.name, "--default: '%s': expected deny or ask",
+				        optarg);
 				goto out;
 			}
 			break;
@@ -173,8 +175,8 @@ run_test(int argc, char **argv)
 			break;
 		case OPT_SOURCE:
 			if (policy_addr_parse(optarg, strlen(optarg), &source_addr) != 0) {
-				gw_fail(cmd_test.name, "--source: '%s': expected an IPv4 or IPv6 address",
-				        optarg);
+				gw_fail(cmd_test.name,
+				        "--source: '%s': expected an IPv4 or IPv6 address", optarg);
 				goto out;
 			}
 			source = optarg;
@@ -185,7 +187,8 @@ run_test(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1) {
-		gw_fail(cmd_test.name, "expected one HOST[:PORT] (see 'tollgate policy test --help')");
+		gw_fail(cmd_test.name,
+		        "expected one HOST[:PORT] (see 'tollgate policy test --help')");
 		goto out;
 	}
 	target = argv[optind];
@@ -197,14 +200,9 @@ run_test(int argc, char **argv)
 	}
 	if (port < 0)
 		port = 443;
-	if (policy_path != NULL &&
-	    policy_load_file(policy_path, &file, err, sizeof(err)) != 0) {
+	/* The same file-plus-flags policy a gateway started with them would enforce. */
+	if (gw_policy_build(policy_path, flags, &merged, err, sizeof(err)) != 0) {
 		gw_fail(cmd_test.name, "%s", err);
-		goto out;
-	}
-	merged = policy_merge(file, flags);
-	if (merged == NULL) {
-		gw_fail(cmd_test.name, "out of memory");
 		goto out;
 	}
 	if (client_name != NULL && source != NULL) {
@@ -224,8 +222,9 @@ run_test(int argc, char **argv)
 
 		client = policy_select_client(merged, &source_addr, NULL, NULL, &section, &auth);
 		if (client == NULL) {
-			gw_fail(cmd_test.name, "--source: a client from %s must give proxy credentials "
-			                       "(the proxy answers 407); use --client NAME",
+			gw_fail(cmd_test.name,
+			        "--source: a client from %s must give proxy credentials "
+			        "(the proxy answers 407); use --client NAME",
 			        source);
 			goto out;
 		}
@@ -241,7 +240,6 @@ run_test(int argc, char **argv)
 out:
 	policy_free(client);
 	policy_free(merged);
-	policy_free(file);
 	policy_free(flags);
 	return rc;
 }
@@ -268,18 +266,18 @@ run_policy(int argc, char **argv)
 }
 
 const struct gw_command gw_command_policy = {
-	.name = "policy",
-	.summary = "check a policy file, or test what it decides for a host",
-	.usage = "usage: tollgate policy check FILE\n"
-		 "       tollgate policy test [--policy FILE] [--allow P]... [--deny P]...\n"
-		 "                            [--ask P]... [--allow-cidr C]... [--deny-cidr C]...\n"
-		 "                            [--default deny|ask] [--client NAME | --source ADDR]\n"
-		 "                            HOST[:PORT]\n"
-		 "\n"
-		 "  check   validate a policy file: exit 0 when valid, 1 when not\n"
-		 "  test    print the decision (allow, deny or ask), its reason and its rule\n"
-		 "\n"
-		 "See 'tollgate policy check --help', 'tollgate policy test --help' and\n"
-		 "docs/policy.md.\n",
-	.run = run_policy,
+    .name = "policy",
+    .summary = "check a policy file, or test what it decides for a host",
+    .usage = "usage: tollgate policy check FILE\n"
+             "       tollgate policy test [--policy FILE] [--allow P]... [--deny P]...\n"
+             "                            [--ask P]... [--allow-cidr C]... [--deny-cidr C]...\n"
+             "                            [--default deny|ask] [--client NAME | --source ADDR]\n"
+             "                            HOST[:PORT]\n"
+             "\n"
+             "  check   validate a policy file: exit 0 when valid, 1 when not\n"
+             "  test    print the decision (allow, deny or ask), its reason and its rule\n"
+             "\n"
+             "See 'tollgate policy check --help', 'tollgate policy test --help' and\n"
+             "docs/policy.md.\n",
+    .run = run_policy,
 };

@@ -17,6 +17,7 @@
 #include "dns/server.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/control/reload.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -55,27 +56,27 @@ enum {
 };
 
 static const struct option proxy_options[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	GW_SETUP_OPTIONS,
-	GW_SETUP_OPTION_DEFAULT,
-	GW_SETUP_OPTION_CONTROL,
-	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
-	{ "max-conns-per-client", required_argument, NULL, OPT_MAX_CONNS_PER_CLIENT },
-	{ "head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT },
-	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT },
-	{ "allow-no-sni", no_argument, NULL, OPT_ALLOW_NO_SNI },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "dns-listen", required_argument, NULL, OPT_DNS_LISTEN },
-	{ "dns-ttl-cap", required_argument, NULL, OPT_DNS_TTL_CAP },
-	{ "dns-negative-ttl", required_argument, NULL, OPT_DNS_NEGATIVE_TTL },
-	{ "dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE },
-	{ "dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT },
-	{ "dns-steer", required_argument, NULL, OPT_DNS_STEER },
-	{ NULL, 0, NULL, 0 },
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    GW_SETUP_OPTIONS,
+    GW_SETUP_OPTION_DEFAULT,
+    GW_SETUP_OPTION_CONTROL,
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"verbose", no_argument, NULL, 'v'},
+    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-conns-per-client", required_argument, NULL, OPT_MAX_CONNS_PER_CLIENT},
+    {"head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT},
+    {"allow-no-sni", no_argument, NULL, OPT_ALLOW_NO_SNI},
+    {"grace", required_argument, NULL, OPT_GRACE},
+    {"dns-listen", required_argument, NULL, OPT_DNS_LISTEN},
+    {"dns-ttl-cap", required_argument, NULL, OPT_DNS_TTL_CAP},
+    {"dns-negative-ttl", required_argument, NULL, OPT_DNS_NEGATIVE_TTL},
+    {"dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE},
+    {"dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT},
+    {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
+    {NULL, 0, NULL, 0},
 };
 
 struct proxy_flags {
@@ -140,8 +141,8 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 		return 0;
 	case OPT_DNS_NEGATIVE_TTL:
 		if (gw_parse_duration(value, &secs) != 0 || secs < 0 || secs > 86400)
-			return gw_fail("proxy",
-			               "--dns-negative-ttl: '%s' is not a duration up to 1d", value);
+			return gw_fail(
+			    "proxy", "--dns-negative-ttl: '%s' is not a duration up to 1d", value);
 		f->dns.negative_ttl = (uint32_t)secs;
 		return 0;
 	case OPT_DNS_DENY_RCODE:
@@ -201,7 +202,8 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 			else if (strcmp(optarg, "text") == 0)
 				f->json_logs = false;
 			else
-				return gw_fail("proxy", "--log-format: '%s' is not text or json", optarg);
+				return gw_fail("proxy", "--log-format: '%s' is not text or json",
+				               optarg);
 			break;
 		case 'v':
 			f->verbosity++;
@@ -261,22 +263,16 @@ static void
 on_sighup(evutil_socket_t sig, short what, void *arg)
 {
 	struct proxy_run *run = arg;
-	struct policy *fresh = NULL;
 	char err[512];
+	int rc;
 
-	if (run->gw.policy_path == NULL) {
+	rc = gw_policy_reload(&run->gw, err, sizeof(err));
+	if (rc == -ENOENT && run->gw.policy_path == NULL)
 		log_info("proxy: SIGHUP: no --policy file to reload");
-		return;
-	}
-	if (gw_setup_build_policy(run->gw.policy_path, run->gw.flags_policy, &fresh, err,
-	                          sizeof(err)) != 0) {
+	else if (rc != 0)
 		log_warnx("proxy: reload failed, the old policy stays in force: %s", err);
-		return;
-	}
-	/* Requests in flight hold their own references to the old policy. */
-	policy_free(run->gw.policy);
-	run->gw.policy = fresh;
-	log_info("proxy: reloaded %s", run->gw.policy_path);
+	else
+		log_info("proxy: reloaded %s", run->gw.policy_path);
 }
 
 static void
@@ -333,8 +329,8 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 static int
 run_proxy(int argc, char **argv)
 {
-	struct proxy_flags f = { 0 };
-	struct proxy_run run = { 0 };
+	struct proxy_flags f = {0};
+	struct proxy_run run = {0};
 	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
 	char err[512];
 	int rc, exit_code = GW_EXIT_FAILURE;
@@ -409,39 +405,34 @@ out:
 }
 
 const struct gw_command gw_command_proxy = {
-	.name = "proxy",
-	.summary = "run the egress proxy (HTTP CONNECT and absolute-form HTTP)",
-	.usage =
-		"usage: tollgate proxy --listen ADDR:PORT [--listen ...] [FLAGS]\n"
-		"\n"
-		"An HTTP proxy that decides every CONNECT and http:// request by policy,\n"
-		"checks resolved addresses and TLS SNI, and audits each decision.\n"
-		"\n"
-		"policy:\n"
-		"  --policy FILE            policy file (JSON; SIGHUP reloads it)\n"
-		GW_SETUP_USAGE_RULES
-		"  --allow-no-sni           let TLS without server_name reach a named host\n"
-		"names:\n"
-		GW_SETUP_USAGE_NAMES
-		"limits:\n"
-		"  --max-conns N            client connections in all (4096)\n"
-		"  --max-conns-per-client N  per client address (256)\n"
-		"  --head-timeout D         to receive a request head (10s)\n"
-		"  --idle-timeout D         tunnel or keep-alive silence (300s)\n"
-		"  --connect-timeout D      per upstream address (10s)\n"
-		"  --sni-timeout D          to complete a started ClientHello (5s)\n"
-		"  --grace D                SIGTERM: how long open tunnels may finish (10s)\n"
-		"DNS server (docs/dns.md):\n"
-		"  --dns-listen ADDR:PORT   serve DNS (UDP and TCP) under the same policy\n"
-		"  --dns-ttl-cap D          answers' TTL at most this (60s)\n"
-		"  --dns-negative-ttl D     how long refusals may be cached (30s; 0: not at all)\n"
-		"  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
-		"  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
-		"  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
-		"other:\n"
-		GW_SETUP_USAGE_AUDIT
-		GW_SETUP_USAGE_CONTROL
-		"  --log-format text|json   stderr log format (text)\n"
-		"  -v, --verbose            debug logging\n",
-	.run = run_proxy,
+    .name = "proxy",
+    .summary = "run the egress proxy (HTTP CONNECT and absolute-form HTTP)",
+    .usage =
+        "usage: tollgate proxy --listen ADDR:PORT [--listen ...] [FLAGS]\n"
+        "\n"
+        "An HTTP proxy that decides every CONNECT and http:// request by policy,\n"
+        "checks resolved addresses and TLS SNI, and audits each decision.\n"
+        "\n"
+        "policy:\n"
+        "  --policy FILE            policy file (JSON; SIGHUP reloads it)\n" GW_SETUP_USAGE_RULES
+        "  --allow-no-sni           let TLS without server_name reach a named host\n"
+        "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
+        "  --max-conns N            client connections in all (4096)\n"
+        "  --max-conns-per-client N  per client address (256)\n"
+        "  --head-timeout D         to receive a request head (10s)\n"
+        "  --idle-timeout D         tunnel or keep-alive silence (300s)\n"
+        "  --connect-timeout D      per upstream address (10s)\n"
+        "  --sni-timeout D          to complete a started ClientHello (5s)\n"
+        "  --grace D                SIGTERM: how long open tunnels may finish (10s)\n"
+        "DNS server (docs/dns.md):\n"
+        "  --dns-listen ADDR:PORT   serve DNS (UDP and TCP) under the same policy\n"
+        "  --dns-ttl-cap D          answers' TTL at most this (60s)\n"
+        "  --dns-negative-ttl D     how long refusals may be cached (30s; 0: not at all)\n"
+        "  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
+        "  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
+        "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
+        "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
+        "  --log-format text|json   stderr log format (text)\n"
+        "  -v, --verbose            debug logging\n",
+    .run = run_proxy,
 };

@@ -1,7 +1,9 @@
 /*
  * The control socket: a unix socket per gateway process through which
  * `tollgate pending / approve / deny` (and any other channel) list and decide
- * approvals. JSON lines; the protocol is docs/control.md.
+ * approvals. JSON lines; the protocol is docs/control.md. The server is
+ * server.c, the client side (paths, finder, calls) client.c, and the policy
+ * reload behind "always" decisions reload.h.
  */
 #ifndef TOLLGATE_GW_CONTROL_H
 #define TOLLGATE_GW_CONTROL_H
@@ -31,7 +33,8 @@ struct proxy;
  * socket is 0600, and only the gateway's own uid may connect. A socket left
  * at path by a process that is gone is replaced; a live one is -EADDRINUSE.
  * Also makes "always" decisions write ctx->policy_path (when set) and reload
- * the policy. 0 or negative errno, with one line in err.
+ * the policy (gw_policy_always_start, reload.h). 0 or negative errno, with
+ * one line in err.
  */
 int gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **out, char *err,
                      size_t errlen);
@@ -97,5 +100,12 @@ int gw_control_call(const char *path, json_t *request, json_t **reply, char *err
  * -ENOENT: no gateway there; -EPERM: another user's).
  */
 int gw_control_connect(const char *path, char *err, size_t errlen);
+
+/*
+ * Sends request as one compact JSON line on a blocking socket from
+ * gw_control_connect, waiting at most timeout_ms for room each time. 0, or
+ * negative errno (-ETIMEDOUT, -ENOMEM, the socket's error).
+ */
+int gw_control_send(int fd, const json_t *request, int timeout_ms);
 
 #endif

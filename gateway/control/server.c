@@ -1,7 +1,7 @@
 /*
- * The control socket (docs/control.md): a unix socket on the gateway's event
- * loop that lists and decides approvals, one JSON object per line, and the
- * small blocking client and finder the CLI commands use to reach it.
+ * The control socket's server (docs/control.md): a unix socket on the
+ * gateway's event loop that lists and decides approvals, answers stats and
+ * streams events, one JSON object per line. Its client is client.c.
  */
 #include "gateway/control/control.h"
 
@@ -29,6 +29,10 @@
 #include "dns/server.h"
 #include "exec/queue.h"
 #include "gateway/cli/cli.h"
+#include "gateway/control/reload.h"
+#include "gateway/control/socket.h"
+#include "gateway/core/clock.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -41,13 +45,8 @@
 #define CONTROL_ACCEPT_BURST 32     /* accepts per wakeup, so one burst cannot starve the loop */
 #define CONTROL_LIST_MAX 1024       /* approvals in one answer */
 #define CONTROL_SUBSCRIBER_STALL 30 /* seconds a subscriber may leave output unread */
-#define CONTROL_CALL_TIMEOUT_MS 10000
-#define CONTROL_REPLY_MAX (8u << 20) /* the client's cap on one answer line */
-#define CONTROL_EVENT_NAMES_MAX 32   /* names in one subscribe's "events" */
-#define CONTROL_FLUSH_TRIES 64       /* writes per client when the gateway stops */
-
-/* Seconds an "always" rule waits for the policy file's lock, then is given up. */
-#define CONTROL_POLICY_LOCK_TIMEOUT 30.0
+#define CONTROL_EVENT_NAMES_MAX 32  /* names in one subscribe's "events" */
+#define CONTROL_FLUSH_TRIES 64      /* writes per client when the gateway stops */
 
 struct control_client {
 	TAILQ_ENTRY(control_client) entry;
@@ -75,86 +74,9 @@ struct gw_control {
 	int listen_handle;
 	gw_control_stats_fn stats_cb;
 	void *stats_arg;
-	/* "always" rules go to the policy file from a worker thread, made with the
-	 * first one; ev_writer hears that writes finished. */
-	struct policy_file_writer *writer;
-	struct event *ev_writer;
-	bool stopping; /* in gw_control_free: a finished write is not reloaded */
+	/* "always" decisions: written to the policy file, then reloaded. */
+	struct gw_policy_always *always;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-static struct timeval
-tv_of(double s)
-{
-	struct timeval tv = {(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
-
-	return tv;
-}
-
-static double
-realtime_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* ---- paths --------------------------------------------------------------- */
-
-int
-gw_control_dir(char *buf, size_t len)
-{
-	const char *env = getenv("TOLLGATE_CONTROL_DIR");
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char home[PATH_MAX];
-	int n, rc;
-
-	if (env != NULL && *env != '\0')
-		n = snprintf(buf, len, "%s", env);
-	else if (geteuid() == 0)
-		n = snprintf(buf, len, "/run/tollgate");
-	else if (xdg != NULL && *xdg == '/')
-		n = snprintf(buf, len, "%s/tollgate", xdg);
-	else {
-		rc = gw_home_dir(home, sizeof(home));
-		if (rc != 0)
-			return rc;
-		n = snprintf(buf, len, "%s/run", home);
-	}
-	if (n < 0 || (size_t)n >= len)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-int
-gw_control_default_path(char *buf, size_t len)
-{
-	char dir[PATH_MAX];
-	int rc, n;
-
-	rc = gw_control_dir(dir, sizeof(dir));
-	if (rc != 0)
-		return rc;
-	n = snprintf(buf, len, "%s/%ld.sock", dir, (long)getpid());
-	if (n < 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
 
 /*
  * Creates dir and its parents; the last one 0700. An existing directory
@@ -170,7 +92,7 @@ ensure_dir(const char *dir, bool tighten, char *err, size_t errlen)
 
 	n = snprintf(tmp, sizeof(tmp), "%s", dir);
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		set_err(err, errlen, "%s: path too long", dir);
+		gw_set_err(err, errlen, "%s: path too long", dir);
 		return -ENAMETOOLONG;
 	}
 	for (char *p = tmp + 1; *p != '\0'; p++) {
@@ -180,7 +102,7 @@ ensure_dir(const char *dir, bool tighten, char *err, size_t errlen)
 		if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
 			int saved = errno;
 
-			set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
+			gw_set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
 			return -saved;
 		}
 		*p = '/';
@@ -188,69 +110,32 @@ ensure_dir(const char *dir, bool tighten, char *err, size_t errlen)
 	if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
 		int saved = errno;
 
-		set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
+		gw_set_err(err, errlen, "cannot create %s: %s", tmp, strerror(saved));
 		return -saved;
 	}
 	if (stat(tmp, &st) != 0) {
 		int saved = errno;
 
-		set_err(err, errlen, "%s: %s", tmp, strerror(saved));
+		gw_set_err(err, errlen, "%s: %s", tmp, strerror(saved));
 		return -saved;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: not a directory", tmp);
+		gw_set_err(err, errlen, "%s: not a directory", tmp);
 		return -ENOTDIR;
 	}
 	if (!tighten)
 		return 0;
 	if (st.st_uid != geteuid()) {
-		set_err(err, errlen, "%s: owned by uid %u, not by us", tmp, (unsigned)st.st_uid);
+		gw_set_err(err, errlen, "%s: owned by uid %u, not by us", tmp, (unsigned)st.st_uid);
 		return -EPERM;
 	}
 	if ((st.st_mode & 0077) != 0 && chmod(tmp, 0700) != 0) {
 		int saved = errno;
 
-		set_err(err, errlen, "cannot make %s private: %s", tmp, strerror(saved));
+		gw_set_err(err, errlen, "cannot make %s private: %s", tmp, strerror(saved));
 		return -saved;
 	}
 	return 0;
-}
-
-static int
-fill_sockaddr(const char *path, struct sockaddr_un *sun)
-{
-	size_t n = strlen(path);
-
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	if (n == 0 || n >= sizeof(sun->sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sun->sun_path, path, n + 1);
-	return 0;
-}
-
-/* Connects a blocking SOCK_STREAM socket to path: an fd or negative errno. */
-static int
-connect_path(const char *path)
-{
-	struct sockaddr_un sun;
-	int fd, rc;
-
-	rc = fill_sockaddr(path, &sun);
-	if (rc != 0)
-		return rc;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	do
-		rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
-	while (rc != 0 && errno == EINTR);
-	if (rc != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
 }
 
 /* ---- the server: clients ------------------------------------------------- */
@@ -379,7 +264,7 @@ pending_json(const struct approvals *a)
 	struct approval_info *list;
 	size_t n;
 	json_t *arr = json_array();
-	double now = realtime_now();
+	double now = gw_clock_real();
 
 	if (arr == NULL)
 		return NULL;
@@ -645,7 +530,7 @@ static void
 answer_subscribe(struct control_client *cl, json_t *req)
 {
 	struct gw_events *bus = cl->ctl->ctx->events;
-	struct timeval stall = tv_of(CONTROL_SUBSCRIBER_STALL);
+	struct timeval stall = gw_clock_timeval(CONTROL_SUBSCRIBER_STALL);
 	uint32_t mask;
 	json_t *arr, *names;
 	int id;
@@ -783,7 +668,7 @@ control_listener_cb(enum approval_event event, const struct approval_info *info,
 {
 	struct gw_control *c = arg;
 	struct control_client *cl;
-	double now = realtime_now();
+	double now = gw_clock_real();
 
 	TAILQ_FOREACH(cl, &c->clients, entry)
 	{
@@ -817,7 +702,7 @@ static void
 accept_client(struct gw_control *c, int fd)
 {
 	struct control_client *cl;
-	struct timeval idle = tv_of(c->idle_timeout);
+	struct timeval idle = gw_clock_timeval(c->idle_timeout);
 	static const char full[] = "{\"ok\":false,\"error\":\"too many control clients\"}\n";
 
 	/* The socket is 0600 in a 0700 directory; the credential check also
@@ -890,160 +775,7 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
-/* ---- "always": the policy file --------------------------------------- */
-
-/* Rebuilds the policy in force from the file and the flags, as at start. */
-static int
-reload_policy(struct gw_context *ctx, char *err, size_t errlen)
-{
-	struct policy *file = NULL, *merged;
-	int rc;
-
-	rc = policy_load_file(ctx->policy_path, &file, err, errlen);
-	if (rc != 0)
-		return rc;
-	merged =
-	    ctx->flags_policy != NULL ? policy_merge(file, ctx->flags_policy) : policy_ref(file);
-	policy_free(file);
-	if (merged == NULL) {
-		set_err(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	policy_free(ctx->policy);
-	ctx->policy = merged;
-	return 0;
-}
-
-/* The audit row of a policy file write (kind "policy.write", docs/audit.md). */
-static void
-audit_policy_write(struct gw_context *ctx, const struct policy_file_result *r)
-{
-	struct audit_event ev = {0};
-	json_t *detail;
-	char *text = NULL;
-
-	if (ctx->audit == NULL)
-		return;
-	detail = json_pack("{s:s, s:s, s:s?}", "file", r->path, "rule", r->pattern, "error",
-	                   r->rc != 0 ? r->err : NULL);
-	if (detail != NULL)
-		text = json_dumps(detail, JSON_COMPACT);
-	json_decref(detail);
-	ev.kind = "policy.write";
-	ev.decision = r->action == POLICY_ALLOW ? "allow" : "deny";
-	if (r->rc == 0)
-		ev.reason = r->present ? "already-present" : "written";
-	else if (r->rc == -ETIMEDOUT)
-		ev.reason = "lock-timeout";
-	else if (r->rc == -ECANCELED)
-		ev.reason = "stopped";
-	else
-		ev.reason = "write-failed";
-	ev.detail = text;
-	if (audit_append(ctx->audit, &ev) != 0)
-		log_warnx("control: the audit queue is full; the write to %s not audited", r->path);
-	free(text);
-}
-
-/* A write queued by always_cb finished (on the loop, or in gw_control_free). */
-static void
-always_written(const struct policy_file_result *r, void *arg)
-{
-	struct gw_control *c = arg;
-	const char *verb = r->action == POLICY_ALLOW ? "allow" : "deny";
-	char err[512];
-	int rc;
-
-	audit_policy_write(c->ctx, r);
-	if (r->rc != 0) {
-		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
-		          verb, r->pattern, r->path, r->err);
-		return;
-	}
-	if (c->stopping) {
-		log_info("approval: wrote '%s %s' to %s", verb, r->pattern, r->path);
-		return;
-	}
-	rc = reload_policy(c->ctx, err, sizeof(err));
-	if (rc != 0) {
-		log_warnx("approval: wrote '%s %s' to %s, but reloading failed: %s", verb,
-		          r->pattern, r->path, err);
-		return;
-	}
-	log_info("approval: wrote '%s %s' to %s and reloaded it", verb, r->pattern, r->path);
-}
-
-static void
-writer_ready_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct gw_control *c = arg;
-
-	(void)fd;
-	(void)what;
-	policy_file_writer_collect(c->writer);
-}
-
-static int
-writer_setup(struct gw_control *c)
-{
-	int rc;
-
-	if (c->writer != NULL)
-		return 0;
-	rc = policy_file_writer_new(&c->writer);
-	if (rc != 0)
-		return rc;
-	c->ev_writer = event_new(c->ctx->base, policy_file_writer_fd(c->writer),
-	                         EV_READ | EV_PERSIST, writer_ready_cb, c);
-	if (c->ev_writer == NULL || event_add(c->ev_writer, NULL) != 0) {
-		if (c->ev_writer != NULL)
-			event_free(c->ev_writer);
-		c->ev_writer = NULL;
-		policy_file_writer_free(c->writer);
-		c->writer = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/*
- * The decision is remembered in memory already (approval.c); the file is
- * written in the background because its lock may be held by anyone for any
- * time, and the loop carries every connection of the gateway.
- */
-static void
-always_cb(const char *client, const char *pattern, bool allow, void *arg)
-{
-	struct gw_control *c = arg;
-	struct gw_context *ctx = c->ctx;
-	char err[512];
-	int rc;
-
-	(void)client;
-	if (ctx->policy_path == NULL) {
-		log_info("approval: %s %s for every client until the gateway exits "
-		         "(no policy file to write it to)",
-		         allow ? "allowed" : "denied", pattern);
-		return;
-	}
-	rc = writer_setup(c);
-	if (rc != 0) {
-		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
-		          allow ? "allow" : "deny", pattern, ctx->policy_path, strerror(-rc));
-		return;
-	}
-	rc = policy_file_add_rule_async(c->writer, ctx->policy_path,
-	                                allow ? POLICY_ALLOW : POLICY_DENY, pattern,
-	                                CONTROL_POLICY_LOCK_TIMEOUT, always_written, c, err,
-	                                sizeof(err));
-	if (rc != 0)
-		log_warnx("approval: cannot add '%s %s' to %s: %s (kept in memory until exit)",
-		          allow ? "allow" : "deny", pattern, ctx->policy_path, err);
-}
-
 /* ---- the server: start and stop ------------------------------------------ */
-
-static long pid_of_name(const char *name);
 
 /*
  * A gateway killed with -9 leaves its <pid>.sock behind. The finder skips
@@ -1065,7 +797,7 @@ sweep_stale_sockets(const char *dir)
 	if (d == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
-		pid = pid_of_name(de->d_name);
+		pid = gw_control_pid_of_name(de->d_name);
 		if (pid < 0 || pid == (long)getpid())
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
@@ -1075,7 +807,7 @@ sweep_stale_sockets(const char *dir)
 			continue;
 		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
 			continue;
-		fd = connect_path(path);
+		fd = gw_control_connect_path(path);
 		if (fd >= 0) {
 			close(fd); /* alive under a pid we cannot see (another pid namespace) */
 			continue;
@@ -1096,22 +828,22 @@ clear_stale(const char *path, char *err, size_t errlen)
 	if (lstat(path, &st) != 0) {
 		if (errno == ENOENT)
 			return 0;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		set_err(err, errlen, "%s exists and is not a socket", path);
+		gw_set_err(err, errlen, "%s exists and is not a socket", path);
 		return -EEXIST;
 	}
-	fd = connect_path(path);
+	fd = gw_control_connect_path(path);
 	if (fd >= 0) {
 		close(fd);
-		set_err(err, errlen, "another gateway listens on %s", path);
+		gw_set_err(err, errlen, "another gateway listens on %s", path);
 		return -EADDRINUSE;
 	}
 	if (unlink(path) != 0 && errno != ENOENT) {
-		set_err(err, errlen, "cannot remove the stale socket %s: %s", path,
-		        strerror(errno));
+		gw_set_err(err, errlen, "cannot remove the stale socket %s: %s", path,
+		           strerror(errno));
 		return -errno;
 	}
 	return 0;
@@ -1127,9 +859,9 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	mode_t old;
 	int rc;
 
-	rc = fill_sockaddr(c->path, &sun);
+	rc = gw_control_sockaddr(c->path, &sun);
 	if (rc != 0) {
-		set_err(err, errlen, "%s: path too long for a unix socket", c->path);
+		gw_set_err(err, errlen, "%s: path too long for a unix socket", c->path);
 		return rc;
 	}
 	snprintf(dir, sizeof(dir), "%s", c->path);
@@ -1149,7 +881,7 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "socket: %s", strerror(errno));
+		gw_set_err(err, errlen, "socket: %s", strerror(errno));
 		return rc;
 	}
 	/* The file is born 0600: no window in which another user could connect. */
@@ -1158,12 +890,12 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	umask(old);
 	if (rc != 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot bind %s: %s", c->path, strerror(errno));
+		gw_set_err(err, errlen, "cannot bind %s: %s", c->path, strerror(errno));
 		return rc;
 	}
 	if (chmod(c->path, 0600) != 0 || stat(c->path, &st) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", c->path, strerror(errno));
+		gw_set_err(err, errlen, "%s: %s", c->path, strerror(errno));
 		unlink(c->path);
 		return rc;
 	}
@@ -1171,7 +903,7 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	c->ino = st.st_ino;
 	if (listen(c->fd, CONTROL_BACKLOG) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
+		gw_set_err(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
 		unlink(c->path);
 		c->ino = 0;
 		return rc;
@@ -1188,12 +920,12 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 	int rc, n;
 
 	if (ctx == NULL || ctx->base == NULL || ctx->approvals == NULL || out == NULL) {
-		set_err(err, errlen, "control socket: no event loop or approvals");
+		gw_set_err(err, errlen, "control socket: no event loop or approvals");
 		return -EINVAL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->ctx = ctx;
@@ -1205,14 +937,14 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 	if (is_default) {
 		rc = gw_control_default_path(c->path, sizeof(c->path));
 		if (rc != 0) {
-			set_err(err, errlen, "no directory for the control socket: %s",
-			        strerror(-rc));
+			gw_set_err(err, errlen, "no directory for the control socket: %s",
+			           strerror(-rc));
 			goto fail;
 		}
 	} else {
 		n = snprintf(c->path, sizeof(c->path), "%s", path);
 		if (n <= 0 || (size_t)n >= sizeof(c->path)) {
-			set_err(err, errlen, "%s: path too long for a unix socket", path);
+			gw_set_err(err, errlen, "%s: path too long for a unix socket", path);
 			rc = -ENAMETOOLONG;
 			goto fail;
 		}
@@ -1231,17 +963,21 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 	c->ev_reap = event_new(ctx->base, -1, 0, reap_cb, c);
 	if (c->ev_accept == NULL || c->ev_resume == NULL || c->ev_reap == NULL ||
 	    event_add(c->ev_accept, NULL) != 0) {
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto fail;
 	}
 	c->listen_handle = approvals_listen(ctx->approvals, control_listener_cb, c);
 	if (c->listen_handle < 0) {
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto fail;
 	}
-	approvals_set_always(ctx->approvals, always_cb, c);
+	rc = gw_policy_always_start(ctx, &c->always);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		goto fail;
+	}
 	log_debug("%s: listening on %s", __func__, c->path);
 	*out = c;
 	return 0;
@@ -1260,13 +996,7 @@ gw_control_free(struct gw_control *c)
 		return;
 	if (c->listen_handle > 0)
 		approvals_unlisten(c->ctx->approvals, c->listen_handle);
-	/* Writes still queued finish or give up now; their callbacks log and
-	 * audit, but reload nothing: the gateway is going. */
-	c->stopping = true;
-	approvals_set_always(c->ctx->approvals, NULL, NULL);
-	policy_file_writer_free(c->writer);
-	if (c->ev_writer != NULL)
-		event_free(c->ev_writer);
+	gw_policy_always_free(c->always);
 	/* The loop may not run again (run signs its artifacts after it): what
 	 * subscribers were sent last is written now, as far as their sockets
 	 * take it without blocking. */
@@ -1322,261 +1052,4 @@ gw_control_set_limits(struct gw_control *c, size_t max_clients, double idle_time
 		c->max_clients = max_clients;
 	if (idle_timeout > 0)
 		c->idle_timeout = idle_timeout;
-}
-
-/* ---- the client ---------------------------------------------------------- */
-
-static int
-write_all(int fd, const char *buf, size_t len, int timeout_ms)
-{
-	while (len > 0) {
-		struct pollfd pfd = {fd, POLLOUT, 0};
-		ssize_t n;
-		int prc = poll(&pfd, 1, timeout_ms);
-
-		if (prc < 0 && errno == EINTR)
-			continue;
-		if (prc < 0)
-			return -errno;
-		if (prc == 0)
-			return -ETIMEDOUT;
-		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads one line (without its newline) into a malloc'd buffer, capped. */
-static int
-read_line(int fd, char **out, size_t *outlen, int timeout_ms)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	int rc = 0;
-
-	if (buf == NULL)
-		return -ENOMEM;
-	for (;;) {
-		struct pollfd pfd = {fd, POLLIN, 0};
-		char *nl;
-		ssize_t n;
-		int prc;
-
-		if (len == cap) {
-			char *bigger;
-
-			if (cap >= CONTROL_REPLY_MAX) {
-				rc = -EMSGSIZE;
-				goto out;
-			}
-			bigger = realloc(buf, cap * 2);
-			if (bigger == NULL) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			buf = bigger;
-			cap *= 2;
-		}
-		prc = poll(&pfd, 1, timeout_ms);
-		if (prc < 0 && errno == EINTR)
-			continue;
-		if (prc < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (prc == 0) {
-			rc = -ETIMEDOUT;
-			goto out;
-		}
-		n = recv(fd, buf + len, cap - len, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (n == 0) {
-			rc = -ECONNRESET;
-			goto out;
-		}
-		nl = memchr(buf + len, '\n', (size_t)n);
-		len += (size_t)n;
-		if (nl != NULL) {
-			*nl = '\0';
-			*outlen = (size_t)(nl - buf);
-			*out = buf;
-			return 0;
-		}
-	}
-out:
-	free(buf);
-	return rc;
-}
-
-int
-gw_control_connect(const char *path, char *err, size_t errlen)
-{
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	int fd;
-
-	fd = connect_path(path);
-	if (fd < 0) {
-		if (fd == -ECONNREFUSED || fd == -ENOENT)
-			set_err(err, errlen, "no gateway listens on %s", path);
-		else
-			set_err(err, errlen, "cannot connect to %s: %s", path, strerror(-fd));
-		return fd;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-	    (cred.uid != geteuid() && cred.uid != 0)) {
-		set_err(err, errlen, "%s belongs to another user", path);
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
-int
-gw_control_call(const char *path, json_t *request, json_t **reply, char *err, size_t errlen)
-{
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	json_error_t jerr;
-	char *text = NULL, *line = NULL;
-	size_t len = 0;
-	int fd, rc;
-
-	*reply = NULL;
-	fd = connect_path(path);
-	if (fd < 0) {
-		rc = fd;
-		if (rc == -ECONNREFUSED || rc == -ENOENT)
-			set_err(err, errlen, "no gateway listens on %s", path);
-		else
-			set_err(err, errlen, "cannot connect to %s: %s", path, strerror(-rc));
-		return rc;
-	}
-	/* Decisions go only to a gateway of our own (or root's). */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-	    (cred.uid != geteuid() && cred.uid != 0)) {
-		set_err(err, errlen, "%s belongs to another user", path);
-		rc = -EPERM;
-		goto out;
-	}
-	text = json_dumps(request, JSON_COMPACT);
-	if (text == NULL) {
-		set_err(err, errlen, "out of memory");
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = write_all(fd, text, strlen(text), CONTROL_CALL_TIMEOUT_MS);
-	if (rc == 0)
-		rc = write_all(fd, "\n", 1, CONTROL_CALL_TIMEOUT_MS);
-	if (rc == 0)
-		rc = read_line(fd, &line, &len, CONTROL_CALL_TIMEOUT_MS);
-	if (rc != 0) {
-		set_err(err, errlen, "%s: %s", path,
-		        rc == -ECONNRESET ? "the gateway closed the connection" : strerror(-rc));
-		goto out;
-	}
-	*reply = json_loadb(line, len, 0, &jerr);
-	if (*reply == NULL || !json_is_object(*reply) ||
-	    !json_is_boolean(json_object_get(*reply, "ok"))) {
-		set_err(err, errlen, "%s: not a control answer", path);
-		json_decref(*reply);
-		*reply = NULL;
-		rc = -EPROTO;
-	}
-out:
-	free(line);
-	free(text);
-	close(fd);
-	return rc;
-}
-
-/* ---- the finder ---------------------------------------------------------- */
-
-static int
-endpoint_cmp(const void *a, const void *b)
-{
-	const struct gw_control_endpoint *x = a, *y = b;
-
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-/* "<pid>.sock": the pid, or -1. */
-static long
-pid_of_name(const char *name)
-{
-	const char *dot = strchr(name, '.');
-	char digits[16];
-	size_t n;
-	long pid;
-
-	if (dot == NULL || strcmp(dot, ".sock") != 0)
-		return -1;
-	n = (size_t)(dot - name);
-	if (n == 0 || n >= sizeof(digits))
-		return -1;
-	memcpy(digits, name, n);
-	digits[n] = '\0';
-	if (gw_parse_long(digits, 1, INT32_MAX, &pid) != 0)
-		return -1;
-	return pid;
-}
-
-int
-gw_control_find(const char *dir, struct gw_control_endpoint *out, size_t max)
-{
-	char dbuf[PATH_MAX];
-	struct dirent *de;
-	size_t found = 0;
-	DIR *d;
-	int rc;
-
-	if (dir == NULL) {
-		rc = gw_control_dir(dbuf, sizeof(dbuf));
-		if (rc != 0)
-			return rc;
-		dir = dbuf;
-	}
-	d = opendir(dir); /* glibc opens it O_CLOEXEC */
-	if (d == NULL)
-		return -errno;
-	while ((de = readdir(d)) != NULL) {
-		struct gw_control_endpoint ep;
-		struct stat st;
-		long pid = pid_of_name(de->d_name);
-		int n, fd;
-
-		if (pid < 0)
-			continue;
-		/* A dead pid's socket is stale: ignored, and replaced when that
-		 * pid runs a gateway again. */
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			continue;
-		n = snprintf(ep.path, sizeof(ep.path), "%s/%s", dir, de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(ep.path))
-			continue;
-		if (lstat(ep.path, &st) != 0 || !S_ISSOCK(st.st_mode))
-			continue;
-		/* The pid may have been reused by something else. */
-		fd = connect_path(ep.path);
-		if (fd < 0)
-			continue;
-		close(fd);
-		ep.pid = (pid_t)pid;
-		if (found < max)
-			out[found] = ep;
-		found++;
-	}
-	closedir(d);
-	qsort(out, found < max ? found : max, sizeof(*out), endpoint_cmp);
-	return found > INT_MAX ? INT_MAX : (int)found;
 }
