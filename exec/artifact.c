@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
@@ -664,10 +665,7 @@ write_manifest(int dfd, const char *text, char *err, size_t errlen)
 static int
 now_iso(char *buf, size_t len)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return audit_format_ts((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, buf, len);
+	return audit_format_ts(gw_clock_real_ms(), buf, len);
 }
 
 static void

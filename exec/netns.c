@@ -26,6 +26,7 @@
 #include <netlink/route/rule.h>
 #include <netlink/socket.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 
@@ -43,15 +44,6 @@ struct hub_pending {
 /* A closed gate's veth still there after this long: its sandbox's namespace
  * is held by someone (or the sandbox lives on), so delete it ourselves. */
 #define HUB_PENDING_MAX_AGE 2.0
-
-static double
-monotonic_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct exec_hub {
 	int own_fd; /* the gateway's own namespace: where every setns returns */
@@ -591,7 +583,7 @@ exec_hub_defer_delete(struct exec_hub *h, const char *ifname, uint32_t slot)
 	}
 	snprintf(h->pending[h->npending].ifname, sizeof(h->pending[0].ifname), "%s", ifname);
 	h->pending[h->npending].slot = slot;
-	h->pending[h->npending].since = monotonic_now();
+	h->pending[h->npending].since = gw_clock_mono();
 	h->npending++;
 	return 0;
 }
@@ -633,7 +625,7 @@ pending_delete(struct exec_hub *h, size_t i)
 void
 exec_hub_collect(struct exec_hub *h)
 {
-	double now = monotonic_now();
+	double now = gw_clock_mono();
 
 	/*
 	 * Oldest first; the kernel tears namespaces down in about the order

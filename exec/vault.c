@@ -22,6 +22,7 @@
 #include <openssl/rand.h>
 
 #include "exec/redact.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
@@ -54,21 +55,6 @@ struct vault {
 	struct vault_entry *entries;
 	size_t nentries;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void
 vault_secret_free(struct vault_secret *s)
@@ -162,14 +148,14 @@ static int
 check_names(const char *ns, const char *name, char *err, size_t errlen)
 {
 	if (!vault_namespace_valid(ns)) {
-		set_err(err, errlen, "namespace: expected 1 to %d of A-Z a-z 0-9 _",
-		        VAULT_NAME_MAX);
+		gw_set_err(err, errlen, "namespace: expected 1 to %d of A-Z a-z 0-9 _",
+		           VAULT_NAME_MAX);
 		return -EINVAL;
 	}
 	if (name != NULL && !vault_name_valid(name)) {
-		set_err(err, errlen,
-		        "name: expected 1 to %d of A-Z a-z 0-9 _, not starting with a digit",
-		        VAULT_NAME_MAX);
+		gw_set_err(err, errlen,
+		           "name: expected 1 to %d of A-Z a-z 0-9 _, not starting with a digit",
+		           VAULT_NAME_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -260,21 +246,22 @@ check_private(int fd, const char *path, const char *what, char *err, size_t errl
 	struct stat st;
 
 	if (fstat(fd, &st) != 0) {
-		set_err(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		gw_set_err(err, errlen, "%s %s: %s", what, path, strerror(errno));
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		set_err(err, errlen, "%s %s: not a regular file", what, path);
+		gw_set_err(err, errlen, "%s %s: not a regular file", what, path);
 		return -EACCES;
 	}
 	if (st.st_uid != geteuid()) {
-		set_err(err, errlen, "%s %s: owned by uid %u, not by this user", what, path,
-		        (unsigned)st.st_uid);
+		gw_set_err(err, errlen, "%s %s: owned by uid %u, not by this user", what, path,
+		           (unsigned)st.st_uid);
 		return -EACCES;
 	}
 	if ((st.st_mode & 077) != 0) {
-		set_err(err, errlen, "%s %s: group or others have access (mode %04o); chmod 600 it",
-		        what, path, (unsigned)(st.st_mode & 07777));
+		gw_set_err(err, errlen,
+		           "%s %s: group or others have access (mode %04o); chmod 600 it", what,
+		           path, (unsigned)(st.st_mode & 07777));
 		return -EACCES;
 	}
 	return 0;
@@ -296,9 +283,9 @@ load_key(struct vault *v, char *err, size_t errlen)
 		return 0;
 	if (env != NULL && *env != '\0') {
 		if (vault_key_parse(env, v->key) != 0) {
-			set_err(err, errlen,
-			        "TOLLGATE_VAULT_KEY: expected 64 hex digits or the "
-			        "base64 of 32 bytes");
+			gw_set_err(err, errlen,
+			           "TOLLGATE_VAULT_KEY: expected 64 hex digits or the "
+			           "base64 of 32 bytes");
 			return -EINVAL;
 		}
 		v->have_key = true;
@@ -308,7 +295,7 @@ load_key(struct vault *v, char *err, size_t errlen)
 	if (fd < 0) {
 		rc = -errno;
 		if (rc != -ENOENT)
-			set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
+			gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
 		goto out;
 	}
 	rc = check_private(fd, v->key_path, "key file", err, errlen);
@@ -316,15 +303,15 @@ load_key(struct vault *v, char *err, size_t errlen)
 		goto out;
 	rc = gw_read_capped(fd, text, sizeof(text) - 1, &len);
 	if (rc != 0) {
-		set_err(err, errlen, "key file %s: %s", v->key_path,
-		        rc == -EFBIG ? "too long" : strerror(-rc));
+		gw_set_err(err, errlen, "key file %s: %s", v->key_path,
+		           rc == -EFBIG ? "too long" : strerror(-rc));
 		goto out;
 	}
 	text[len] = '\0';
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		text[--len] = '\0';
 	if (vault_key_parse(text, v->key) != 0) {
-		set_err(err, errlen, "key file %s: expected 64 hex digits", v->key_path);
+		gw_set_err(err, errlen, "key file %s: expected 64 hex digits", v->key_path);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -346,7 +333,7 @@ create_key(struct vault *v, char *err, size_t errlen)
 	int fd = -1, rc;
 
 	if (RAND_bytes(v->key, VAULT_KEY_LEN) != 1) {
-		set_err(err, errlen, "no randomness for a vault key");
+		gw_set_err(err, errlen, "no randomness for a vault key");
 		rc = -EIO;
 		goto out;
 	}
@@ -358,14 +345,14 @@ create_key(struct vault *v, char *err, size_t errlen)
 	fd = open(v->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
+		gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
 		goto out;
 	}
 	rc = gw_write_all(fd, text, sizeof(text));
 	if (rc == 0 && fsync(fd) != 0)
 		rc = -errno;
 	if (rc != 0) {
-		set_err(err, errlen, "key file %s: %s", v->key_path, strerror(-rc));
+		gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(-rc));
 		(void)unlink(v->key_path);
 		goto out;
 	}
@@ -502,7 +489,7 @@ lock_file(struct vault *v, int how, int *fd_out, char *err, size_t errlen)
 
 	fd = open(v->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		set_err(err, errlen, "lock %s: %s", v->lock_path, strerror(errno));
+		gw_set_err(err, errlen, "lock %s: %s", v->lock_path, strerror(errno));
 		return -errno;
 	}
 	do {
@@ -510,7 +497,7 @@ lock_file(struct vault *v, int how, int *fd_out, char *err, size_t errlen)
 	} while (rc != 0 && errno == EINTR);
 	if (rc != 0) {
 		rc = -errno;
-		set_err(err, errlen, "lock %s: %s", v->lock_path, strerror(errno));
+		gw_set_err(err, errlen, "lock %s: %s", v->lock_path, strerror(errno));
 		close(fd);
 		return rc;
 	}
@@ -539,7 +526,7 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	if (fd < 0) {
 		rc = -errno;
 		if (rc != -ENOENT)
-			set_err(err, errlen, "%s: %s", v->path, strerror(errno));
+			gw_set_err(err, errlen, "%s: %s", v->path, strerror(errno));
 		return rc;
 	}
 	rc = check_private(fd, v->path, "vault file", err, errlen);
@@ -552,13 +539,13 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	}
 	rc = gw_read_capped(fd, buf, VAULT_FILE_MAX, &len);
 	if (rc != 0) {
-		set_err(err, errlen, "%s: %s", v->path,
-		        rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
+		gw_set_err(err, errlen, "%s: %s", v->path,
+		           rc == -EFBIG ? "larger than 64 MiB" : strerror(-rc));
 		goto out;
 	}
 	doc = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (doc == NULL) {
-		set_err(err, errlen, "%s: damaged (line %d: %s)", v->path, jerr.line, jerr.text);
+		gw_set_err(err, errlen, "%s: damaged (line %d: %s)", v->path, jerr.line, jerr.text);
 		rc = -EBADMSG;
 		goto out;
 	}
@@ -566,8 +553,8 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	if (!json_is_object(doc) ||
 	    json_integer_value(json_object_get(doc, "version")) != VAULT_FORMAT_VERSION ||
 	    !json_is_string(json_object_get(doc, "key_check")) || !json_is_object(secrets)) {
-		set_err(err, errlen, "%s: not a tollgate vault file of version %d", v->path,
-		        VAULT_FORMAT_VERSION);
+		gw_set_err(err, errlen, "%s: not a tollgate vault file of version %d", v->path,
+		           VAULT_FORMAT_VERSION);
 		rc = -EBADMSG;
 		goto out;
 	}
@@ -593,15 +580,15 @@ check_key(struct vault *v, json_t *doc, char *err, size_t errlen)
 	rc = unseal(v->key, aad, aadlen, json_string_value(json_object_get(doc, "key_check")), &s);
 	if (rc == -EBADMSG || (rc == 0 && (s->len != strlen(VAULT_KEY_CHECK) ||
 	                                   memcmp(s->data, VAULT_KEY_CHECK, s->len) != 0))) {
-		set_err(err, errlen, "wrong vault key: %s does not open %s",
-		        getenv("TOLLGATE_VAULT_KEY") != NULL &&
-		                *getenv("TOLLGATE_VAULT_KEY") != '\0'
-		            ? "TOLLGATE_VAULT_KEY"
-		            : v->key_path,
-		        v->path);
+		gw_set_err(err, errlen, "wrong vault key: %s does not open %s",
+		           getenv("TOLLGATE_VAULT_KEY") != NULL &&
+		                   *getenv("TOLLGATE_VAULT_KEY") != '\0'
+		               ? "TOLLGATE_VAULT_KEY"
+		               : v->key_path,
+		           v->path);
 		rc = -EACCES;
 	} else if (rc != 0) {
-		set_err(err, errlen, "key check: %s", strerror(-rc));
+		gw_set_err(err, errlen, "key check: %s", strerror(-rc));
 	}
 	vault_secret_free(s);
 	return rc;
@@ -619,8 +606,8 @@ open_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 		return rc;
 	rc = load_key(v, err, errlen);
 	if (rc == -ENOENT) {
-		set_err(err, errlen, "no vault key: set TOLLGATE_VAULT_KEY or restore %s",
-		        v->key_path);
+		gw_set_err(err, errlen, "no vault key: set TOLLGATE_VAULT_KEY or restore %s",
+		           v->key_path);
 		rc = -EACCES;
 	}
 	if (rc == 0)
@@ -664,18 +651,18 @@ save_doc(struct vault *v, json_t *doc, char *err, size_t errlen)
 
 	n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", v->path);
 	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		set_err(err, errlen, "%s: path too long", v->path);
+		gw_set_err(err, errlen, "%s: path too long", v->path);
 		return -ENAMETOOLONG;
 	}
 	text = json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS);
 	if (text == NULL) {
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", tmp, strerror(errno));
+		gw_set_err(err, errlen, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (fchmod(fd, 0600) != 0) {
@@ -699,7 +686,7 @@ save_doc(struct vault *v, json_t *doc, char *err, size_t errlen)
 	rc = 0;
 	goto out;
 fail:
-	set_err(err, errlen, "%s: %s", v->path, strerror(-rc));
+	gw_set_err(err, errlen, "%s: %s", v->path, strerror(-rc));
 	(void)unlink(tmp);
 out:
 	if (fd >= 0)
@@ -720,14 +707,14 @@ new_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	rc = seal(v->key, aad, aadlen, (const uint8_t *)VAULT_KEY_CHECK, strlen(VAULT_KEY_CHECK),
 	          &check);
 	if (rc != 0) {
-		set_err(err, errlen, "sealing the key check failed");
+		gw_set_err(err, errlen, "sealing the key check failed");
 		return rc;
 	}
 	doc = json_pack("{s:i, s:s, s:s, s:{}}", "version", VAULT_FORMAT_VERSION, "cipher",
 	                "aes-256-gcm", "key_check", check, "secrets");
 	free(check);
 	if (doc == NULL) {
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	*out = doc;
@@ -741,7 +728,8 @@ count_entries(json_t *secrets)
 	json_t *names;
 	size_t n = 0;
 
-	json_object_foreach(secrets, ns, names) {
+	json_object_foreach(secrets, ns, names)
+	{
 		n += json_is_object(names) ? json_object_size(names) : 0;
 	}
 	return n;
@@ -774,18 +762,18 @@ file_put(struct vault *v, const char *ns, const char *name, const uint8_t *value
 	secrets = json_object_get(doc, "secrets");
 	names = json_object_get(secrets, ns);
 	if (names != NULL && !json_is_object(names)) {
-		set_err(err, errlen, "%s: damaged (namespace %s)", v->path, ns);
+		gw_set_err(err, errlen, "%s: damaged (namespace %s)", v->path, ns);
 		rc = -EBADMSG;
 		goto out;
 	}
 	if (names != NULL && json_object_get(names, name) != NULL && !replace) {
-		set_err(err, errlen, "%s/%s already exists", ns, name);
+		gw_set_err(err, errlen, "%s/%s already exists", ns, name);
 		rc = -EEXIST;
 		goto out;
 	}
 	if ((names == NULL || json_object_get(names, name) == NULL) &&
 	    count_entries(secrets) >= VAULT_ENTRIES_MAX) {
-		set_err(err, errlen, "the vault holds %d secrets already", VAULT_ENTRIES_MAX);
+		gw_set_err(err, errlen, "the vault holds %d secrets already", VAULT_ENTRIES_MAX);
 		rc = -ENOSPC;
 		goto out;
 	}
@@ -793,18 +781,18 @@ file_put(struct vault *v, const char *ns, const char *name, const uint8_t *value
 		names = json_object();
 		if (names == NULL || json_object_set_new(secrets, ns, names) != 0) {
 			rc = -ENOMEM;
-			set_err(err, errlen, "out of memory");
+			gw_set_err(err, errlen, "out of memory");
 			goto out;
 		}
 	}
 	rc = seal(v->key, aad, aadlen, value, len, &sealed);
 	if (rc != 0) {
-		set_err(err, errlen, "sealing the value failed");
+		gw_set_err(err, errlen, "sealing the value failed");
 		goto out;
 	}
 	if (json_object_set_new(names, name, json_string(sealed)) != 0) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		goto out;
 	}
 	rc = save_doc(v, doc, err, errlen);
@@ -829,22 +817,22 @@ file_get(struct vault *v, const char *ns, const char *name, struct vault_secret 
 		return rc;
 	rc = open_doc(v, &doc, err, errlen);
 	if (rc == -ENOENT)
-		set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
+		gw_set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
 	if (rc != 0)
 		goto out;
 	sealed = json_object_get(json_object_get(json_object_get(doc, "secrets"), ns), name);
 	if (sealed == NULL) {
-		set_err(err, errlen, "no secret %s/%s", ns, name);
+		gw_set_err(err, errlen, "no secret %s/%s", ns, name);
 		rc = -ENOENT;
 		goto out;
 	}
 	rc = json_is_string(sealed) ? unseal(v->key, aad, aadlen, json_string_value(sealed), out)
 	                            : -EBADMSG;
 	if (rc == -EBADMSG)
-		set_err(err, errlen, "%s/%s does not authenticate: %s was altered", ns, name,
-		        v->path);
+		gw_set_err(err, errlen, "%s/%s does not authenticate: %s was altered", ns, name,
+		           v->path);
 	else if (rc != 0)
-		set_err(err, errlen, "%s/%s: %s", ns, name, strerror(-rc));
+		gw_set_err(err, errlen, "%s/%s: %s", ns, name, strerror(-rc));
 out:
 	json_decref(doc);
 	unlock_file(lock);
@@ -862,13 +850,13 @@ file_delete(struct vault *v, const char *ns, const char *name, char *err, size_t
 		return rc;
 	rc = open_doc(v, &doc, err, errlen);
 	if (rc == -ENOENT)
-		set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
+		gw_set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
 	if (rc != 0)
 		goto out;
 	secrets = json_object_get(doc, "secrets");
 	names = json_object_get(secrets, ns);
 	if (names == NULL || json_object_del(names, name) != 0) {
-		set_err(err, errlen, "no secret %s/%s", ns, name);
+		gw_set_err(err, errlen, "no secret %s/%s", ns, name);
 		rc = -ENOENT;
 		goto out;
 	}
@@ -953,7 +941,8 @@ file_list(struct vault *v, const char *ns, struct name_list *l, char *err, size_
 	if (rc != 0)
 		goto out;
 	names = json_object_get(json_object_get(doc, "secrets"), ns);
-	json_object_foreach(names, name, value) {
+	json_object_foreach(names, name, value)
+	{
 		if (!vault_name_valid(name))
 			continue;
 		rc = names_add(l, name, strlen(name));
@@ -983,12 +972,12 @@ vault_get_env_var(const char *var, struct vault_secret **out, char *err, size_t 
 	const char *why;
 
 	if (value == NULL) {
-		set_err(err, errlen, "%s is not set in tollgate's environment", var);
+		gw_set_err(err, errlen, "%s is not set in tollgate's environment", var);
 		return -ENOENT;
 	}
 	why = vault_value_why((const uint8_t *)value, strlen(value));
 	if (why != NULL) {
-		set_err(err, errlen, "%s: %s", var, why);
+		gw_set_err(err, errlen, "%s: %s", var, why);
 		return -EINVAL;
 	}
 	return secret_new((const uint8_t *)value, strlen(value), out);
@@ -1054,7 +1043,7 @@ mem_put(struct vault *v, const char *ns, const char *name, const uint8_t *value,
 	uint8_t *copy;
 
 	if (e != NULL && !replace) {
-		set_err(err, errlen, "%s/%s already exists", ns, name);
+		gw_set_err(err, errlen, "%s/%s already exists", ns, name);
 		return -EEXIST;
 	}
 	copy = malloc(len);
@@ -1065,8 +1054,8 @@ mem_put(struct vault *v, const char *ns, const char *name, const uint8_t *value,
 		if (v->nentries >= VAULT_ENTRIES_MAX) {
 			OPENSSL_cleanse(copy, len);
 			free(copy);
-			set_err(err, errlen, "the vault holds %d secrets already",
-			        VAULT_ENTRIES_MAX);
+			gw_set_err(err, errlen, "the vault holds %d secrets already",
+			           VAULT_ENTRIES_MAX);
 			return -ENOSPC;
 		}
 		/* Not realloc: the old block would be freed without being wiped. */
@@ -1123,7 +1112,7 @@ vault_open_file(const char *home, struct vault **out, char *err, size_t errlen)
 	c = snprintf(v->lock_path, sizeof(v->lock_path), "%s/%s", home, VAULT_LOCK_FILE_NAME);
 	if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(v->path) ||
 	    (size_t)b >= sizeof(v->key_path) || (size_t)c >= sizeof(v->lock_path)) {
-		set_err(err, errlen, "%s: path too long", home);
+		gw_set_err(err, errlen, "%s: path too long", home);
 		vault_free(v);
 		return -ENAMETOOLONG;
 	}
@@ -1167,7 +1156,7 @@ vault_put(struct vault *v, const char *ns, const char *name, const uint8_t *valu
 		return rc;
 	why = vault_value_why(value, len);
 	if (why != NULL) {
-		set_err(err, errlen, "%s", why);
+		gw_set_err(err, errlen, "%s", why);
 		return -EINVAL;
 	}
 	switch (v->backend) {
@@ -1178,8 +1167,8 @@ vault_put(struct vault *v, const char *ns, const char *name, const uint8_t *valu
 	case VAULT_BACKEND_ENV:
 		break;
 	}
-	set_err(err, errlen, "the env backend is read-only: set %s%s_%s instead", VAULT_ENV_PREFIX,
-	        ns, name);
+	gw_set_err(err, errlen, "the env backend is read-only: set %s%s_%s instead",
+	           VAULT_ENV_PREFIX, ns, name);
 	return -EROFS;
 }
 
@@ -1206,7 +1195,7 @@ vault_get(struct vault *v, const char *ns, const char *name, struct vault_secret
 	case VAULT_BACKEND_MEMORY:
 		e = mem_find(v, ns, name);
 		if (e == NULL) {
-			set_err(err, errlen, "no secret %s/%s", ns, name);
+			gw_set_err(err, errlen, "no secret %s/%s", ns, name);
 			return -ENOENT;
 		}
 		return secret_new(e->value, e->len, out);
@@ -1228,13 +1217,13 @@ vault_delete(struct vault *v, const char *ns, const char *name, char *err, size_
 	case VAULT_BACKEND_FILE:
 		return file_delete(v, ns, name, err, errlen);
 	case VAULT_BACKEND_ENV:
-		set_err(err, errlen, "the env backend is read-only: unset %s%s_%s instead",
-		        VAULT_ENV_PREFIX, ns, name);
+		gw_set_err(err, errlen, "the env backend is read-only: unset %s%s_%s instead",
+		           VAULT_ENV_PREFIX, ns, name);
 		return -EROFS;
 	case VAULT_BACKEND_MEMORY:
 		e = mem_find(v, ns, name);
 		if (e == NULL) {
-			set_err(err, errlen, "no secret %s/%s", ns, name);
+			gw_set_err(err, errlen, "no secret %s/%s", ns, name);
 			return -ENOENT;
 		}
 		i = (size_t)(e - v->entries);
@@ -1272,7 +1261,7 @@ vault_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *e
 		break;
 	}
 	if (rc == -ENOMEM)
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 	if (rc == 0)
 		rc = names_emit(&l, fn, arg);
 	names_free(&l);
@@ -1325,25 +1314,25 @@ vault_inject_add(struct vault_inject **list, const char *spec, char *err, size_t
 	char name[VAULT_NAME_MAX + 1];
 
 	if (nlen == 0 || nlen > VAULT_NAME_MAX) {
-		set_err(err, errlen, "expected NAME or NAME=env:VAR");
+		gw_set_err(err, errlen, "expected NAME or NAME=env:VAR");
 		return -EINVAL;
 	}
 	memcpy(name, spec, nlen);
 	name[nlen] = '\0';
 	/* Nothing of a bad spec is echoed: it may be a value pasted by mistake. */
 	if (!vault_name_valid(name)) {
-		set_err(err, errlen,
-		        "NAME: expected 1 to %d of A-Z a-z 0-9 _, not starting with a "
-		        "digit",
-		        VAULT_NAME_MAX);
+		gw_set_err(err, errlen,
+		           "NAME: expected 1 to %d of A-Z a-z 0-9 _, not starting with a "
+		           "digit",
+		           VAULT_NAME_MAX);
 		return -EINVAL;
 	}
 	if (eq != NULL) {
 		const char *var = eq + 1;
 
 		if (strncmp(var, "env:", 4) != 0 || !vault_name_valid(var + 4)) {
-			set_err(err, errlen, "%s: expected %s=env:VAR (a variable name)", name,
-			        name);
+			gw_set_err(err, errlen, "%s: expected %s=env:VAR (a variable name)", name,
+			           name);
 			return -EINVAL;
 		}
 	}
@@ -1354,12 +1343,12 @@ vault_inject_add(struct vault_inject **list, const char *spec, char *err, size_t
 	}
 	for (size_t i = 0; i < (*list)->n; i++) {
 		if (strcmp((*list)->items[i].name, name) == 0) {
-			set_err(err, errlen, "%s: given twice", name);
+			gw_set_err(err, errlen, "%s: given twice", name);
 			return -EINVAL;
 		}
 	}
 	if ((*list)->n >= VAULT_INJECT_MAX) {
-		set_err(err, errlen, "at most %d", VAULT_INJECT_MAX);
+		gw_set_err(err, errlen, "at most %d", VAULT_INJECT_MAX);
 		return -E2BIG;
 	}
 	it = &(*list)->items[(*list)->n++];
@@ -1411,8 +1400,8 @@ vault_inject_load(struct vault_inject *list, const char *home, char *err, size_t
 		if (rc == 0)
 			rc = inject_env_entry(list, i);
 		if (rc != 0)
-			set_err(err, errlen, "--secret %s: %s", it->name,
-			        rc == -ENOMEM ? "out of memory" : why);
+			gw_set_err(err, errlen, "--secret %s: %s", it->name,
+			           rc == -ENOMEM ? "out of memory" : why);
 	}
 	vault_free(v);
 	return rc;

@@ -26,6 +26,8 @@
 
 #include <openssl/sha.h>
 
+#include "gateway/core/clock.h"
+#include "gateway/core/err.h"
 #include "gateway/core/log.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
@@ -123,21 +125,6 @@ struct audit {
 	bool failing;   /* the last batch failed: log once until one succeeds */
 	uint64_t lost;  /* rows of failed batches, for that log line */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 void
 audit_options_default(struct audit_options *o)
@@ -258,15 +245,6 @@ audit_parse_ts(const char *s, int64_t *ms)
 		return -EINVAL;
 	*ms = t * 1000 + frac;
 	return 0;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- the chain ----------------------------------------------------------- */
@@ -431,7 +409,7 @@ exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
 	char *msg = NULL;
 
 	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		set_err(err, errlen, "%s", msg != NULL ? msg : sqlite3_errmsg(db));
+		gw_set_err(err, errlen, "%s", msg != NULL ? msg : sqlite3_errmsg(db));
 		sqlite3_free(msg);
 		return -EIO;
 	}
@@ -469,32 +447,33 @@ migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 
 	rc = exec_sql(db, "BEGIN IMMEDIATE", msg, sizeof(msg));
 	if (rc != 0) {
-		set_err(err, errlen, "%s: %s", path, msg);
+		gw_set_err(err, errlen, "%s: %s", path, msg);
 		return rc;
 	}
 	if (query_int(db, "PRAGMA user_version", &version) != 0 ||
 	    query_int(db, "SELECT count(*) FROM sqlite_master", &tables) != 0) {
-		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
+		gw_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(db));
 		rc = -EIO;
 		goto out;
 	}
 	if (version > AUDIT_SCHEMA_VERSION) {
-		set_err(err, errlen, "%s: schema version %lld is newer than this tollgate's (%d)",
-		        path, (long long)version, AUDIT_SCHEMA_VERSION);
+		gw_set_err(err, errlen,
+		           "%s: schema version %lld is newer than this tollgate's (%d)", path,
+		           (long long)version, AUDIT_SCHEMA_VERSION);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (version == 0 && tables != 0) {
-		set_err(err, errlen, "%s: not a tollgate audit database (tables but no version)",
-		        path);
+		gw_set_err(err, errlen, "%s: not a tollgate audit database (tables but no version)",
+		           path);
 		rc = -EINVAL;
 		goto out;
 	}
 	for (int64_t v = version; v < AUDIT_SCHEMA_VERSION; v++) {
 		rc = exec_sql(db, migrations[v], msg, sizeof(msg));
 		if (rc != 0) {
-			set_err(err, errlen, "%s: migration to schema version %lld failed: %s",
-			        path, (long long)v + 1, msg);
+			gw_set_err(err, errlen, "%s: migration to schema version %lld failed: %s",
+			           path, (long long)v + 1, msg);
 			goto out;
 		}
 	}
@@ -504,13 +483,13 @@ migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", AUDIT_SCHEMA_VERSION);
 		rc = exec_sql(db, sql, msg, sizeof(msg));
 		if (rc != 0) {
-			set_err(err, errlen, "%s: %s", path, msg);
+			gw_set_err(err, errlen, "%s: %s", path, msg);
 			goto out;
 		}
 	}
 	rc = exec_sql(db, "COMMIT", msg, sizeof(msg));
 	if (rc != 0)
-		set_err(err, errlen, "%s: %s", path, msg);
+		gw_set_err(err, errlen, "%s: %s", path, msg);
 out:
 	if (rc != 0)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -521,7 +500,7 @@ static int
 prepare(struct audit *a, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
 {
 	if (sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", a->path, sqlite3_errmsg(a->db));
+		gw_set_err(err, errlen, "%s: %s", a->path, sqlite3_errmsg(a->db));
 		return -EIO;
 	}
 	return 0;
@@ -572,12 +551,12 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 
 	*out = NULL;
 	if (path == NULL || o == NULL || o->queue_max == 0 || o->batch_rows == 0) {
-		set_err(err, errlen, "audit: bad arguments");
+		gw_set_err(err, errlen, "audit: bad arguments");
 		return -EINVAL;
 	}
 	a = calloc(1, sizeof(*a));
 	if (a == NULL) {
-		set_err(err, errlen, "%s: out of memory", path);
+		gw_set_err(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	a->opt = *o;
@@ -590,7 +569,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	a->path = strdup(path);
 	if (a->path == NULL) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "%s: out of memory", path);
+		gw_set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 
@@ -601,7 +580,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	} while (fd < 0 && errno == EINTR);
 	if (fd < 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	close(fd);
@@ -612,7 +591,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		a->wal_path = malloc(n);
 		if (a->wal_path == NULL) {
 			rc = -ENOMEM;
-			set_err(err, errlen, "%s: out of memory", path);
+			gw_set_err(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
 		snprintf(a->wal_path, n, "%s-wal", path);
@@ -621,15 +600,15 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	}
 	if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", path,
-		        a->db != NULL ? sqlite3_errmsg(a->db) : "cannot open");
+		gw_set_err(err, errlen, "%s: %s", path,
+		           a->db != NULL ? sqlite3_errmsg(a->db) : "cannot open");
 		rc = -EIO;
 		goto out;
 	}
 	sqlite3_busy_timeout(a->db, BUSY_TIMEOUT_MS);
 	/* Reading the header first turns "file is not a database" into an error here. */
 	if (query_int(a->db, "PRAGMA user_version", &version) != 0) {
-		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(a->db));
+		gw_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(a->db));
 		rc = -EINVAL;
 		goto out;
 	}
@@ -643,8 +622,8 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 			wal = sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
 		sqlite3_finalize(st);
 		if (!wal) {
-			set_err(err, errlen, "%s: cannot switch to WAL mode: %s", path,
-			        sqlite3_errmsg(a->db));
+			gw_set_err(err, errlen, "%s: cannot switch to WAL mode: %s", path,
+			           sqlite3_errmsg(a->db));
 			rc = -EIO;
 			goto out;
 		}
@@ -662,7 +641,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	 * in audit_free). */
 	rc = exec_sql(a->db, "PRAGMA synchronous=NORMAL", msg, sizeof(msg));
 	if (rc != 0) {
-		set_err(err, errlen, "%s: %s", path, msg);
+		gw_set_err(err, errlen, "%s: %s", path, msg);
 		goto out;
 	}
 	/* A file already at this version needs no migration transaction (a
@@ -718,7 +697,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	rc = -pthread_create(&a->writer, NULL, writer_main, a);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (rc != 0) {
-		set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
+		gw_set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
 		goto out;
 	}
 	a->writer_started = true;
@@ -784,7 +763,7 @@ audit_append(struct audit *a, const struct audit_event *ev)
 	if (q == NULL)
 		return -ENOMEM;
 	q->next = NULL;
-	q->ts_ms = ev->ts_ms != 0 ? ev->ts_ms : now_ms();
+	q->ts_ms = ev->ts_ms != 0 ? ev->ts_ms : gw_clock_real_ms();
 	q->port = ev->port;
 	cur = q->data;
 	q->kind = field_copy(&cur, ev->kind, lk);
@@ -972,8 +951,8 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 	if (!a->opt.unchained) {
 		if (sqlite3_step(a->st_head) != SQLITE_ROW) {
 			sqlite3_reset(a->st_head);
-			set_err(err, errlen,
-			        "the head row is missing (run 'tollgate audit verify')");
+			gw_set_err(err, errlen,
+			           "the head row is missing (run 'tollgate audit verify')");
 			rc = SQLITE_CORRUPT;
 			goto out;
 		}
@@ -981,8 +960,8 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 		if (audit_hash_from_hex((const char *)sqlite3_column_text(a->st_head, 1),
 		                        (size_t)sqlite3_column_bytes(a->st_head, 1), prev) != 0) {
 			sqlite3_reset(a->st_head);
-			set_err(err, errlen,
-			        "the head hash is malformed (run 'tollgate audit verify')");
+			gw_set_err(err, errlen,
+			           "the head hash is malformed (run 'tollgate audit verify')");
 			rc = SQLITE_CORRUPT;
 			goto out;
 		}
@@ -1016,7 +995,7 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 			    .detail_len = q->detail_len,
 			};
 			if (audit_hasher_row(a->hasher, &r, prev, h) != 0) {
-				set_err(err, errlen, "cannot hash a row");
+				gw_set_err(err, errlen, "cannot hash a row");
 				rc = SQLITE_NOMEM;
 				goto out;
 			}
@@ -1043,10 +1022,10 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 		rc = step_done(a->st_insert); /* every parameter is bound anew for each row */
 		if (rc != 0) {
 			if (rc == SQLITE_CONSTRAINT)
-				set_err(err, errlen,
-				        "row %lld already exists beyond the head: the log was "
-				        "tampered with (run 'tollgate audit verify')",
-				        (long long)id);
+				gw_set_err(err, errlen,
+				           "row %lld already exists beyond the head: the log was "
+				           "tampered with (run 'tollgate audit verify')",
+				           (long long)id);
 			goto out;
 		}
 		if (!a->opt.unchained)
@@ -1066,7 +1045,7 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 		in_tx = false;
 out:
 	if (rc != 0 && err[0] == '\0')
-		set_err(err, errlen, "%s", sqlite3_errmsg(a->db));
+		gw_set_err(err, errlen, "%s", sqlite3_errmsg(a->db));
 	if (in_tx)
 		step_done(a->st_rollback);
 	return rc;
@@ -1101,7 +1080,7 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 	if (a->hasher == NULL)
 		a->hasher = audit_hasher_new();
 	if (a->hasher == NULL && !a->opt.unchained) {
-		set_err(err, sizeof(err), "out of memory");
+		gw_set_err(err, sizeof(err), "out of memory");
 		rc = SQLITE_NOMEM;
 	} else {
 		rc = write_batch(a, batch, err, sizeof(err));

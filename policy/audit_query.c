@@ -14,27 +14,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "gateway/core/err.h"
+
 #define BUSY_TIMEOUT_MS 5000
 
 struct audit_reader {
 	sqlite3 *db;
 	char *path;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 struct sqlite3 *
 audit_reader_db(struct audit_reader *r)
@@ -66,11 +53,11 @@ audit_reader_open(const char *path, struct audit_reader **out, char *err, size_t
 	 * but stat says why in the words people expect. */
 	if (stat(path, &sb) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
 	if (!S_ISREG(sb.st_mode)) {
-		set_err(err, errlen, "%s: not a regular file", path);
+		gw_set_err(err, errlen, "%s: not a regular file", path);
 		return -EINVAL;
 	}
 	r = calloc(1, sizeof(*r));
@@ -78,33 +65,34 @@ audit_reader_open(const char *path, struct audit_reader **out, char *err, size_t
 		r->path = strdup(path);
 	if (r == NULL || r->path == NULL) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "%s: out of memory", path);
+		gw_set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	/* Read-write (read-only if the file is write-protected) so that SQLite
 	 * may create the -shm index of a WAL file; never CREATE. */
 	if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		set_err(err, errlen, "%s: %s", path,
-		        r->db != NULL ? sqlite3_errmsg(r->db) : "cannot open");
+		gw_set_err(err, errlen, "%s: %s", path,
+		           r->db != NULL ? sqlite3_errmsg(r->db) : "cannot open");
 		rc = -EIO;
 		goto out;
 	}
 	sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
 	if (sqlite3_prepare_v2(r->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_step(st) != SQLITE_ROW) {
-		set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(r->db));
+		gw_set_err(err, errlen, "%s: %s", path, sqlite3_errmsg(r->db));
 		rc = -EINVAL;
 		goto out;
 	}
 	version = sqlite3_column_int64(st, 0);
 	if (version == 0) {
-		set_err(err, errlen, "%s: not a tollgate audit database", path);
+		gw_set_err(err, errlen, "%s: not a tollgate audit database", path);
 		rc = -EINVAL;
 		goto out;
 	}
 	if (version > AUDIT_SCHEMA_VERSION) {
-		set_err(err, errlen, "%s: schema version %lld is newer than this tollgate's (%d)",
-		        path, (long long)version, AUDIT_SCHEMA_VERSION);
+		gw_set_err(err, errlen,
+		           "%s: schema version %lld is newer than this tollgate's (%d)", path,
+		           (long long)version, AUDIT_SCHEMA_VERSION);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -258,7 +246,7 @@ run_filtered(struct audit_reader *r, const char *sql, const struct audit_filter 
 	}
 	rc = bind_filter(st, f, max, host, sizeof(host));
 	if (rc != 0) {
-		set_err(err, errlen, "%s: a filter is out of range", r->path);
+		gw_set_err(err, errlen, "%s: a filter is out of range", r->path);
 		goto out;
 	}
 	for (;;) {
@@ -278,7 +266,7 @@ run_filtered(struct audit_reader *r, const char *sql, const struct audit_filter 
 		*max_id = max;
 out:
 	if (rc == -EIO)
-		set_err(err, errlen, "%s: %s", r->path, sqlite3_errmsg(r->db));
+		gw_set_err(err, errlen, "%s: %s", r->path, sqlite3_errmsg(r->db));
 	sqlite3_finalize(st);
 	if (in_tx)
 		sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
@@ -355,7 +343,7 @@ audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct
 	                       NULL) != SQLITE_OK)
 		goto out;
 	if (bind_filter(st, f, max, host, sizeof(host)) != 0) {
-		set_err(err, errlen, "%s: a filter is out of range", r->path);
+		gw_set_err(err, errlen, "%s: a filter is out of range", r->path);
 		rc = -EINVAL;
 		goto out;
 	}
@@ -376,7 +364,7 @@ audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct
 	rc = 0;
 out:
 	if (rc == -EIO)
-		set_err(err, errlen, "%s: %s", r->path, sqlite3_errmsg(r->db));
+		gw_set_err(err, errlen, "%s: %s", r->path, sqlite3_errmsg(r->db));
 	sqlite3_finalize(st);
 	if (in_tx)
 		sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);

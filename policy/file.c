@@ -4,6 +4,7 @@
  * that adds a rule when an approval is given with scope "always" (done by a
  * worker thread, so that a gateway's loop never waits on the file's lock).
  */
+#include "gateway/core/clock.h"
 #include "policy/policy.h"
 
 #include <errno.h>
@@ -92,8 +93,8 @@ offset_linecol(const char *text, size_t off, unsigned int *line, unsigned int *c
 static void
 skip_ws(const char *s, size_t len, size_t *pos)
 {
-	while (*pos < len && (s[*pos] == ' ' || s[*pos] == '\t' || s[*pos] == '\n' ||
-	                      s[*pos] == '\r'))
+	while (*pos < len &&
+	       (s[*pos] == ' ' || s[*pos] == '\t' || s[*pos] == '\n' || s[*pos] == '\r'))
 		(*pos)++;
 }
 
@@ -300,8 +301,8 @@ one_line(char *s)
 	}
 }
 
-static int
-fail_at(struct loader *ld, bool at_key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_at(struct loader *ld, bool at_key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int
 fail_at(struct loader *ld, bool at_key, const char *fmt, ...)
@@ -325,7 +326,7 @@ static void
 path_push_key(struct loader *ld, const char *key)
 {
 	if (ld->depth < PATH_DEPTH_MAX)
-		ld->path[ld->depth] = (struct path_elem){ .key = key };
+		ld->path[ld->depth] = (struct path_elem){.key = key};
 	ld->depth++;
 }
 
@@ -333,7 +334,7 @@ static void
 path_push_index(struct loader *ld, size_t index)
 {
 	if (ld->depth < PATH_DEPTH_MAX)
-		ld->path[ld->depth] = (struct path_elem){ .key = NULL, .index = index };
+		ld->path[ld->depth] = (struct path_elem){.key = NULL, .index = index};
 	ld->depth++;
 }
 
@@ -367,11 +368,9 @@ collect_strings(const json_t *v, struct text_pos *out, size_t cap, size_t *n)
 			out[*n].value = v;
 		(*n)++;
 	} else if (json_is_object(v)) {
-		json_object_foreach((json_t *)v, key, child)
-			collect_strings(child, out, cap, n);
+		json_object_foreach((json_t *)v, key, child) collect_strings(child, out, cap, n);
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, child)
-			collect_strings(child, out, cap, n);
+		json_array_foreach(v, i, child) collect_strings(child, out, cap, n);
 	}
 }
 
@@ -459,7 +458,7 @@ static void
 origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 {
 	unsigned int line, col;
-	struct text_pos key = { .value = v };
+	struct text_pos key = {.value = v};
 	const struct text_pos *hit = NULL;
 
 	if (ld->strings != NULL)
@@ -476,9 +475,9 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 /* ---- the format --------------------------------------------------------- */
 
 static const char top_keys[] =
-	"version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients";
+    "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients";
 static const char client_keys[] = "name, comment, sources, user, password_sha256, default, "
-				  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
+                                  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
 
 static int
 load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
@@ -493,7 +492,8 @@ load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
 		return fail_at(ld, false, "\"%s\": expected an array of %s", key,
 		               cidr ? "address strings (\"10.0.0.0/8\")"
 		                    : "pattern strings (\"*.example.com:443\")");
-	json_array_foreach(v, i, item) {
+	json_array_foreach(v, i, item)
+	{
 		path_push_index(ld, i);
 		if (!json_is_string(item)) {
 			rc = fail_at(ld, false, "expected a string (%s)",
@@ -627,26 +627,31 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 	section = policy_new();
 	if (section == NULL)
 		return fail_at(ld, false, "out of memory");
-	json_object_foreach(obj, key, v) {
+	json_object_foreach(obj, key, v)
+	{
 		path_push_key(ld, key);
 		if (strcmp(key, "name") == 0) {
 			if (!json_is_string(v) || !client_name_ok(json_string_value(v))) {
-				rc = fail_at(ld, false, "\"name\": expected 1-63 letters, digits, "
-				                        "'-', '_' or '.'");
+				rc = fail_at(ld, false,
+				             "\"name\": expected 1-63 letters, digits, "
+				             "'-', '_' or '.'");
 				goto pop_out;
 			}
 			name = json_string_value(v);
 		} else if (strcmp(key, "user") == 0) {
 			if (!json_is_string(v) || !client_user_ok(json_string_value(v))) {
-				rc = fail_at(ld, false, "\"user\": expected a proxy user name (1-128 "
-				                        "characters, no ':' or control characters)");
+				rc = fail_at(ld, false,
+				             "\"user\": expected a proxy user name (1-128 "
+				             "characters, no ':' or control characters)");
 				goto pop_out;
 			}
 			user = json_string_value(v);
 		} else if (strcmp(key, "password_sha256") == 0) {
-			if (!json_is_string(v) || parse_sha256_hex(json_string_value(v), hash) != 0) {
-				rc = fail_at(ld, false, "\"password_sha256\": expected 64 hex digits "
-				                        "(the SHA-256 of the password)");
+			if (!json_is_string(v) ||
+			    parse_sha256_hex(json_string_value(v), hash) != 0) {
+				rc = fail_at(ld, false,
+				             "\"password_sha256\": expected 64 hex digits "
+				             "(the SHA-256 of the password)");
 				goto pop_out;
 			}
 			have_hash = true;
@@ -655,8 +660,9 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 			size_t i;
 
 			if (!json_is_array(v) || json_array_size(v) == 0) {
-				rc = fail_at(ld, false, "\"sources\": expected a non-empty array of "
-				                        "CIDR blocks (\"10.0.0.0/8\")");
+				rc = fail_at(ld, false,
+				             "\"sources\": expected a non-empty array of "
+				             "CIDR blocks (\"10.0.0.0/8\")");
 				goto pop_out;
 			}
 			free(sources);
@@ -666,7 +672,8 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 				goto pop_out;
 			}
 			nsources = 0;
-			json_array_foreach(v, i, item) {
+			json_array_foreach(v, i, item)
+			{
 				const char *why;
 
 				path_push_index(ld, i);
@@ -688,8 +695,9 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		} else {
 			rc = load_common_key(ld, section, key, v);
 			if (rc == 1)
-				rc = fail_at(ld, true, "unknown key \"%s\" in a client section "
-				                       "(expected one of: %s)",
+				rc = fail_at(ld, true,
+				             "unknown key \"%s\" in a client section "
+				             "(expected one of: %s)",
 				             key, client_keys);
 			if (rc != 0)
 				goto pop_out;
@@ -708,8 +716,8 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		rc = fail_at(ld, false, "client \"%s\": \"password_sha256\" needs \"user\"", name);
 		goto out;
 	}
-	rc = policy_add_client(top, name, section, sources, nsources, user,
-	                       have_hash ? hash : NULL, msg, sizeof(msg));
+	rc = policy_add_client(top, name, section, sources, nsources, user, have_hash ? hash : NULL,
+	                       msg, sizeof(msg));
 	if (rc != 0)
 		rc = fail_at(ld, false, "%s", msg);
 	goto out;
@@ -745,7 +753,8 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 	p = policy_new();
 	if (p == NULL)
 		return fail_at(ld, false, "out of memory");
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (strcmp(key, "version") == 0 || strcmp(key, "clients") == 0)
 			continue;
 		path_push_key(ld, key);
@@ -764,11 +773,13 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 
 		path_push_key(ld, "clients");
 		if (!json_is_array(clients)) {
-			rc = fail_at(ld, false, "\"clients\": expected an array of client sections");
+			rc =
+			    fail_at(ld, false, "\"clients\": expected an array of client sections");
 			path_pop(ld);
 			goto out;
 		}
-		json_array_foreach(clients, i, v) {
+		json_array_foreach(clients, i, v)
+		{
 			path_push_index(ld, i);
 			rc = load_client(ld, p, v);
 			path_pop(ld);
@@ -787,8 +798,8 @@ out:
 }
 
 int
-policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out,
-                   char *err, size_t errlen)
+policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out, char *err,
+                   size_t errlen)
 {
 	struct loader ld;
 	json_error_t jerr;
@@ -842,8 +853,8 @@ read_capped(int fd, const char *path, char **out, size_t *outlen, char *err, siz
 
 			if (cap > POLICY_FILE_MAX) {
 				snprintf(err, errlen,
-				         "%s: larger than %d bytes, the limit for a policy file", path,
-				         POLICY_FILE_MAX);
+				         "%s: larger than %d bytes, the limit for a policy file",
+				         path, POLICY_FILE_MAX);
 				rc = -EFBIG;
 				goto out;
 			}
@@ -945,7 +956,8 @@ add_to_json(json_t *root, const char *key, const char *pattern, bool *present)
 		if (list == NULL || json_object_set_new(root, key, list) != 0)
 			return NULL;
 	}
-	json_array_foreach(list, i, item) {
+	json_array_foreach(list, i, item)
+	{
 		if (json_is_string(item) && strcmp(json_string_value(item), pattern) == 0) {
 			*present = true;
 			return NULL;
@@ -969,8 +981,7 @@ add_to_json(json_t *root, const char *key, const char *pattern, bool *present)
 
 /* Writes text next to path and renames it over path, durably. */
 static int
-replace_file(const char *path, const struct stat *st, const char *text, char *err,
-             size_t errlen)
+replace_file(const char *path, const struct stat *st, const char *text, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -1071,15 +1082,6 @@ struct policy_file_writer {
 	int pipe_rd, pipe_wr; /* a byte in it: something is in done */
 };
 
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * Sleeps ms on the writer's condition variable, or less when it is told to
  * stop. Returns whether it was told to stop.
@@ -1111,8 +1113,8 @@ writer_nap(struct policy_file_writer *w, long ms)
  * writer stops, whichever comes first: -ETIMEDOUT or -ECANCELED then.
  */
 static int
-lock_file(int fd, const char *path, struct policy_file_writer *w, double deadline,
-          double timeout, char *err, size_t errlen)
+lock_file(int fd, const char *path, struct policy_file_writer *w, double deadline, double timeout,
+          char *err, size_t errlen)
 {
 	long nap = LOCK_POLL_MIN_MS;
 	int rc;
@@ -1127,10 +1129,10 @@ lock_file(int fd, const char *path, struct policy_file_writer *w, double deadlin
 			snprintf(err, errlen, "%s: lock: %s", path, strerror(errno));
 			return rc;
 		}
-		if (mono_now() >= deadline) {
+		if (gw_clock_mono() >= deadline) {
 			snprintf(err, errlen,
-			         "%s: still locked by another process after %g s; not written", path,
-			         timeout);
+			         "%s: still locked by another process after %g s; not written",
+			         path, timeout);
 			return -ETIMEDOUT;
 		}
 		if (writer_nap(w, nap)) {
@@ -1151,8 +1153,7 @@ lock_file(int fd, const char *path, struct policy_file_writer *w, double deadlin
 
 static int
 file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
-              struct policy_file_writer *w, double timeout, bool *present, char *err,
-              size_t errlen)
+              struct policy_file_writer *w, double timeout, bool *present, char *err, size_t errlen)
 {
 	char real[PATH_MAX], norm[POLICY_HOST_MAX + 32];
 	char *buf = NULL, *text = NULL;
@@ -1161,7 +1162,7 @@ file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
 	json_error_t jerr;
 	struct stat st, now;
 	size_t len = 0;
-	double deadline = mono_now() + timeout;
+	double deadline = gw_clock_mono() + timeout;
 	int fd = -1, rc;
 	const char *key = action == POLICY_ALLOW ? "allow" : action == POLICY_ASK ? "ask" : "deny";
 
@@ -1234,8 +1235,8 @@ out:
 }
 
 int
-policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
-                     char *err, size_t errlen)
+policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern, char *err,
+                     size_t errlen)
 {
 	bool present;
 
@@ -1407,12 +1408,12 @@ run_done(struct file_job_list *list)
 
 	while ((j = TAILQ_FIRST(list)) != NULL) {
 		struct policy_file_result r = {
-			.path = j->path,
-			.action = j->action,
-			.pattern = j->pattern,
-			.rc = j->rc,
-			.present = j->present,
-			.err = j->rc != 0 ? j->err : "",
+		    .path = j->path,
+		    .action = j->action,
+		    .pattern = j->pattern,
+		    .rc = j->rc,
+		    .present = j->present,
+		    .err = j->rc != 0 ? j->err : "",
 		};
 
 		TAILQ_REMOVE(list, j, entry);

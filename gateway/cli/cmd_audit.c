@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "gateway/cli/cli.h"
+#include "gateway/core/clock.h"
 #include "policy/audit.h"
 
 extern const struct gw_command gw_command_audit;
@@ -276,7 +277,6 @@ print_row(const struct audit_row *row, void *arg)
 static int
 parse_since(const char *s, int64_t *ms)
 {
-	struct timespec now;
 	double secs;
 
 	/* An ISO-8601 time starts with a four-digit year and a dash. */
@@ -284,8 +284,7 @@ parse_since(const char *s, int64_t *ms)
 		return audit_parse_ts(s, ms);
 	if (gw_parse_duration(s, &secs) != 0)
 		return -EINVAL;
-	clock_gettime(CLOCK_REALTIME, &now);
-	*ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - (int64_t)(secs * 1000.0);
+	*ms = gw_clock_real_ms() - (int64_t)(secs * 1000.0);
 	if (*ms <= 0)
 		*ms = 1;
 	return 0;

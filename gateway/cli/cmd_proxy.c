@@ -18,6 +18,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
+#include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -317,8 +318,7 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 	log_info("proxy: %s: no new connections; %zu open, waiting up to %.0f s",
 	         sig == SIGINT ? "SIGINT" : "SIGTERM", proxy_conn_count(run->setup.proxy),
 	         run->grace);
-	tv.tv_sec = (time_t)run->grace;
-	tv.tv_usec = (suseconds_t)((run->grace - (double)tv.tv_sec) * 1e6);
+	tv = gw_clock_timeval(run->grace);
 	run->grace_timer = evtimer_new(run->gw.base, on_grace_over, run);
 	if (run->grace_timer != NULL)
 		evtimer_add(run->grace_timer, &tv);
