@@ -16,41 +16,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "fixture_audit.h"
 #include "policy/audit.h"
-
-struct fixture {
-	char dir[64];
-	char path[128];
-};
-
-static int
-setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	assert_non_null(fx);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-chain.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char p[160];
-
-	unlink(fx->path);
-	snprintf(p, sizeof(p), "%s-wal", fx->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", fx->path);
-	unlink(p);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
-}
 
 /* n rows with varied fields, through the real writer. */
 static void
@@ -78,29 +45,11 @@ make_log(const char *path, int n)
 	audit_free(a);
 }
 
-static void
-run_sql(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	char *msg = NULL;
-
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("%s: %s", sql, msg);
-	sqlite3_close(db);
-}
-
+/* The chain is intact over rows rows, and the last of them is the head. */
 static void
 verify_ok(const char *path, uint64_t rows)
 {
-	struct audit_verify_result res;
-	char err[256];
-
-	assert_int_equal(audit_verify(path, &res, err, sizeof(err)), 0);
-	if (res.first_bad_id != -1)
-		fail_msg("row %lld: %s", (long long)res.first_bad_id, res.what);
-	assert_int_equal(res.rows_checked, rows);
-	assert_int_equal(res.head_id, (int64_t)rows);
+	assert_int_equal(fixture_audit_verify_rows(path, rows), (int64_t)rows);
 }
 
 /* The chain must break at want_id, and the reason must mention what. */
@@ -225,7 +174,7 @@ test_hex_round_trip(void **state)
 static void
 test_intact_and_empty(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result res;
 	char err[256];
 	struct audit *a = NULL;
@@ -248,7 +197,7 @@ test_intact_and_empty(void **state)
 static void
 test_missing_and_foreign_files(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result res;
 	char err[256];
 	FILE *f;
@@ -266,7 +215,7 @@ test_missing_and_foreign_files(void **state)
 	unlink(fx->path);
 
 	/* An SQLite file of something else. */
-	run_sql(fx->path, "CREATE TABLE t (x)");
+	fixture_audit_sql(fx->path, "CREATE TABLE t (x)");
 	assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not a tollgate audit database"));
 }
@@ -286,18 +235,19 @@ test_edit_each_field(void **state)
 	    "UPDATE events SET detail = '{\"n\":40}' WHERE id = 4",
 	    "UPDATE events SET hash = lower(hex(randomblob(32))) WHERE id = 4",
 	};
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 
 	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
 		unlink(fx->path);
 		make_log(fx->path, 10);
-		run_sql(fx->path, edits[i]);
+		fixture_audit_sql(fx->path, edits[i]);
 		verify_broken(fx->path, 4, "hash");
 	}
 	/* Changing prev_hash alone shows at that row too. */
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "UPDATE events SET prev_hash = "
+	fixture_audit_sql(fx->path,
+	                  "UPDATE events SET prev_hash = "
 	                  "'0000000000000000000000000000000000000000000000000000000000000000' "
 	                  "WHERE id = 4");
 	verify_broken(fx->path, 4, "prev_hash");
@@ -306,20 +256,20 @@ test_edit_each_field(void **state)
 static void
 test_delete_rows(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events WHERE id = 5");
+	fixture_audit_sql(fx->path, "DELETE FROM events WHERE id = 5");
 	verify_broken(fx->path, 6, "row 5 is missing");
 
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events WHERE id BETWEEN 3 AND 6");
+	fixture_audit_sql(fx->path, "DELETE FROM events WHERE id BETWEEN 3 AND 6");
 	verify_broken(fx->path, 7, "rows 3..6 are missing");
 
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events WHERE id = 1");
+	fixture_audit_sql(fx->path, "DELETE FROM events WHERE id = 1");
 	verify_broken(fx->path, 2, "starts at row 2");
 }
 
@@ -327,45 +277,45 @@ test_delete_rows(void **state)
 static void
 test_delete_tail(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events WHERE id >= 8");
+	fixture_audit_sql(fx->path, "DELETE FROM events WHERE id >= 8");
 	verify_broken(fx->path, 8, "deleted from the end");
 
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events WHERE id = 10");
+	fixture_audit_sql(fx->path, "DELETE FROM events WHERE id = 10");
 	verify_broken(fx->path, 10, "newest row was deleted");
 
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM events");
+	fixture_audit_sql(fx->path, "DELETE FROM events");
 	verify_broken(fx->path, 1, "deleted from the end");
 
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "DELETE FROM head");
+	fixture_audit_sql(fx->path, "DELETE FROM head");
 	verify_broken(fx->path, 0, "head record is missing");
 }
 
 static void
 test_swap_ids(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 
 	make_log(fx->path, 10);
-	run_sql(fx->path, "UPDATE events SET id = -1 WHERE id = 3;"
-	                  "UPDATE events SET id = 3 WHERE id = 7;"
-	                  "UPDATE events SET id = 7 WHERE id = -1");
+	fixture_audit_sql(fx->path, "UPDATE events SET id = -1 WHERE id = 3;"
+	                            "UPDATE events SET id = 3 WHERE id = 7;"
+	                            "UPDATE events SET id = 7 WHERE id = -1");
 	verify_broken(fx->path, 3, "");
 
 	/* Swapping only the contents of two adjacent rows, hashes included. */
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "UPDATE events SET id = -1 WHERE id = 5;"
-	                  "UPDATE events SET id = 5 WHERE id = 6;"
-	                  "UPDATE events SET id = 6 WHERE id = -1");
+	fixture_audit_sql(fx->path, "UPDATE events SET id = -1 WHERE id = 5;"
+	                            "UPDATE events SET id = 5 WHERE id = 6;"
+	                            "UPDATE events SET id = 6 WHERE id = -1");
 	verify_broken(fx->path, 5, "prev_hash");
 }
 
@@ -389,7 +339,7 @@ forge_from_last(const char *path, char *prev_hex)
 static void
 test_insert_forged(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	char prev_hex[AUDIT_HASH_HEX_LEN + 1], hex[AUDIT_HASH_HEX_LEN + 1], sql[1024];
 	struct audit_row r = sample_row();
 
@@ -400,13 +350,14 @@ test_insert_forged(void **state)
 	         "INSERT INTO events VALUES (11, '2026-01-01T00:00:00.000Z', 'decision', NULL,"
 	         " 'evil.example', 443, 'allow', NULL, NULL, '%s', '%s')",
 	         prev_hex, audit_genesis_hash);
-	run_sql(fx->path, sql);
+	fixture_audit_sql(fx->path, sql);
 	verify_broken(fx->path, 11, "content does not match");
 
 	/* A row before row 1. */
 	unlink(fx->path);
 	make_log(fx->path, 10);
-	run_sql(fx->path, "INSERT INTO events VALUES (0, '2026-01-01T00:00:00.000Z', 'x', NULL,"
+	fixture_audit_sql(fx->path,
+	                  "INSERT INTO events VALUES (0, '2026-01-01T00:00:00.000Z', 'x', NULL,"
 	                  " NULL, NULL, NULL, NULL, NULL, '', '')");
 	verify_broken(fx->path, 0, "starts at row 0");
 
@@ -420,13 +371,13 @@ test_insert_forged(void **state)
 	         "INSERT INTO events VALUES (11, '%s', 'decision', NULL, 'example.com', 443,"
 	         " 'allow', '', '{\"a\":1}', '%s', '%s')",
 	         r.ts, prev_hex, hex);
-	run_sql(fx->path, sql);
+	fixture_audit_sql(fx->path, sql);
 	verify_broken(fx->path, 11, "not written by tollgate");
 
 	/* Moving the head too defeats verify alone: that is what anchors are for
 	 * (docs/audit.md), and the next test shows them at work. */
 	snprintf(sql, sizeof(sql), "UPDATE head SET last_id = 11, last_hash = '%s'", hex);
-	run_sql(fx->path, sql);
+	fixture_audit_sql(fx->path, sql);
 	verify_ok(fx->path, 11);
 }
 
@@ -437,7 +388,7 @@ test_insert_forged(void **state)
 static void
 test_anchor(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result res;
 	char err[256], anchor[AUDIT_HASH_HEX_LEN + 1], prev_hex[AUDIT_HASH_HEX_LEN + 1];
 	char hex[AUDIT_HASH_HEX_LEN + 1], sql[512];
@@ -453,7 +404,7 @@ test_anchor(void **state)
 	assert_true(res.anchor_found);
 
 	/* Rewrite from row 3 on, recomputing each hash as the code would. */
-	run_sql(fx->path, "UPDATE events SET host = 'rewritten.example' WHERE id = 3");
+	fixture_audit_sql(fx->path, "UPDATE events SET host = 'rewritten.example' WHERE id = 3");
 	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
 	memcpy(prev_hex, "", 1);
 	for (int64_t id = 1; id <= 10; id++) {
@@ -508,14 +459,22 @@ main(void)
 	    cmocka_unit_test(test_known_answer),
 	    cmocka_unit_test(test_every_field_counts),
 	    cmocka_unit_test(test_hex_round_trip),
-	    cmocka_unit_test_setup_teardown(test_intact_and_empty, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_missing_and_foreign_files, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_edit_each_field, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_delete_rows, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_delete_tail, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_swap_ids, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_insert_forged, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_anchor, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_intact_and_empty, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_missing_and_foreign_files, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_edit_each_field, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_delete_rows, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_delete_tail, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_swap_ids, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_insert_forged, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_anchor, fixture_audit_setup,
+	                                    fixture_audit_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

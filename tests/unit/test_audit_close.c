@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture_audit.h"
 #include "policy/audit.h"
 
 /* SQLite's WAL: a 32-byte header, then frames of a 24-byte header and a page. */
@@ -23,41 +23,6 @@
 #define WAL_FRAME (24 + 4096)
 /* audit.c checkpoints at close past 128 frames; a close adds a few more. */
 #define WAL_FRAMES_MAX (128 + 16)
-
-struct fixture {
-	char dir[64];
-	char path[128];
-	char wal[136];
-};
-
-static int
-setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	assert_non_null(fx);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-close.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
-	snprintf(fx->wal, sizeof(fx->wal), "%s-wal", fx->path);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char p[160];
-
-	unlink(fx->path);
-	unlink(fx->wal);
-	snprintf(p, sizeof(p), "%s-shm", fx->path);
-	unlink(p);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
-}
 
 static void
 append_n(struct audit *a, int n)
@@ -73,22 +38,6 @@ append_n(struct audit *a, int n)
 	}
 }
 
-static int64_t
-rows_on_disk(const char *path)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t n = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
-}
-
 static off_t
 file_size(const char *path)
 {
@@ -101,7 +50,7 @@ file_size(const char *path)
 static void
 test_close_keeps_wal(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result vr;
 	struct audit *a = NULL;
 	char err[256];
@@ -116,14 +65,14 @@ test_close_keeps_wal(void **state)
 	assert_int_equal(vr.first_bad_id, -1);
 	assert_int_equal(vr.rows_checked, 3);
 	assert_int_equal(vr.head_id, 3);
-	assert_int_equal(rows_on_disk(fx->path), 3);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 3);
 }
 
 /* Many short runs: the WAL does not grow past the close-time bound. */
 static void
 test_wal_bounded(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result vr;
 	struct audit *a = NULL;
 	char err[256];
@@ -153,7 +102,7 @@ test_wal_bounded(void **state)
 static void
 test_flush_commits_now(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_options o;
 	struct audit_stats stats;
 	struct audit *a = NULL;
@@ -164,14 +113,14 @@ test_flush_commits_now(void **state)
 	assert_int_equal(audit_open_with(fx->path, &o, &a, err, sizeof(err)), 0);
 	append_n(a, 5);
 	assert_int_equal(audit_flush(a), 0);
-	assert_int_equal(rows_on_disk(fx->path), 5);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 5);
 	audit_get_stats(a, &stats);
 	assert_int_equal(stats.committed, 5);
 	assert_int_equal(stats.failed, 0);
 	/* And again, with the writer possibly awake from the first. */
 	append_n(a, 4);
 	assert_int_equal(audit_flush(a), 0);
-	assert_int_equal(rows_on_disk(fx->path), 9);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 9);
 	audit_free(a);
 }
 
@@ -179,7 +128,7 @@ test_flush_commits_now(void **state)
 static void
 test_two_stores(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result vr;
 	struct audit *a = NULL, *b = NULL;
 	char err[256];
@@ -201,10 +150,14 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_close_keeps_wal, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_wal_bounded, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_flush_commits_now, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_two_stores, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_close_keeps_wal, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_wal_bounded, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_flush_commits_now, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_two_stores, fixture_audit_setup,
+	                                    fixture_audit_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

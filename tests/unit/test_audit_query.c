@@ -17,13 +17,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "fixture_audit.h"
 #include "policy/audit.h"
-
-struct fixture {
-	char dir[64];
-	char path[128];
-	struct audit_reader *r;
-};
 
 /* 2026-01-01T00:00:00Z */
 #define T0 1767225600000LL
@@ -70,37 +65,18 @@ append_log(const char *path)
 	audit_free(a);
 }
 
+/* The shared fixture, with the log above in it and a reader open on it. */
 static int
 setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct fixture_audit *fx;
 	char err[256];
 
-	assert_non_null(fx);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-query.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
+	fixture_audit_setup(state);
+	fx = *state;
 	append_log(fx->path);
-	if (audit_reader_open(fx->path, &fx->r, err, sizeof(err)) != 0)
+	if (audit_reader_open(fx->path, &fx->reader, err, sizeof(err)) != 0)
 		fail_msg("audit_reader_open: %s", err);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char p[160];
-
-	audit_reader_free(fx->r);
-	unlink(fx->path);
-	snprintf(p, sizeof(p), "%s-wal", fx->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", fx->path);
-	unlink(p);
-	rmdir(fx->dir);
-	free(fx);
 	return 0;
 }
 
@@ -216,14 +192,14 @@ expect_ids(struct audit_reader *r, const struct audit_filter *f, const char *wan
 static void
 test_filters(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_filter f;
 
 #define CASE(init, want)                                                                           \
 	do {                                                                                       \
 		f = (struct audit_filter){0};                                                      \
 		init;                                                                              \
-		expect_ids(fx->r, &f, want);                                                       \
+		expect_ids(fx->reader, &f, want);                                                  \
 	} while (0)
 	CASE((void)0, "1 2 3 4 5 6 7");
 	CASE(f.since_ms = T0 + 3 * 60000, "4 5 6 7");
@@ -271,7 +247,7 @@ append_one(const char *path, const char *host)
 static void
 test_follow(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	volatile sig_atomic_t stop = 0;
 	struct audit_filter f = {.host = "new.example"};
 	struct ids ids = {.stop_after = 1, .stop = &stop};
@@ -279,8 +255,8 @@ test_follow(void **state)
 
 	/* A stop that is already set returns at once. */
 	stop = 1;
-	assert_int_equal(audit_follow(fx->r, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    audit_follow(fx->reader, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)), 0);
 	assert_int_equal(ids.n, 0);
 
 	/* Rows committed by another writer after the snapshot; only the one
@@ -289,8 +265,8 @@ test_follow(void **state)
 	append_one(fx->path, "new.example");
 	stop = 0;
 	alarm(30);
-	assert_int_equal(audit_follow(fx->r, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    audit_follow(fx->reader, &f, NROWS, 10, collect, &ids, &stop, err, sizeof(err)), 0);
 	alarm(0);
 	assert_int_equal(ids.n, 1);
 	assert_int_equal(ids.id[0], NROWS + 2);
@@ -303,7 +279,7 @@ test_follow(void **state)
 static void
 test_no_gap_before_follow(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	volatile sig_atomic_t stop = 0;
 	struct audit_filter f = {0};
 	struct ids ids = {.stop_after = 1, .stop = &stop};
@@ -311,19 +287,19 @@ test_no_gap_before_follow(void **state)
 	int64_t measured = 0, max_id = 0;
 	char err[256];
 
-	assert_int_equal(audit_table_measure(fx->r, &f, &t, &measured, err, sizeof(err)), 0);
+	assert_int_equal(audit_table_measure(fx->reader, &f, &t, &measured, err, sizeof(err)), 0);
 	assert_int_equal(measured, NROWS);
 	append_one(fx->path, "between.example");
 	f.until_id = measured;
 	ids.stop_after = 0;
-	assert_int_equal(audit_query(fx->r, &f, collect, &ids, &max_id, err, sizeof(err)), 0);
+	assert_int_equal(audit_query(fx->reader, &f, collect, &ids, &max_id, err, sizeof(err)), 0);
 	assert_int_equal(ids.n, NROWS);
 	assert_int_equal(max_id, NROWS);
 
 	ids = (struct ids){.stop_after = 1, .stop = &stop};
 	alarm(30);
 	assert_int_equal(
-	    audit_follow(fx->r, &f, max_id, 10, collect, &ids, &stop, err, sizeof(err)), 0);
+	    audit_follow(fx->reader, &f, max_id, 10, collect, &ids, &stop, err, sizeof(err)), 0);
 	alarm(0);
 	assert_int_equal(ids.n, 1);
 	assert_int_equal(ids.id[0], NROWS + 1);
@@ -346,7 +322,7 @@ json_cb(const struct audit_row *row, void *arg)
 static void
 test_json(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_filter f = {.until_id = 1};
 	struct capture c = {0};
 	struct audit_row row = {
@@ -367,7 +343,7 @@ test_json(void **state)
 
 	c.f = open_memstream(&c.buf, &c.len);
 	assert_non_null(c.f);
-	assert_int_equal(audit_query(fx->r, &f, json_cb, c.f, NULL, err, sizeof(err)), 0);
+	assert_int_equal(audit_query(fx->reader, &f, json_cb, c.f, NULL, err, sizeof(err)), 0);
 	assert_int_equal(audit_json_row(c.f, &row), 0);
 	fclose(c.f);
 
@@ -426,7 +402,7 @@ table_cb(const struct audit_row *row, void *arg)
 static void
 test_table(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_filter f = {0};
 	struct audit_table t;
 	struct capture c = {0};
@@ -450,11 +426,11 @@ test_table(void **state)
 	}
 	c.f = open_memstream(&c.buf, &c.len);
 	t.out = c.f;
-	assert_int_equal(audit_table_measure(fx->r, &f, &t, &max_id, err, sizeof(err)), 0);
+	assert_int_equal(audit_table_measure(fx->reader, &f, &t, &max_id, err, sizeof(err)), 0);
 	assert_int_equal(max_id, NROWS + 1);
 	f.until_id = max_id;
 	audit_table_header(&t);
-	assert_int_equal(audit_query(fx->r, &f, table_cb, &t, NULL, err, sizeof(err)), 0);
+	assert_int_equal(audit_query(fx->reader, &f, table_cb, &t, NULL, err, sizeof(err)), 0);
 	fclose(c.f);
 
 	assert_null(strchr(c.buf, 27));
@@ -487,11 +463,12 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_format_ts),
 	    cmocka_unit_test(test_parse_ts),
-	    cmocka_unit_test_setup_teardown(test_filters, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_follow, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_no_gap_before_follow, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_json, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_filters, setup, fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_follow, setup, fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_no_gap_before_follow, setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_json, setup, fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_table, setup, fixture_audit_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

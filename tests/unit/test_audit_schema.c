@@ -17,53 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture_audit.h"
 #include "policy/audit.h"
-
-struct fixture {
-	char dir[64];
-	char path[128];
-};
-
-static int
-setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	assert_non_null(fx);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-schema.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char p[160];
-
-	unlink(fx->path);
-	snprintf(p, sizeof(p), "%s-wal", fx->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", fx->path);
-	unlink(p);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
-}
-
-static void
-run_sql(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	char *msg = NULL;
-
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-		fail_msg("%s: %s", sql, msg);
-	sqlite3_close(db);
-}
 
 /* The first column of the first row, as text ("" when none). */
 static void
@@ -97,21 +52,9 @@ append_rows(const char *path, int n)
 }
 
 static void
-verify_rows(const char *path, uint64_t rows)
-{
-	struct audit_verify_result res;
-	char err[256];
-
-	assert_int_equal(audit_verify(path, &res, err, sizeof(err)), 0);
-	if (res.first_bad_id != -1)
-		fail_msg("row %lld: %s", (long long)res.first_bad_id, res.what);
-	assert_int_equal(res.rows_checked, rows);
-}
-
-static void
 test_new_file(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	char v[128];
 	struct stat sb;
 
@@ -125,19 +68,19 @@ test_new_file(void **state)
 	/* Only its owner may read the log. */
 	assert_int_equal(stat(fx->path, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
-	verify_rows(fx->path, 1);
+	fixture_audit_verify_rows(fx->path, 1);
 }
 
 /* A version-1 file (rows, no head) gets a head seeded from its last row. */
 static void
 test_migrate_from_v1(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	char v[128], want[128];
 
 	append_rows(fx->path, 5);
 	query_text(fx->path, "SELECT hash FROM events WHERE id = 5", want, sizeof(want));
-	run_sql(fx->path, "DROP TABLE head; PRAGMA user_version = 1");
+	fixture_audit_sql(fx->path, "DROP TABLE head; PRAGMA user_version = 1");
 
 	append_rows(fx->path, 2);
 	query_text(fx->path, "PRAGMA user_version", v, sizeof(v));
@@ -145,36 +88,37 @@ test_migrate_from_v1(void **state)
 	/* Row 6 was chained onto row 5 through the seeded head. */
 	query_text(fx->path, "SELECT prev_hash FROM events WHERE id = 6", v, sizeof(v));
 	assert_string_equal(v, want);
-	verify_rows(fx->path, 7);
+	fixture_audit_verify_rows(fx->path, 7);
 }
 
 static void
 test_migrate_from_v1_empty(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	char v[128];
 
 	append_rows(fx->path, 0);
-	run_sql(fx->path, "DROP TABLE head; PRAGMA user_version = 1");
+	fixture_audit_sql(fx->path, "DROP TABLE head; PRAGMA user_version = 1");
 	append_rows(fx->path, 0);
 	query_text(fx->path, "SELECT last_id || ' ' || last_hash FROM head", v, sizeof(v));
 	assert_string_equal(v,
 	                    "0 0000000000000000000000000000000000000000000000000000000000000000");
 	append_rows(fx->path, 3);
-	verify_rows(fx->path, 3);
+	fixture_audit_verify_rows(fx->path, 3);
 }
 
 /* A step that fails leaves the file at its old version, untouched. */
 static void
 test_failed_step_rolls_back(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = NULL;
 	char err[256], v[128];
 
 	append_rows(fx->path, 2);
 	/* Something in the way of step 2's CREATE TABLE head. */
-	run_sql(fx->path, "DROP TABLE head; CREATE TABLE head (x); PRAGMA user_version = 1");
+	fixture_audit_sql(fx->path,
+	                  "DROP TABLE head; CREATE TABLE head (x); PRAGMA user_version = 1");
 	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), -EIO);
 	assert_null(a);
 	assert_non_null(strstr(err, "migration to schema version 2 failed"));
@@ -187,13 +131,13 @@ test_failed_step_rolls_back(void **state)
 static void
 test_refuse_newer(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_reader *r = NULL;
 	struct audit *a = NULL;
 	char err[256], v[128];
 
 	append_rows(fx->path, 1);
-	run_sql(fx->path, "PRAGMA user_version = 99");
+	fixture_audit_sql(fx->path, "PRAGMA user_version = 99");
 	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "newer"));
 	assert_int_equal(audit_reader_open(fx->path, &r, err, sizeof(err)), -EINVAL);
@@ -205,11 +149,11 @@ test_refuse_newer(void **state)
 static void
 test_refuse_foreign(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = NULL;
 	char err[256], v[128];
 
-	run_sql(fx->path, "CREATE TABLE notes (body TEXT)");
+	fixture_audit_sql(fx->path, "CREATE TABLE notes (body TEXT)");
 	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not a tollgate audit database"));
 	query_text(fx->path, "SELECT count(*) FROM sqlite_master WHERE name = 'events'", v,
@@ -221,7 +165,7 @@ test_refuse_foreign(void **state)
 static void
 test_reader_missing(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_reader *r = NULL;
 	char err[256];
 
@@ -235,13 +179,20 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_new_file, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_migrate_from_v1_empty, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_failed_step_rolls_back, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_refuse_newer, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_refuse_foreign, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reader_missing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_new_file, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_migrate_from_v1, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_migrate_from_v1_empty, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_failed_step_rolls_back, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_refuse_newer, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_refuse_foreign, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_reader_missing, fixture_audit_setup,
+	                                    fixture_audit_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,41 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_audit.h"
 #include "policy/audit.h"
-
-struct fixture {
-	char dir[64];
-	char path[128];
-};
-
-static int
-setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	assert_non_null(fx);
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/tollgate-test-audit-writer.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
-	snprintf(fx->path, sizeof(fx->path), "%s/audit.db", fx->dir);
-	*state = fx;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *fx = *state;
-	char p[160];
-
-	unlink(fx->path);
-	snprintf(p, sizeof(p), "%s-wal", fx->path);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s-shm", fx->path);
-	unlink(p);
-	rmdir(fx->dir);
-	free(fx);
-	return 0;
-}
 
 static const struct audit_event ev_sample = {
     .kind = "decision",
@@ -66,23 +33,6 @@ static const struct audit_event ev_sample = {
     .reason = "allow example.com (--allow)",
     .detail = "{\"bytes_up\":10}",
 };
-
-/* Rows in the file, read by a connection of its own (what others see). */
-static int64_t
-rows_on_disk(const char *path)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t n = -1;
-
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return n;
-}
 
 static void
 sleep_ms(long ms)
@@ -109,18 +59,6 @@ wait_committed(struct audit *a, uint64_t want)
 	         (unsigned long long)want);
 }
 
-static void
-verify_rows(const char *path, uint64_t rows)
-{
-	struct audit_verify_result res;
-	char err[256];
-
-	assert_int_equal(audit_verify(path, &res, err, sizeof(err)), 0);
-	if (res.first_bad_id != -1)
-		fail_msg("row %lld: %s", (long long)res.first_bad_id, res.what);
-	assert_int_equal(res.rows_checked, rows);
-}
-
 static struct audit *
 open_with(const char *path, size_t queue_max, size_t batch_rows, unsigned batch_ms)
 {
@@ -141,21 +79,21 @@ open_with(const char *path, size_t queue_max, size_t batch_rows, unsigned batch_
 static void
 test_batch_by_count(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 1000, 4, 600000);
 	struct audit_stats s;
 
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(audit_append(a, &ev_sample), 0);
 	/* Three rows wait for the fourth: nothing is on disk. */
-	assert_int_equal(rows_on_disk(fx->path), 0);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 0);
 	audit_get_stats(a, &s);
 	assert_int_equal(s.queued, 3);
 	assert_int_equal(s.committed, 0);
 
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	wait_committed(a, 4);
-	assert_int_equal(rows_on_disk(fx->path), 4);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 4);
 
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(audit_append(a, &ev_sample), 0);
@@ -170,16 +108,16 @@ test_batch_by_count(void **state)
 	audit_get_stats(a, &s);
 	assert_int_equal(s.committed, 14);
 	assert_int_equal(s.batches, 4);
-	assert_int_equal(rows_on_disk(fx->path), 14);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 14);
 	audit_free(a);
-	verify_rows(fx->path, 14);
+	fixture_audit_verify_rows(fx->path, 14);
 }
 
 /* A lone row is committed by the timer, without a flush. */
 static void
 test_batch_by_timer(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 1000, 1000, 20);
 	struct audit_stats s;
 
@@ -189,29 +127,29 @@ test_batch_by_timer(void **state)
 	wait_committed(a, 2);
 	audit_get_stats(a, &s);
 	assert_int_equal(s.batches, 2);
-	assert_int_equal(rows_on_disk(fx->path), 2);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 2);
 	audit_free(a);
-	verify_rows(fx->path, 2);
+	fixture_audit_verify_rows(fx->path, 2);
 }
 
 /* audit_free commits what is still queued. */
 static void
 test_free_flushes(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 1000, 1000, 600000);
 
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(audit_append(a, &ev_sample), 0);
 	audit_free(a);
-	verify_rows(fx->path, 10);
+	fixture_audit_verify_rows(fx->path, 10);
 	audit_free(NULL);
 }
 
 static void
 test_queue_bound(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 8, 1000, 600000);
 	struct audit_stats s;
 
@@ -230,13 +168,13 @@ test_queue_bound(void **state)
 	assert_int_equal(s.committed, 9);
 	assert_int_equal(s.dropped, 2);
 	audit_free(a);
-	verify_rows(fx->path, 9);
+	fixture_audit_verify_rows(fx->path, 9);
 }
 
 static void
 test_bad_events_and_caps(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 100, 10, 50);
 	struct audit_event ev = ev_sample;
 	struct audit_options o;
@@ -273,7 +211,7 @@ test_bad_events_and_caps(void **state)
 	assert_non_null(strstr((const char *)sqlite3_column_text(st, 1), "\"truncated\":true"));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	verify_rows(fx->path, 1);
+	fixture_audit_verify_rows(fx->path, 1);
 
 	audit_options_default(&o);
 	o.batch_rows = 0;
@@ -288,7 +226,7 @@ test_bad_events_and_caps(void **state)
 static void
 test_write_failure(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 100, 10, 600000);
 	struct audit_stats s;
 	sqlite3 *db = NULL;
@@ -310,7 +248,7 @@ test_write_failure(void **state)
 	assert_int_equal(s.committed, 3);
 	assert_int_equal(s.failed, 2);
 	/* Nothing of the failed batch reached the file, and the head did not move. */
-	assert_int_equal(rows_on_disk(fx->path), 4);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 4);
 
 	assert_int_equal(sqlite3_exec(db, "DELETE FROM events WHERE id = 4", NULL, NULL, NULL),
 	                 SQLITE_OK);
@@ -318,7 +256,7 @@ test_write_failure(void **state)
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
 	audit_free(a);
-	verify_rows(fx->path, 4);
+	fixture_audit_verify_rows(fx->path, 4);
 }
 
 struct producer {
@@ -343,7 +281,7 @@ produce(void *arg)
 static void
 test_threads(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit *a = open_with(fx->path, 100000, 64, 5);
 	struct producer p[4];
 	pthread_t t[4];
@@ -358,7 +296,7 @@ test_threads(void **state)
 	}
 	assert_int_equal(audit_flush(a), 0);
 	audit_free(a);
-	verify_rows(fx->path, 8000);
+	fixture_audit_verify_rows(fx->path, 8000);
 }
 
 /* Appends count rows; in a child, so only _exit and no cmocka. */
@@ -388,7 +326,7 @@ child_append(const char *path, int count, size_t batch_rows)
 static void
 test_two_processes(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	pid_t pids[2];
 	int status;
 
@@ -405,7 +343,7 @@ test_two_processes(void **state)
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
 	}
-	verify_rows(fx->path, 3000);
+	fixture_audit_verify_rows(fx->path, 3000);
 }
 
 /*
@@ -415,7 +353,7 @@ test_two_processes(void **state)
 static void
 test_sigkill_after_flush(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	int fds[2], status;
 	char c = 0;
 	pid_t pid;
@@ -452,16 +390,16 @@ test_sigkill_after_flush(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status));
 
-	verify_rows(fx->path, 100);
+	fixture_audit_verify_rows(fx->path, 100);
 	assert_int_equal(child_append(fx->path, 5, 10), 0);
-	verify_rows(fx->path, 105);
+	fixture_audit_verify_rows(fx->path, 105);
 }
 
 /* SIGKILL in the middle of a stream of commits: whatever got in verifies. */
 static void
 test_sigkill_while_writing(void **state)
 {
-	struct fixture *fx = *state;
+	struct fixture_audit *fx = *state;
 	struct audit_verify_result res;
 	char err[256];
 	int64_t n = 0;
@@ -475,7 +413,7 @@ test_sigkill_while_writing(void **state)
 		_exit(child_append(fx->path, 5000000, 16));
 	for (int i = 0; i < 1000 && n < 2000; i++) {
 		sleep_ms(10);
-		n = rows_on_disk(fx->path);
+		n = fixture_audit_rows_on_disk(fx->path);
 	}
 	/* Kill before any assertion, so that a failure leaves no child behind. */
 	assert_int_equal(kill(pid, SIGKILL), 0);
@@ -489,23 +427,33 @@ test_sigkill_while_writing(void **state)
 	assert_true(res.rows_checked >= 2000);
 	assert_true(res.rows_checked < 5000000);
 	assert_int_equal(child_append(fx->path, 3, 10), 0);
-	verify_rows(fx->path, res.rows_checked + 3);
+	fixture_audit_verify_rows(fx->path, res.rows_checked + 3);
 }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_batch_by_count, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_batch_by_timer, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_free_flushes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_queue_bound, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_bad_events_and_caps, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_write_failure, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_sigkill_after_flush, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_sigkill_while_writing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_batch_by_count, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_batch_by_timer, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_free_flushes, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_queue_bound, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_events_and_caps, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_write_failure, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_threads, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_two_processes, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_sigkill_after_flush, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_sigkill_while_writing, fixture_audit_setup,
+	                                    fixture_audit_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

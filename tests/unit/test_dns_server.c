@@ -25,61 +25,13 @@
 #include "gateway/core/gateway.h"
 #include "policy/policy.h"
 
+#include "fixture_dns.h"
+
 struct fixture {
-	struct event_base *base;
-	struct gw_context gw;
+	struct fixture_dns dns;
 	struct policy *sandbox_policy;
-	struct dns_server *server;
 	struct sockaddr_in udp_addr, tcp_addr;
-	int client_udp;
 };
-
-static size_t
-make_query(uint8_t *buf, uint16_t id, const char *name, uint16_t qtype)
-{
-	size_t len = 12;
-	const char *p = name;
-
-	memset(buf, 0, 12);
-	buf[0] = (uint8_t)(id >> 8);
-	buf[1] = (uint8_t)id;
-	buf[2] = 0x01; /* RD */
-	buf[5] = 1;    /* QDCOUNT */
-	while (*p != '\0') {
-		const char *dot = strchr(p, '.');
-		size_t l = dot != NULL ? (size_t)(dot - p) : strlen(p);
-
-		buf[len++] = (uint8_t)l;
-		memcpy(buf + len, p, l);
-		len += l;
-		p += l;
-		if (*p == '.')
-			p++;
-	}
-	buf[len++] = 0;
-	buf[len++] = (uint8_t)(qtype >> 8);
-	buf[len++] = (uint8_t)qtype;
-	buf[len++] = 0;
-	buf[len++] = 1;
-	return len;
-}
-
-static int
-bound_socket(int type, struct sockaddr_in *addr)
-{
-	socklen_t len = sizeof(*addr);
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
-	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)addr, &len), 0);
-	if (type == SOCK_STREAM)
-		assert_int_equal(listen(fd, 8), 0);
-	return fd;
-}
 
 static int
 setup(void **state)
@@ -87,12 +39,9 @@ setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct dns_server_config cfg;
 	char err[256];
-	struct timeval tv = {5, 0};
 
-	f->base = event_base_new();
-	f->gw.base = f->base;
+	assert_non_null(f);
 	/* The process-wide policy denies everything; the sandbox's allows one name. */
-	f->gw.policy = policy_new();
 	f->sandbox_policy = policy_new();
 	assert_int_equal(
 	    policy_add_rule(f->sandbox_policy, POLICY_ALLOW, "pypi.org", "test", err, sizeof(err)),
@@ -103,16 +52,15 @@ setup(void **state)
 	inet_pton(AF_INET, "10.77.0.1", &cfg.steer_addr.u.v4);
 	cfg.ttl_cap = 30;
 	cfg.negative_ttl = 12;
-	assert_int_equal(dns_server_new(&f->gw, &cfg, &f->server, err, sizeof(err)), 0);
-	assert_int_equal(dns_server_add_fd(f->server, bound_socket(SOCK_DGRAM, &f->udp_addr),
-	                                   "sbx-1", f->sandbox_policy),
+	fixture_dns_start(&f->dns, policy_new(), &cfg);
+	assert_int_equal(dns_server_add_fd(f->dns.server,
+	                                   fixture_dns_bound(SOCK_DGRAM, &f->udp_addr), "sbx-1",
+	                                   f->sandbox_policy),
 	                 0);
-	assert_int_equal(dns_server_add_fd(f->server, bound_socket(SOCK_STREAM, &f->tcp_addr),
-	                                   "sbx-1", f->sandbox_policy),
+	assert_int_equal(dns_server_add_fd(f->dns.server,
+	                                   fixture_dns_bound(SOCK_STREAM, &f->tcp_addr), "sbx-1",
+	                                   f->sandbox_policy),
 	                 0);
-	f->client_udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	assert_true(f->client_udp >= 0);
-	setsockopt(f->client_udp, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	*state = f;
 	return 0;
 }
@@ -122,33 +70,10 @@ teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	dns_server_free(f->server);
+	fixture_dns_stop(&f->dns);
 	policy_free(f->sandbox_policy);
-	policy_free(f->gw.policy);
-	close(f->client_udp);
-	event_base_free(f->base);
 	free(f);
 	return 0;
-}
-
-/* Sends a query over UDP and runs the loop until the answer is there. */
-static ssize_t
-udp_ask(struct fixture *f, const uint8_t *q, size_t qlen, uint8_t *ans, size_t anslen)
-{
-	ssize_t n = -1;
-	int i;
-
-	assert_int_equal(
-	    sendto(f->client_udp, q, qlen, 0, (struct sockaddr *)&f->udp_addr, sizeof(f->udp_addr)),
-	    (ssize_t)qlen);
-	for (i = 0; i < 500 && n < 0; i++) { /* up to 5 s */
-		struct timeval tick = {0, 10000};
-
-		event_base_loopexit(f->base, &tick);
-		event_base_dispatch(f->base);
-		n = recv(f->client_udp, ans, anslen, MSG_DONTWAIT);
-	}
-	return n;
 }
 
 static void
@@ -156,8 +81,8 @@ test_udp_steered_allowed(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t q[512], a[1500];
-	size_t qlen = make_query(q, 0x4242, "pypi.org", DNS_WIRE_TYPE_A);
-	ssize_t n = udp_ask(f, q, qlen, a, sizeof(a));
+	size_t qlen = fixture_dns_query(q, 0x4242, "pypi.org", DNS_WIRE_TYPE_A);
+	ssize_t n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
 
 	assert_true(n >= (ssize_t)qlen + 16);
 	assert_int_equal(a[0], 0x42);
@@ -196,8 +121,8 @@ test_udp_fixed_policy_denies(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t q[512], a[1500];
-	size_t qlen = make_query(q, 7, "example.com", DNS_WIRE_TYPE_A);
-	ssize_t n = udp_ask(f, q, qlen, a, sizeof(a));
+	size_t qlen = fixture_dns_query(q, 7, "example.com", DNS_WIRE_TYPE_A);
+	ssize_t n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
 
 	assert_true(n >= 12);
 	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NXDOMAIN);
@@ -210,15 +135,15 @@ test_udp_formerr_then_answer(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t q[512], a[1500];
-	size_t qlen = make_query(q, 9, "pypi.org", DNS_WIRE_TYPE_A);
+	size_t qlen = fixture_dns_query(q, 9, "pypi.org", DNS_WIRE_TYPE_A);
 	ssize_t n;
 
 	q[5] = 2; /* QDCOUNT 2 with one question */
-	n = udp_ask(f, q, qlen, a, sizeof(a));
+	n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
 	assert_true(n >= 12);
 	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_FORMERR);
 	q[5] = 1;
-	n = udp_ask(f, q, qlen, a, sizeof(a));
+	n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
 	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NOERROR);
 	assert_int_equal(a[7], 1);
 }
@@ -228,7 +153,7 @@ test_tcp_framed(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t q[514], a[1500];
-	size_t qlen = make_query(q + 2, 0x1111, "pypi.org", DNS_WIRE_TYPE_AAAA);
+	size_t qlen = fixture_dns_query(q + 2, 0x1111, "pypi.org", DNS_WIRE_TYPE_AAAA);
 	size_t got = 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int i;
@@ -241,8 +166,8 @@ test_tcp_framed(void **state)
 		struct timeval tick = {0, 10000};
 		ssize_t n;
 
-		event_base_loopexit(f->base, &tick);
-		event_base_dispatch(f->base);
+		event_base_loopexit(f->dns.base, &tick);
+		event_base_dispatch(f->dns.base);
 		n = recv(fd, a + got, sizeof(a) - got, MSG_DONTWAIT);
 		if (n > 0)
 			got += (size_t)n;
@@ -264,8 +189,8 @@ test_add_fd_rejects(void **state)
 {
 	struct fixture *f = *state;
 
-	assert_int_equal(dns_server_add_fd(f->server, -1, "x", NULL), -EINVAL);
-	assert_int_equal(dns_server_add_fd(f->server, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(dns_server_add_fd(f->dns.server, -1, "x", NULL), -EINVAL);
+	assert_int_equal(dns_server_add_fd(f->dns.server, 0, NULL, NULL), -EINVAL);
 }
 
 static void

@@ -24,61 +24,15 @@
 #include "gateway/core/gateway.h"
 #include "policy/policy.h"
 
+#include "fixture_dns.h"
+
 #define NSANDBOX 2
 
 struct fixture {
-	struct event_base *base;
-	struct gw_context gw;
+	struct fixture_dns dns;
 	struct policy *policy;
-	struct dns_server *server;
 	struct sockaddr_in addr[NSANDBOX + 1]; /* the last: an unsteered fd */
-	int client;
 };
-
-static size_t
-make_query(uint8_t *buf, uint16_t id, const char *name, uint16_t qtype)
-{
-	size_t len = 12;
-	const char *p = name;
-
-	memset(buf, 0, 12);
-	buf[0] = (uint8_t)(id >> 8);
-	buf[1] = (uint8_t)id;
-	buf[2] = 0x01; /* RD */
-	buf[5] = 1;    /* QDCOUNT */
-	while (*p != '\0') {
-		const char *dot = strchr(p, '.');
-		size_t l = dot != NULL ? (size_t)(dot - p) : strlen(p);
-
-		buf[len++] = (uint8_t)l;
-		memcpy(buf + len, p, l);
-		len += l;
-		p += l;
-		if (*p == '.')
-			p++;
-	}
-	buf[len++] = 0;
-	buf[len++] = (uint8_t)(qtype >> 8);
-	buf[len++] = (uint8_t)qtype;
-	buf[len++] = 0;
-	buf[len++] = 1;
-	return len;
-}
-
-static int
-bound_udp(struct sockaddr_in *addr)
-{
-	socklen_t len = sizeof(*addr);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
-	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)addr, &len), 0);
-	return fd;
-}
 
 static int
 setup(void **state)
@@ -88,30 +42,27 @@ setup(void **state)
 	struct policy_addr steer;
 
 	assert_non_null(f);
-	f->base = event_base_new();
-	f->gw.base = f->base;
 	f->policy = policy_new();
 	assert_int_equal(
 	    policy_add_rule(f->policy, POLICY_ALLOW, "origin.test", "test", err, sizeof(err)), 0);
-	f->gw.policy = f->policy;
 	/* No resolver: an unsteered allowed name can only SERVFAIL, so an
 	 * address in an answer can only come from steering. */
-	assert_int_equal(dns_server_new(&f->gw, NULL, &f->server, err, sizeof(err)), 0);
+	fixture_dns_start(&f->dns, policy_ref(f->policy), NULL);
 	for (int i = 0; i < NSANDBOX; i++) {
 		char id[16], hub[16];
 
 		snprintf(id, sizeof(id), "sbx-%d", i);
 		snprintf(hub, sizeof(hub), "10.77.0.%d", 4 * i + 1);
 		assert_int_equal(policy_addr_parse(hub, strlen(hub), &steer), 0);
-		assert_int_equal(dns_server_add_fd_steered(f->server, bound_udp(&f->addr[i]), id,
-		                                           f->policy, &steer),
+		assert_int_equal(dns_server_add_fd_steered(
+		                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[i]), id,
+		                     f->policy, &steer),
 		                 0);
 	}
-	assert_int_equal(dns_server_add_fd_steered(f->server, bound_udp(&f->addr[NSANDBOX]),
-	                                           "plain", f->policy, NULL),
+	assert_int_equal(dns_server_add_fd_steered(
+	                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[NSANDBOX]),
+	                     "plain", f->policy, NULL),
 	                 0);
-	f->client = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	assert_true(f->client >= 0);
 	*state = f;
 	return 0;
 }
@@ -121,10 +72,8 @@ teardown(void **state)
 {
 	struct fixture *f = *state;
 
-	dns_server_free(f->server);
+	fixture_dns_stop(&f->dns);
 	policy_free(f->policy);
-	close(f->client);
-	event_base_free(f->base);
 	free(f);
 	return 0;
 }
@@ -133,19 +82,9 @@ static ssize_t
 ask(struct fixture *f, int to, const char *name, uint16_t qtype, uint8_t *ans, size_t anslen)
 {
 	uint8_t q[512];
-	size_t qlen = make_query(q, 0x5150, name, qtype);
-	ssize_t n = -1;
+	size_t qlen = fixture_dns_query(q, 0x5150, name, qtype);
+	ssize_t n = fixture_dns_ask(&f->dns, &f->addr[to], q, qlen, ans, anslen);
 
-	assert_int_equal(
-	    sendto(f->client, q, qlen, 0, (struct sockaddr *)&f->addr[to], sizeof(f->addr[to])),
-	    (ssize_t)qlen);
-	for (int i = 0; i < 500 && n < 0; i++) { /* up to 5 s */
-		struct timeval tick = {0, 10000};
-
-		event_base_loopexit(f->base, &tick);
-		event_base_dispatch(f->base);
-		n = recv(f->client, ans, anslen, MSG_DONTWAIT);
-	}
 	assert_true(n >= 12);
 	assert_int_equal(ans[0], 0x51);
 	return n;
@@ -202,9 +141,10 @@ test_bad_steer(void **state)
 	struct fixture *f = *state;
 	struct policy_addr bad = {.family = AF_UNIX};
 	struct sockaddr_in addr;
-	int fd = bound_udp(&addr);
+	int fd = fixture_dns_bound(SOCK_DGRAM, &addr);
 
-	assert_int_equal(dns_server_add_fd_steered(f->server, fd, "x", f->policy, &bad), -EINVAL);
+	assert_int_equal(dns_server_add_fd_steered(f->dns.server, fd, "x", f->policy, &bad),
+	                 -EINVAL);
 	close(fd);
 }
 
