@@ -1,6 +1,9 @@
 /*
  * The audit store's writer side: schema and migrations, the hash chain, and a
  * writer thread that commits queued rows in batches, off the event loop.
+ * Longer than most files (about 1,250 lines) because these share struct
+ * audit's private queue, statements and locks; the reader (audit_query.c)
+ * and the chain check (audit_verify.c) already stand apart.
  *
  * SHA-256 through OpenSSL's direct SHA256_* functions, declared here without
  * their 3.0 deprecation: they need no library context, so a process that
