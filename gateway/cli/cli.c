@@ -45,9 +45,54 @@ gw_fail(const char *cmd, const char *fmt, ...)
 	return GW_EXIT_FAILURE;
 }
 
+/* A subcommand's own word: "check" of "policy check". */
+static const char *
+subcommand_word(const struct gw_command *sub)
+{
+	const char *space = strrchr(sub->name, ' ');
+
+	return space != NULL ? space + 1 : sub->name;
+}
+
 int
-gw_getopt(int argc, char **argv, const char *shortopts,
-          const struct option *longopts, const struct gw_command *cmd)
+gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
+                  const struct gw_command *const *subs)
+{
+	char names[256];
+	size_t n = 0, pos = 0;
+	int c = gw_getopt(argc, argv, "", NULL, cmd);
+
+	if (c == GW_OPT_HELP)
+		return GW_EXIT_OK;
+	if (c != -1)
+		return GW_EXIT_FAILURE;
+	/* "show", "check or test", "add, list or delete". */
+	while (subs[n] != NULL)
+		n++;
+	names[0] = '\0';
+	for (size_t i = 0; i < n && pos < sizeof(names); i++) {
+		int w = snprintf(names + pos, sizeof(names) - pos, "%s%s",
+		                 i == 0       ? ""
+		                 : i + 1 == n ? " or "
+		                              : ", ",
+		                 subcommand_word(subs[i]));
+
+		if (w < 0)
+			break;
+		pos += (size_t)w;
+	}
+	if (optind >= argc)
+		return gw_fail(cmd->name, "expected a subcommand: %s (see 'tollgate %s --help')",
+		               names, cmd->name);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(argv[optind], subcommand_word(subs[i])) == 0)
+			return subs[i]->run(argc - optind, argv + optind);
+	return gw_fail(cmd->name, "unknown subcommand '%s' (expected %s)", argv[optind], names);
+}
+
+int
+gw_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+          const struct gw_command *cmd)
 {
 	/* Room for the caller's options plus --help and the terminator. */
 	struct option all[64];
@@ -59,8 +104,8 @@ gw_getopt(int argc, char **argv, const char *shortopts,
 	snprintf(shorts, sizeof(shorts), "+:h%s", shortopts != NULL ? shortopts : "");
 	for (; longopts != NULL && longopts[n].name != NULL && n < 62; n++)
 		all[n] = longopts[n];
-	all[n++] = (struct option){ "help", no_argument, NULL, 'h' };
-	all[n] = (struct option){ 0 };
+	all[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	all[n] = (struct option){0};
 
 	opterr = 0;
 	c = getopt_long(argc, argv, shorts, all, &longindex);
@@ -80,8 +125,8 @@ gw_getopt(int argc, char **argv, const char *shortopts,
 			/* getopt knew the name: a flag without a value was given one. */
 			gw_fail(cmd->name, "flag '%.*s' takes no value", name_len, arg);
 		else
-			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')", name_len,
-			        arg, cmd->name);
+			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')",
+			        name_len, arg, cmd->name);
 		return GW_OPT_ERROR;
 	}
 	case ':':

@@ -11,11 +11,10 @@
 
 #include "gateway/core/exit.h"
 
-
 struct gw_command {
 	const char *name;
-	const char *summary; /* one line for `tollgate --help` */
-	const char *usage;   /* the whole text of `tollgate NAME --help` */
+	const char *summary;               /* one line for `tollgate --help` */
+	const char *usage;                 /* the whole text of `tollgate NAME --help` */
 	int (*run)(int argc, char **argv); /* argv[0] is the command's name */
 };
 
@@ -37,9 +36,19 @@ const struct gw_command *gw_command_find(const char *name);
  * command must accept -h/--help, so shortopts and longopts need not list it.
  * Call with optind reset (gw_getopt_reset) before the first use.
  */
-int gw_getopt(int argc, char **argv, const char *shortopts,
-              const struct option *longopts, const struct gw_command *cmd);
+int gw_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+              const struct gw_command *cmd);
 void gw_getopt_reset(void);
+
+/*
+ * For a command made of subcommands (policy, vault, key): takes the
+ * command's own flags (-h only), then runs the entry of subs
+ * (NULL-terminated; each named "CMD WORD") whose WORD argv[optind] is, with
+ * argv from there. Its exit status, or GW_EXIT_FAILURE after one line that
+ * names the subcommands.
+ */
+int gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
+                      const struct gw_command *const *subs);
 
 /* Prints "tollgate: CMD: message" on stderr and returns GW_EXIT_FAILURE. */
 int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

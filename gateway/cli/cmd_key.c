@@ -16,8 +16,11 @@
 
 extern const struct gw_command gw_command_key;
 
+static int run_show(int argc, char **argv);
+
 static const struct gw_command cmd_show = {
     .name = "key show",
+    .run = run_show,
     .usage = "usage: tollgate key show [--pubkey-out FILE]\n"
              "\n"
              "Prints the public key that signs artifacts (PEM) and, on a last line,\n"
@@ -99,17 +102,9 @@ out:
 static int
 run_key(int argc, char **argv)
 {
-	int c = gw_getopt(argc, argv, "", NULL, &gw_command_key);
+	static const struct gw_command *const subs[] = {&cmd_show, NULL};
 
-	if (c == GW_OPT_HELP)
-		return GW_EXIT_OK;
-	if (c != -1)
-		return GW_EXIT_FAILURE;
-	if (optind >= argc)
-		return gw_fail("key", "expected a subcommand: show (see 'tollgate key --help')");
-	if (strcmp(argv[optind], "show") == 0)
-		return run_show(argc - optind, argv + optind);
-	return gw_fail("key", "unknown subcommand '%s' (expected show)", argv[optind]);
+	return gw_run_subcommand(argc, argv, &gw_command_key, subs);
 }
 
 const struct gw_command gw_command_key = {

@@ -15,8 +15,12 @@ extern const struct gw_command gw_command_policy;
 /* `policy check` answers "not valid" with 1; 125 stays for misuse. */
 #define POLICY_CHECK_INVALID 1
 
+static int run_check(int argc, char **argv);
+static int run_test(int argc, char **argv);
+
 static const struct gw_command cmd_check = {
     .name = "policy check",
+    .run = run_check,
     .usage = "usage: tollgate policy check FILE\n"
              "\n"
              "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
@@ -26,6 +30,7 @@ static const struct gw_command cmd_check = {
 
 static const struct gw_command cmd_test = {
     .name = "policy test",
+    .run = run_test,
     .usage = "usage: tollgate policy test [FLAGS] HOST[:PORT]\n"
              "\n"
              "Prints the decision for a request to HOST:PORT (PORT defaults to 443): first\n"
@@ -247,22 +252,9 @@ out:
 static int
 run_policy(int argc, char **argv)
 {
-	int c = gw_getopt(argc, argv, "", NULL, &gw_command_policy);
-	const char *sub;
+	static const struct gw_command *const subs[] = {&cmd_check, &cmd_test, NULL};
 
-	if (c == GW_OPT_HELP)
-		return GW_EXIT_OK;
-	if (c != -1)
-		return GW_EXIT_FAILURE;
-	if (optind >= argc)
-		return gw_fail("policy", "expected a subcommand: check or test (see 'tollgate "
-		                         "policy --help')");
-	sub = argv[optind];
-	if (strcmp(sub, "check") == 0)
-		return run_check(argc - optind, argv + optind);
-	if (strcmp(sub, "test") == 0)
-		return run_test(argc - optind, argv + optind);
-	return gw_fail("policy", "unknown subcommand '%s' (expected check or test)", sub);
+	return gw_run_subcommand(argc, argv, &gw_command_policy, subs);
 }
 
 const struct gw_command gw_command_policy = {

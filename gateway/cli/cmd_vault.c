@@ -28,8 +28,13 @@ enum {
 	OPT_BACKEND,
 };
 
+static int run_add(int argc, char **argv);
+static int run_list(int argc, char **argv);
+static int run_delete(int argc, char **argv);
+
 static const struct gw_command cmd_add = {
     .name = "vault add",
+    .run = run_add,
     .usage = "usage: tollgate vault add NAME [--namespace NS] [--replace] [--audit FILE]\n"
              "\n"
              "Stores the value read from stdin as secret NAME (one trailing newline is\n"
@@ -47,6 +52,7 @@ static const struct gw_command cmd_add = {
 
 static const struct gw_command cmd_list = {
     .name = "vault list",
+    .run = run_list,
     .usage = "usage: tollgate vault list [--namespace NS] [--backend file|env]\n"
              "\n"
              "Prints the names of the secrets in a namespace, one a line, sorted. Never\n"
@@ -55,6 +61,7 @@ static const struct gw_command cmd_list = {
 
 static const struct gw_command cmd_delete = {
     .name = "vault delete",
+    .run = run_delete,
     .usage = "usage: tollgate vault delete NAME [--namespace NS] [--audit FILE]\n"
              "\n"
              "Removes secret NAME from the file vault.\n",
@@ -388,24 +395,9 @@ out:
 static int
 run_vault(int argc, char **argv)
 {
-	int c = gw_getopt(argc, argv, "", NULL, &gw_command_vault);
-	const char *sub;
+	static const struct gw_command *const subs[] = {&cmd_add, &cmd_list, &cmd_delete, NULL};
 
-	if (c == GW_OPT_HELP)
-		return GW_EXIT_OK;
-	if (c != -1)
-		return GW_EXIT_FAILURE;
-	if (optind >= argc)
-		return gw_fail("vault", "expected a subcommand: add, list or delete (see 'tollgate "
-		                        "vault --help')");
-	sub = argv[optind];
-	if (strcmp(sub, "add") == 0)
-		return run_add(argc - optind, argv + optind);
-	if (strcmp(sub, "list") == 0)
-		return run_list(argc - optind, argv + optind);
-	if (strcmp(sub, "delete") == 0)
-		return run_delete(argc - optind, argv + optind);
-	return gw_fail("vault", "unknown subcommand '%s' (expected add, list or delete)", sub);
+	return gw_run_subcommand(argc, argv, &gw_command_vault, subs);
 }
 
 const struct gw_command gw_command_vault = {
