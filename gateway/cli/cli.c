@@ -32,17 +32,41 @@ gw_getopt_reset(void)
 	opterr = 0;
 }
 
+static int vreport(int status, const char *cmd, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static int
+vreport(int status, const char *cmd, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
+	return status;
+}
+
 int
 gw_fail(const char *cmd, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	rc = vreport(GW_EXIT_FAILURE, cmd, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
-	return GW_EXIT_FAILURE;
+	return rc;
+}
+
+int
+gw_not_done(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = vreport(GW_EXIT_NOT_DONE, cmd, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 /* A subcommand's own word: "check" of "policy check". */

@@ -53,6 +53,26 @@ int gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
 /* Prints "tollgate: CMD: message" on stderr and returns GW_EXIT_FAILURE. */
 int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * The exit status of the commands that ask running gateways (pending,
+ * approve, deny, stats, events) when it did not happen: no gateway, an
+ * error answer. 125 stays for misuse.
+ */
+#define GW_EXIT_NOT_DONE 1
+/* The same line as gw_fail; returns GW_EXIT_NOT_DONE. */
+int gw_not_done(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct gw_control_endpoint;
+/*
+ * The gateways such a command talks to (gateways.c): the socket named by
+ * its flag (named not NULL: copied, pid 0, one endpoint), or every live one
+ * in gw_control_dir(), sorted by pid, up to max. 0 with *n >= 1, or the
+ * exit status after one line on stderr: GW_EXIT_FAILURE for a path too
+ * long, GW_EXIT_NOT_DONE when no gateway runs (the line names flag).
+ */
+int gw_gateways(const char *cmd, const char *flag, const char *named,
+                struct gw_control_endpoint *ep, size_t max, size_t *n);
+
 /* Strict integer parsing: the whole string, within [min, max]. 0 or -EINVAL/-ERANGE. */
 int gw_parse_long(const char *s, long min, long max, long *out);
 

@@ -23,8 +23,6 @@
 #include "gateway/core/events.h"
 
 #define CMD "events"
-/* Exit status for "it did not happen": no gateway, an error answer, fewer events. */
-#define EVENTS_EXIT_NOT_DONE 1
 #define EVENTS_TYPES_MAX 32
 #define EVENTS_GATEWAYS_MAX 64
 /* A line from the gateway: the subscribe answer lists pending approvals. */
@@ -32,21 +30,6 @@
 #define EVENTS_SEND_TIMEOUT_MS 10000
 
 extern const struct gw_command gw_command_events;
-
-static int not_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int
-not_done(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "tollgate: %s: %s\n", CMD, msg);
-	return EVENTS_EXIT_NOT_DONE;
-}
 
 /* A line reader over the socket: a growing buffer, capped. */
 struct line_reader {
@@ -106,52 +89,41 @@ pick_socket(const char *socket_path, long pid, char *path, size_t len)
 {
 	struct gw_control_endpoint *eps = NULL;
 	char dir[PATH_MAX], pids[256];
-	size_t pos = 0;
+	size_t pos = 0, found = 0;
 	int rc, n;
 
-	if (socket_path != NULL) {
-		n = snprintf(path, len, "%s", socket_path);
-		if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
-			return gw_fail(CMD, "--socket %s: path too long for a unix socket",
-			               socket_path);
-		return 0;
-	}
-	rc = gw_control_dir(dir, sizeof(dir));
-	if (rc != 0)
-		return not_done("no control directory: %s", strerror(-rc));
-	if (pid > 0) {
+	if (socket_path == NULL && pid > 0) {
+		rc = gw_control_dir(dir, sizeof(dir));
+		if (rc != 0)
+			return gw_not_done(CMD, "no control directory: %s", strerror(-rc));
 		n = snprintf(path, len, "%s/%ld.sock", dir, pid);
 		if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
-			return not_done("%s: path too long for a unix socket", dir);
+			return gw_not_done(CMD, "%s: path too long for a unix socket", dir);
 		return 0;
 	}
 	eps = calloc(EVENTS_GATEWAYS_MAX, sizeof(*eps));
 	if (eps == NULL)
 		return gw_fail(CMD, "out of memory");
-	rc = gw_control_find(dir, eps, EVENTS_GATEWAYS_MAX);
-	if (rc < 0 && rc != -ENOENT) {
-		rc = not_done("cannot read %s: %s", dir, strerror(-rc));
+	rc = gw_gateways(CMD, "--socket", socket_path, eps, EVENTS_GATEWAYS_MAX, &found);
+	if (rc != 0)
 		goto out;
-	}
-	if (rc <= 0) {
-		rc = not_done("no running gateway (no live control socket in %s; start one, or "
-		              "name its socket with --socket)",
-		              dir);
-		goto out;
-	}
-	if (rc > 1) {
+	if (found > 1) {
 		pids[0] = '\0';
-		for (int i = 0; i < rc && i < EVENTS_GATEWAYS_MAX && pos + 16 < sizeof(pids); i++) {
+		for (size_t i = 0; i < found && pos + 16 < sizeof(pids); i++) {
 			n = snprintf(pids + pos, sizeof(pids) - pos, "%s%ld", i > 0 ? ", " : "",
 			             (long)eps[i].pid);
 			if (n > 0)
 				pos += (size_t)n;
 		}
-		rc = gw_fail(CMD, "%d gateways run (pids %s): choose one with --pid or --socket",
-		             rc, pids);
+		rc = gw_fail(CMD, "%zu gateways run (pids %s): choose one with --pid or --socket",
+		             found, pids);
 		goto out;
 	}
-	snprintf(path, len, "%s", eps[0].path);
+	n = snprintf(path, len, "%s", eps[0].path);
+	if (n <= 0 || (size_t)n >= len) {
+		rc = gw_fail(CMD, "%s: path too long for a unix socket", eps[0].path);
+		goto out;
+	}
 	rc = 0;
 out:
 	free(eps);
@@ -251,7 +223,7 @@ run_events(int argc, char **argv)
 
 	r.fd = gw_control_connect(path, err, sizeof(err));
 	if (r.fd < 0) {
-		rc = not_done("%s", err);
+		rc = gw_not_done(CMD, "%s", err);
 		goto out;
 	}
 	req = json_pack("{s:s, s:O}", "op", "subscribe", "events", types);
@@ -261,7 +233,7 @@ run_events(int argc, char **argv)
 	}
 	rc = gw_control_send(r.fd, req, EVENTS_SEND_TIMEOUT_MS);
 	if (rc != 0) {
-		rc = not_done("%s: %s", path, strerror(-rc));
+		rc = gw_not_done(CMD, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
 	r.cap = 4096;
@@ -274,20 +246,20 @@ run_events(int argc, char **argv)
 	/* The first line answers the subscribe. */
 	rc = read_line(&r, &line, &linelen, &consumed);
 	if (rc <= 0) {
-		rc = not_done("%s: %s", path,
-		              rc == 0 ? "the gateway closed the connection" : strerror(-rc));
+		rc = gw_not_done(CMD, "%s: %s", path,
+		                 rc == 0 ? "the gateway closed the connection" : strerror(-rc));
 		goto out;
 	}
 	reply = json_loadb(line, linelen, 0, NULL);
 	if (!json_is_object(reply) || !json_is_boolean(json_object_get(reply, "ok"))) {
-		rc = not_done("%s: not a control answer", path);
+		rc = gw_not_done(CMD, "%s: not a control answer", path);
 		goto out;
 	}
 	if (!json_is_true(json_object_get(reply, "ok"))) {
-		rc = not_done("%s: %s", path,
-		              json_string_value(json_object_get(reply, "error")) != NULL
-		                  ? json_string_value(json_object_get(reply, "error"))
-		                  : "refused");
+		rc = gw_not_done(CMD, "%s: %s", path,
+		                 json_string_value(json_object_get(reply, "error")) != NULL
+		                     ? json_string_value(json_object_get(reply, "error"))
+		                     : "refused");
 		goto out;
 	}
 	/* On stderr, so a script can wait for it; stdout carries events only. */
@@ -300,7 +272,7 @@ run_events(int argc, char **argv)
 
 		rc = read_line(&r, &line, &linelen, &consumed);
 		if (rc < 0) {
-			rc = not_done("%s: %s", path, strerror(-rc));
+			rc = gw_not_done(CMD, "%s: %s", path, strerror(-rc));
 			goto out;
 		}
 		if (rc == 0)
@@ -311,7 +283,7 @@ run_events(int argc, char **argv)
 		if (kind != NULL && strcmp(kind, "bus") == 0) {
 			if (!print_event(ev)) {
 				json_decref(ev);
-				rc = not_done("cannot write to stdout");
+				rc = gw_not_done(CMD, "cannot write to stdout");
 				goto out;
 			}
 			printed++;
@@ -319,7 +291,8 @@ run_events(int argc, char **argv)
 		json_decref(ev);
 	}
 	if (count > 0 && printed < count) {
-		rc = not_done("the gateway went away after %ld of %ld events", printed, count);
+		rc = gw_not_done(CMD, "the gateway went away after %ld of %ld events", printed,
+		                 count);
 		goto out;
 	}
 	rc = GW_EXIT_OK;

@@ -16,8 +16,6 @@
 #include "gateway/control/control.h"
 #include "policy/approval.h"
 
-/* Exit status for "it did not happen": no gateway, unknown id, an error answer. */
-#define PENDING_EXIT_NOT_DONE 1
 #define PENDING_MAX_GATEWAYS 64
 
 extern const struct gw_command gw_command_pending;
@@ -31,52 +29,13 @@ struct targets {
 	bool named; /* --control */
 };
 
-static int not_done(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int
-not_done(const char *cmd, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
-	return PENDING_EXIT_NOT_DONE;
-}
-
 /* 0, or the exit status after one line on stderr. */
 static int
 find_targets(const char *cmd, const char *control, struct targets *t)
 {
-	char dir[PATH_MAX];
-	int rc, n;
-
 	memset(t, 0, sizeof(*t));
-	if (control != NULL) {
-		n = snprintf(t->ep[0].path, sizeof(t->ep[0].path), "%s", control);
-		if (n <= 0 || (size_t)n >= sizeof(t->ep[0].path))
-			return gw_fail(cmd, "--control %s: path too long for a unix socket",
-			               control);
-		t->ep[0].pid = 0; /* learnt from the answer */
-		t->n = 1;
-		t->named = true;
-		return 0;
-	}
-	rc = gw_control_dir(dir, sizeof(dir));
-	if (rc != 0)
-		return not_done(cmd, "no control directory: %s", strerror(-rc));
-	rc = gw_control_find(dir, t->ep, PENDING_MAX_GATEWAYS);
-	if (rc < 0 && rc != -ENOENT)
-		return not_done(cmd, "cannot read %s: %s", dir, strerror(-rc));
-	if (rc <= 0)
-		return not_done(cmd,
-		                "no running gateway (no live control socket in %s; "
-		                "start one, or name its socket with --control)",
-		                dir);
-	t->n = (size_t)rc < PENDING_MAX_GATEWAYS ? (size_t)rc : PENDING_MAX_GATEWAYS;
-	return 0;
+	t->named = control != NULL;
+	return gw_gateways(cmd, "--control", control, t->ep, PENDING_MAX_GATEWAYS, &t->n);
 }
 
 /* Sends {"op":op} plus extra fields; 0 with *reply, or negative errno (err set). */
@@ -173,12 +132,12 @@ run_pending(int argc, char **argv)
 		rc = call(t.ep[i].path, json_pack("{s:s}", "op", "pending"), &reply, err,
 		          sizeof(err));
 		if (rc != 0) {
-			not_done("pending", "%s", err);
+			gw_not_done("pending", "%s", err);
 			continue;
 		}
 		if (!json_is_true(json_object_get(reply, "ok"))) {
-			not_done("pending", "%s: %s", t.ep[i].path,
-			         json_string_value(json_object_get(reply, "error")));
+			gw_not_done("pending", "%s: %s", t.ep[i].path,
+			            json_string_value(json_object_get(reply, "error")));
 			json_decref(reply);
 			continue;
 		}
@@ -219,7 +178,7 @@ run_pending(int argc, char **argv)
 		json_decref(reply);
 	}
 	if (ok == 0)
-		return PENDING_EXIT_NOT_DONE;
+		return GW_EXIT_NOT_DONE;
 	if (!json && shown == 0)
 		printf("no pending approvals\n");
 	fflush(stdout);
@@ -333,7 +292,7 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 				path = t.ep[i].path;
 		}
 		if (path == NULL)
-			return not_done(cmd->name, "no running gateway with pid %ld", pid);
+			return gw_not_done(cmd->name, "no running gateway with pid %ld", pid);
 		pid = 0; /* the socket is that gateway's own */
 	} else if (t.n == 1) {
 		path = t.ep[0].path;
@@ -347,10 +306,10 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 			}
 		}
 		if (hits == 0)
-			return not_done(cmd->name, "no pending approval %ld in any running gateway",
-			                id);
+			return gw_not_done(cmd->name,
+			                   "no pending approval %ld in any running gateway", id);
 		if (hits > 1)
-			return not_done(
+			return gw_not_done(
 			    cmd->name,
 			    "approval %ld is pending in several gateways; name one as PID:%ld "
 			    "(see 'tollgate pending')",
@@ -363,11 +322,11 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 		json_object_set_new(req, "pid", json_integer(pid));
 	rc = call(path, req, &reply, err, sizeof(err));
 	if (rc != 0)
-		return not_done(cmd->name, "%s", err);
+		return gw_not_done(cmd->name, "%s", err);
 	if (!json_is_true(json_object_get(reply, "ok"))) {
 		const char *why = json_string_value(json_object_get(reply, "error"));
 
-		rc = not_done(cmd->name, "%s", why != NULL ? why : "refused");
+		rc = gw_not_done(cmd->name, "%s", why != NULL ? why : "refused");
 		json_decref(reply);
 		return rc;
 	}

@@ -16,26 +16,9 @@
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 
-/* Exit status when no gateway answered. */
-#define STATS_EXIT_NOT_DONE 1
 #define STATS_MAX_GATEWAYS 64
 
 extern const struct gw_command gw_command_stats;
-
-static int not_done(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int
-not_done(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "tollgate: stats: %s\n", msg);
-	return STATS_EXIT_NOT_DONE;
-}
 
 static json_int_t
 num(const json_t *o, const char *a, const char *b)
@@ -136,37 +119,24 @@ run_stats(int argc, char **argv)
 	if (control != NULL && want_pid != 0)
 		return gw_fail("stats", "--control and --pid: give one of them");
 	memset(ep, 0, sizeof(ep));
-	if (control != NULL) {
-		rc = snprintf(ep[0].path, sizeof(ep[0].path), "%s", control);
-		if (rc <= 0 || (size_t)rc >= sizeof(ep[0].path))
-			return gw_fail("stats", "--control %s: path too long for a unix socket",
-			               control);
-		n = 1;
-	} else {
-		rc = gw_control_dir(dir, sizeof(dir));
-		if (rc != 0)
-			return not_done("no control directory: %s", strerror(-rc));
-		rc = gw_control_find(dir, ep, STATS_MAX_GATEWAYS);
-		if (rc < 0 && rc != -ENOENT)
-			return not_done("cannot read %s: %s", dir, strerror(-rc));
-		if (rc <= 0)
-			return not_done("no running gateway (no live control socket in %s; "
-			                "start one, or name its socket with --control)",
-			                dir);
-		n = (size_t)rc < STATS_MAX_GATEWAYS ? (size_t)rc : STATS_MAX_GATEWAYS;
-		if (want_pid != 0) {
-			/* The one whose socket is named for pid, if it lives. */
-			size_t k;
+	rc = gw_gateways("stats", "--control", control, ep, STATS_MAX_GATEWAYS, &n);
+	if (rc != 0)
+		return rc;
+	/* --pid: the one whose socket is named for pid, if it lives. */
+	if (want_pid != 0) {
+		size_t k;
 
-			for (k = 0; k < n && ep[k].pid != (pid_t)want_pid; k++)
-				;
-			if (k == n)
-				return not_done(
-				    "no running gateway with pid %ld (no live %s/%ld.sock)",
-				    want_pid, dir, want_pid);
-			ep[0] = ep[k];
-			n = 1;
+		for (k = 0; k < n && ep[k].pid != (pid_t)want_pid; k++)
+			;
+		if (k == n) {
+			if (gw_control_dir(dir, sizeof(dir)) != 0)
+				dir[0] = '\0';
+			return gw_not_done("stats",
+			                   "no running gateway with pid %ld (no live %s/%ld.sock)",
+			                   want_pid, dir, want_pid);
 		}
+		ep[0] = ep[k];
+		n = 1;
 	}
 
 	for (size_t i = 0; i < n; i++) {
@@ -176,17 +146,17 @@ run_stats(int argc, char **argv)
 		char err[512];
 
 		if (req == NULL)
-			return not_done("out of memory");
+			return gw_not_done("stats", "out of memory");
 		rc = gw_control_call(ep[i].path, req, &reply, err, sizeof(err));
 		json_decref(req);
 		if (rc != 0) {
-			not_done("%s", err);
+			gw_not_done("stats", "%s", err);
 			continue;
 		}
 		if (!json_is_true(json_object_get(reply, "ok"))) {
 			const char *why = json_string_value(json_object_get(reply, "error"));
 
-			not_done("%s: %s", ep[i].path, why != NULL ? why : "error");
+			gw_not_done("stats", "%s: %s", ep[i].path, why != NULL ? why : "error");
 			json_decref(reply);
 			continue;
 		}
@@ -208,7 +178,7 @@ run_stats(int argc, char **argv)
 		json_decref(reply);
 	}
 	fflush(stdout);
-	return ok > 0 ? GW_EXIT_OK : STATS_EXIT_NOT_DONE;
+	return ok > 0 ? GW_EXIT_OK : GW_EXIT_NOT_DONE;
 }
 
 const struct gw_command gw_command_stats = {
