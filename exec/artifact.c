@@ -24,6 +24,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/hex.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
 
@@ -141,41 +142,6 @@ list_message(const char *sandbox_id, const char *created, uint64_t count,
 	return at + EXEC_SHA256_LEN;
 }
 #define LIST_MESSAGE_MAX (sizeof(MANIFEST_TAG) + 4 + EXEC_ARTIFACT_ID_MAX + 4 + 40 + 8 + 32)
-
-static void
-to_hex(const uint8_t *in, size_t len, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < len; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * len] = '\0';
-}
-
-/* Lower-case hex of exactly 2*len digits. */
-static int
-from_hex(const char *s, size_t slen, uint8_t *out, size_t len)
-{
-	if (slen != 2 * len)
-		return -EINVAL;
-	for (size_t i = 0; i < slen; i++) {
-		int v;
-
-		if (s[i] >= '0' && s[i] <= '9')
-			v = s[i] - '0';
-		else if (s[i] >= 'a' && s[i] <= 'f')
-			v = s[i] - 'a' + 10;
-		else
-			return -EINVAL;
-		if (i % 2 == 0)
-			out[i / 2] = (uint8_t)(v << 4);
-		else
-			out[i / 2] |= (uint8_t)v;
-	}
-	return 0;
-}
 
 static void
 sig_to_b64(const uint8_t sig[EXEC_SIG_LEN], char out[SIG_B64_LEN + 1])
@@ -748,7 +714,7 @@ exec_artifacts_sign(const char *dir, const char *sandbox_id, const struct exec_k
 			rc = -EIO;
 			goto out;
 		}
-		to_hex(e->sha256, EXEC_SHA256_LEN, hex);
+		gw_hex_encode(e->sha256, EXEC_SHA256_LEN, hex);
 		sig_to_b64(sig, b64);
 		f = json_pack("{s:s, s:I, s:s, s:s}", "name", e->name, "size", (json_int_t)e->size,
 		              "sha256", hex, "signature", b64);
@@ -902,7 +868,7 @@ parse_file(json_t *obj, size_t i, struct exec_manifest_file *f, char *err, size_
 	s = get_string(obj, "sha256", EXEC_SHA256_HEX_LEN, &len, err, errlen, where);
 	if (s == NULL)
 		return -EBADMSG;
-	if (from_hex(s, len, f->sha256, EXEC_SHA256_LEN) != 0) {
+	if (gw_hex_decode_lower(s, len, f->sha256, EXEC_SHA256_LEN) != 0) {
 		snprintf(err, errlen, "%s: \"sha256\" is not 64 lower-case hex digits", where);
 		return -EBADMSG;
 	}
@@ -985,7 +951,7 @@ exec_manifest_parse(const char *text, size_t len, size_t max_files, struct exec_
 	s = get_string(root, "key_sha256", EXEC_SHA256_HEX_LEN, &slen, err, errlen, "manifest");
 	if (s == NULL)
 		goto out;
-	if (from_hex(s, slen, fp, sizeof(fp)) != 0) {
+	if (gw_hex_decode_lower(s, slen, fp, sizeof(fp)) != 0) {
 		snprintf(err, errlen, "\"key_sha256\" is not 64 lower-case hex digits");
 		goto out;
 	}

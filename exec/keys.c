@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "gateway/core/fdio.h"
+#include "gateway/core/hex.h"
 
 struct exec_key {
 	EVP_PKEY *pkey;
@@ -376,7 +377,6 @@ out:
 int
 exec_key_fingerprint(const struct exec_key *k, char hex[EXEC_SHA256_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char *der = NULL, md[EXEC_SHA256_LEN];
 	unsigned int mdlen = 0;
 	int n, rc = -EIO;
@@ -387,11 +387,7 @@ exec_key_fingerprint(const struct exec_key *k, char hex[EXEC_SHA256_HEX_LEN + 1]
 		return -EIO;
 	if (EVP_Digest(der, (size_t)n, md, &mdlen, EVP_sha256(), NULL) == 1 &&
 	    mdlen == EXEC_SHA256_LEN) {
-		for (size_t i = 0; i < EXEC_SHA256_LEN; i++) {
-			hex[2 * i] = digits[md[i] >> 4];
-			hex[2 * i + 1] = digits[md[i] & 15];
-		}
-		hex[EXEC_SHA256_HEX_LEN] = '\0';
+		gw_hex_encode(md, EXEC_SHA256_LEN, hex);
 		rc = 0;
 	}
 	OPENSSL_free(der);

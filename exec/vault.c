@@ -28,6 +28,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/hex.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
 
@@ -186,18 +187,6 @@ vault_backend_of(const struct vault *v)
 
 /* ---- keys ---------------------------------------------------------------- */
 
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int
 vault_key_parse(const char *text, uint8_t key[VAULT_KEY_LEN])
 {
@@ -207,14 +196,7 @@ vault_key_parse(const char *text, uint8_t key[VAULT_KEY_LEN])
 	int got, rc = -EINVAL;
 
 	if (n == 2 * VAULT_KEY_LEN) {
-		for (size_t i = 0; i < VAULT_KEY_LEN; i++) {
-			int hi = hex_value(text[2 * i]), lo = hex_value(text[2 * i + 1]);
-
-			if (hi < 0 || lo < 0)
-				goto out;
-			key[i] = (uint8_t)(hi << 4 | lo);
-		}
-		rc = 0;
+		rc = gw_hex_decode(text, n, key, VAULT_KEY_LEN);
 		goto out;
 	}
 	/* base64 of 32 bytes: 43 characters and one '=' (which may be left off). */
@@ -271,6 +253,31 @@ check_private(int fd, const char *path, const char *what, char *err, size_t errl
 }
 
 /*
+ * Opens path (never through a symbolic link) and checks it is private
+ * (check_private). An fd, or negative errno with err set, except for
+ * -ENOENT: what a missing file means is the caller's to say.
+ */
+static int
+open_private(const char *path, const char *what, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		rc = -errno;
+		if (rc != -ENOENT)
+			gw_set_err(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		return rc;
+	}
+	rc = check_private(fd, path, what, err, errlen);
+	if (rc != 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
  * The key: TOLLGATE_VAULT_KEY, else the key file. -ENOENT when neither
  * exists (the caller may then create the file).
  */
@@ -294,16 +301,11 @@ load_key(struct vault *v, char *err, size_t errlen)
 		v->have_key = true;
 		return 0;
 	}
-	fd = open(v->key_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_private(v->key_path, "key file", err, errlen);
 	if (fd < 0) {
-		rc = -errno;
-		if (rc != -ENOENT)
-			gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
+		rc = fd;
 		goto out;
 	}
-	rc = check_private(fd, v->key_path, "key file", err, errlen);
-	if (rc != 0)
-		goto out;
 	rc = gw_read_capped(fd, text, sizeof(text) - 1, &len);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "key file %s: %s", v->key_path,
@@ -331,7 +333,6 @@ out:
 static int
 create_key(struct vault *v, char *err, size_t errlen)
 {
-	static const char digits[] = "0123456789abcdef";
 	char text[2 * VAULT_KEY_LEN + 1];
 	int fd = -1, rc;
 
@@ -340,11 +341,8 @@ create_key(struct vault *v, char *err, size_t errlen)
 		rc = -EIO;
 		goto out;
 	}
-	for (size_t i = 0; i < VAULT_KEY_LEN; i++) {
-		text[2 * i] = digits[v->key[i] >> 4];
-		text[2 * i + 1] = digits[v->key[i] & 15];
-	}
-	text[2 * VAULT_KEY_LEN] = '\n';
+	gw_hex_encode(v->key, VAULT_KEY_LEN, text);
+	text[2 * VAULT_KEY_LEN] = '\n'; /* over the NUL: the file is one line */
 	fd = open(v->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		rc = -errno;
@@ -525,16 +523,9 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	size_t len = 0;
 	int fd, rc;
 
-	fd = open(v->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		rc = -errno;
-		if (rc != -ENOENT)
-			gw_set_err(err, errlen, "%s: %s", v->path, strerror(errno));
-		return rc;
-	}
-	rc = check_private(fd, v->path, "vault file", err, errlen);
-	if (rc != 0)
-		goto out;
+	fd = open_private(v->path, "vault file", err, errlen);
+	if (fd < 0)
+		return fd;
 	buf = malloc(VAULT_FILE_MAX);
 	if (buf == NULL) {
 		rc = -ENOMEM;
@@ -806,6 +797,30 @@ out:
 	return rc;
 }
 
+/*
+ * Locks the vault (how: LOCK_SH or LOCK_EX) and loads its document, for a
+ * secret ns/name that must exist already; an empty vault says so. On
+ * error nothing stays locked.
+ */
+static int
+lock_existing(struct vault *v, int how, const char *ns, const char *name, int *lock, json_t **doc,
+              char *err, size_t errlen)
+{
+	int rc;
+
+	rc = lock_file(v, how, lock, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = open_doc(v, doc, err, errlen);
+	if (rc == -ENOENT)
+		gw_set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
+	if (rc != 0) {
+		unlock_file(*lock);
+		*lock = -1;
+	}
+	return rc;
+}
+
 static int
 file_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
          size_t errlen)
@@ -815,14 +830,9 @@ file_get(struct vault *v, const char *ns, const char *name, struct vault_secret 
 	size_t aadlen = build_aad(aad, sizeof(aad), ns, name);
 	int lock = -1, rc;
 
-	rc = lock_file(v, LOCK_SH, &lock, err, errlen);
+	rc = lock_existing(v, LOCK_SH, ns, name, &lock, &doc, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = open_doc(v, &doc, err, errlen);
-	if (rc == -ENOENT)
-		gw_set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
-	if (rc != 0)
-		goto out;
 	sealed = json_object_get(json_object_get(json_object_get(doc, "secrets"), ns), name);
 	if (sealed == NULL) {
 		gw_set_err(err, errlen, "no secret %s/%s", ns, name);
@@ -848,14 +858,9 @@ file_delete(struct vault *v, const char *ns, const char *name, char *err, size_t
 	json_t *doc = NULL, *secrets, *names;
 	int lock = -1, rc;
 
-	rc = lock_file(v, LOCK_EX, &lock, err, errlen);
+	rc = lock_existing(v, LOCK_EX, ns, name, &lock, &doc, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = open_doc(v, &doc, err, errlen);
-	if (rc == -ENOENT)
-		gw_set_err(err, errlen, "no secret %s/%s (the vault is empty)", ns, name);
-	if (rc != 0)
-		goto out;
 	secrets = json_object_get(doc, "secrets");
 	names = json_object_get(secrets, ns);
 	if (names == NULL || json_object_del(names, name) != 0) {

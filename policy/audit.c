@@ -31,6 +31,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
+#include "gateway/core/hex.h"
 #include "gateway/core/log.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
@@ -370,38 +371,16 @@ audit_row_hash(const struct audit_row *row, const uint8_t prev[AUDIT_HASH_LEN],
 void
 audit_hash_to_hex(const uint8_t h[AUDIT_HASH_LEN], char hex[AUDIT_HASH_HEX_LEN + 1])
 {
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < AUDIT_HASH_LEN; i++) {
-		hex[2 * i] = digits[h[i] >> 4];
-		hex[2 * i + 1] = digits[h[i] & 0xf];
-	}
-	hex[AUDIT_HASH_HEX_LEN] = '\0';
-}
-
-static int
-hex_nibble(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
+	gw_hex_encode(h, AUDIT_HASH_LEN, hex);
 }
 
 int
 audit_hash_from_hex(const char *hex, size_t len, uint8_t h[AUDIT_HASH_LEN])
 {
-	if (hex == NULL || len != AUDIT_HASH_HEX_LEN)
+	if (hex == NULL)
 		return -EINVAL;
-	for (size_t i = 0; i < AUDIT_HASH_LEN; i++) {
-		int hi = hex_nibble(hex[2 * i]), lo = hex_nibble(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		h[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	/* Lower case only: the chain's text is tollgate's own spelling. */
+	return gw_hex_decode_lower(hex, len, h, AUDIT_HASH_LEN);
 }
 
 /* ---- opening and migrating ------------------------------------------------ */

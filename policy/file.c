@@ -18,6 +18,7 @@
 
 #include <openssl/crypto.h>
 
+#include "gateway/core/hex.h"
 #include "policy/file.h"
 
 #define FILE_VERSION 1
@@ -139,25 +140,13 @@ skip_value(const char *s, size_t len, size_t *pos)
 	}
 }
 
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static unsigned int
 read_u4(const char *s)
 {
 	unsigned int v = 0;
 
 	for (int i = 0; i < 4; i++) {
-		int h = hex_value(s[i]);
+		int h = gw_hex_digit(s[i]);
 
 		v = (v << 4) | (unsigned int)(h < 0 ? 0 : h);
 	}
@@ -589,15 +578,7 @@ client_user_ok(const char *s)
 static int
 parse_sha256_hex(const char *s, unsigned char out[32])
 {
-	if (strlen(s) != 64)
-		return -EINVAL;
-	for (size_t i = 0; i < 32; i++) {
-		int hi = hex_value(s[2 * i]), lo = hex_value(s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out[i] = (unsigned char)(hi << 4 | lo);
-	}
+	return gw_hex_decode(s, strlen(s), out, 32);
 	return 0;
 }
 
