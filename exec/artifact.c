@@ -75,29 +75,42 @@ put_u64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (56 - 8 * i));
 }
 
+/*
+ * The shape both signed messages share: tag (with its NUL), two strings
+ * each after its 32-bit big-endian length, a 64-bit number and a digest.
+ * Its length, or 0 when it does not fit in cap.
+ */
+static size_t
+tagged_message(const char *tag, size_t tagsize, const char *a, const char *b, uint64_t n,
+               const uint8_t digest[EXEC_SHA256_LEN], uint8_t *buf, size_t cap)
+{
+	size_t alen = strlen(a), blen = strlen(b), at = 0;
+
+	if (alen > UINT32_MAX || blen > UINT32_MAX ||
+	    tagsize + 4 + alen + 4 + blen + 8 + EXEC_SHA256_LEN > cap)
+		return 0;
+	memcpy(buf, tag, tagsize);
+	at += tagsize;
+	put_u32(buf + at, (uint32_t)alen);
+	at += 4;
+	memcpy(buf + at, a, alen);
+	at += alen;
+	put_u32(buf + at, (uint32_t)blen);
+	at += 4;
+	memcpy(buf + at, b, blen);
+	at += blen;
+	put_u64(buf + at, n);
+	at += 8;
+	memcpy(buf + at, digest, EXEC_SHA256_LEN);
+	return at + EXEC_SHA256_LEN;
+}
+
 size_t
 exec_artifact_message(const char *sandbox_id, const char *name, uint64_t size,
                       const uint8_t sha256[EXEC_SHA256_LEN], uint8_t *buf, size_t cap)
 {
-	size_t idlen = strlen(sandbox_id), namelen = strlen(name), at = 0;
-	size_t need = sizeof(ARTIFACT_TAG) + 4 + idlen + 4 + namelen + 8 + EXEC_SHA256_LEN;
-
-	if (idlen > UINT32_MAX || namelen > UINT32_MAX || need > cap)
-		return 0;
-	memcpy(buf, ARTIFACT_TAG, sizeof(ARTIFACT_TAG)); /* with its NUL */
-	at += sizeof(ARTIFACT_TAG);
-	put_u32(buf + at, (uint32_t)idlen);
-	at += 4;
-	memcpy(buf + at, sandbox_id, idlen);
-	at += idlen;
-	put_u32(buf + at, (uint32_t)namelen);
-	at += 4;
-	memcpy(buf + at, name, namelen);
-	at += namelen;
-	put_u64(buf + at, size);
-	at += 8;
-	memcpy(buf + at, sha256, EXEC_SHA256_LEN);
-	return at + EXEC_SHA256_LEN;
+	return tagged_message(ARTIFACT_TAG, sizeof(ARTIFACT_TAG), sandbox_id, name, size, sha256,
+	                      buf, cap);
 }
 
 /* One entry of the list the manifest's own signature covers. */
@@ -122,24 +135,8 @@ static size_t
 list_message(const char *sandbox_id, const char *created, uint64_t count,
              const uint8_t digest[EXEC_SHA256_LEN], uint8_t *buf, size_t cap)
 {
-	size_t idlen = strlen(sandbox_id), clen = strlen(created), at = 0;
-
-	if (sizeof(MANIFEST_TAG) + 4 + idlen + 4 + clen + 8 + EXEC_SHA256_LEN > cap)
-		return 0;
-	memcpy(buf, MANIFEST_TAG, sizeof(MANIFEST_TAG));
-	at += sizeof(MANIFEST_TAG);
-	put_u32(buf + at, (uint32_t)idlen);
-	at += 4;
-	memcpy(buf + at, sandbox_id, idlen);
-	at += idlen;
-	put_u32(buf + at, (uint32_t)clen);
-	at += 4;
-	memcpy(buf + at, created, clen);
-	at += clen;
-	put_u64(buf + at, count);
-	at += 8;
-	memcpy(buf + at, digest, EXEC_SHA256_LEN);
-	return at + EXEC_SHA256_LEN;
+	return tagged_message(MANIFEST_TAG, sizeof(MANIFEST_TAG), sandbox_id, created, count,
+	                      digest, buf, cap);
 }
 #define LIST_MESSAGE_MAX (sizeof(MANIFEST_TAG) + 4 + EXEC_ARTIFACT_ID_MAX + 4 + 40 + 8 + 32)
 
