@@ -103,12 +103,12 @@ setup(void **state)
 		snprintf(id, sizeof(id), "sbx-%d", i);
 		snprintf(hub, sizeof(hub), "10.77.0.%d", 4 * i + 1);
 		assert_int_equal(policy_addr_parse(hub, strlen(hub), &steer), 0);
-		assert_int_equal(dns_server_add_fd_steered(f->server, bound_udp(&f->addr[i]), id,
-		                                           f->policy, &steer),
+		assert_int_equal(dns_listener_add_steered(f->server, bound_udp(&f->addr[i]), id,
+		                                          f->policy, &steer, NULL),
 		                 0);
 	}
-	assert_int_equal(dns_server_add_fd_steered(f->server, bound_udp(&f->addr[NSANDBOX]),
-	                                           "plain", f->policy, NULL),
+	assert_int_equal(dns_listener_add_steered(f->server, bound_udp(&f->addr[NSANDBOX]), "plain",
+	                                          f->policy, NULL, NULL),
 	                 0);
 	f->client = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	assert_true(f->client >= 0);
@@ -204,7 +204,8 @@ test_bad_steer(void **state)
 	struct sockaddr_in addr;
 	int fd = bound_udp(&addr);
 
-	assert_int_equal(dns_server_add_fd_steered(f->server, fd, "x", f->policy, &bad), -EINVAL);
+	assert_int_equal(dns_listener_add_steered(f->server, fd, "x", f->policy, &bad, NULL),
+	                 -EINVAL);
 	close(fd);
 }
 
