@@ -2,7 +2,11 @@
  * The DNS server: UDP and TCP listeners, the decision on each question, the
  * answer cache shared by every client, and audit rows aggregated over a short
  * window. Parsing and building messages is dns/wire.c's; resolving is
- * dns/resolve.c's.
+ * dns/resolve.c's. It stays one file because its parts share one object, the
+ * held question (struct dns_req): the cache parks it, an approval or the
+ * resolver wakes it, UDP batches and TCP back-pressure answer it and free it,
+ * and splitting them would turn that lifecycle into an internal API with
+ * every field exposed in a header.
  */
 #include "dns/server.h"
 
