@@ -27,6 +27,7 @@
 #include "dns/wire.h"
 #include <jansson.h>
 
+#include "gateway/core/accept.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
@@ -57,12 +58,13 @@ struct dns_listener {
 	 * its client id, policy and steering until they end.
 	 */
 	unsigned int refs;
-	struct event *ev;           /* UDP */
-	struct evconnlistener *lev; /* TCP */
-	char *client_id;            /* NULL: by source address */
-	struct policy *policy;      /* NULL: gw->policy */
-	bool steer;                 /* answer allowed names with steer_addr (this
-	                             * listener's; cfg.steer is the server's) */
+	struct event *ev;              /* UDP */
+	struct evconnlistener *lev;    /* TCP */
+	struct gw_accept_pause *pause; /* TCP, after a failed accept (out of fds) */
+	char *client_id;               /* NULL: by source address */
+	struct policy *policy;         /* NULL: gw->policy */
+	bool steer;                    /* answer allowed names with steer_addr (this
+	                                * listener's; cfg.steer is the server's) */
 	struct policy_addr steer_addr;
 };
 
@@ -1291,10 +1293,19 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *s
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
+static void
+tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct dns_listener *l = arg;
+
+	/* EMFILE and friends: the backlog stays readable, so pause this one. */
+	gw_accept_failed(l->pause, lev, "dns");
+}
+
 /* ---- listeners ------------------------------------------------------------ */
 
 /* Drops one reference; the last frees the listener (closed by then, but
- * for a listener_start that failed). */
+ * for a listener_start that failed, whose fd is not closed: no lev took it). */
 static void
 listener_put(struct dns_listener *l)
 {
@@ -1302,6 +1313,7 @@ listener_put(struct dns_listener *l)
 		return;
 	if (l->ev != NULL)
 		event_free(l->ev);
+	gw_accept_pause_free(l->pause);
 	if (l->lev != NULL)
 		evconnlistener_free(l->lev); /* closes fd */
 	free(l->client_id);
@@ -1344,6 +1356,10 @@ listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, st
 			goto out;
 		}
 	} else {
+		if (gw_accept_pause_new(base, &l->pause) != 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		/* Only on success does CLOSE_ON_FREE take fd: a failed
 		 * evconnlistener_new leaves it open. */
 		l->lev = evconnlistener_new(base, tcp_accept_cb, l,
@@ -1352,6 +1368,7 @@ listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, st
 			rc = -ENOMEM;
 			goto out;
 		}
+		evconnlistener_set_error_cb(l->lev, tcp_accept_error_cb);
 	}
 	LIST_INSERT_HEAD(&s->listeners, l, link);
 	if (out != NULL)
@@ -1412,6 +1429,8 @@ dns_listener_remove(struct dns_listener *l)
 		l->ev = NULL;
 		close(l->fd);
 	}
+	gw_accept_pause_free(l->pause); /* its timer points at lev */
+	l->pause = NULL;
 	if (l->lev != NULL) {
 		evconnlistener_free(l->lev); /* closes fd */
 		l->lev = NULL;

@@ -21,6 +21,7 @@
 
 struct bufferevent;
 struct evconnlistener;
+struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
 struct proxy_upstream;
@@ -34,6 +35,7 @@ enum proxy_listener_kind {
 struct proxy_listener {
 	struct proxy *proxy;
 	struct evconnlistener *lev;
+	struct gw_accept_pause *pause; /* after a failed accept (out of fds) */
 	enum proxy_listener_kind kind;
 	int port;              /* transparent: the port it stands for */
 	char *client_id;       /* NULL: tell clients apart by address */

@@ -19,7 +19,9 @@
 
 #include <jansson.h>
 
+#include "gateway/core/accept.h"
 #include "gateway/core/clock.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -340,15 +342,25 @@ proxy_conn_timer(struct proxy_conn *c, double seconds)
 	event_add(c->timer, &tv);
 }
 
-/* Drops one reference; the last frees the listener (its fd is closed already
- * unless it is still in the proxy's list, i.e. at proxy_free). */
+/* Stops accepting and closes the fd; the struct stays for its connections. */
+static void
+listener_stop(struct proxy_listener *l)
+{
+	gw_accept_pause_free(l->pause); /* its timer points at lev */
+	l->pause = NULL;
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev);
+	l->lev = NULL;
+}
+
+/* Drops one reference; the last frees the listener (stopped already, but
+ * for one that failed to start). */
 static void
 listener_put(struct proxy_listener *l)
 {
 	if (l == NULL || --l->refs > 0)
 		return;
-	if (l->lev != NULL)
-		evconnlistener_free(l->lev);
+	listener_stop(l);
 	policy_free(l->policy);
 	free(l->client_id);
 	free(l);
@@ -675,8 +687,10 @@ refuse:
 static void
 on_accept_error(struct evconnlistener *lev, void *arg)
 {
-	/* EMFILE and friends: libevent retries on the next readiness. */
-	log_warn("proxy: accept");
+	struct proxy_listener *l = arg;
+
+	/* EMFILE and friends: the backlog stays readable, so pause this one. */
+	gw_accept_failed(l->pause, lev, "proxy");
 }
 
 /* ---- the proxy ----------------------------------------------------------- */
@@ -723,19 +737,23 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 
 	if (colon == NULL || (bracket != NULL && colon < bracket) ||
 	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)&ss, &sslen) != 0) {
-		snprintf(err, errlen, "'%s' is not ADDR:PORT", addrport);
+		gw_set_err(err, errlen, "'%s' is not ADDR:PORT", addrport);
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
-	if (l == NULL)
+	if (l == NULL || gw_accept_pause_new(p->gw->base, &l->pause) != 0) {
+		free(l);
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	lev = evconnlistener_new_bind(p->gw->base, on_accept, l,
 	                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
 	                                  LEV_OPT_REUSEABLE,
 	                              1024, (struct sockaddr *)&ss, sslen);
 	if (lev == NULL) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot listen on %s: %s", addrport, strerror(errno));
+		gw_set_err(err, errlen, "cannot listen on %s: %s", addrport, strerror(errno));
+		gw_accept_pause_free(l->pause);
 		free(l);
 		return rc != 0 ? rc : -EIO;
 	}
@@ -793,6 +811,9 @@ listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port
 			goto out;
 		}
 	}
+	rc = gw_accept_pause_new(p->gw->base, &l->pause);
+	if (rc < 0)
+		goto out;
 	evutil_make_socket_nonblocking(fd);
 	/* backlog 0: the socket is listening already. When it fails,
 	 * evconnlistener_new leaves fd open: the caller's still. */
@@ -808,6 +829,7 @@ listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port
 		*out = l;
 out:
 	if (rc < 0 && l != NULL) {
+		gw_accept_pause_free(l->pause);
 		free(l->client_id);
 		free(l);
 	}
@@ -855,10 +877,7 @@ proxy_listener_remove(struct proxy_listener *l)
 	TAILQ_REMOVE(&l->proxy->listeners, l, entry);
 	/* The fd closes now, so the kernel refuses new clients at once; the
 	 * struct stays while connections accepted on it still read it. */
-	if (l->lev != NULL) {
-		evconnlistener_free(l->lev);
-		l->lev = NULL;
-	}
+	listener_stop(l);
 	listener_put(l);
 }
 
@@ -882,12 +901,7 @@ proxy_stop_accepting(struct proxy *p)
 	 * than queued; the structs stay until they are removed (or proxy_free),
 	 * and while connections still read them. */
 	TAILQ_FOREACH(l, &p->listeners, entry)
-	{
-		if (l->lev != NULL) {
-			evconnlistener_free(l->lev);
-			l->lev = NULL;
-		}
-	}
+	listener_stop(l);
 	for (c = TAILQ_FIRST(&p->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_HELLO ||
