@@ -2,7 +2,11 @@
  * The DNS server: UDP and TCP listeners, the decision on each question, the
  * answer cache shared by every client, and audit rows aggregated over a short
  * window. Parsing and building messages is dns/wire.c's; resolving is
- * dns/resolve.c's.
+ * dns/resolve.c's. It stays one file because its parts share one object, the
+ * held question (struct dns_req): the cache parks it, an approval or the
+ * resolver wakes it, UDP batches and TCP back-pressure answer it and free it,
+ * and splitting them would turn that lifecycle into an internal API with
+ * every field exposed in a header.
  */
 #include "dns/server.h"
 
@@ -12,7 +16,6 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -24,6 +27,8 @@
 #include "dns/wire.h"
 #include <jansson.h>
 
+#include "gateway/core/accept.h"
+#include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -42,24 +47,31 @@
 struct dns_server;
 struct dns_req;
 
-struct listener {
-	LIST_ENTRY(listener) link;
+struct dns_listener {
+	LIST_ENTRY(dns_listener) link;
 	struct dns_server *s;
-	int fd;
+	int fd; /* -1 once removed */
 	bool udp;
-	struct event *ev;           /* UDP */
-	struct evconnlistener *lev; /* TCP */
-	char *client_id;            /* NULL: by source address */
-	struct policy *policy;      /* NULL: gw->policy */
-	bool steer;                 /* answer allowed names with steer_addr (this
-	                             * listener's; cfg.steer is the server's) */
+	/*
+	 * The server's list holds one reference until the listener is removed;
+	 * each TCP connection and each held question on it one more: they read
+	 * its client id, policy and steering until they end.
+	 */
+	unsigned int refs;
+	struct event *ev;              /* UDP */
+	struct evconnlistener *lev;    /* TCP */
+	struct gw_accept_pause *pause; /* TCP, after a failed accept (out of fds) */
+	char *client_id;               /* NULL: by source address */
+	struct policy *policy;         /* NULL: gw->policy */
+	bool steer;                    /* answer allowed names with steer_addr (this
+	                                * listener's; cfg.steer is the server's) */
 	struct policy_addr steer_addr;
 };
 
 struct tcp_conn {
 	LIST_ENTRY(tcp_conn) link;
 	struct dns_server *s;
-	struct listener *l;
+	struct dns_listener *l;
 	struct bufferevent *bev;
 	struct policy_addr src;
 	bool has_src;
@@ -104,7 +116,7 @@ struct answer_note {
 
 struct dns_req {
 	struct dns_server *s;
-	struct listener *l;
+	struct dns_listener *l;
 	struct tcp_conn *conn; /* NULL for UDP */
 	TAILQ_ENTRY(dns_req) conn_link;
 	TAILQ_ENTRY(dns_req) wait_link;
@@ -147,7 +159,7 @@ struct client_stats {
 struct dns_server {
 	struct gw_context *gw;
 	struct dns_server_config cfg;
-	LIST_HEAD(, listener) listeners;
+	LIST_HEAD(, dns_listener) listeners;
 	LIST_HEAD(, tcp_conn) conns;
 	unsigned int nconns;
 	LIST_HEAD(, dns_req) pending;
@@ -170,7 +182,7 @@ struct dns_server {
 	uint8_t out[DNS_WIRE_MSG_MAX + 2];
 
 	/* UDP answers made while a batch of datagrams is read go out in one sendmmsg. */
-	struct listener *batch_listener;
+	struct dns_listener *batch_listener;
 	unsigned int nbatch;
 	uint8_t batch_out[UDP_BATCH][DNS_WIRE_UDP_MAX];
 	struct mmsghdr batch_msgs[UDP_BATCH];
@@ -179,31 +191,11 @@ struct dns_server {
 };
 
 static void req_resolve(struct dns_req *r);
+static void listener_put(struct dns_listener *l);
 static void tcp_conn_free(struct tcp_conn *c);
 static void tcp_maybe_resume(struct tcp_conn *c);
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static double
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct timeval
-seconds_tv(double s)
-{
-	struct timeval tv;
-
-	if (s < 0)
-		s = 0;
-	tv.tv_sec = (time_t)s;
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
 
 static uint32_t
 hash_str(uint32_t h, const char *s)
@@ -404,7 +396,7 @@ audit_answer(struct dns_server *s, const struct dns_req *r, const struct answer_
 	s->agg_buckets[h % AUDIT_BUCKETS] = g;
 	TAILQ_INSERT_TAIL(&s->agg_order, g, order);
 	if (s->nagg++ == 0) {
-		tv = seconds_tv(s->cfg.audit_window);
+		tv = gw_clock_timeval(s->cfg.audit_window);
 		evtimer_add(s->agg_timer, &tv);
 	}
 }
@@ -447,6 +439,8 @@ send_reply(struct dns_req *r, int rcode, const struct policy_addr *addrs, size_t
 		s->nbatch++;
 		return;
 	}
+	if (r->l->fd < 0)
+		return; /* its listener was removed while it waited */
 	if (dns_wire_build_reply_soa(&r->q, rcode, addrs, naddrs, ttl, soa_ttl, s->out, limit,
 	                             &len) != 0)
 		return;
@@ -623,6 +617,7 @@ req_free(struct dns_req *r)
 	LIST_REMOVE(r, all_link);
 	r->s->npending--;
 	policy_free(r->policy);
+	listener_put(r->l);
 	if (c != NULL) {
 		TAILQ_REMOVE(&c->reqs, r, conn_link);
 		c->inflight--;
@@ -647,6 +642,7 @@ req_hold(struct dns_req *tmp)
 	memcpy(r, tmp, sizeof(*r));
 	r->heap = true;
 	r->policy = policy_ref(tmp->policy);
+	r->l->refs++;
 	LIST_INSERT_HEAD(&s->pending, r, all_link);
 	s->npending++;
 	if (r->conn != NULL) {
@@ -705,7 +701,7 @@ static bool
 cache_make_room(struct dns_server *s)
 {
 	struct cache_entry *e, *prev;
-	double now = now_mono();
+	double now = gw_clock_mono();
 	int scanned = 0;
 
 	if (s->ncache < s->cfg.cache_entries)
@@ -785,7 +781,7 @@ on_resolved(int status, const struct policy_addr *addrs, size_t naddrs, uint32_t
 {
 	struct cache_entry *e = arg;
 	struct dns_req *r;
-	double now = now_mono();
+	double now = gw_clock_mono();
 
 	e->query = NULL;
 	e->pending = false;
@@ -894,7 +890,7 @@ req_ask(struct dns_req *tmp)
 		req_answer_simple(r, s->cfg.deny_rcode, "deny", "approval-unavailable");
 		return;
 	}
-	tv = seconds_tv(s->cfg.ask_wait);
+	tv = gw_clock_timeval(s->cfg.ask_wait);
 	evtimer_add(r->ask_timer, &tv);
 }
 
@@ -932,7 +928,7 @@ req_resolve(struct dns_req *r)
 		req_answer_simple(r, DNS_WIRE_RCODE_SERVFAIL, "allow", "resolve-failed");
 		return;
 	}
-	now = now_mono();
+	now = gw_clock_mono();
 	h = hash_str(2166136261u, r->host.text) ^ (uint32_t)family;
 	e = cache_find(s, r->host.text, family, h);
 	if (e != NULL && !e->pending && !e->busy && e->expires <= now) {
@@ -1013,7 +1009,7 @@ req_select_policy(struct dns_req *r, const struct policy_addr *src)
 
 /* One message from a client: answers it now or holds it. */
 static void
-handle_message(struct dns_server *s, struct listener *l, struct tcp_conn *conn,
+handle_message(struct dns_server *s, struct dns_listener *l, struct tcp_conn *conn,
                const struct sockaddr_storage *peer, socklen_t peerlen,
                const struct policy_addr *src, const uint8_t *msg, size_t len)
 {
@@ -1108,7 +1104,7 @@ batch_flush(struct dns_server *s)
 static void
 udp_read_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct listener *l = arg;
+	struct dns_listener *l = arg;
 	struct dns_server *s = l->s;
 	static uint8_t bufs[UDP_BATCH][UDP_QUERY_MAX];
 	struct mmsghdr msgs[UDP_BATCH];
@@ -1170,6 +1166,7 @@ tcp_conn_free(struct tcp_conn *c)
 	LIST_REMOVE(c, link);
 	c->s->nconns--;
 	bufferevent_free(c->bev);
+	listener_put(c->l);
 	free(c);
 }
 
@@ -1260,7 +1257,7 @@ static void
 tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
               void *arg)
 {
-	struct listener *l = arg;
+	struct dns_listener *l = arg;
 	struct dns_server *s = l->s;
 	struct tcp_conn *c;
 	struct timeval idle;
@@ -1276,17 +1273,19 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *s
 	}
 	c->s = s;
 	c->l = l;
+	l->refs++;
 	TAILQ_INIT(&c->reqs);
 	c->has_src = policy_addr_from_sockaddr(sa, &c->src) == 0;
 	c->bev = bufferevent_socket_new(s->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL) {
 		close(fd);
+		listener_put(l);
 		free(c);
 		return;
 	}
 	LIST_INSERT_HEAD(&s->conns, c, link);
 	s->nconns++;
-	idle = seconds_tv(s->cfg.tcp_idle);
+	idle = gw_clock_timeval(s->cfg.tcp_idle);
 	bufferevent_set_timeouts(c->bev, &idle, &idle);
 	/* A message is at most 2 + 65535 bytes: never buffer more than one and a bit. */
 	bufferevent_setwatermark(c->bev, EV_READ, 0, 2 * (DNS_WIRE_MSG_MAX + 2));
@@ -1294,42 +1293,55 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *s
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
+static void
+tcp_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct dns_listener *l = arg;
+
+	/* EMFILE and friends: the backlog stays readable, so pause this one. */
+	gw_accept_failed(l->pause, lev, "dns");
+}
+
 /* ---- listeners ------------------------------------------------------------ */
 
+/* Drops one reference; the last frees the listener (closed by then, but
+ * for a listener_start that failed, whose fd is not closed: no lev took it). */
 static void
-listener_free(struct listener *l)
+listener_put(struct dns_listener *l)
 {
-	if (l == NULL)
+	if (l == NULL || --l->refs > 0)
 		return;
 	if (l->ev != NULL)
 		event_free(l->ev);
+	gw_accept_pause_free(l->pause);
 	if (l->lev != NULL)
 		evconnlistener_free(l->lev); /* closes fd */
-	else if (l->fd >= 0)
-		close(l->fd);
 	free(l->client_id);
 	policy_free(l->policy);
 	free(l);
 }
 
+/* On failure fd stays the caller's: nothing here closes it then. */
 static int
 listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, struct policy *policy,
-               const struct policy_addr *steer)
+               const struct policy_addr *steer, struct dns_listener **out)
 {
 	struct event_base *base = s->gw->base;
-	struct listener *l = calloc(1, sizeof(*l));
+	struct dns_listener *l = calloc(1, sizeof(*l));
+	int rc = 0;
 
-	if (l == NULL) {
-		close(fd);
+	if (l == NULL)
 		return -ENOMEM;
-	}
 	l->s = s;
 	l->fd = fd;
 	l->udp = udp;
+	l->refs = 1; /* the server's list */
 	if (client_id != NULL) {
 		l->client_id = strdup(client_id);
-		if (l->client_id == NULL)
-			goto fail;
+		if (l->client_id == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
 	if (policy != NULL)
 		l->policy = policy_ref(policy);
@@ -1339,63 +1351,92 @@ listener_start(struct dns_server *s, int fd, bool udp, const char *client_id, st
 	}
 	if (udp) {
 		l->ev = event_new(base, fd, EV_READ | EV_PERSIST, udp_read_cb, l);
-		if (l->ev == NULL || event_add(l->ev, NULL) != 0)
-			goto fail;
+		if (l->ev == NULL || event_add(l->ev, NULL) != 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	} else {
+		if (gw_accept_pause_new(base, &l->pause) != 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		/* Only on success does CLOSE_ON_FREE take fd: a failed
+		 * evconnlistener_new leaves it open. */
 		l->lev = evconnlistener_new(base, tcp_accept_cb, l,
 		                            LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
-		if (l->lev == NULL)
-			goto fail;
+		if (l->lev == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		evconnlistener_set_error_cb(l->lev, tcp_accept_error_cb);
 	}
 	LIST_INSERT_HEAD(&s->listeners, l, link);
-	return 0;
-fail:
-	listener_free(l);
-	return -ENOMEM;
+	if (out != NULL)
+		*out = l;
+out:
+	if (rc < 0)
+		listener_put(l); /* l->lev is NULL here: fd is not closed */
+	return rc;
 }
 
-int
-dns_server_set_policy(struct dns_server *s, const char *client_id, struct policy *policy)
+void
+dns_listener_set_policy(struct dns_listener *l, struct policy *policy)
 {
-	struct listener *l;
-	int n = 0;
-
-	if (s == NULL || client_id == NULL || policy == NULL)
-		return 0;
-	LIST_FOREACH(l, &s->listeners, link)
-	{
-		if (l->client_id == NULL || strcmp(l->client_id, client_id) != 0)
-			continue;
-		policy_free(l->policy);
-		l->policy = policy_ref(policy);
-		n++;
-	}
-	return n;
+	if (l == NULL)
+		return;
+	policy_free(l->policy);
+	l->policy = policy != NULL ? policy_ref(policy) : NULL;
 }
 
 int
-dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy)
+dns_listener_add(struct dns_server *s, int fd, const char *client_id, struct policy *policy,
+                 struct dns_listener **out)
 {
-	return dns_server_add_fd_steered(s, fd, client_id, policy, NULL);
+	return dns_listener_add_steered(s, fd, client_id, policy, NULL, out);
 }
 
 int
-dns_server_add_fd_steered(struct dns_server *s, int fd, const char *client_id,
-                          struct policy *policy, const struct policy_addr *steer)
+dns_listener_add_steered(struct dns_server *s, int fd, const char *client_id, struct policy *policy,
+                         const struct policy_addr *steer, struct dns_listener **out)
 {
 	int type = 0;
 	socklen_t len = sizeof(type);
 
-	if (s == NULL || fd < 0 || client_id == NULL)
+	if (out != NULL)
+		*out = NULL;
+	if (s == NULL || fd < 0)
+		return -EINVAL;
+	if (steer != NULL && steer->family != AF_INET && steer->family != AF_INET6)
 		return -EINVAL;
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
 		return -errno;
 	if (type != SOCK_DGRAM && type != SOCK_STREAM)
 		return -EINVAL;
 	evutil_make_socket_nonblocking(fd);
-	if (steer != NULL && steer->family != AF_INET && steer->family != AF_INET6)
-		return -EINVAL;
-	return listener_start(s, fd, type == SOCK_DGRAM, client_id, policy, steer);
+	return listener_start(s, fd, type == SOCK_DGRAM, client_id, policy, steer, out);
+}
+
+void
+dns_listener_remove(struct dns_listener *l)
+{
+	if (l == NULL)
+		return;
+	LIST_REMOVE(l, link);
+	/* The fd closes now; a question held on a UDP listener finds no socket
+	 * to answer on and is dropped, as a lost datagram would be. */
+	if (l->ev != NULL) {
+		event_free(l->ev);
+		l->ev = NULL;
+		close(l->fd);
+	}
+	gw_accept_pause_free(l->pause); /* its timer points at lev */
+	l->pause = NULL;
+	if (l->lev != NULL) {
+		evconnlistener_free(l->lev); /* closes fd */
+		l->lev = NULL;
+	}
+	l->fd = -1;
+	listener_put(l);
 }
 
 static int
@@ -1461,11 +1502,15 @@ dns_server_listen(struct dns_server *s, const char *addrport, char *err, size_t 
 		close(ufd);
 		return tfd;
 	}
-	rc = listener_start(s, ufd, true, NULL, NULL, NULL);
-	if (rc == 0)
-		rc = listener_start(s, tfd, false, NULL, NULL, NULL);
-	else
+	rc = listener_start(s, ufd, true, NULL, NULL, NULL, NULL);
+	if (rc < 0) {
+		close(ufd);
 		close(tfd);
+	} else {
+		rc = listener_start(s, tfd, false, NULL, NULL, NULL, NULL);
+		if (rc < 0)
+			close(tfd);
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: %s", addrport, strerror(-rc));
 		return rc;
@@ -1536,17 +1581,16 @@ dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg, struc
 void
 dns_server_free(struct dns_server *s)
 {
-	struct listener *l;
+	struct dns_listener *l;
 	struct tcp_conn *c;
 	struct cache_entry *e;
 	struct dns_req *r;
 
 	if (s == NULL)
 		return;
-	while ((l = LIST_FIRST(&s->listeners)) != NULL) {
-		LIST_REMOVE(l, link);
-		listener_free(l);
-	}
+	/* Connections and held questions drop their listeners' last references. */
+	while ((l = LIST_FIRST(&s->listeners)) != NULL)
+		dns_listener_remove(l);
 	while ((c = LIST_FIRST(&s->conns)) != NULL)
 		tcp_conn_free(c);
 	/* Questions still held (UDP ones) are dropped without an answer. */

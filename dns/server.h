@@ -55,23 +55,48 @@ void dns_server_free(struct dns_server *s);
 int dns_server_listen(struct dns_server *s, const char *addrport, char *err, size_t errlen);
 
 /*
- * Serves a socket made elsewhere (e.g. in a sandbox's network namespace): a
- * bound SOCK_DGRAM socket, or a listening SOCK_STREAM one. Every query on it
- * belongs to client_id and is decided by policy alone (no client sections).
- * Takes ownership of fd and a reference to policy (NULL: gw->policy).
+ * A sandbox's listeners: sockets made elsewhere (e.g. in a sandbox's network
+ * namespace), a bound SOCK_DGRAM one or a listening SOCK_STREAM one, served
+ * until removed. proxy/proxy.h has the same calls for the proxy
+ * (proxy_listener_*).
+ *
+ * fd: on success the server owns fd (dns_listener_remove or
+ * dns_server_free closes it); on failure the caller still owns it.
+ * client_id: every question on fd belongs to it and is decided by policy
+ * alone (no client sections); copied. NULL: clients are told apart by
+ * source address and the policy's client sections, as dns_server_listen's.
+ * policy: the listener takes its own reference; NULL: gw->policy.
+ * out: the listener's handle, valid until dns_listener_remove or
+ * dns_server_free, whichever comes first; may be NULL (then only
+ * dns_server_free ends it). 0 or negative errno (-EINVAL: no server,
+ * fd < 0, not a datagram or stream socket, a steer address not IPv4 or IPv6;
+ * -ENOTSOCK).
  */
-int dns_server_add_fd(struct dns_server *s, int fd, const char *client_id, struct policy *policy);
-/* Decides client_id's queries from now on by policy (a new reference);
- * queries in flight keep theirs. Returns how many listeners changed. */
-int dns_server_set_policy(struct dns_server *s, const char *client_id, struct policy *policy);
-
+struct dns_listener;
+int dns_listener_add(struct dns_server *s, int fd, const char *client_id, struct policy *policy,
+                     struct dns_listener **out);
 /*
  * The same, answering every allowed A (or AAAA) question on fd with steer,
  * and the other family with no address (transparent mode: each sandbox's
- * DNS steers to its own hub address). steer NULL: as dns_server_add_fd.
+ * DNS steers to its own hub address). steer NULL: as dns_listener_add.
  */
-int dns_server_add_fd_steered(struct dns_server *s, int fd, const char *client_id,
-                              struct policy *policy, const struct policy_addr *steer);
+int dns_listener_add_steered(struct dns_server *s, int fd, const char *client_id,
+                             struct policy *policy, const struct policy_addr *steer,
+                             struct dns_listener **out);
+/*
+ * Decides l's questions from now on by policy (the listener takes a
+ * reference; NULL: gw->policy); questions in flight keep theirs. l NULL:
+ * nothing.
+ */
+void dns_listener_set_policy(struct dns_listener *l, struct policy *policy);
+/*
+ * Stops serving l and closes its fd now; l is invalid afterwards. TCP
+ * connections accepted on it run to their end (later questions on them are
+ * decided by l's last policy); a UDP question still waiting (upstream, a
+ * person) is dropped unanswered, having no socket left to answer on.
+ * l NULL: nothing.
+ */
+void dns_listener_remove(struct dns_listener *l);
 
 /*
  * Counters per client (listener id, client section or address) and in all,

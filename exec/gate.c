@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dns/server.h"
+#include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
@@ -28,9 +29,10 @@ struct exec_gate {
 	char sandbox_addr[INET_ADDRSTRLEN];
 	char *sandbox_id;
 	struct policy *policy;
-	struct exec_gate_fds fds;
-	struct proxy *proxy;     /* who serves the listeners, or NULL */
-	struct dns_server *dns;
+	struct exec_gate_fds fds; /* those no server took */
+	/* The listeners a server took (NULL: none), removed by exec_gate_close. */
+	struct proxy_listener *proxy_l[3]; /* proxy, transparent HTTP, TLS */
+	struct dns_listener *dns_l[2];     /* UDP, TCP */
 };
 
 /*
@@ -50,28 +52,28 @@ hub_listener(struct exec_hub *hub, const char *ifname, struct in_addr addr, int 
 	if (fd < 0) {
 		rc = fd;
 		fd = -1;
-		snprintf(err, errlen, "listener %s %d: socket in the hub: %s", proto, port,
-		         strerror(-rc));
+		gw_set_err(err, errlen, "listener %s %d: socket in the hub: %s", proto, port,
+		           strerror(-rc));
 		goto out;
 	}
 	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
 	    (type == SOCK_STREAM &&
 	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
 		rc = -errno;
-		snprintf(err, errlen, "listener %s %d on %s: setsockopt: %s", proto, port, ifname,
-		         strerror(errno));
+		gw_set_err(err, errlen, "listener %s %d on %s: setsockopt: %s", proto, port, ifname,
+		           strerror(errno));
 		goto out;
 	}
 	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "listener %s %d on %s: bind: %s", proto, port, ifname,
-		         strerror(errno));
+		gw_set_err(err, errlen, "listener %s %d on %s: bind: %s", proto, port, ifname,
+		           strerror(errno));
 		goto out;
 	}
 	if (type == SOCK_STREAM && listen(fd, GATE_BACKLOG) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "listener %s %d on %s: listen: %s", proto, port, ifname,
-		         strerror(errno));
+		gw_set_err(err, errlen, "listener %s %d on %s: listen: %s", proto, port, ifname,
+		           strerror(errno));
 		goto out;
 	}
 out:
@@ -123,67 +125,56 @@ gate_make_listeners(struct exec_gate *g, const struct exec_gate_options *opts, c
 }
 
 /*
- * Hands the listeners to their servers, which own them from then on.
- * proxy_listener_add leaves the fd with the caller when it fails;
- * dns_server_add_fd closes it on most failures but not all, so after it the
- * fd is never touched again (a rare leak beats closing someone else's fd).
+ * Hands the listeners to their servers. Both take an fd only when they
+ * succeed, so until then it stays in g->fds and exec_gate_close closes it.
  */
 static int
 gate_register(struct exec_gate *g, const struct exec_gate_options *opts, char *err, size_t errlen)
 {
+	const struct {
+		int *fd;
+		bool transparent;
+		struct proxy_transparent_opts t;
+	} pl[] = {
+	    {&g->fds.proxy, false, {0, 0}},
+	    {&g->fds.http, true, {PROXY_TRANSPARENT_HTTP, EXEC_GATE_HTTP_PORT}},
+	    {&g->fds.https, true, {PROXY_TRANSPARENT_TLS, EXEC_GATE_HTTPS_PORT}},
+	};
+	int *dns_fds[] = {&g->fds.dns_udp, &g->fds.dns_tcp};
+	struct policy_addr steer;
 	int rc = 0;
 
-	if (opts->proxy != NULL) {
-		rc = proxy_listener_add(opts->proxy, g->fds.proxy, g->sandbox_id, g->policy);
+	for (size_t i = 0; opts->proxy != NULL && i < sizeof(pl) / sizeof(pl[0]); i++) {
+		if (*pl[i].fd < 0)
+			continue; /* a transparent listener not asked for */
+		if (pl[i].transparent)
+			rc = proxy_listener_add_transparent(opts->proxy, *pl[i].fd, &pl[i].t,
+			                                    g->sandbox_id, g->policy,
+			                                    &g->proxy_l[i]);
+		else
+			rc = proxy_listener_add(opts->proxy, *pl[i].fd, g->sandbox_id, g->policy,
+			                        &g->proxy_l[i]);
 		if (rc < 0) {
-			snprintf(err, errlen, "proxy listener for sandbox %s: %s", g->sandbox_id,
-			         strerror(-rc));
+			gw_set_err(err, errlen, "proxy listener %d for sandbox %s: %s",
+			           pl[i].transparent ? pl[i].t.port : EXEC_GATE_PROXY_PORT,
+			           g->sandbox_id, strerror(-rc));
 			goto out;
 		}
-		g->fds.proxy = -1;
+		*pl[i].fd = -1;
 	}
-	if (opts->transparent && opts->proxy != NULL) {
-		const struct {
-			int *fd;
-			struct proxy_transparent_opts t;
-		} tl[] = {
-		    {&g->fds.http, {PROXY_TRANSPARENT_HTTP, EXEC_GATE_HTTP_PORT}},
-		    {&g->fds.https, {PROXY_TRANSPARENT_TLS, EXEC_GATE_HTTPS_PORT}},
-		};
-
-		for (size_t i = 0; i < sizeof(tl) / sizeof(tl[0]); i++) {
-			rc = proxy_listener_add_transparent(opts->proxy, *tl[i].fd, &tl[i].t,
-			                                    g->sandbox_id, g->policy);
-			if (rc < 0) {
-				snprintf(err, errlen, "transparent listener %d for sandbox %s: %s",
-				         tl[i].t.port, g->sandbox_id, strerror(-rc));
-				goto out;
-			}
-			*tl[i].fd = -1;
+	/* Transparent mode: allowed names resolve to this sandbox's own hub
+	 * address, where the 80/443 listeners route them. */
+	steer.family = AF_INET;
+	steer.u.v4 = g->veth.hub_addr;
+	for (size_t i = 0; opts->dns != NULL && i < sizeof(dns_fds) / sizeof(dns_fds[0]); i++) {
+		rc = dns_listener_add_steered(opts->dns, *dns_fds[i], g->sandbox_id, g->policy,
+		                              opts->transparent ? &steer : NULL, &g->dns_l[i]);
+		if (rc < 0) {
+			gw_set_err(err, errlen, "DNS listener for sandbox %s: %s", g->sandbox_id,
+			           strerror(-rc));
+			goto out;
 		}
-	}
-	if (opts->dns != NULL) {
-		int *dns_fds[] = {&g->fds.dns_udp, &g->fds.dns_tcp};
-		struct policy_addr steer;
-
-		/* Transparent mode: allowed names resolve to this sandbox's own
-		 * hub address, where the 80/443 listeners route them. */
-		if (opts->transparent) {
-			steer.family = AF_INET;
-			steer.u.v4 = g->veth.hub_addr;
-		}
-		for (size_t i = 0; i < sizeof(dns_fds) / sizeof(dns_fds[0]); i++) {
-			int fd = *dns_fds[i];
-
-			*dns_fds[i] = -1;
-			rc = dns_server_add_fd_steered(opts->dns, fd, g->sandbox_id, g->policy,
-			                               opts->transparent ? &steer : NULL);
-			if (rc < 0) {
-				snprintf(err, errlen, "DNS listener for sandbox %s: %s",
-				         g->sandbox_id, strerror(-rc));
-				goto out;
-			}
-		}
+		*dns_fds[i] = -1;
 	}
 out:
 	return rc;
@@ -204,7 +195,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 		opts = &defaults;
 	g = calloc(1, sizeof(*g));
 	if (g == NULL) {
-		snprintf(err, errlen, "gate: out of memory");
+		gw_set_err(err, errlen, "gate: out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -212,14 +203,12 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	g->fds = (struct exec_gate_fds){-1, -1, -1, -1, -1};
 	g->sandbox_id = strdup(sandbox_id != NULL ? sandbox_id : "");
 	if (g->sandbox_id == NULL) {
-		snprintf(err, errlen, "gate: out of memory");
+		gw_set_err(err, errlen, "gate: out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
 	if (policy != NULL)
 		g->policy = policy_ref(policy);
-	g->proxy = opts->proxy;
-	g->dns = opts->dns;
 
 	rc = exec_veth_attach(hub, sandbox_netns_fd, &g->veth, err, errlen);
 	if (rc < 0)
@@ -252,8 +241,10 @@ exec_gate_set_policy(struct exec_gate *g, struct policy *policy)
 		return -EINVAL;
 	policy_free(g->policy);
 	g->policy = policy_ref(policy);
-	(void)proxy_listener_set_policy(g->proxy, g->sandbox_id, policy);
-	(void)dns_server_set_policy(g->dns, g->sandbox_id, policy);
+	for (size_t i = 0; i < sizeof(g->proxy_l) / sizeof(g->proxy_l[0]); i++)
+		proxy_listener_set_policy(g->proxy_l[i], policy);
+	for (size_t i = 0; i < sizeof(g->dns_l) / sizeof(g->dns_l[0]); i++)
+		dns_listener_set_policy(g->dns_l[i], policy);
 	return 0;
 }
 
@@ -295,11 +286,12 @@ exec_gate_close(struct exec_gate *g)
 {
 	if (g == NULL)
 		return;
-	/*
-	 * A listener handed to the proxy or the DNS server stays theirs until
-	 * proxy_free / dns_server_free: neither API can remove one yet. Its
-	 * device is deleted below, so nothing can reach it any more.
-	 */
+	/* The servers close the listeners they took; connections already
+	 * accepted there run to their end. */
+	for (size_t i = 0; i < sizeof(g->proxy_l) / sizeof(g->proxy_l[0]); i++)
+		proxy_listener_remove(g->proxy_l[i]);
+	for (size_t i = 0; i < sizeof(g->dns_l) / sizeof(g->dns_l[0]); i++)
+		dns_listener_remove(g->dns_l[i]);
 	close_fd(&g->fds.proxy);
 	close_fd(&g->fds.dns_udp);
 	close_fd(&g->fds.dns_tcp);

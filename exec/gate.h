@@ -28,6 +28,7 @@ struct exec_gate_options {
 	 * Who serves the listeners. gw_context does not name the proxy or
 	 * the DNS server of a loop, so the caller does: NULL leaves that
 	 * listener unserved (its fd stays the gate's, see exec_gate_get_fds).
+	 * Both must outlive the gate (exec_gate_close removes the listeners).
 	 */
 	struct proxy *proxy;
 	struct dns_server *dns;
@@ -80,10 +81,11 @@ struct exec_gate_fds {
 void exec_gate_get_fds(const struct exec_gate *g, struct exec_gate_fds *out);
 
 /*
- * Listeners closed (those a server took stay open until that server is
- * freed: docs/network.md), veth and /30 handed back to the hub: the veth
- * goes with the sandbox's namespace, or the hub deletes it later
- * (exec_hub_collect, exec_hub_reap). Accepts NULL.
+ * Listeners closed (those a server took are removed from it, which closes
+ * them; connections accepted there run to their end), veth and /30 handed
+ * back to the hub: the veth goes with the sandbox's namespace, or the hub
+ * deletes it later (exec_hub_collect, exec_hub_reap). Close every gate
+ * before its proxy and DNS server are freed. Accepts NULL.
  */
 void exec_gate_close(struct exec_gate *g);
 

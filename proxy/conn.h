@@ -21,6 +21,7 @@
 
 struct bufferevent;
 struct evconnlistener;
+struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
 struct proxy_upstream;
@@ -34,10 +35,17 @@ enum proxy_listener_kind {
 struct proxy_listener {
 	struct proxy *proxy;
 	struct evconnlistener *lev;
+	struct gw_accept_pause *pause; /* after a failed accept (out of fds) */
 	enum proxy_listener_kind kind;
 	int port;              /* transparent: the port it stands for */
 	char *client_id;       /* NULL: tell clients apart by address */
 	struct policy *policy; /* with client_id: the policy of every connection */
+	/*
+	 * The proxy's list holds one reference until the listener is removed,
+	 * each connection accepted on it one more: a connection reads its
+	 * listener's kind, port and policy until it ends.
+	 */
+	unsigned int refs;
 	TAILQ_ENTRY(proxy_listener) entry;
 };
 
@@ -158,7 +166,6 @@ void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char
 void proxy_audit_connection(struct proxy_conn *c, const char *reason);
 /* The request is refused (once counted; an allowed one moves over). */
 void proxy_stats_refused(struct proxy_conn *c);
-double proxy_elapsed_ms(const struct timespec *since);
 
 /* respond.c */
 /*

@@ -1,7 +1,7 @@
 /*
  * The egress proxy: HTTP CONNECT tunnels and absolute-form HTTP forwarding,
  * each request decided by the policy, on the gateway's one event loop.
- * This header is the module's whole API (tollgate proxy, and later every
+ * This header is the module's whole API (tollgate proxy, and every
  * sandbox's listeners, use it).
  */
 #ifndef TOLLGATE_PROXY_H
@@ -45,18 +45,35 @@ void proxy_free(struct proxy *p);
 int proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen);
 
 /*
- * Serves an already bound, listening socket made elsewhere (e.g. inside a
- * sandbox's network namespace). Every connection accepted on it belongs to
- * client_id and is decided by policy alone (no client sections, no
- * Proxy-Authorization). Takes ownership of fd and a reference to policy.
+ * A sandbox's listeners: sockets made elsewhere (e.g. inside a sandbox's
+ * network namespace), already bound and listening, served until removed.
+ * dns/server.h has the same calls for the DNS server (dns_listener_*).
+ *
+ * fd: on success the proxy owns fd (proxy_listener_remove or proxy_free
+ * closes it); on failure the caller still owns it.
+ * client_id: every connection accepted on fd belongs to it and is decided
+ * by policy alone (no client sections, no Proxy-Authorization); copied.
+ * policy: the listener takes its own reference; NULL: gw->policy.
+ * out: the listener's handle, valid until proxy_listener_remove or
+ * proxy_free, whichever comes first; may be NULL (then only proxy_free
+ * ends it). 0 or negative errno (-EINVAL: no proxy, fd < 0 or not a
+ * listening socket; -ENOTSOCK).
  */
-int proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy);
+struct proxy_listener;
+int proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy,
+                       struct proxy_listener **out);
 /*
- * Decides what client_id's listeners accept from now on by policy (a new
- * reference); connections already accepted keep the policy they had.
- * Returns how many listeners changed.
+ * Decides what l accepts from now on by policy (the listener takes a
+ * reference; NULL: gw->policy). Connections already accepted keep the
+ * policy their request was decided with. l NULL: nothing.
  */
-int proxy_listener_set_policy(struct proxy *p, const char *client_id, struct policy *policy);
+void proxy_listener_set_policy(struct proxy_listener *l, struct policy *policy);
+/*
+ * Stops accepting on l and closes its fd now; l is invalid afterwards.
+ * Connections accepted on it run to their end (a kept-alive one decides its
+ * next request by l's last policy). l NULL: nothing.
+ */
+void proxy_listener_remove(struct proxy_listener *l);
 
 /*
  * Transparent mode: a listener that clients reach without knowing of a
@@ -77,9 +94,9 @@ struct proxy_transparent_opts {
 
 /*
  * Serves an already listening socket in transparent mode (see
- * proxy_listener_add for fd, client_id and policy; client_id may be NULL:
- * then clients are told apart by address and client sections, without
- * credentials). HTTP: origin-form requests, each decided by its Host as
+ * proxy_listener_add for fd, client_id, policy, out and errors; client_id
+ * may be NULL: then clients are told apart by address and client sections,
+ * without credentials). HTTP: origin-form requests, each decided by its Host as
  * host:opts->port, then forwarded; refusals are HTTP answers. TLS: the
  * ClientHello is read (same caps and timeouts as a tunnel's peek), its
  * server_name decided as host:opts->port, and after the address checks
@@ -88,7 +105,7 @@ struct proxy_transparent_opts {
  */
 int proxy_listener_add_transparent(struct proxy *p, int fd,
                                    const struct proxy_transparent_opts *opts, const char *client_id,
-                                   struct policy *policy);
+                                   struct policy *policy, struct proxy_listener **out);
 
 /* SIGTERM: closes the listeners and connections with no request in flight;
  * tunnels and requests in flight go on. */

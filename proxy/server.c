@@ -19,6 +19,9 @@
 
 #include <jansson.h>
 
+#include "gateway/core/accept.h"
+#include "gateway/core/clock.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -35,16 +38,6 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->connect_timeout = 10;
 	cfg->sni_timeout = 5;
 	cfg->allow_no_sni = false;
-}
-
-double
-proxy_elapsed_ms(const struct timespec *since)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - since->tv_sec) * 1e3 +
-	       (double)(now.tv_nsec - since->tv_nsec) / 1e6;
 }
 
 /* ---- audit -------------------------------------------------------------- */
@@ -285,7 +278,7 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	         "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"duration_ms\":%.0f,"
 	         "\"upstream\":\"%s\",\"peer\":\"%s\"}",
 	         (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
-	         proxy_elapsed_ms(&c->started), c->upstream, c->peer);
+	         gw_clock_ms_since(&c->started), c->upstream, c->peer);
 	struct audit_event ev = {
 	    .kind = "connection",
 	    .sandbox = c->client,
@@ -344,11 +337,33 @@ proxy_conn_touch(struct proxy_conn *c)
 void
 proxy_conn_timer(struct proxy_conn *c, double seconds)
 {
-	struct timeval tv;
+	struct timeval tv = gw_clock_timeval(seconds);
 
-	tv.tv_sec = (time_t)seconds;
-	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
 	event_add(c->timer, &tv);
+}
+
+/* Stops accepting and closes the fd; the struct stays for its connections. */
+static void
+listener_stop(struct proxy_listener *l)
+{
+	gw_accept_pause_free(l->pause); /* its timer points at lev */
+	l->pause = NULL;
+	if (l->lev != NULL)
+		evconnlistener_free(l->lev);
+	l->lev = NULL;
+}
+
+/* Drops one reference; the last frees the listener (stopped already, but
+ * for one that failed to start). */
+static void
+listener_put(struct proxy_listener *l)
+{
+	if (l == NULL || --l->refs > 0)
+		return;
+	listener_stop(l);
+	policy_free(l->policy);
+	free(l->client_id);
+	free(l);
 }
 
 static void
@@ -388,6 +403,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 		event_free(c->peek_ev);
 	policy_free(c->policy);
 	count_put(p, c->count);
+	listener_put(c->listener);
 	TAILQ_REMOVE(&p->conns, c, entry);
 	p->nconns--;
 	free(c);
@@ -428,7 +444,7 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
 	case PROXY_CONN_RELAY:
 	case PROXY_CONN_FORWARD:
 		/* The timer is not re-armed per byte: it checks the last activity. */
-		idle_ms = proxy_elapsed_ms(&c->last_activity);
+		idle_ms = gw_clock_ms_since(&c->last_activity);
 		if (idle_ms >= c->proxy->cfg.idle_timeout * 1e3) {
 			proxy_conn_close(c, "idle-timeout");
 			return;
@@ -651,6 +667,7 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
 		goto refuse;
 	}
 	c->id = ++p->next_id;
+	l->refs++; /* the listener outlives its removal while c runs */
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
 	p->nconns++;
 	log_debug("%s: %s (%s)", __func__, c->peer, c->client);
@@ -670,8 +687,10 @@ refuse:
 static void
 on_accept_error(struct evconnlistener *lev, void *arg)
 {
-	/* EMFILE and friends: libevent retries on the next readiness. */
-	log_warn("proxy: accept");
+	struct proxy_listener *l = arg;
+
+	/* EMFILE and friends: the backlog stays readable, so pause this one. */
+	gw_accept_failed(l->pause, lev, "proxy");
 }
 
 /* ---- the proxy ----------------------------------------------------------- */
@@ -694,14 +713,14 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 	return 0;
 }
 
-static int
+static void
 listener_add(struct proxy *p, struct evconnlistener *lev, struct proxy_listener *l)
 {
 	l->proxy = p;
 	l->lev = lev;
+	l->refs = 1; /* the proxy's list */
 	evconnlistener_set_error_cb(lev, on_accept_error);
 	TAILQ_INSERT_TAIL(&p->listeners, l, entry);
-	return 0;
 }
 
 int
@@ -718,19 +737,23 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 
 	if (colon == NULL || (bracket != NULL && colon < bracket) ||
 	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)&ss, &sslen) != 0) {
-		snprintf(err, errlen, "'%s' is not ADDR:PORT", addrport);
+		gw_set_err(err, errlen, "'%s' is not ADDR:PORT", addrport);
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
-	if (l == NULL)
+	if (l == NULL || gw_accept_pause_new(p->gw->base, &l->pause) != 0) {
+		free(l);
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
 	lev = evconnlistener_new_bind(p->gw->base, on_accept, l,
 	                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
 	                                  LEV_OPT_REUSEABLE,
 	                              1024, (struct sockaddr *)&ss, sslen);
 	if (lev == NULL) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot listen on %s: %s", addrport, strerror(errno));
+		gw_set_err(err, errlen, "cannot listen on %s: %s", addrport, strerror(errno));
+		gw_accept_pause_free(l->pause);
 		free(l);
 		return rc != 0 ? rc : -EIO;
 	}
@@ -752,62 +775,90 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 
 static int
 listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port,
-                const char *client_id, struct policy *policy)
+                const char *client_id, struct policy *policy, struct proxy_listener **out)
 {
-	struct proxy_listener *l = calloc(1, sizeof(*l));
+	struct proxy_listener *l = NULL;
 	struct evconnlistener *lev;
+	int rc = 0, listening = 0;
+	socklen_t len = sizeof(listening);
 
-	if (l == NULL)
-		return -ENOMEM;
+	if (out != NULL)
+		*out = NULL;
+	if (p == NULL || fd < 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	/* libevent would watch any fd: only a listening socket makes sense. */
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (!listening) {
+		rc = -EINVAL;
+		goto out;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	l->kind = kind;
 	l->port = port;
-	l->client_id = client_id != NULL ? strdup(client_id) : NULL;
-	if (client_id != NULL && l->client_id == NULL) {
-		free(l);
-		return -ENOMEM;
+	if (client_id != NULL) {
+		l->client_id = strdup(client_id);
+		if (l->client_id == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
 	}
+	rc = gw_accept_pause_new(p->gw->base, &l->pause);
+	if (rc < 0)
+		goto out;
 	evutil_make_socket_nonblocking(fd);
-	/* backlog 0: the socket is listening already. */
+	/* backlog 0: the socket is listening already. When it fails,
+	 * evconnlistener_new leaves fd open: the caller's still. */
 	lev = evconnlistener_new(p->gw->base, on_accept, l,
 	                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (lev == NULL) {
-		free(l->client_id);
-		free(l);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
 	}
 	l->policy = policy != NULL ? policy_ref(policy) : NULL;
-	return listener_add(p, lev, l);
-}
-
-int
-proxy_listener_set_policy(struct proxy *p, const char *client_id, struct policy *policy)
-{
-	struct proxy_listener *l;
-	int n = 0;
-
-	if (p == NULL || client_id == NULL || policy == NULL)
-		return 0;
-	TAILQ_FOREACH(l, &p->listeners, entry)
-	{
-		if (l->client_id == NULL || strcmp(l->client_id, client_id) != 0)
-			continue;
-		policy_free(l->policy);
-		l->policy = policy_ref(policy);
-		n++;
+	listener_add(p, lev, l);
+	if (out != NULL)
+		*out = l;
+out:
+	if (rc < 0 && l != NULL) {
+		gw_accept_pause_free(l->pause);
+		free(l->client_id);
+		free(l);
 	}
-	return n;
+	return rc;
+}
+
+void
+proxy_listener_set_policy(struct proxy_listener *l, struct policy *policy)
+{
+	if (l == NULL)
+		return;
+	policy_free(l->policy);
+	l->policy = policy != NULL ? policy_ref(policy) : NULL;
 }
 
 int
-proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy)
+proxy_listener_add(struct proxy *p, int fd, const char *client_id, struct policy *policy,
+                   struct proxy_listener **out)
 {
-	return listener_add_fd(p, fd, PROXY_LISTENER_PROXY, 0, client_id, policy);
+	return listener_add_fd(p, fd, PROXY_LISTENER_PROXY, 0, client_id, policy, out);
 }
 
 int
 proxy_listener_add_transparent(struct proxy *p, int fd, const struct proxy_transparent_opts *opts,
-                               const char *client_id, struct policy *policy)
+                               const char *client_id, struct policy *policy,
+                               struct proxy_listener **out)
 {
+	if (out != NULL)
+		*out = NULL;
 	if (opts == NULL || opts->port <= 0 || opts->port > 65535 ||
 	    (opts->kind != PROXY_TRANSPARENT_HTTP && opts->kind != PROXY_TRANSPARENT_TLS))
 		return -EINVAL;
@@ -815,7 +866,19 @@ proxy_listener_add_transparent(struct proxy *p, int fd, const struct proxy_trans
 	                       opts->kind == PROXY_TRANSPARENT_TLS
 	                           ? PROXY_LISTENER_TRANSPARENT_TLS
 	                           : PROXY_LISTENER_TRANSPARENT_HTTP,
-	                       opts->port, client_id, policy);
+	                       opts->port, client_id, policy, out);
+}
+
+void
+proxy_listener_remove(struct proxy_listener *l)
+{
+	if (l == NULL)
+		return;
+	TAILQ_REMOVE(&l->proxy->listeners, l, entry);
+	/* The fd closes now, so the kernel refuses new clients at once; the
+	 * struct stays while connections accepted on it still read it. */
+	listener_stop(l);
+	listener_put(l);
 }
 
 static void
@@ -823,14 +886,8 @@ listeners_free(struct proxy *p)
 {
 	struct proxy_listener *l;
 
-	while ((l = TAILQ_FIRST(&p->listeners)) != NULL) {
-		TAILQ_REMOVE(&p->listeners, l, entry);
-		if (l->lev != NULL)
-			evconnlistener_free(l->lev);
-		policy_free(l->policy);
-		free(l->client_id);
-		free(l);
-	}
+	while ((l = TAILQ_FIRST(&p->listeners)) != NULL)
+		proxy_listener_remove(l);
 }
 
 void
@@ -840,20 +897,11 @@ proxy_stop_accepting(struct proxy *p)
 	struct proxy_listener *l;
 
 	p->stopping = true;
-	/*
-	 * Connections belong to a listener only by pointer; free listeners only
-	 * once no connection can look at them (proxy_free). Here they just stop.
-	 */
 	/* The sockets close now, so new clients are refused by the kernel rather
-	 * than queued; the structs stay until proxy_free, as connections point
-	 * at them. */
+	 * than queued; the structs stay until they are removed (or proxy_free),
+	 * and while connections still read them. */
 	TAILQ_FOREACH(l, &p->listeners, entry)
-	{
-		if (l->lev != NULL) {
-			evconnlistener_free(l->lev);
-			l->lev = NULL;
-		}
-	}
+	listener_stop(l);
 	for (c = TAILQ_FIRST(&p->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_HELLO ||

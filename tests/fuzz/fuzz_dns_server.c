@@ -68,7 +68,7 @@ setup(void)
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
 		abort();
 	udp_client = pair[0];
-	if (dns_server_add_fd(server, pair[1], "fuzz", NULL) != 0)
+	if (dns_listener_add(server, pair[1], "fuzz", NULL, NULL) != 0)
 		abort();
 
 	/* An abstract unix socket: nothing on disk to clean up. */
@@ -82,7 +82,7 @@ setup(void)
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&tcp_addr, tcp_addrlen) != 0 ||
 	    listen(lfd, 16) != 0)
 		abort();
-	if (dns_server_add_fd(server, lfd, "fuzz", NULL) != 0)
+	if (dns_listener_add(server, lfd, "fuzz", NULL, NULL) != 0)
 		abort();
 }
 

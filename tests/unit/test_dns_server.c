@@ -1,11 +1,13 @@
 /*
- * The DNS server on sockets made elsewhere (dns_server_add_fd), as a sandbox's
- * listeners will be: a fixed client identity and policy, UDP and TCP, with
- * steering so that no upstream is involved. dig-driven behaviour is in
+ * The DNS server on sockets made elsewhere (dns_listener_add), as a sandbox's
+ * listeners are: a fixed client identity and policy, UDP and TCP, with
+ * steering so that no upstream is involved; a new policy, and removal.
+ * dig-driven behaviour is in
  * tests/integration/test_dns_server.sh.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,13 +55,13 @@ setup(void **state)
 	cfg.ttl_cap = 30;
 	cfg.negative_ttl = 12;
 	fixture_dns_start(&f->dns, policy_new(), &cfg);
-	assert_int_equal(dns_server_add_fd(f->dns.server,
+	assert_int_equal(dns_listener_add(f->dns.server,
 	                                   fixture_dns_bound(SOCK_DGRAM, &f->udp_addr), "sbx-1",
-	                                   f->sandbox_policy),
+	                                   f->sandbox_policy, NULL),
 	                 0);
-	assert_int_equal(dns_server_add_fd(f->dns.server,
+	assert_int_equal(dns_listener_add(f->dns.server,
 	                                   fixture_dns_bound(SOCK_STREAM, &f->tcp_addr), "sbx-1",
-	                                   f->sandbox_policy),
+	                                   f->sandbox_policy, NULL),
 	                 0);
 	*state = f;
 	return 0;
@@ -148,32 +150,65 @@ test_udp_formerr_then_answer(void **state)
 	assert_int_equal(a[7], 1);
 }
 
-static void
-test_tcp_framed(void **state)
+/*
+ * Sends one framed question for name over the TCP connection fd and runs the
+ * loop until its whole answer is in a (or 5 s, or the connection ends).
+ * Returns the bytes received, length prefix included.
+ */
+static size_t
+tcp_ask(struct fixture *f, int fd, uint16_t id, const char *name, uint16_t qtype, uint8_t *a,
+        size_t alen, size_t *qlen)
 {
-	struct fixture *f = *state;
-	uint8_t q[514], a[1500];
-	size_t qlen = fixture_dns_query(q + 2, 0x1111, "pypi.org", DNS_WIRE_TYPE_AAAA);
+	uint8_t q[514];
 	size_t got = 0;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int i;
 
-	assert_int_equal(connect(fd, (struct sockaddr *)&f->tcp_addr, sizeof(f->tcp_addr)), 0);
+	*qlen = fixture_dns_query(q + 2, id, name, qtype);
 	q[0] = 0;
-	q[1] = (uint8_t)qlen;
-	assert_int_equal(send(fd, q, qlen + 2, 0), (ssize_t)(qlen + 2));
-	for (i = 0; i < 500; i++) {
+	q[1] = (uint8_t)*qlen;
+	assert_int_equal(send(fd, q, *qlen + 2, 0), (ssize_t)(*qlen + 2));
+	for (int i = 0; i < 500; i++) {
 		struct timeval tick = {0, 10000};
 		ssize_t n;
 
 		event_base_loopexit(f->dns.base, &tick);
 		event_base_dispatch(f->dns.base);
-		n = recv(fd, a + got, sizeof(a) - got, MSG_DONTWAIT);
+		n = recv(fd, a + got, alen - got, MSG_DONTWAIT);
+		if (n == 0)
+			break;
 		if (n > 0)
 			got += (size_t)n;
 		if (got >= 2 && got >= 2u + (size_t)((a[0] << 8) | a[1]))
 			break;
 	}
+	return got;
+}
+
+static int
+connect_to(int type, const struct sockaddr_in *addr)
+{
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static void
+test_tcp_framed(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t a[1500];
+	size_t qlen, got;
+	int fd = connect_to(SOCK_STREAM, &f->tcp_addr);
+
+	assert_true(fd >= 0);
+	got = tcp_ask(f, fd, 0x1111, "pypi.org", DNS_WIRE_TYPE_AAAA, a, sizeof(a), &qlen);
 	assert_true(got >= 14);
 	assert_int_equal((a[0] << 8) | a[1], got - 2);
 	assert_int_equal(a[2], 0x11);
@@ -184,13 +219,111 @@ test_tcp_framed(void **state)
 	close(fd);
 }
 
+/* The fd number is closed: nothing in this single-threaded test reuses it in between. */
 static void
-test_add_fd_rejects(void **state)
+assert_fd_closed(int fd)
+{
+	errno = 0;
+	assert_int_equal(fcntl(fd, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+}
+
+/*
+ * A sandbox's listeners (UDP and TCP) get a new policy and are removed: their
+ * fds close at once, a new client is refused by the kernel, and a TCP
+ * connection accepted before runs on under the listener's last policy.
+ */
+static void
+test_listener_set_policy_remove(void **state)
 {
 	struct fixture *f = *state;
+	struct dns_listener *tl = NULL, *ul = NULL;
+	struct sockaddr_in taddr, uaddr;
+	int tfd = fixture_dns_bound(SOCK_STREAM, &taddr);
+	int ufd = fixture_dns_bound(SOCK_DGRAM, &uaddr);
+	uint8_t q[512], a[1500];
+	size_t qlen, got;
+	int before, uc;
 
-	assert_int_equal(dns_server_add_fd(f->dns.server, -1, "x", NULL), -EINVAL);
-	assert_int_equal(dns_server_add_fd(f->dns.server, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(dns_listener_add(f->dns.server, tfd, "sbx-2", f->sandbox_policy, &tl), 0);
+	assert_int_equal(dns_listener_add(f->dns.server, ufd, "sbx-2", f->sandbox_policy, &ul), 0);
+	assert_non_null(tl);
+	assert_non_null(ul);
+	before = connect_to(SOCK_STREAM, &taddr);
+	assert_true(before >= 0);
+	got = tcp_ask(f, before, 1, "pypi.org", DNS_WIRE_TYPE_A, a, sizeof(a), &qlen);
+	assert_true(got >= 14);
+	assert_int_equal(a[2 + 3] & 0x0f, DNS_WIRE_RCODE_NOERROR);
+	assert_int_equal(a[2 + 7], 1);
+
+	/* Back to the process-wide policy (deny all), then gone. */
+	dns_listener_set_policy(tl, NULL);
+	dns_listener_remove(tl);
+	dns_listener_remove(ul);
+	assert_fd_closed(tfd);
+	assert_fd_closed(ufd);
+	assert_int_equal(connect_to(SOCK_STREAM, &taddr), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+
+	got = tcp_ask(f, before, 2, "pypi.org", DNS_WIRE_TYPE_A, a, sizeof(a), &qlen);
+	assert_true(got >= 14);
+	assert_int_equal(a[2], 0);
+	assert_int_equal(a[3], 2);
+	assert_int_equal(a[2 + 3] & 0x0f, DNS_WIRE_RCODE_NXDOMAIN);
+	close(before);
+
+	/* Nothing answers on the UDP port: the kernel says so (port unreachable). */
+	uc = connect_to(SOCK_DGRAM, &uaddr);
+	assert_true(uc >= 0);
+	setsockopt(uc, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){5, 0}, sizeof(struct timeval));
+	qlen = fixture_dns_query(q, 3, "pypi.org", DNS_WIRE_TYPE_A);
+	assert_int_equal(send(uc, q, qlen, 0), (ssize_t)qlen);
+	errno = 0;
+	assert_int_equal(recv(uc, a, sizeof(a), 0), -1);
+	assert_int_equal(errno, ECONNREFUSED);
+	close(uc);
+}
+
+/* A listener never removed, with a connection open on it, is closed by
+ * dns_server_free (under ASan: no leak, no use after free). */
+static void
+test_free_with_listener(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in addr;
+	int fd = fixture_dns_bound(SOCK_STREAM, &addr);
+	int c;
+
+	assert_int_equal(dns_listener_add(f->dns.server, fd, "sbx-3", NULL, NULL), 0);
+	c = connect_to(SOCK_STREAM, &addr);
+	assert_true(c >= 0);
+	for (int i = 0; i < 5; i++) {
+		struct timeval tick = {0, 10000};
+
+		event_base_loopexit(f->dns.base, &tick);
+		event_base_dispatch(f->dns.base);
+	}
+	dns_server_free(f->dns.server);
+	f->dns.server = NULL;
+	assert_fd_closed(fd);
+	close(c);
+}
+
+static void
+test_listener_add_rejects(void **state)
+{
+	struct fixture *f = *state;
+	struct dns_listener *l = (struct dns_listener *)f;
+	int pipefd[2];
+
+	assert_int_equal(dns_listener_add(f->dns.server, -1, "x", NULL, &l), -EINVAL);
+	assert_null(l);
+	/* Not a socket: refused, and the fd is still the caller's. */
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	assert_int_equal(dns_listener_add(f->dns.server, pipefd[0], "x", NULL, NULL), -ENOTSOCK);
+	assert_int_equal(fcntl(pipefd[0], F_GETFD), FD_CLOEXEC);
+	close(pipefd[0]);
+	close(pipefd[1]);
 }
 
 static void
@@ -213,7 +346,9 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_udp_fixed_policy_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_udp_formerr_then_answer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp_framed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_add_fd_rejects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_listener_add_rejects, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_listener_set_policy_remove, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_free_with_listener, setup, teardown),
 	    cmocka_unit_test(test_parse_rcode),
 	};
 

@@ -54,14 +54,14 @@ setup(void **state)
 		snprintf(id, sizeof(id), "sbx-%d", i);
 		snprintf(hub, sizeof(hub), "10.77.0.%d", 4 * i + 1);
 		assert_int_equal(policy_addr_parse(hub, strlen(hub), &steer), 0);
-		assert_int_equal(dns_server_add_fd_steered(
+		assert_int_equal(dns_listener_add_steered(
 		                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[i]), id,
-		                     f->policy, &steer),
+		                     f->policy, &steer, NULL),
 		                 0);
 	}
-	assert_int_equal(dns_server_add_fd_steered(
+	assert_int_equal(dns_listener_add_steered(
 	                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[NSANDBOX]),
-	                     "plain", f->policy, NULL),
+	                     "plain", f->policy, NULL, NULL),
 	                 0);
 	*state = f;
 	return 0;
@@ -143,7 +143,7 @@ test_bad_steer(void **state)
 	struct sockaddr_in addr;
 	int fd = fixture_dns_bound(SOCK_DGRAM, &addr);
 
-	assert_int_equal(dns_server_add_fd_steered(f->dns.server, fd, "x", f->policy, &bad),
+	assert_int_equal(dns_listener_add_steered(f->dns.server, fd, "x", f->policy, &bad, NULL),
 	                 -EINVAL);
 	close(fd);
 }

@@ -820,16 +820,46 @@ test_transparent_and_early_close(void **state)
 	exec_hub_free(hub);
 }
 
+/* An event loop with a proxy and a DNS server on it, deciding by deny_all. */
+struct servers {
+	struct event_base *base;
+	struct gw_context gw;
+	struct policy *deny_all;
+	struct proxy *proxy;
+	struct dns_server *dns;
+};
+
+static void
+servers_new(struct servers *s)
+{
+	char err[256];
+
+	memset(s, 0, sizeof(*s));
+	s->base = event_base_new();
+	assert_non_null(s->base);
+	s->deny_all = policy_new();
+	assert_non_null(s->deny_all);
+	s->gw.base = s->base;
+	s->gw.policy = s->deny_all;
+	assert_int_equal(proxy_new(&s->gw, NULL, &s->proxy), 0);
+	assert_int_equal(dns_server_new(&s->gw, NULL, &s->dns, err, sizeof(err)), 0);
+}
+
+static void
+servers_free(struct servers *s)
+{
+	proxy_free(s->proxy);
+	dns_server_free(s->dns);
+	policy_free(s->deny_all);
+	event_base_free(s->base);
+}
+
 /* Listeners handed to a real proxy and DNS server on an event loop are served. */
 static void
 test_proxy_registered(void **state)
 {
 	struct exec_hub *hub = NULL;
-	struct event_base *base;
-	struct gw_context gw;
-	struct proxy *proxy = NULL;
-	struct dns_server *dns = NULL;
-	struct policy *deny_all;
+	struct servers sv;
 	struct exec_gate_options opts = {0};
 	struct exec_gate_fds fds;
 	struct child_params p;
@@ -842,19 +872,11 @@ test_proxy_registered(void **state)
 
 	if (!can_run)
 		skip();
-	base = event_base_new();
-	assert_non_null(base);
-	deny_all = policy_new();
-	assert_non_null(deny_all);
-	memset(&gw, 0, sizeof(gw));
-	gw.base = base;
-	gw.policy = deny_all;
-	assert_int_equal(proxy_new(&gw, NULL, &proxy), 0);
-	assert_int_equal(dns_server_new(&gw, NULL, &dns, err, sizeof(err)), 0);
+	servers_new(&sv);
 	assert_int_equal(exec_hub_new(NULL, &hub, err, sizeof(err)), 0);
-	opts.proxy = proxy;
-	opts.dns = dns;
-	c = child_start_opts(hub, CHILD_PROXY, deny_all, &opts);
+	opts.proxy = sv.proxy;
+	opts.dns = sv.dns;
+	c = child_start_opts(hub, CHILD_PROXY, sv.deny_all, &opts);
 	exec_gate_get_fds(c.gate, &fds);
 	/* The servers own them now. */
 	assert_int_equal(fds.proxy, -1);
@@ -867,8 +889,8 @@ test_proxy_registered(void **state)
 	c.go_wr = -1;
 	/* Run the loop until the child is done: at most 150 ticks of 0.1 s. */
 	for (int i = 0; i < 150; i++) {
-		event_base_loopexit(base, &tick);
-		event_base_dispatch(base);
+		event_base_loopexit(sv.base, &tick);
+		event_base_dispatch(sv.base);
 		r = waitpid(c.pid, &status, WNOHANG);
 		if (r == c.pid)
 			break;
@@ -884,11 +906,8 @@ test_proxy_registered(void **state)
 	exec_gate_close(c.gate);
 	assert_int_equal(exec_hub_link_count(hub), 1);
 	close(c.nsfd);
-	proxy_free(proxy);
-	dns_server_free(dns);
-	policy_free(deny_all);
 	exec_hub_free(hub);
-	event_base_free(base);
+	servers_free(&sv);
 }
 
 /* Runs the loop in ticks of 0.1 s (at most 150) until every child exited
@@ -1012,25 +1031,40 @@ hub_rule_count(struct exec_hub *hub)
 	return n;
 }
 
-/* Many sandboxes one after another in one hub: nothing grows. */
+/*
+ * Many sandboxes one after another in one hub, their listeners (all five:
+ * transparent mode) served by a proxy and a DNS server: nothing grows, and
+ * closing a gate gives every listener fd back (the servers do not keep them).
+ */
 static void
 test_many_cycles(void **state)
 {
 	struct exec_hub *hub = NULL;
+	struct servers sv;
+	struct exec_gate_options opts = {.transparent = true};
 	char err[256];
 	int fds_before, rules_before, links_here = count_links_here();
 	(void)state;
 
 	if (!can_run)
 		skip();
+	servers_new(&sv);
+	opts.proxy = sv.proxy;
+	opts.dns = sv.dns;
 	assert_int_equal(exec_hub_new("10.66.0.0/28", &hub, err, sizeof(err)), 0);
 	fds_before = count_fds();
 	rules_before = hub_rule_count(hub);
 	assert_true(rules_before >= 3); /* iif lo lookup local, main, default */
 	/* 40 cycles through a pool of 4 slots: every slot and name reused. */
 	for (int i = 0; i < 40; i++) {
-		struct child c = child_start(hub, CHILD_LISTEN);
+		struct child c = child_start_opts(hub, CHILD_LISTEN, sv.deny_all, &opts);
+		struct exec_gate_fds fds;
 		int status = 0;
+
+		exec_gate_get_fds(c.gate, &fds);
+		assert_int_equal(fds.proxy, -1); /* the servers took them all */
+		assert_int_equal(fds.https, -1);
+		assert_int_equal(fds.dns_tcp, -1);
 
 		kill(c.pid, SIGKILL);
 		assert_int_equal(waitpid(c.pid, &status, 0), c.pid);
@@ -1049,6 +1083,7 @@ test_many_cycles(void **state)
 	assert_int_equal(hub_rule_count(hub), rules_before);
 	assert_int_equal(count_links_here(), links_here);
 	exec_hub_free(hub);
+	servers_free(&sv);
 }
 
 int

@@ -265,15 +265,17 @@ setup(void **state)
 	tls.port = f->tls_port;
 	fd = loopback_listener(&f->t_http_port);
 	assert_int_equal(
-	    proxy_listener_add_transparent(f->proxy, fd, &http, "sandbox-t", f->policy), 0);
+	    proxy_listener_add_transparent(f->proxy, fd, &http, "sandbox-t", f->policy, NULL), 0);
 	fd = loopback_listener(&f->t_tls_port);
-	assert_int_equal(proxy_listener_add_transparent(f->proxy, fd, &tls, "sandbox-t", f->policy),
-	                 0);
+	assert_int_equal(
+	    proxy_listener_add_transparent(f->proxy, fd, &tls, "sandbox-t", f->policy, NULL), 0);
 	/* Bad options are refused, and the fd stays the caller's. */
 	fd = loopback_listener(&(int){0});
 	http.port = 0;
-	assert_int_equal(proxy_listener_add_transparent(f->proxy, fd, &http, "x", NULL), -EINVAL);
-	assert_int_equal(proxy_listener_add_transparent(f->proxy, fd, NULL, "x", NULL), -EINVAL);
+	assert_int_equal(proxy_listener_add_transparent(f->proxy, fd, &http, "x", NULL, NULL),
+	                 -EINVAL);
+	assert_int_equal(proxy_listener_add_transparent(f->proxy, fd, NULL, "x", NULL, NULL),
+	                 -EINVAL);
 	close(fd);
 	return 0;
 }
