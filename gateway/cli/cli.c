@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
+
 const struct gw_command *
 gw_command_find(const char *name)
 {
@@ -189,15 +192,38 @@ mkdir_parents(const char *path, mode_t mode)
 	return 0;
 }
 
+/*
+ * Files are made under TOLLGATE_HOME: a home reached through another user's
+ * symlink would put keys and logs where that user chose. Checked before
+ * mkdir (which follows links) and again after.
+ */
+static int
+home_path_ok(const char *home)
+{
+	char err[PATH_MAX + 128], base[NAME_MAX + 1];
+	int dirfd, rc;
+
+	rc = gw_safepath_resolve(home, &dirfd, base, sizeof(base), err, sizeof(err));
+	if (rc == 0)
+		close(dirfd);
+	if (rc == -EPERM)
+		log_warnx("TOLLGATE_HOME: %s", err);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 int
 gw_home_ensure(char *buf, size_t len)
 {
 	int rc;
 
 	rc = gw_home_dir(buf, len);
-	if (rc != 0)
-		return rc;
-	return mkdir_parents(buf, 0700);
+	if (rc == 0)
+		rc = home_path_ok(buf);
+	if (rc == 0)
+		rc = mkdir_parents(buf, 0700);
+	if (rc == 0)
+		rc = home_path_ok(buf);
+	return rc;
 }
 
 int
