@@ -30,8 +30,9 @@ bool gw_safepath_owner_ok(uid_t uid);
  *
  * On success *dirfd is an O_PATH fd of the directory that holds the last
  * component (the caller's to close) and base (of baselen bytes) its name,
- * which may not exist yet. -errno otherwise, with a one-line reason naming
- * the offending component and its owner in err (may be NULL).
+ * which may not exist yet ("." when path is "/" itself). -errno otherwise,
+ * with a one-line reason naming the offending component and its owner in
+ * err (may be NULL).
  */
 int gw_safepath_resolve(const char *path, int *dirfd, char *base, size_t baselen, char *err,
                         size_t errlen);
