@@ -206,55 +206,78 @@ policy_cidr_parse(const char *s, struct policy_cidr *out)
 }
 
 static bool
-v6_is_mapped(const struct in6_addr *a)
+v6_is_nat64_local(const struct in6_addr *a)
 {
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t pfx[6] = { 0, 0x64, 0xff, 0x9b, 0, 0x01 };
 
-	return memcmp(a->s6_addr, pfx, 12) == 0;
+	return memcmp(a->s6_addr, pfx, 6) == 0;
 }
 
+/*
+ * The IPv6 forms that reach an IPv4 address: IPv4-mapped (::ffff:0:0/96),
+ * IPv4-compatible (::/96 but for :: and ::1, which are IPv6's own), the
+ * well-known NAT64 prefix (64:ff9b::/96) and the local-use NAT64 prefix
+ * (64:ff9b:1::/48, RFC 8215) with the IPv4 address in the last 32 bits, as
+ * in a /96 deployment. A rule or a check that looked at the IPv6 bits only
+ * would let 64:ff9b::a9fe:a9fe walk past a deny of 169.254.0.0/16.
+ */
 static bool
-v6_is_nat64(const struct in6_addr *a)
+v6_embeds_v4(const struct in6_addr *a, struct in_addr *v4)
 {
-	static const uint8_t pfx[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t compat[12] = { 0 };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	const uint8_t *b = a->s6_addr;
 
-	return memcmp(a->s6_addr, pfx, 12) == 0;
+	if (memcmp(b, compat, 12) == 0) {
+		/* ::/127 is the unspecified and loopback pair, not IPv4. */
+		if (b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1)
+			return false;
+	} else if (memcmp(b, mapped, 12) != 0 && memcmp(b, nat64, 12) != 0 &&
+	           !v6_is_nat64_local(a)) {
+		return false;
+	}
+	memcpy(v4, b + 12, 4);
+	return true;
 }
 
-static struct in_addr
-v6_embedded_v4(const struct in6_addr *a)
+static void
+v6_map_v4(struct in_addr v4, struct in6_addr *out)
 {
-	struct in_addr v4;
-
-	memcpy(&v4, a->s6_addr + 12, 4);
-	return v4;
+	memset(out, 0, sizeof(*out));
+	out->s6_addr[10] = 0xff;
+	out->s6_addr[11] = 0xff;
+	memcpy(out->s6_addr + 12, &v4, 4);
 }
 
 bool
 policy_cidr_contains(const struct policy_cidr *c, const struct policy_addr *a)
 {
-	struct policy_addr x = *a;
+	struct in6_addr m;
+	struct in_addr v4;
+	bool embeds = false;
 
-	if (x.family == AF_INET6 && v6_is_mapped(&x.u.v6)) {
-		x.family = AF_INET;
-		x.u.v4 = v6_embedded_v4(&a->u.v6);
+	if (a->family == AF_INET) {
+		v4 = a->u.v4;
+		embeds = true;
+	} else if (a->family == AF_INET6) {
+		embeds = v6_embeds_v4(&a->u.v6, &v4);
+	} else {
+		return false;
 	}
-	if (c->addr.family == AF_INET && x.family == AF_INET)
-		return prefix_equal((const uint8_t *)&c->addr.u.v4, (const uint8_t *)&x.u.v4,
-		                    c->prefix);
-	if (c->addr.family == AF_INET6 && x.family == AF_INET6)
-		return prefix_equal(c->addr.u.v6.s6_addr, x.u.v6.s6_addr, c->prefix);
-	if (c->addr.family == AF_INET6 && x.family == AF_INET) {
-		/* An IPv6 block such as ::ffff:0:0/96 or ::/0 covers mapped IPv4. */
-		struct in6_addr m;
-
-		memset(&m, 0, sizeof(m));
-		m.s6_addr[10] = 0xff;
-		m.s6_addr[11] = 0xff;
-		memcpy(m.s6_addr + 12, &x.u.v4, 4);
-		return prefix_equal(c->addr.u.v6.s6_addr, m.s6_addr, c->prefix);
-	}
-	return false;
+	if (c->addr.family == AF_INET)
+		return embeds && prefix_equal((const uint8_t *)&c->addr.u.v4,
+		                              (const uint8_t *)&v4, c->prefix);
+	if (c->addr.family != AF_INET6)
+		return false;
+	/* An IPv6 block matches the address as written... */
+	if (a->family == AF_INET6 && prefix_equal(c->addr.u.v6.s6_addr, a->u.v6.s6_addr, c->prefix))
+		return true;
+	/* ...and, like ::ffff:0:0/96 or ::/0, the mapped form of the IPv4 it reaches. */
+	if (!embeds)
+		return false;
+	v6_map_v4(v4, &m);
+	return prefix_equal(c->addr.u.v6.s6_addr, m.s6_addr, c->prefix);
 }
 
 /* ---- address classes ---------------------------------------------------- */
@@ -316,15 +339,23 @@ static const struct v6_block v6_non_public[] = {
 bool
 policy_addr_is_public(const struct policy_addr *a)
 {
+	struct in_addr v4;
+
 	if (a == NULL)
 		return false;
 	if (a->family == AF_INET)
 		return v4_is_public(a->u.v4);
 	if (a->family != AF_INET6)
 		return false;
-	/* Mapped and NAT64 addresses reach the IPv4 address they embed. */
-	if (v6_is_mapped(&a->u.v6) || v6_is_nat64(&a->u.v6))
-		return v4_is_public(v6_embedded_v4(&a->u.v6));
+	/*
+	 * The local-use NAT64 prefix is never global (RFC 8215) and where its
+	 * IPv4 part sits depends on the deployment, so all of it is non-public.
+	 */
+	if (v6_is_nat64_local(&a->u.v6))
+		return false;
+	/* The other forms reach the IPv4 address they embed. */
+	if (v6_embeds_v4(&a->u.v6, &v4))
+		return v4_is_public(v4);
 	for (size_t i = 0; i < sizeof(v6_non_public) / sizeof(v6_non_public[0]); i++) {
 		if (prefix_equal(v6_non_public[i].net, a->u.v6.s6_addr, v6_non_public[i].prefix))
 			return false;

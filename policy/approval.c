@@ -13,6 +13,8 @@
 
 #include <event2/event.h>
 
+#include "gateway/core/clock.h"
+
 /* Decisions remembered with scope client/always; the oldest go past this. */
 #define REMEMBERED_MAX 4096
 /* Live DNS-time "once" grants (see struct grant); the oldest go past this. */
@@ -142,29 +144,6 @@ approval_event_name(enum approval_event e)
 		return "gone";
 	}
 	return "?";
-}
-
-static double
-now_clock(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static struct timeval
-seconds_to_tv(double s)
-{
-	struct timeval tv;
-
-	if (s < 0)
-		s = 0;
-	tv.tv_sec = (time_t)s;
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
-	if (tv.tv_usec >= 1000000)
-		tv.tv_usec = 999999;
-	return tv;
 }
 
 /* Bounded copy that always terminates; truncation is acceptable here. */
@@ -363,7 +342,7 @@ grant_remove(struct approvals *a, struct grant *g)
 static struct grant *
 grant_find(struct approvals *a, const char *client, const char *host)
 {
-	double now = now_clock(CLOCK_MONOTONIC);
+	double now = gw_clock_mono();
 	struct grant *g, *next;
 
 	for (g = TAILQ_FIRST(&a->grants); g != NULL; g = next) {
@@ -400,7 +379,7 @@ grant_add(struct approvals *a, const char *client, const char *host, double wind
 		TAILQ_REMOVE(&a->grants, g, entry);
 		a->ngrants--;
 	}
-	g->expires = now_clock(CLOCK_MONOTONIC) + window;
+	g->expires = gw_clock_mono() + window;
 	TAILQ_INSERT_TAIL(&a->grants, g, entry);
 	a->ngrants++;
 }
@@ -416,7 +395,7 @@ approvals_limit_grant(struct approvals *a, const char *client, const char *host,
 	g = grant_find(a, client, host);
 	if (g == NULL)
 		return;
-	until = now_clock(CLOCK_MONOTONIC) + (seconds > 0 ? seconds : 0);
+	until = gw_clock_mono() + (seconds > 0 ? seconds : 0);
 	if (until < g->expires)
 		g->expires = until;
 }
@@ -484,11 +463,11 @@ static void
 approval_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct approval *ap = arg;
-	double left = ap->deadline - now_clock(CLOCK_MONOTONIC);
+	double left = ap->deadline - gw_clock_mono();
 
 	/* A joiner may have moved the deadline since the timer was set. */
 	if (left > 0.0005) {
-		struct timeval tv = seconds_to_tv(left);
+		struct timeval tv = gw_clock_timeval(left);
 
 		evtimer_add(ap->timer, &tv);
 		return;
@@ -549,6 +528,20 @@ wait_answered(struct approvals *a, bool allow, enum approval_scope scope, approv
 	return w;
 }
 
+static size_t
+count_pending(const struct approvals *a, const char *client)
+{
+	const struct approval *ap;
+	size_t n = 0;
+
+	TAILQ_FOREACH(ap, &a->pending, entry)
+	{
+		if (strcmp(ap->info.client, client) == 0)
+			n++;
+	}
+	return n;
+}
+
 static struct approval *
 find_joinable(const struct approvals *a, const char *client, const char *host, int port)
 {
@@ -577,8 +570,10 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	int known;
 
 	if (a == NULL || host == NULL || *host == '\0' || cb == NULL || port < 0 || port > 65535 ||
-	    strlen(host) > POLICY_HOST_MAX || !(timeout >= 0))
+	    strlen(host) > POLICY_HOST_MAX || !(timeout >= 0)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	if (client == NULL)
 		client = "";
 
@@ -602,7 +597,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	w->arg = arg;
 	w->port = port;
 
-	now_mono = now_clock(CLOCK_MONOTONIC);
+	now_mono = gw_clock_mono();
 	deadline = now_mono + timeout;
 	ap = find_joinable(a, client, host, port);
 	if (ap != NULL) {
@@ -611,6 +606,17 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 			ap->deadline = deadline;
 		}
 		goto join;
+	}
+	/*
+	 * Each pending approval is a question put to a person, a timer and a
+	 * held connection: a sandbox asking for a thousand names would bury the
+	 * one question that matters and grow our memory. Joining one already
+	 * asked costs nothing, so only new ones count.
+	 */
+	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
+		free(w);
+		errno = ENOSPC;
+		return NULL;
 	}
 
 	ap = calloc(1, sizeof(*ap));
@@ -622,7 +628,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	copy_str(ap->info.client, sizeof(ap->info.client), client);
 	copy_str(ap->info.host, sizeof(ap->info.host), host);
 	ap->info.port = port;
-	ap->info.created = now_clock(CLOCK_REALTIME);
+	ap->info.created = gw_clock_real();
 	ap->info.expires = ap->info.created + timeout;
 	copy_str(ap->info.context, sizeof(ap->info.context), context);
 	ap->deadline = deadline;
@@ -630,7 +636,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
 	if (ap->timer == NULL || ap->announce == NULL)
 		goto fail;
-	tv = seconds_to_tv(timeout);
+	tv = gw_clock_timeval(timeout);
 	if (evtimer_add(ap->timer, &tv) != 0)
 		goto fail;
 	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
@@ -643,6 +649,7 @@ join:
 fail:
 	approval_free_one(ap);
 	free(w);
+	errno = ENOMEM;
 	return NULL;
 }
 

@@ -97,11 +97,16 @@ void approvals_unlisten(struct approvals *a, int handle);
  * timeout in seconds: after it, APPROVAL_TIMEOUT; a joiner with a later
  * deadline extends the approval's. A request already covered by a remembered
  * decision (approvals_remembered) is answered on the next loop iteration
- * without a new approval. NULL on allocation failure or a bad argument.
+ * without a new approval. NULL with errno ENOSPC when the client already has
+ * APPROVAL_PENDING_PER_CLIENT approvals pending and this request would need
+ * a new one (joining a pending one is never refused), ENOMEM on allocation
+ * failure, EINVAL for a bad argument.
  */
 struct approval_wait *approval_request(struct approvals *a, const char *client,
                                        const char *host, int port, const char *context,
                                        double timeout, approval_cb cb, void *arg);
+/* Pending approvals one client (sandbox or proxy client) may have at once. */
+#define APPROVAL_PENDING_PER_CLIENT 32
 /* Seconds a DNS-time "once" approval waits for its connection, at most. */
 #define APPROVAL_DNS_GRANT_WINDOW 60.0
 

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -33,6 +34,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
     "0000000000000000000000000000000000000000000000000000000000000000";
@@ -101,7 +103,15 @@ struct audit {
 	sqlite3_stmt *st_begin, *st_head, *st_insert, *st_update_head, *st_commit, *st_rollback;
 	struct audit_options opt;
 	char *path;
-	char *wal_path;  /* path + "-wal" */
+	char *wal_path; /* open_path + "-wal" */
+	/*
+	 * The directory of the log, resolved by gw_safepath_resolve, and the
+	 * name SQLite opens: /proc/self/fd/DIRFD/NAME, so that neither the log
+	 * nor its -wal and -shm files are looked up by the path again (another
+	 * user's symlink swapped in after the check would not be followed).
+	 */
+	int dirfd;
+	char open_path[64 + NAME_MAX];
 	bool wal_is_new; /* made by this open: its directory entry needs a sync */
 
 	pthread_t writer;
@@ -542,6 +552,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		return -ENOMEM;
 	}
 	a->opt = *o;
+	a->dirfd = -1;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -557,9 +568,25 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 
 	/* The log names hosts and sandboxes: only its owner reads it. SQLite
 	 * gives the -wal and -shm files the same mode. */
-	do {
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	} while (fd < 0 && errno == EINTR);
+	{
+		char base[NAME_MAX + 1];
+
+		rc = gw_safepath_resolve(path, &a->dirfd, base, sizeof(base), msg, sizeof(msg));
+		if (rc != 0) {
+			gw_set_err(err, errlen, "%s", msg);
+			goto out;
+		}
+		if (strcmp(base, ".") == 0) {
+			rc = -EISDIR;
+			gw_set_err(err, errlen, "%s: %s", path, strerror(EISDIR));
+			goto out;
+		}
+		snprintf(a->open_path, sizeof(a->open_path), "/proc/self/fd/%d/%s", a->dirfd, base);
+		do {
+			fd =
+			    openat(a->dirfd, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		} while (fd < 0 && errno == EINTR);
+	}
 	if (fd < 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -568,7 +595,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	close(fd);
 
 	{
-		size_t n = strlen(path) + sizeof("-wal");
+		size_t n = strlen(a->open_path) + sizeof("-wal");
 
 		a->wal_path = malloc(n);
 		if (a->wal_path == NULL) {
@@ -576,12 +603,12 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 			gw_set_err(err, errlen, "%s: out of memory", path);
 			goto out;
 		}
-		snprintf(a->wal_path, n, "%s-wal", path);
+		snprintf(a->wal_path, n, "%s-wal", a->open_path);
 		if (stat(a->wal_path, &wal_before) != 0)
 			wal_before.st_ino = 0;
 	}
-	if (sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
+	if (sqlite3_open_v2(a->open_path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+	                    NULL) != SQLITE_OK) {
 		gw_set_err(err, errlen, "%s: %s", path,
 		           a->db != NULL ? sqlite3_errmsg(a->db) : "cannot open");
 		rc = -EIO;
@@ -1225,6 +1252,8 @@ audit_free(struct audit *a)
 	sqlite3_finalize(a->st_commit);
 	sqlite3_finalize(a->st_rollback);
 	sqlite3_close(a->db);
+	if (a->dirfd >= 0)
+		close(a->dirfd);
 	audit_hasher_free(a->hasher);
 	free(a->path);
 	free(a->wal_path);

@@ -429,6 +429,14 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 		        pattern != NULL ? pattern : "", why);
 		return -EINVAL;
 	}
+	/*
+	 * A deny rule without a port covers every port: `--deny evil.com` that
+	 * left evil.com:22 to a broader allow would surprise whoever wrote it.
+	 * Allow and ask rules keep 80 and 443, so allowing a name opens no more
+	 * than its web ports.
+	 */
+	if (action == POLICY_DENY && pt.port == POLICY_PORT_DEFAULT)
+		pt.port = POLICY_PORT_ANY;
 	rc = push_rule(p, action, pt.kind, pt.port, pt.host, pt.text, origin);
 	if (rc != 0)
 		set_err(err, errlen, "out of memory");

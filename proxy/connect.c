@@ -201,6 +201,16 @@ target_ask(struct proxy_conn *c)
 	         c->host.text, c->port, c->peer);
 	c->wait = approval_request(a, c->client, c->host.text, c->port, context,
 	                           policy_ask_timeout(c->policy), on_approval, c);
+	if (c->wait == NULL && errno == ENOSPC) {
+		char why[128];
+
+		/* The "ask" row is written already: this one says how it ended. */
+		snprintf(why, sizeof(why), "this client has %d approvals pending already",
+		         APPROVAL_PENDING_PER_CLIENT);
+		proxy_audit_decision(c, "deny", "too-many-pending", why);
+		proxy_refuse(c, 429, "too-many-pending", why);
+		return;
+	}
 	if (c->wait == NULL) {
 		proxy_refuse(c, 403, "approval-denied", "cannot create an approval");
 		return;

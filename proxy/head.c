@@ -344,6 +344,24 @@ parse_fields(const char *buf, size_t len, size_t pos, bool request, struct proxy
 		h->error = "both Content-Length and Transfer-Encoding";
 		return PROXY_HEAD_BAD;
 	}
+	/*
+	 * A Connection field naming a framing or routing field makes that field
+	 * hop-by-hop: the proxy frames the body by it and then drops it when
+	 * forwarding, so the next hop reads the body as another message
+	 * (smuggling). Refused rather than guessed at.
+	 */
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const struct proxy_header *c = &h->headers[i];
+
+		if (!span_eq(c->name, c->name_len, "Connection"))
+			continue;
+		if (list_has(c->value, c->value_len, "Content-Length") ||
+		    list_has(c->value, c->value_len, "Transfer-Encoding") ||
+		    list_has(c->value, c->value_len, "Host")) {
+			h->error = "Connection names Content-Length, Transfer-Encoding or Host";
+			return PROXY_HEAD_BAD;
+		}
+	}
 	if (h->version_minor == 0 && !keep_alive)
 		h->connection_close = true;
 	return PROXY_HEAD_OK;

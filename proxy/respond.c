@@ -28,6 +28,8 @@ status_text(int status)
 		return "Forbidden";
 	case 407:
 		return "Proxy Authentication Required";
+	case 429:
+		return "Too Many Requests";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 502:

@@ -12,8 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 
 const struct gw_command *
 gw_command_find(const char *name)
@@ -257,15 +261,38 @@ mkdir_parents(const char *path, mode_t mode)
 	return 0;
 }
 
+/*
+ * Files are made under TOLLGATE_HOME: a home reached through another user's
+ * symlink would put keys and logs where that user chose. Checked before
+ * mkdir (which follows links) and again after.
+ */
+static int
+home_path_ok(const char *home)
+{
+	char err[PATH_MAX + 128], base[NAME_MAX + 1];
+	int dirfd, rc;
+
+	rc = gw_safepath_resolve(home, &dirfd, base, sizeof(base), err, sizeof(err));
+	if (rc == 0)
+		close(dirfd);
+	if (rc == -EPERM)
+		log_warnx("TOLLGATE_HOME: %s", err);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 int
 gw_home_ensure(char *buf, size_t len)
 {
 	int rc;
 
 	rc = gw_home_dir(buf, len);
-	if (rc != 0)
-		return rc;
-	return mkdir_parents(buf, 0700);
+	if (rc == 0)
+		rc = home_path_ok(buf);
+	if (rc == 0)
+		rc = mkdir_parents(buf, 0700);
+	if (rc == 0)
+		rc = home_path_ok(buf);
+	return rc;
 }
 
 int
@@ -281,4 +308,14 @@ gw_default_audit_path(char *buf, size_t len, bool create)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+unsigned long
+gw_nofile_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return (unsigned long)rl.rlim_cur;
 }

@@ -50,6 +50,12 @@ void gw_getopt_reset(void);
 int gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
                       const struct gw_command *const *subs);
 
+/*
+ * The soft open-file limit (main raised it to the hard limit for the
+ * commands that run a gateway); 0 when unlimited or unknown.
+ */
+unsigned long gw_nofile_limit(void);
+
 /* Prints "tollgate: CMD: message" on stderr and returns GW_EXIT_FAILURE. */
 int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

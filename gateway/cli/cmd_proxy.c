@@ -336,6 +336,9 @@ run_proxy(int argc, char **argv)
 	int rc, exit_code = GW_EXIT_FAILURE;
 
 	proxy_config_defaults(&f.cfg);
+	/* The default fits the fds: two a connection (client, upstream), 128 spare. */
+	if (gw_nofile_limit() > 256 && f.cfg.max_conns > (gw_nofile_limit() - 128) / 2)
+		f.cfg.max_conns = (unsigned int)((gw_nofile_limit() - 128) / 2);
 	f.grace = 10;
 	dns_server_config_defaults(&f.dns);
 	if (gw_setup_flags_init(&f.gw, "proxy") != 0)
@@ -417,7 +420,8 @@ const struct gw_command gw_command_proxy = {
         "  --policy FILE            policy file (JSON; SIGHUP reloads it)\n" GW_SETUP_USAGE_RULES
         "  --allow-no-sni           let TLS without server_name reach a named host\n"
         "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
-        "  --max-conns N            client connections in all (4096)\n"
+        "  --max-conns N            client connections in all (4096, or fewer\n"
+        "                           when the open-file limit is lower)\n"
         "  --max-conns-per-client N  per client address (256)\n"
         "  --head-timeout D         to receive a request head (10s)\n"
         "  --idle-timeout D         tunnel or keep-alive silence (300s)\n"

@@ -1,9 +1,12 @@
 /*
- * main(): finds the command named by the first argument and runs it.
+ * main(): finds the command named by the first argument and runs it, after
+ * hardening the process for the commands that hold secrets or run a gateway.
  * Exit statuses follow DESIGN.md: 125 for tollgate's own failures.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
@@ -32,6 +35,55 @@ static int
 shown_len(const char *word)
 {
 	return (int)strcspn(word, "=");
+}
+
+/* Commands that hold secrets (vault values, proxy passwords, keys) in memory. */
+static const char *const holds_secrets[] = {"run", "wrap", "serve", "proxy", "vault", NULL};
+/* Commands that run a gateway loop: every client connection costs fds. */
+static const char *const runs_gateway[] = {"run", "wrap", "serve", "proxy", NULL};
+
+static bool
+listed(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list[i] != NULL; i++) {
+		if (strcmp(list[i], name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * No core file and no ptrace or /proc/PID/mem, environ or fd reads by
+ * other processes of the same uid (a sandbox escapee, another local tool):
+ * a non-dumpable process's /proc files belong to root. Children get their
+ * own dumpable flag back at execve, so sandboxed commands are unaffected.
+ */
+static void
+harden_secrets(void)
+{
+	struct rlimit no_core = {0, 0};
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		log_warn("prctl(PR_SET_DUMPABLE)");
+	if (setrlimit(RLIMIT_CORE, &no_core) != 0)
+		log_warn("setrlimit(RLIMIT_CORE)");
+}
+
+/* The soft open-file limit up to the hard one: a gateway's fds are its clients. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+		log_warn("getrlimit(RLIMIT_NOFILE)");
+		return;
+	}
+	if (rl.rlim_cur == rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn("setrlimit(RLIMIT_NOFILE)");
 }
 
 int
@@ -77,6 +129,10 @@ main(int argc, char **argv)
 		        shown_len(name), name);
 		return GW_EXIT_FAILURE;
 	}
+	if (listed(holds_secrets, cmd->name))
+		harden_secrets();
+	if (listed(runs_gateway, cmd->name))
+		raise_nofile();
 	gw_getopt_reset();
 	return cmd->run(argc - 1, argv + 1);
 }

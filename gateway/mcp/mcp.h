@@ -170,8 +170,11 @@ int mcp_wrap_new(struct event_base *base, int client_in, int client_out, int ser
 void mcp_wrap_free(struct mcp_wrap *w);
 /*
  * Requests from tollgate itself to the client (elicitation/create), with
- * string ids "tollgate-N"; the client's responses to them are not relayed.
- * As mcp_server_request. Whether the client declared form elicitation.
+ * string ids "tollgate-" and 32 random hex digits; the returned handle (> 0,
+ * or -errno) names the request to mcp_wrap_request_cancel. Ids starting
+ * with "tollgate-" are tollgate's alone: the client's responses to them are
+ * never relayed, and a server request using one is refused. As
+ * mcp_server_request. Whether the client declared form elicitation.
  */
 long long mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
                            void (*cb)(const json_t *result, const json_t *error, void *arg),

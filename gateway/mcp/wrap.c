@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "policy/audit.h"
@@ -35,15 +37,27 @@ struct pending {
 	struct pending *next;
 };
 
-/* A request of tollgate's own to the client (elicitation/create). */
+/*
+ * tollgate's own requests to the client (elicitation/create) carry string
+ * ids "tollgate-" and 32 hex digits from getrandom: 128 bits the wrapped
+ * server cannot guess. Every id with that prefix is tollgate's: a server
+ * request using one is refused, and a client response to one tollgate did
+ * not issue goes nowhere. Otherwise a server could put its own question
+ * under the id of a pending approval, and the person's answer to the
+ * server's harmless-looking form would decide the approval.
+ */
+#define OWN_ID_PREFIX "tollgate-"
+#define OWN_ID_RANDOM 16 /* bytes */
+#define OWN_ID_LEN (sizeof(OWN_ID_PREFIX) - 1 + 2 * OWN_ID_RANDOM)
+
+/* A request of tollgate's own to the client. */
 struct own_request {
-	long long id; /* sent as the string "tollgate-<id>" */
+	long long handle;        /* the caller's name for it (mcp_wrap_request) */
+	char id[OWN_ID_LEN + 1]; /* what the client sees */
 	void (*cb)(const json_t *result, const json_t *error, void *arg);
 	void *arg;
 	struct own_request *next;
 };
-
-#define OWN_ID_PREFIX "tollgate-"
 
 struct mcp_wrap {
 	struct own_request *own; /* unanswered */
@@ -55,28 +69,10 @@ struct mcp_wrap {
 	struct mcp_chan *server; /* reads the server's stdout, writes its stdin */
 	struct pending *pending;
 	size_t npending;
-	double tokens; /* the rate limit's bucket */
-	struct timespec refilled;
+	double tokens;   /* the rate limit's bucket */
+	double refilled; /* gw_clock_mono of the last refill */
 	bool server_done;
 };
-
-static double
-now_seconds(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static double
-ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
 
 static bool
 name_in(char *const *list, const char *name)
@@ -108,12 +104,11 @@ rate_take(struct mcp_wrap *w)
 	if (w->cfg.rate <= 0)
 		return true;
 	burst = w->cfg.burst > 0 ? w->cfg.burst : (w->cfg.rate > 1 ? w->cfg.rate : 1);
-	now = now_seconds();
-	w->tokens +=
-	    (now - ((double)w->refilled.tv_sec + (double)w->refilled.tv_nsec / 1e9)) * w->cfg.rate;
+	now = gw_clock_mono();
+	w->tokens += (now - w->refilled) * w->cfg.rate;
 	if (w->tokens > burst)
 		w->tokens = burst;
-	clock_gettime(CLOCK_MONOTONIC, &w->refilled);
+	w->refilled = now;
 	if (w->tokens < 1)
 		return false;
 	w->tokens -= 1;
@@ -300,14 +295,23 @@ client_tools_call(struct mcp_wrap *w, const json_t *msg, const char *line, size_
 	forward_to_server(w, line, len);
 }
 
-/* Takes the request a response answers, when it is one of tollgate's own. */
+/* Whether a JSON-RPC id is in tollgate's own space. */
+static bool
+own_id_space(const json_t *id)
+{
+	const char *s = json_string_value(id);
+
+	return s != NULL && strncmp(s, OWN_ID_PREFIX, strlen(OWN_ID_PREFIX)) == 0;
+}
+
+/* Takes the request with this handle (id NULL) or this wire id. */
 static struct own_request *
-own_take(struct mcp_wrap *w, long long id)
+own_take(struct mcp_wrap *w, long long handle, const char *id)
 {
 	for (struct own_request **pp = &w->own; *pp != NULL; pp = &(*pp)->next) {
-		if ((*pp)->id == id) {
-			struct own_request *r = *pp;
+		struct own_request *r = *pp;
 
+		if (id != NULL ? strcmp(r->id, id) == 0 : r->handle == handle) {
 			*pp = r->next;
 			return r;
 		}
@@ -315,27 +319,54 @@ own_take(struct mcp_wrap *w, long long id)
 	return NULL;
 }
 
+/*
+ * A client response with an id in tollgate's space: the answer to one of
+ * tollgate's requests, or (late, duplicated or made up) nobody's. Either
+ * way it is not relayed: the server never issued such an id.
+ */
 static bool
 own_response(struct mcp_wrap *w, const json_t *msg)
 {
-	const char *id = json_string_value(json_object_get(msg, "id"));
+	const json_t *id = json_object_get(msg, "id");
 	struct own_request *r;
-	char *end;
-	long long n;
 
-	if (id == NULL || strncmp(id, OWN_ID_PREFIX, strlen(OWN_ID_PREFIX)) != 0)
+	if (!own_id_space(id))
 		return false;
-	errno = 0;
-	n = strtoll(id + strlen(OWN_ID_PREFIX), &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	/* Not one of ours (the server may use such ids too): relayed. */
-	r = own_take(w, n);
-	if (r == NULL)
-		return false;
+	r = own_take(w, 0, json_string_value(id));
+	if (r == NULL) {
+		log_debug("%s: a response to no request of tollgate's; dropped", __func__);
+		return true;
+	}
 	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
 	free(r);
 	return true;
+}
+
+static int
+own_id_new(char *id, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char rnd[OWN_ID_RANDOM];
+	size_t got = 0, n = strlen(OWN_ID_PREFIX);
+
+	if (len < OWN_ID_LEN + 1)
+		return -ENOSPC;
+	while (got < sizeof(rnd)) {
+		ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		got += (size_t)r;
+	}
+	memcpy(id, OWN_ID_PREFIX, n);
+	for (size_t i = 0; i < sizeof(rnd); i++) {
+		id[n + 2 * i] = hex[rnd[i] >> 4];
+		id[n + 2 * i + 1] = hex[rnd[i] & 0xf];
+	}
+	id[OWN_ID_LEN] = '\0';
+	return 0;
 }
 
 long long
@@ -343,18 +374,23 @@ mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
                  void (*cb)(const json_t *result, const json_t *error, void *arg), void *arg)
 {
 	struct own_request *r = calloc(1, sizeof(*r));
-	char id[64];
 	json_t *msg;
+	int rc;
 
 	if (r == NULL) {
 		json_decref(params);
 		return -ENOMEM;
 	}
-	r->id = ++w->next_own;
+	rc = own_id_new(r->id, sizeof(r->id));
+	if (rc != 0) {
+		json_decref(params);
+		free(r);
+		return rc;
+	}
+	r->handle = ++w->next_own;
 	r->cb = cb;
 	r->arg = arg;
-	snprintf(id, sizeof(id), OWN_ID_PREFIX "%lld", r->id);
-	msg = json_pack("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", id, "method", method);
+	msg = json_pack("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", r->id, "method", method);
 	if (msg == NULL) {
 		json_decref(params);
 		free(r);
@@ -365,22 +401,20 @@ mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
 	r->next = w->own;
 	w->own = r;
 	send_client(w, msg);
-	return r->id;
+	return r->handle;
 }
 
 void
 mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason)
 {
-	struct own_request *r = own_take(w, id);
-	char sid[64];
+	struct own_request *r = own_take(w, id, NULL);
 
 	if (r == NULL)
 		return;
-	free(r);
-	snprintf(sid, sizeof(sid), OWN_ID_PREFIX "%lld", id);
 	send_client(
 	    w, mcp_notification_new("notifications/cancelled",
-	                            json_pack("{s:s, s:s}", "requestId", sid, "reason", reason)));
+	                            json_pack("{s:s, s:s}", "requestId", r->id, "reason", reason)));
+	free(r);
 }
 
 bool
@@ -436,8 +470,8 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 	if (kind == MCP_KIND_NOTIFICATION && strcmp(method, "notifications/cancelled") == 0) {
 		p = pending_take(w, json_object_get(json_object_get(msg, "params"), "requestId"));
 		if (p != NULL && p->kind == PENDING_CALL)
-			audit_call(w, p->tool, p->args_hash, ms_since(&p->started), -1, "allow",
-			           "cancelled");
+			audit_call(w, p->tool, p->args_hash, gw_clock_ms_since(&p->started), -1,
+			           "allow", "cancelled");
 		if (p != NULL)
 			pending_free(p);
 	}
@@ -498,7 +532,7 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
 	struct mcp_wrap *w = arg;
 	enum mcp_kind kind;
-	json_t *msg, *result;
+	json_t *msg, *result, *refusal;
 	struct pending *p = NULL;
 	char *text;
 	int is_error;
@@ -513,6 +547,19 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		json_decref(msg);
 		return;
 	}
+	if (kind == MCP_KIND_REQUEST && own_id_space(json_object_get(msg, "id"))) {
+		/* Its answer would come back as tollgate's (own_response). */
+		log_warnx("wrap: the server sent a request with an id in tollgate's own space; "
+		          "refused");
+		refusal = mcp_error_new(json_object_get(msg, "id"), MCP_ERR_INVALID_REQUEST,
+		                        "Invalid Request: ids starting with \"" OWN_ID_PREFIX
+		                        "\" are reserved by tollgate wrap",
+		                        NULL);
+		if (refusal == NULL || mcp_chan_send(w->server, refusal) != 0)
+			log_debug("%s: the refusal to the server was dropped", __func__);
+		json_decref(refusal);
+		goto out;
+	}
 	if (kind == MCP_KIND_RESPONSE)
 		p = pending_take(w, json_object_get(msg, "id"));
 	if (p != NULL && p->kind == PENDING_LIST && filter_tool_list(w, msg) == 0) {
@@ -526,8 +573,8 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		result = json_object_get(msg, "result");
 		is_error = json_object_get(msg, "error") != NULL ||
 		           json_is_true(json_object_get(result, "isError"));
-		audit_call(w, p->tool, p->args_hash, ms_since(&p->started), is_error, "allow",
-		           NULL);
+		audit_call(w, p->tool, p->args_hash, gw_clock_ms_since(&p->started), is_error,
+		           "allow", NULL);
 	}
 	forward_to_client(w, line, len);
 out:
@@ -583,7 +630,7 @@ mcp_wrap_new(struct event_base *base, int client_in, int client_out, int server_
 		return -ENOMEM;
 	w->cfg = *cfg;
 	w->tokens = cfg->burst > 0 ? cfg->burst : (cfg->rate > 1 ? cfg->rate : 1);
-	clock_gettime(CLOCK_MONOTONIC, &w->refilled);
+	w->refilled = gw_clock_mono();
 	rc = mcp_chan_new(base, client_in, client_out, MCP_LINE_MAX, &client_ops, w, &w->client);
 	if (rc == 0)
 		rc = mcp_chan_new(base, server_out, server_in, MCP_LINE_MAX, &server_ops, w,
@@ -606,8 +653,8 @@ mcp_wrap_free(struct mcp_wrap *w)
 	for (p = w->pending; p != NULL; p = next) {
 		next = p->next;
 		if (p->kind == PENDING_CALL)
-			audit_call(w, p->tool, p->args_hash, ms_since(&p->started), -1, "allow",
-			           "unanswered");
+			audit_call(w, p->tool, p->args_hash, gw_clock_ms_since(&p->started), -1,
+			           "allow", "unanswered");
 		pending_free(p);
 	}
 	while (w->own != NULL) {

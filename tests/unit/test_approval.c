@@ -735,6 +735,50 @@ test_bad_arguments(void **state)
 	end_test(f);
 }
 
+/*
+ * A client may hold APPROVAL_PENDING_PER_CLIENT approvals at once; the next
+ * new one is refused with ENOSPC, while joining a pending one, another
+ * client, and the same client once one is decided all still work.
+ */
+static void
+test_pending_cap_per_client(void **state)
+{
+	struct fixture *f = *state;
+	struct outcome_rec r[APPROVAL_PENDING_PER_CLIENT + 4];
+	struct approval_info info;
+	char host[64];
+
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < APPROVAL_PENDING_PER_CLIENT; i++) {
+		snprintf(host, sizeof(host), "n%d.flood.test", i);
+		/* DNS-time (port 0) approvals count as much as connections. */
+		if (approval_request(f->a, "flood", host, i % 2 == 0 ? 443 : 0, NULL, 60, record_cb,
+		                     &r[i]) == NULL)
+			fail_msg("approval %d refused below the cap: %s", i, strerror(errno));
+	}
+	errno = 0;
+	assert_null(approval_request(f->a, "flood", "one-more.flood.test", 443, NULL, 60, record_cb,
+	                             &r[APPROVAL_PENDING_PER_CLIENT]));
+	assert_int_equal(errno, ENOSPC);
+	assert_int_equal(approvals_list(f->a, NULL, 0), APPROVAL_PENDING_PER_CLIENT);
+	/* Joining a pending approval adds no question: never refused. */
+	assert_non_null(approval_request(f->a, "flood", "n0.flood.test", 443, NULL, 60, record_cb,
+	                                 &r[APPROVAL_PENDING_PER_CLIENT + 1]));
+	/* The cap is per client: another client still asks. */
+	assert_non_null(approval_request(f->a, "other", "one-more.flood.test", 443, NULL, 60,
+	                                 record_cb, &r[APPROVAL_PENDING_PER_CLIENT + 2]));
+	/* A decision frees a place. */
+	assert_int_equal(approvals_list(f->a, &info, 1), APPROVAL_PENDING_PER_CLIENT + 1);
+	assert_string_equal(info.client, "flood");
+	assert_int_equal(approval_decide(f->a, info.id, false, APPROVAL_SCOPE_ONCE), 0);
+	assert_int_equal(r[0].calls, 1);
+	assert_int_equal(r[APPROVAL_PENDING_PER_CLIENT + 1].calls, 1);
+	assert_non_null(approval_request(f->a, "flood", "one-more.flood.test", 443, NULL, 60,
+	                                 record_cb, &r[APPROVAL_PENDING_PER_CLIENT + 3]));
+	assert_int_equal(r[APPROVAL_PENDING_PER_CLIENT].calls, 0); /* refused: never called */
+	end_test(f);
+}
+
 /* ---- the control socket: the channel `tollgate pending/approve/deny` use ---- */
 
 struct ctl_fixture {
@@ -990,14 +1034,16 @@ test_control_half_close_gets_answers(void **state)
 	struct outcome_rec r = {0};
 	const char req[] = "{\"op\":\"ping\"}\n{\"op\":\"pending\"}\n";
 	size_t cap = 4u << 20, len = 0;
-	char *buf = malloc(cap), host[64];
+	char *buf = malloc(cap), host[64], client[64];
 	int fd = ctl_connect(f->path);
 	json_t *j;
 
 	assert_non_null(buf);
 	for (int i = 0; i < 1000; i++) {
 		snprintf(host, sizeof(host), "host-%04d.a-rather-long-name.example.test", i);
-		assert_non_null(approval_request(f->a, "a-client-with-a-name", host, 443,
+		/* 40 clients: each stays under APPROVAL_PENDING_PER_CLIENT. */
+		snprintf(client, sizeof(client), "a-client-with-a-name-%02d", i % 40);
+		assert_non_null(approval_request(f->a, client, host, 443,
 		                                 "CONNECT with some context to make it longer", 60,
 		                                 record_cb, &r));
 	}
@@ -1323,6 +1369,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_unlisten_inside_callback, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_waiter_cancels_another_waiter, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pending_cap_per_client, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_control_socket_mode_and_cleanup, ctl_setup,
 	                                    ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_pending_and_approve, ctl_setup,

@@ -1,6 +1,7 @@
 /*
  * Address classes and CIDR blocks (policy/addr.c): both edges of every
- * non-public block in issue 2's list, mapped and NAT64 IPv6, CIDR parsing.
+ * non-public block in issue 2's list, mapped, IPv4-compatible and NAT64 IPv6
+ * (issue 12), CIDR parsing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -109,7 +110,7 @@ static const struct class_case class_cases[] = {
 	/* IPv6 */
 	{ "::", false },
 	{ "::1", false },
-	{ "::2", true }, /* not in the list */
+	{ "::2", false }, /* IPv4-compatible 0.0.0.2 (issue 12) */
 	{ "fc00::", false },
 	{ "fd12:3456::1", false },
 	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", false },
@@ -145,6 +146,17 @@ static const struct class_case class_cases[] = {
 	{ "64:ff9b::c0a8:101", false },
 	{ "64:ff9b::8.8.8.8", true },
 	{ "64:ff9b::1:7f00:1", true }, /* outside 64:ff9b::/96 */
+	/* local-use NAT64: never global, whatever it embeds */
+	{ "64:ff9b:1::8.8.8.8", false },
+	{ "64:ff9b:1::127.0.0.1", false },
+	{ "64:ff9b:1:ffff:ffff:ffff:ffff:ffff", false },
+	{ "64:ff9b:2::8.8.8.8", true }, /* outside 64:ff9b:1::/48 */
+	/* IPv4-compatible: judged by the IPv4 address */
+	{ "::127.0.0.1", false },
+	{ "::169.254.169.254", false },
+	{ "::10.0.0.1", false },
+	{ "::8.8.8.8", true },
+	{ "::1:0:0", true }, /* outside ::/96 */
 };
 
 static void
@@ -251,6 +263,21 @@ static const struct cidr_case cidr_cases[] = {
 	{ "::ffff:10.0.0.0/104", "11.9.9.9", false },
 	{ "64:ff9b::/96", "64:ff9b::a00:1", true },
 	{ "64:ff9b::/96", "10.0.0.1", false },
+	/* IPv4 blocks cover every IPv6 form that reaches their addresses */
+	{ "169.254.0.0/16", "64:ff9b::169.254.169.254", true },
+	{ "169.254.0.0/16", "64:ff9b:1::169.254.169.254", true },
+	{ "169.254.0.0/16", "::169.254.169.254", true },
+	{ "169.254.0.0/16", "::ffff:169.254.169.254", true },
+	{ "169.254.0.0/16", "64:ff9b::8.8.8.8", false },
+	{ "169.254.0.0/16", "64:ff9b:0:1::169.254.169.254", false },
+	{ "0.0.0.0/0", "::", false },
+	{ "0.0.0.0/0", "::2", true },
+	{ "::ffff:10.0.0.0/104", "64:ff9b::10.1.1.1", true },
+	{ "::ffff:10.0.0.0/104", "::10.1.1.1", true },
+	{ "64:ff9b::/96", "64:ff9b::10.1.1.1", true },
+	{ "64:ff9b:1::/48", "64:ff9b:1:2::1", true },
+	{ "::/96", "::10.1.1.1", true },
+	{ "::1", "::1", true },
 };
 
 static void

@@ -74,6 +74,28 @@ static const struct request_case request_cases[] = {
     {"bad method", "G(T http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", PROXY_HEAD_BAD, 0, NULL, NULL},
     {"ctl in target", "GET http://a/\x7f HTTP/1.1\r\nHost: a\r\n\r\n", PROXY_HEAD_BAD, 0, NULL,
      NULL},
+    /* Connection naming a framing or routing field: two parsers would disagree */
+    {"connection names cl",
+     "POST http://a/ HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n"
+     "Connection: Content-Length\r\n\r\n",
+     PROXY_HEAD_BAD, 0, NULL, NULL},
+    {"connection names te",
+     "POST http://a/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+     "Connection: close, transfer-encoding\r\n\r\n",
+     PROXY_HEAD_BAD, 0, NULL, NULL},
+    {"connection names host", "GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: HOST\r\n\r\n",
+     PROXY_HEAD_BAD, 0, NULL, NULL},
+    {"second connection names cl",
+     "GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+     "Connection: x, Content-Length \r\n\r\n",
+     PROXY_HEAD_BAD, 0, NULL, NULL},
+    {"connect connection names host",
+     "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\nConnection: Host\r\n\r\n", PROXY_HEAD_BAD, 0,
+     NULL, NULL},
+    {"connection names others",
+     "GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: keep-alive, X-Host, Content-Length-X\r\n"
+     "\r\n",
+     PROXY_HEAD_OK, PROXY_FORM_ABSOLUTE, "a", "/"},
 };
 
 static void
@@ -235,6 +257,9 @@ test_responses(void **state)
 	     PROXY_HEAD_BAD, 0, 0, 0, 0, 0},
 	    {"bad status", "HTTP/1.1 2x0 OK\r\n\r\n", PROXY_HEAD_BAD, 0, 0, 0, 0, 0},
 	    {"not http", "SSH-2.0-x\r\n\r\n", PROXY_HEAD_BAD, 0, 0, 0, 0, 0},
+	    {"connection names cl",
+	     "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: content-length\r\n\r\n",
+	     PROXY_HEAD_BAD, 0, 0, 0, 0, 0},
 	};
 	struct proxy_head *h = calloc(1, sizeof(*h));
 

@@ -1,0 +1,47 @@
+/*
+ * Paths the caller names (--audit, files under TOLLGATE_HOME) opened so that
+ * another local user cannot steer them: a symlink on the way is followed only
+ * when root or the caller owns it. The bottom layer: no includes from above.
+ */
+#ifndef TOLLGATE_CORE_SAFEPATH_H
+#define TOLLGATE_CORE_SAFEPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Symlinks followed in one walk, as the kernel's own bound. */
+#define GW_SAFEPATH_MAX_LINKS 40
+
+/*
+ * Whether uid may own a symlink that tollgate follows: root, the real uid,
+ * or, when the real uid is root, SUDO_UID (the person behind sudo).
+ */
+bool gw_safepath_owner_ok(uid_t uid);
+
+/*
+ * Walks path one component at a time from "/" (absolute) or the working
+ * directory, each opened O_PATH|O_NOFOLLOW (openat2 with
+ * RESOLVE_NO_MAGICLINKS where the kernel has it). A symlink owned by anyone
+ * else than gw_safepath_owner_ok allows is refused with -EPERM; an allowed
+ * one is read and its target walked the same way, so the last component is
+ * never a symlink either. Directories are not judged by owner: one the
+ * caller names directly stays usable whoever owns it.
+ *
+ * On success *dirfd is an O_PATH fd of the directory that holds the last
+ * component (the caller's to close) and base (of baselen bytes) its name,
+ * which may not exist yet ("." when path is "/" itself). -errno otherwise,
+ * with a one-line reason naming the offending component and its owner in
+ * err (may be NULL).
+ */
+int gw_safepath_resolve(const char *path, int *dirfd, char *base, size_t baselen, char *err,
+                        size_t errlen);
+
+/*
+ * gw_safepath_resolve, then openat(dirfd, base, flags | O_NOFOLLOW |
+ * O_CLOEXEC, mode): the fd of the file itself (-errno and err otherwise).
+ * Never truncates, creates or writes through a link.
+ */
+int gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue 12, "paths the caller names are not someone else's": another local
+# user (made here with useradd) plants symlinks in a world-writable directory
+# where the operator's --audit path or TOLLGATE_HOME passes. tollgate refuses
+# a symlink owned by neither root nor the caller with a clear error, and
+# writes nothing where it points; a symlink of root's own, a directory the
+# other user owns but the caller names directly, and SUDO_UID naming that
+# user all still work.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root (to create a user)"
+command -v useradd >/dev/null || skip "useradd"
+
+USER_NAME=tgtr$$
+useradd -M -N -r -s /usr/sbin/nologin "$USER_NAME" >/dev/null 2>&1 || skip "useradd failed"
+defer "userdel $USER_NAME >/dev/null 2>&1"
+U=$(id -u "$USER_NAME")
+chmod 755 "$TEST_TMP"
+SHARED=$TEST_TMP/shared # like /tmp: anyone may plant a name here
+mkdir -p "$SHARED" "$TEST_TMP/chosen" "$TEST_TMP/real"
+chmod 1777 "$SHARED"
+chown "$U" "$TEST_TMP/chosen"
+# plant OWNER LINK TARGET: a symlink owned by OWNER.
+plant() { ln -s "$3" "$2"; chown -h "$1" "$2"; }
+
+# proxy_rc AUDIT-PATH [ENV...]: starts tollgate proxy with that --audit and
+# stops it once it listens; prints its exit status and first stderr line.
+proxy_try() {
+	local audit=$1 port pid rc
+	shift
+	port=$(free_port)
+	env "$@" "$TOLLGATE" proxy --listen "127.0.0.1:$port" --audit "$audit" \
+		--control "$TEST_TMP/c$port.sock" 2>"$TEST_TMP/err" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		port_open "$port" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if port_open "$port"; then kill -TERM "$pid"; fi
+	set +e; wait "$pid"; rc=$?; set -e
+	echo "$rc $(head -1 "$TEST_TMP/err")"
+}
+
+# --- the last component: another user's link to a file of their choosing ---
+plant "$U" "$SHARED/audit.db" "$TEST_TMP/chosen/stolen.db"
+out=$(proxy_try "$SHARED/audit.db")
+expect_match "another user's symlink as --audit: exit 125" "$out" '^125 '
+expect_match "the error names the link and its owner" "$out" \
+	"audit.db is a symlink owned by uid $U, neither root nor you"
+expect_eq "nothing was written where it points" "$(ls "$TEST_TMP/chosen")" ""
+
+# --- a middle component ---
+plant "$U" "$SHARED/logs" "$TEST_TMP/chosen"
+out=$(proxy_try "$SHARED/logs/audit.db")
+expect_match "another user's symlink on the way: exit 125" "$out" "^125 .*logs is a symlink owned by uid $U"
+expect_eq "still nothing where it points" "$(ls "$TEST_TMP/chosen")" ""
+
+# --- TOLLGATE_HOME through another user's link (the default audit path) ---
+plant "$U" "$SHARED/home" "$TEST_TMP/chosen"
+port=$(free_port)
+set +e
+err=$(TOLLGATE_HOME=$SHARED/home timeout 20 "$TOLLGATE" proxy --listen "127.0.0.1:$port" \
+	--control "$TEST_TMP/h.sock" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "TOLLGATE_HOME through another user's symlink: exit 125" "$rc" 125
+expect_match "the error says why" "$err" "home is a symlink owned by uid $U"
+expect_eq "no home was made where it points" "$(ls "$TEST_TMP/chosen")" ""
+
+# --- what still works ---
+plant 0 "$TEST_TMP/mine" "$TEST_TMP/real"
+out=$(proxy_try "$TEST_TMP/mine/audit.db")
+expect_match "root's own symlink is followed" "$out" '^0 '
+expect_eq "the log is where root's link points" "$(ls "$TEST_TMP/real" | grep -c '^audit.db$')" 1
+out=$(proxy_try "$TEST_TMP/chosen/named.db")
+expect_match "a directory another user owns, named directly, is usable" "$out" '^0 '
+rm -f "$TEST_TMP/chosen/named.db"*
+out=$(proxy_try "$SHARED/audit.db" SUDO_UID="$U")
+expect_match "under sudo, the invoking user's own symlink is followed" "$out" '^0 '
+expect_eq "and the log is where it points" "$(ls "$TEST_TMP/chosen" | grep -c '^stolen.db$')" 1
+finish
