@@ -11,6 +11,7 @@
 
 #include "gateway/cli/cli.h"
 #include "gateway/core/clock.h"
+#include "gateway/core/hex.h"
 #include "policy/audit.h"
 
 extern const struct gw_command gw_command_audit;
@@ -101,17 +102,11 @@ run_verify(int argc, char **argv)
 	}
 	if (optind < argc)
 		return gw_fail(cmd_verify.name, "unexpected argument '%s'", argv[optind]);
+	/* A person may paste the anchor in either case; the chain's own spelling is lower. */
 	if (anchor_arg != NULL) {
-		size_t n = strlen(anchor_arg);
-
-		if (n != AUDIT_HASH_HEX_LEN)
+		if (gw_hex_decode(anchor_arg, strlen(anchor_arg), h, AUDIT_HASH_LEN) != 0)
 			return gw_fail(cmd_verify.name, "--anchor: want 64 hex digits");
-		for (size_t i = 0; i <= n; i++)
-			anchor[i] = (char)(anchor_arg[i] >= 'A' && anchor_arg[i] <= 'F'
-			                       ? anchor_arg[i] - 'A' + 'a'
-			                       : anchor_arg[i]);
-		if (audit_hash_from_hex(anchor, n, h) != 0)
-			return gw_fail(cmd_verify.name, "--anchor: want 64 hex digits");
+		audit_hash_to_hex(h, anchor);
 	}
 	rc = resolve_db(cmd_verify.name, db, false, path, sizeof(path));
 	if (rc != 0)

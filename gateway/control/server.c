@@ -7,9 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -28,7 +26,6 @@
 
 #include "dns/server.h"
 #include "exec/queue.h"
-#include "gateway/cli/cli.h"
 #include "gateway/control/reload.h"
 #include "gateway/control/socket.h"
 #include "gateway/core/clock.h"
@@ -38,7 +35,6 @@
 #include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
-#include "policy/policy.h"
 #include "proxy/proxy.h"
 
 #define CONTROL_BACKLOG 16

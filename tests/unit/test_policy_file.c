@@ -20,6 +20,8 @@
 
 #include "policy/policy.h"
 
+#include "fixture_file.h"
+
 /* Some SHA-256 value: the loader checks its form, not what it hashes. */
 #define S3CRET_SHA256 "2c9a9d2e4b1b6e0e0e7c5b0a8c7d5e9a3c2d5d8f8e9c3b4c8c9a2e1d0f3b4a5c"
 
@@ -391,16 +393,6 @@ teardown_dir(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-}
-
 static char *
 read_file(const char *path)
 {
@@ -422,10 +414,10 @@ test_load_file(void **state)
 	struct policy *p = NULL;
 
 	snprintf(path, sizeof(path), "%s/p.json", tmpdir);
-	write_file(path, full_policy);
+	fixture_write_file(path, full_policy);
 	assert_int_equal(policy_load_file(path, &p, err, sizeof(err)), 0);
 	policy_free(p);
-	write_file(path, "{\"version\": 1,\n  \"allow\": [\"*.\"]}\n");
+	fixture_write_file(path, "{\"version\": 1,\n  \"allow\": [\"*.\"]}\n");
 	assert_int_equal(policy_load_file(path, &p, err, sizeof(err)), -EINVAL);
 	assert_null(p);
 	assert_non_null(strstr(err, "p.json:2:13: '*.': malformed pattern"));
@@ -452,7 +444,7 @@ test_add_rule(void **state)
 	const char *text;
 
 	snprintf(path, sizeof(path), "%s/add.json", tmpdir);
-	write_file(path, "{\"version\": 1, \"comment\": \"keep me\", \"allow\": [\"a.com\"]}\n");
+	fixture_write_file(path, "{\"version\": 1, \"comment\": \"keep me\", \"allow\": [\"a.com\"]}\n");
 	assert_int_equal(chmod(path, 0640), 0);
 	assert_int_equal(policy_file_add_rule(path, POLICY_ALLOW, "New.Example.COM:8443", err,
 	                                      sizeof(err)),
@@ -482,7 +474,7 @@ test_add_rule(void **state)
 	assert_int_equal(policy_file_add_rule(path, POLICY_ALLOW, "a.*.b", err, sizeof(err)),
 	                 -EINVAL);
 	assert_non_null(strstr(err, "malformed pattern"));
-	write_file(path, "{\"version\": 1, \"alow\": []}\n");
+	fixture_write_file(path, "{\"version\": 1, \"alow\": []}\n");
 	assert_int_equal(policy_file_add_rule(path, POLICY_ALLOW, "b.com", err, sizeof(err)),
 	                 -EINVAL);
 	assert_non_null(strstr(err, "unknown key"));
@@ -501,7 +493,7 @@ test_add_rule_symlink(void **state)
 
 	snprintf(path, sizeof(path), "%s/target.json", tmpdir);
 	snprintf(link, sizeof(link), "%s/link.json", tmpdir);
-	write_file(path, "{\"version\": 1}\n");
+	fixture_write_file(path, "{\"version\": 1}\n");
 	assert_int_equal(symlink(path, link), 0);
 	assert_int_equal(policy_file_add_rule(link, POLICY_ASK, "*.ask.example", err, sizeof(err)),
 	                 0);
@@ -521,7 +513,7 @@ test_add_rule_concurrent(void **state)
 	pid_t pids[WRITERS];
 
 	snprintf(path, sizeof(path), "%s/race.json", tmpdir);
-	write_file(path, "{\"version\": 1, \"allow\": [\"seed.example\"]}\n");
+	fixture_write_file(path, "{\"version\": 1, \"allow\": [\"seed.example\"]}\n");
 	for (int w = 0; w < WRITERS; w++) {
 		pids[w] = fork();
 		assert_true(pids[w] >= 0);

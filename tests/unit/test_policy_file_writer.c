@@ -23,6 +23,8 @@
 
 #include "policy/policy.h"
 
+#include "fixture_file.h"
+
 #define RESULTS_MAX 80
 
 struct results {
@@ -51,16 +53,6 @@ teardown_dir(void **state)
 	(void)state;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 	return system(cmd) == 0 ? 0 : -1;
-}
-
-static void
-write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	assert_non_null(f);
-	assert_int_equal(fputs(text, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
 }
 
 static char *
@@ -135,7 +127,7 @@ test_waits_for_the_lock(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/wait.json", tmpdir);
-	write_file(path, "{\"version\": 1}\n");
+	fixture_write_file(path, "{\"version\": 1}\n");
 	assert_int_equal(policy_file_writer_new(&w), 0);
 	lockfd = hold_lock(path);
 	assert_int_equal(policy_file_add_rule_async(w, path, POLICY_ALLOW, "a.example:443", 30,
@@ -181,7 +173,7 @@ test_lock_timeout(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/timeout.json", tmpdir);
-	write_file(path, "{\"version\": 1}\n");
+	fixture_write_file(path, "{\"version\": 1}\n");
 	assert_int_equal(policy_file_writer_new(&w), 0);
 	lockfd = hold_lock(path);
 	assert_int_equal(policy_file_add_rule_async(w, path, POLICY_ALLOW, "late.example", 0.2,
@@ -208,7 +200,7 @@ test_free_while_waiting(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/stop.json", tmpdir);
-	write_file(path, "{\"version\": 1}\n");
+	fixture_write_file(path, "{\"version\": 1}\n");
 	assert_int_equal(policy_file_writer_new(&w), 0);
 	lockfd = hold_lock(path);
 	/* The queue is bounded: one in the worker, 64 waiting, then -EAGAIN. */
@@ -243,7 +235,7 @@ test_free_writes_what_it_can(void **state)
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/last.json", tmpdir);
-	write_file(path, "{\"version\": 1}\n");
+	fixture_write_file(path, "{\"version\": 1}\n");
 	assert_int_equal(policy_file_writer_new(&w), 0);
 	assert_int_equal(policy_file_add_rule_async(w, path, POLICY_ALLOW, "last.example", 30,
 	                                            record, &res, err, sizeof(err)),
