@@ -245,7 +245,7 @@ void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
 /* The same with a JSON value as its data (a reference is taken). */
 void mcp_server_log_json(struct mcp_server *s, const char *level, json_t *data);
 
-/* ---- the tools of `tollgate serve` (gateway/mcp_tools.c) ---------------------- */
+/* ---- the tools of `tollgate serve` (gateway/mcp/tools.c, jobs.c, sessions.c) -- */
 
 struct gw_context;
 struct proxy;

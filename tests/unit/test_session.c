@@ -218,8 +218,9 @@ test_state_kept_and_isolated(void **state)
 	 * process left in the background are all still there. */
 	assert_int_equal(run_in(base, a, "test \"$(cat /work/note)\" = kept && test -f /work/d/y"),
 	                 0);
-	assert_int_equal(run_in(base, a, "echo t > /tmp/t; sleep 300 >/dev/null 2>&1 & "
-	                                 "echo $! > /tmp/bg"),
+	assert_int_equal(run_in(base, a,
+	                        "echo t > /tmp/t; sleep 300 >/dev/null 2>&1 & "
+	                        "echo $! > /tmp/bg"),
 	                 0);
 	assert_int_equal(run_out(base, a, "cat /tmp/t; kill -0 \"$(cat /tmp/bg)\" && echo alive",
 	                         NULL, out, sizeof(out)),
@@ -229,13 +230,12 @@ test_state_kept_and_isolated(void **state)
 	{
 		char *env[] = {"GREETING=hello", "HOME=/elsewhere", NULL};
 
-		assert_int_equal(run_out(base, a, "echo \"$GREETING $HOME $(pwd)\"", env, out,
-		                         sizeof(out)),
-		                 0);
+		assert_int_equal(
+		    run_out(base, a, "echo \"$GREETING $HOME $(pwd)\"", env, out, sizeof(out)), 0);
 		assert_string_equal(out, "hello /elsewhere /work\n");
-		assert_int_equal(run_out(base, a, "echo \"${GREETING:-unset} $HOME\"", NULL, out,
-		                         sizeof(out)),
-		                 0);
+		assert_int_equal(
+		    run_out(base, a, "echo \"${GREETING:-unset} $HOME\"", NULL, out, sizeof(out)),
+		    0);
 		assert_string_equal(out, "unset /work\n");
 	}
 	/* The agent that forks the commands cannot be looked into by them. */
@@ -269,8 +269,9 @@ test_state_kept_and_isolated(void **state)
 	exec_session_free(b);
 
 	assert_true(saw(&ev, "session.created"));
-	assert_true(saw(&ev, "execution.started"));
-	assert_true(saw(&ev, "execution.completed"));
+	/* A command's execution.* events are its job's (exec/job.c), not the session's. */
+	assert_false(saw(&ev, "execution.started"));
+	assert_false(saw(&ev, "execution.completed"));
 	assert_true(saw(&ev, "session.killed"));
 	assert_int_equal(count_leftovers(), 0);
 	gw_events_free(bus);
@@ -306,7 +307,6 @@ test_busy_and_exec_timeout(void **state)
 	assert_non_null(strstr(err, "already running"));
 	assert_true(run_until(base, &o.done));
 	assert_int_equal(o.res.exit_status, 124);
-	assert_true(saw(&ev, "execution.timeout"));
 	assert_false(exec_session_busy(s));
 	/* The session outlives a timed-out execution. */
 	assert_int_equal(run_in(base, s, "true"), 0);
@@ -336,7 +336,7 @@ test_busy_and_exec_timeout(void **state)
 	exec_session_terminate(s, "test");
 	assert_true(o.done);
 	assert_int_equal(o.res.exit_status, 128 + 9);
-	assert_true(saw(&ev, "execution.failed"));
+	assert_false(saw(&ev, "execution.failed"));
 	exec_session_free(s);
 	assert_int_equal(count_leftovers(), 0);
 	gw_events_free(bus);
