@@ -210,9 +210,12 @@ job_report(struct exec_job *j, const struct exec_result *res)
 		if (j->spec.session == NULL && res->oom_known)
 			json_object_set_new(p, "oom_killed", json_boolean(res->oom_killed));
 	}
+	/* The command's end, then the sandbox's: the order things happened in. */
+	json_incref(p);
+	job_publish(j, type, p);
 	if (j->spec.session == NULL)
 		exec_job_audit_sandbox(j->gw->audit, "sandbox.end", j->sandbox_id, p);
-	job_publish(j, type, p);
+	json_decref(p);
 	report_exceeded(j, res);
 	if (j->spec.art != NULL && !res->setup_failed)
 		sign_artifacts(j, &r);

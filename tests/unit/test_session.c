@@ -23,9 +23,7 @@
 
 #include "exec/session.h"
 #include "gateway/core/events.h"
-
-/* A bound on every loop run: a hang fails the test instead of stalling CI. */
-#define GUARD_SECONDS 60
+#include "tests/unit/loop_guard.h"
 
 struct outcome {
 	struct event_base *base;
@@ -42,31 +40,6 @@ on_done(struct exec_session *s, const struct exec_result *res, void *arg)
 	o->done = true;
 	o->res = *res;
 	event_base_loopbreak(o->base);
-}
-
-static void
-on_guard(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	event_base_loopbreak(arg);
-}
-
-/* Runs the loop until flag is set or the guard fires; false on the guard. */
-static bool
-run_until(struct event_base *base, const bool *flag)
-{
-	struct timeval tv = {.tv_sec = GUARD_SECONDS};
-	struct event *guard = evtimer_new(base, on_guard, base);
-
-	evtimer_add(guard, &tv);
-	for (int i = 0; i < 1000 && !*flag; i++) {
-		event_base_loop(base, EVLOOP_ONCE);
-		if (!evtimer_pending(guard, NULL))
-			break;
-	}
-	event_free(guard);
-	return *flag;
 }
 
 /* Runs script with env; its stdout (up to cap - 1 bytes) goes to out. */
