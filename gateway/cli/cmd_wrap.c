@@ -81,92 +81,36 @@ struct wrap_state {
 	struct mcp_wrap *relay;
 	struct event *ev_sig[3];
 	bool child_exited, server_done;
-	int approvals_listener;
-	struct wrap_elicit *elicits; /* approvals being asked of the client */
+	struct mcp_elicit_channel *elicit; /* approvals asked of the client */
 };
-
-/* One elicitation/create in flight about one of the sandbox's approvals. */
-struct wrap_elicit {
-	struct wrap_state *st;
-	uint64_t approval;
-	long long request;
-	struct wrap_elicit *next;
-};
-
-static void
-wrap_elicit_unlink(struct wrap_elicit *e)
-{
-	for (struct wrap_elicit **pp = &e->st->elicits; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == e) {
-			*pp = e->next;
-			return;
-		}
-	}
-}
-
-static void
-on_wrap_elicit_response(const json_t *result, const json_t *error, void *arg)
-{
-	struct wrap_elicit *e = arg;
-	struct wrap_state *st = e->st;
-	uint64_t id = e->approval;
-	bool allow;
-	int scope;
-
-	wrap_elicit_unlink(e);
-	free(e);
-	if (mcp_elicit_approval_answer(result, error, &allow, &scope) == 0)
-		return; /* the control socket or the timeout decides */
-	if (approval_decide(st->gw.approvals, id, allow, (enum approval_scope)scope) != 0)
-		log_info("wrap: approval %llu was decided before the answer came",
-		         (unsigned long long)id);
-}
 
 /*
  * The wrapped server's sandbox needs an approval: asked of the user through
- * the client (which talks to tollgate) when it declared elicitation.
+ * the client (which talks to tollgate) when it declared elicitation
+ * (gateway/mcp/elicit.c; every approval of this process is the sandbox's).
  */
-static void
-on_wrap_approval(enum approval_event event, const struct approval_info *info, bool allow,
-                 enum approval_scope scope, void *arg)
+static long long
+wrap_elicit_request(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg)
 {
 	struct wrap_state *st = arg;
-	struct wrap_elicit *e;
-	json_t *params;
 
-	(void)allow;
-	(void)scope;
-	if (event != APPROVAL_EVENT_PENDING) {
-		for (e = st->elicits; e != NULL; e = e->next) {
-			if (e->approval == info->id) {
-				wrap_elicit_unlink(e);
-				mcp_wrap_request_cancel(st->relay, e->request,
-				                        approval_event_name(event));
-				free(e);
-				return;
-			}
-		}
-		return;
-	}
-	if (!mcp_wrap_client_elicits(st->relay))
-		return;
-	e = calloc(1, sizeof(*e));
-	params = mcp_elicit_approval_params(info);
-	if (e == NULL || params == NULL) {
-		free(e);
-		json_decref(params);
-		return;
-	}
-	e->st = st;
-	e->approval = info->id;
-	e->next = st->elicits;
-	st->elicits = e;
-	e->request =
-	    mcp_wrap_request(st->relay, "elicitation/create", params, on_wrap_elicit_response, e);
-	if (e->request < 0) {
-		wrap_elicit_unlink(e);
-		free(e);
-	}
+	return mcp_wrap_request(st->relay, "elicitation/create", params, cb, cb_arg);
+}
+
+static void
+wrap_elicit_cancel(void *arg, long long id, const char *reason)
+{
+	struct wrap_state *st = arg;
+
+	mcp_wrap_request_cancel(st->relay, id, reason);
+}
+
+static bool
+wrap_client_elicits(void *arg)
+{
+	struct wrap_state *st = arg;
+
+	return mcp_wrap_client_elicits(st->relay);
 }
 
 /* "N/s", "N/m", "N/h" or "N" (per second). 0 or -EINVAL. */
@@ -363,6 +307,11 @@ static int
 run_wrap(int argc, char **argv)
 {
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	static const struct mcp_elicit_ops elicit_ops = {
+	    .request = wrap_elicit_request,
+	    .cancel = wrap_elicit_cancel,
+	    .client_elicits = wrap_client_elicits,
+	};
 	struct wrap_flags f = {0};
 	struct wrap_state st = {0};
 	struct exec_spec spec = {0};
@@ -413,12 +362,11 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "cannot relay stdio: %s", strerror(-rc));
 		goto out;
 	}
-	rc = approvals_listen(st.gw.approvals, on_wrap_approval, &st);
-	if (rc < 0) {
-		gw_fail(CMD, "out of memory");
+	rc = mcp_elicit_open(st.gw.approvals, &elicit_ops, &st, &st.elicit);
+	if (rc != 0) {
+		gw_fail(CMD, "cannot listen to approvals: %s", strerror(-rc));
 		goto out;
 	}
-	st.approvals_listener = rc;
 	for (size_t i = 0; i < 3; i++) {
 		st.ev_sig[i] = evsignal_new(st.gw.base, sigs[i], on_signal, &st);
 		if (st.ev_sig[i] == NULL || evsignal_add(st.ev_sig[i], NULL) != 0) {
@@ -443,8 +391,7 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res_p->failed_errno));
 out:
 	/* No approval event may reach a freed relay. */
-	if (st.approvals_listener > 0)
-		approvals_unlisten(st.gw.approvals, st.approvals_listener);
+	mcp_elicit_free(st.elicit);
 	mcp_wrap_free(st.relay);
 	if (server_in >= 0)
 		close(server_in);

@@ -733,12 +733,6 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		              SERVE_TIMEOUT_MAX);
 		return;
 	}
-	if (domains != NULL &&
-	    (!json_is_array(domains) || json_array_size(domains) > SERVE_DOMAINS_MAX)) {
-		mcp_call_fail(c, "allowed_domains must be an array of at most %d names",
-		              SERVE_DOMAINS_MAX);
-		return;
-	}
 	if (limits != NULL && !json_is_object(limits)) {
 		mcp_call_fail(c, "limits must be an object");
 		return;
@@ -787,26 +781,10 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	j->timeout = timeout != NULL        ? json_number_value(timeout)
 	             : ctx->def_timeout > 0 ? ctx->def_timeout
 	                                    : ctx->default_timeout;
-	spec.limits.ram_mb = ctx->def_ram_mb;
-	spec.limits.cpu_seconds = ctx->def_cpu_seconds;
-	spec.limits.pids = ctx->def_pids;
-	if (!serve_get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &spec.limits.ram_mb) ||
-	    !serve_get_limit(limits, "cpu_seconds", 1, 86400, &spec.limits.cpu_seconds) ||
-	    !serve_get_limit(limits, "pids", 1, 65536, &spec.limits.pids)) {
-		mcp_call_fail(c, "limits: ram_mb (16 or more), cpu_seconds (1-86400) and pids "
-		                 "(1-65536) are integers");
+	if (!serve_call_limits(c, ctx, limits, &spec.limits))
 		goto fail;
-	}
-	for (i = 0; domains != NULL && i < json_array_size(domains); i++) {
-		const char *d = json_string_value(json_array_get(domains, i));
-
-		if (d == NULL || policy_add_rule(rules, POLICY_ALLOW, d, "allowed_domains", err,
-		                                 sizeof(err)) != 0) {
-			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
-			              d == NULL ? "not a string" : err);
-			goto fail;
-		}
-	}
+	if (!serve_allowed_domains(c, domains, rules))
+		goto fail;
 	/* Secrets: names of the file vault's default namespace only (never
 	 * NAME=env:VAR: the client must not read tollgate's own environment). */
 	for (i = 0; secrets != NULL && i < json_array_size(secrets); i++) {

@@ -17,6 +17,7 @@
 struct policy;
 struct exec_session;
 struct exec_gate;
+struct exec_limits;
 
 #define SERVE_DOMAINS_MAX 64     /* allowed_domains of one call or session */
 #define SERVE_TIMEOUT_MAX 3600.0 /* seconds, for a call or the default */
@@ -44,9 +45,20 @@ struct mcp_session {
 
 /* Answers c with structured (stolen) as structuredContent and as text. */
 void serve_finish_structured(struct mcp_call *c, json_t *structured);
-/* limits[key] into *out when present and an integer in [min, max]; false when not. */
-bool serve_get_limit(const json_t *limits, const char *key, long min, long max, long *out);
+/*
+ * A call's or a session's limits: set_resource_limits's defaults with the
+ * members of limits (an object or NULL) over them; false after failing c
+ * with why (a value out of its bounds).
+ */
+bool serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *limits,
+                       struct exec_limits *l);
 
+/*
+ * A call's allowed_domains (NULL: none) as allow rules added to rules; false
+ * after failing c with why (not an array of at most SERVE_DOMAINS_MAX host
+ * patterns).
+ */
+bool serve_allowed_domains(struct mcp_call *c, const json_t *domains, struct policy *rules);
 /* The signed manifest's entries in dir as [{name, size, sha256}], or NULL
  * with err set. */
 json_t *serve_manifest_files(const char *dir, char *err, size_t errlen);

@@ -154,12 +154,6 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		mcp_call_fail(c, "at most %d sessions at once (terminate_session)", SESSIONS_MAX);
 		return;
 	}
-	if (domains != NULL &&
-	    (!json_is_array(domains) || json_array_size(domains) > SERVE_DOMAINS_MAX)) {
-		mcp_call_fail(c, "allowed_domains must be an array of at most %d names",
-		              SERVE_DOMAINS_MAX);
-		return;
-	}
 	if (ttl != NULL && (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
 	                    json_integer_value(ttl) > 86400)) {
 		mcp_call_fail(c, "ttl_seconds must be an integer from 1 to 86400");
@@ -170,16 +164,11 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		return;
 	}
 	check = policy_new();
-	for (size_t i = 0; check != NULL && domains != NULL && i < json_array_size(domains); i++) {
-		const char *d = json_string_value(json_array_get(domains, i));
-
-		if (d == NULL || policy_add_rule(check, POLICY_ALLOW, d, "allowed_domains", err,
-		                                 sizeof(err)) != 0) {
-			policy_free(check);
-			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
-			              d == NULL ? "not a string" : err);
-			return;
-		}
+	if (check == NULL || !serve_allowed_domains(c, domains, check)) {
+		if (check == NULL)
+			mcp_call_fail(c, "tollgate: out of memory");
+		policy_free(check);
+		return;
 	}
 	policy_free(check);
 	ms = calloc(1, sizeof(*ms));
@@ -201,15 +190,8 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	/* The idle timer counts from the end of the last call. */
 	opts.idle_ms = ttl != NULL ? (unsigned)json_integer_value(ttl) * 1000u : 0;
 	opts.hide_path = ctx->hide_path;
-	opts.limits.ram_mb = ctx->def_ram_mb;
-	opts.limits.cpu_seconds = ctx->def_cpu_seconds;
-	opts.limits.pids = ctx->def_pids;
-	if (!serve_get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &opts.limits.ram_mb) ||
-	    !serve_get_limit(limits, "cpu_seconds", 1, 86400, &opts.limits.cpu_seconds) ||
-	    !serve_get_limit(limits, "pids", 1, 65536, &opts.limits.pids)) {
+	if (!serve_call_limits(c, ctx, limits, &opts.limits)) {
 		session_free_unstarted(ms);
-		mcp_call_fail(c, "limits: ram_mb (16 or more), cpu_seconds (1-86400) and pids "
-		                 "(1-65536) are integers");
 		return;
 	}
 	opts.attach = session_attach;

@@ -48,8 +48,9 @@ serve_finish_structured(struct mcp_call *c, json_t *structured)
 	mcp_call_finish(c, result);
 }
 
-bool
-serve_get_limit(const json_t *limits, const char *key, long min, long max, long *out)
+/* limits[key] into *out when present and an integer in [min, max]; false when not. */
+static bool
+get_limit(const json_t *limits, const char *key, long min, long max, long *out)
 {
 	const json_t *v = json_object_get(limits, key);
 
@@ -58,6 +59,48 @@ serve_get_limit(const json_t *limits, const char *key, long min, long max, long 
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 		return false;
 	*out = (long)json_integer_value(v);
+	return true;
+}
+
+bool
+serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *limits,
+                  struct exec_limits *l)
+{
+	l->ram_mb = ctx->def_ram_mb;
+	l->cpu_seconds = ctx->def_cpu_seconds;
+	l->pids = ctx->def_pids;
+	if (!get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &l->ram_mb) ||
+	    !get_limit(limits, "cpu_seconds", 1, 86400, &l->cpu_seconds) ||
+	    !get_limit(limits, "pids", 1, 65536, &l->pids)) {
+		mcp_call_fail(c, "limits: ram_mb (16 or more), cpu_seconds (1-86400) and pids "
+		                 "(1-65536) are integers");
+		return false;
+	}
+	return true;
+}
+
+bool
+serve_allowed_domains(struct mcp_call *c, const json_t *domains, struct policy *rules)
+{
+	char err[256];
+
+	if (domains == NULL)
+		return true;
+	if (!json_is_array(domains) || json_array_size(domains) > SERVE_DOMAINS_MAX) {
+		mcp_call_fail(c, "allowed_domains must be an array of at most %d names",
+		              SERVE_DOMAINS_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < json_array_size(domains); i++) {
+		const char *d = json_string_value(json_array_get(domains, i));
+
+		if (d == NULL || policy_add_rule(rules, POLICY_ALLOW, d, "allowed_domains", err,
+		                                 sizeof(err)) != 0) {
+			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
+			              d == NULL ? "not a string" : err);
+			return false;
+		}
+	}
 	return true;
 }
 
