@@ -21,6 +21,7 @@
 #include "exec/agent.h"
 #include "exec/job.h"
 #include "exec/session.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
 
@@ -99,25 +100,25 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 
 	rc = exec_instance_tag(tag, sizeof(tag));
 	if (rc != 0) {
-		snprintf(err, errlen, "session: instance tag: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: instance tag: %s", strerror(-rc));
 		return rc;
 	}
 	rc = random_hex(secret, 16);
 	if (rc != 0) {
-		snprintf(err, errlen, "session: getrandom: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
 		return rc;
 	}
 	/* Under the instance tag, so exec_cleanup_stale() removes the directory
 	 * of a gateway that died without ending its sessions. */
 	n = snprintf(s->dir, sizeof(s->dir), "%s/%s.%s", exec_tmp_dir(), tag, s->id);
 	if (n < 0 || (size_t)n >= sizeof(s->dir)) {
-		snprintf(err, errlen, "session: temporary directory name too long");
+		gw_set_err(err, errlen, "session: temporary directory name too long");
 		s->dir[0] = '\0';
 		return -ENAMETOOLONG;
 	}
 	if (mkdir(s->dir, 0711) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: mkdir %s: %s", s->dir, strerror(errno));
+		gw_set_err(err, errlen, "session: mkdir %s: %s", s->dir, strerror(errno));
 		s->dir[0] = '\0';
 		return rc;
 	}
@@ -126,19 +127,19 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 	 * (0711) and the work directory's name is a secret of this session. */
 	if (chmod(s->dir, 0711) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: chmod %s: %s", s->dir, strerror(errno));
+		gw_set_err(err, errlen, "session: chmod %s: %s", s->dir, strerror(errno));
 		return rc;
 	}
 	n = snprintf(s->workdir, sizeof(s->workdir), "%s/w-%s", s->dir, secret);
 	if (n < 0 || (size_t)n >= sizeof(s->workdir)) {
-		snprintf(err, errlen, "session: work directory name too long");
+		gw_set_err(err, errlen, "session: work directory name too long");
 		return -ENAMETOOLONG;
 	}
 	if (mkdir(s->workdir, 0700) != 0 || chown(s->workdir, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID,
 	                                          EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: work directory %s: %s", s->workdir,
-		         strerror(errno));
+		gw_set_err(err, errlen, "session: work directory %s: %s", s->workdir,
+		           strerror(errno));
 		return rc;
 	}
 	return 0;
@@ -158,7 +159,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: /dev/null: %s", strerror(errno));
+		gw_set_err(err, errlen, "session: /dev/null: %s", strerror(errno));
 		return rc;
 	}
 	memset(&spec, 0, sizeof(spec));
@@ -181,7 +182,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	                        on_agent, s);
 	if (s->ev_gone == NULL || s->ev_agent == NULL || event_add(s->ev_gone, NULL) != 0 ||
 	    event_add(s->ev_agent, NULL) != 0) {
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	return 0;
@@ -198,12 +199,12 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 
 	*out = NULL;
 	if (base == NULL || opts == NULL) {
-		snprintf(err, errlen, "session: %s", strerror(EINVAL));
+		gw_set_err(err, errlen, "session: %s", strerror(EINVAL));
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	s->base = base;
@@ -214,7 +215,7 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	s->ended_arg = ended_arg;
 	rc = random_hex(hex, 16);
 	if (rc != 0) {
-		snprintf(err, errlen, "session: getrandom: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
 		goto out;
 	}
 	snprintf(s->id, sizeof(s->id), "sess-%s", hex);
@@ -224,7 +225,7 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	s->ev_idle = evtimer_new(base, on_idle, s);
 	if (s->ev_idle == NULL) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		goto out;
 	}
 	rc = start_sandbox(s, err, errlen);
@@ -481,15 +482,15 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 	int null_fd = -1, rc;
 
 	if (s->ended) {
-		snprintf(err, errlen, "session %s: ended", s->id);
+		gw_set_err(err, errlen, "session %s: ended", s->id);
 		return -ESHUTDOWN;
 	}
 	if (s->running) {
-		snprintf(err, errlen, "session %s: an execution is already running", s->id);
+		gw_set_err(err, errlen, "session %s: an execution is already running", s->id);
 		return -EBUSY;
 	}
 	if (call == NULL || call->argv == NULL || call->argv[0] == NULL) {
-		snprintf(err, errlen, "session %s: no command", s->id);
+		gw_set_err(err, errlen, "session %s: no command", s->id);
 		return -EINVAL;
 	}
 	memset(&run, 0, sizeof(run));
@@ -502,7 +503,8 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 		null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null_fd < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "session %s: /dev/null: %s", s->id, strerror(errno));
+			gw_set_err(err, errlen, "session %s: /dev/null: %s", s->id,
+			           strerror(errno));
 			return rc;
 		}
 		run.fd_in = run.fd_in < 0 ? null_fd : run.fd_in;
@@ -518,7 +520,7 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 			free_event(&s->ev_timeout);
 			if (null_fd >= 0)
 				close(null_fd);
-			snprintf(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
+			gw_set_err(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
 			return -ENOMEM;
 		}
 	}

@@ -22,6 +22,7 @@
 #include "exec/netns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -258,7 +259,7 @@ start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in
 
 	if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		gw_set_err(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
 	js.door = CMD;

@@ -30,6 +30,7 @@
 #include "exec/vault.h"
 #include "gateway/bridges.h"
 #include "gateway/core/clock.h"
+#include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -573,7 +574,7 @@ static int
 job_pipes(int out[2], int errp[2], char *err, size_t errlen)
 {
 	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		gw_set_err(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
 	fcntl(out[1], F_SETFL, 0);
@@ -615,7 +616,7 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	int rc;
 
 	if (ms != NULL && (ms->ended || exec_session_ended(ms->es))) {
-		snprintf(err, errlen, "session %s has ended", exec_session_id(ms->es));
+		gw_set_err(err, errlen, "session %s has ended", exec_session_id(ms->es));
 		return -ESHUTDOWN;
 	}
 	/* This call's policy for the session's listeners: new connections and
@@ -623,7 +624,7 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	if (ms != NULL && ms->gate != NULL) {
 		rc = exec_gate_set_policy(ms->gate, j->policy);
 		if (rc != 0) {
-			snprintf(err, errlen, "session policy: %s", strerror(-rc));
+			gw_set_err(err, errlen, "session policy: %s", strerror(-rc));
 			return rc;
 		}
 	}
@@ -633,7 +634,7 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	in_fd = j->code_fd >= 0 ? j->code_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (in_fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "/dev/null: %s", strerror(errno));
+		gw_set_err(err, errlen, "/dev/null: %s", strerror(errno));
 		goto out;
 	}
 	detail = json_pack("{s:s, s:b}", "language", exec_runtime_lang_name(j->lang), "validate",

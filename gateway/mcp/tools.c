@@ -25,6 +25,7 @@
 #include "exec/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -119,12 +120,12 @@ serve_manifest_files(const char *dir, char *err, size_t errlen)
 	snprintf(path, sizeof(path), "%s/" EXEC_ARTIFACT_MANIFEST, dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		snprintf(err, errlen, "no artifacts for this run id");
+		gw_set_err(err, errlen, "no artifacts for this run id");
 		return NULL;
 	}
 	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
 	    (uint64_t)st.st_size > EXEC_ARTIFACT_MANIFEST_MAX) {
-		snprintf(err, errlen, "the manifest is too large");
+		gw_set_err(err, errlen, "the manifest is too large");
 		goto out;
 	}
 	text = malloc((size_t)st.st_size + 1);
@@ -134,7 +135,7 @@ serve_manifest_files(const char *dir, char *err, size_t errlen)
 		n = read(fd, text, (size_t)st.st_size);
 	while (n < 0 && errno == EINTR);
 	if (n != st.st_size) {
-		snprintf(err, errlen, "cannot read the manifest");
+		gw_set_err(err, errlen, "cannot read the manifest");
 		goto out;
 	}
 	if (exec_manifest_parse(text, (size_t)n, EXEC_ARTIFACT_MAX_ENTRIES, &m, err, errlen) != 0)
@@ -448,17 +449,18 @@ artifact_content(const char *dir, const char *name, char *err, size_t errlen)
 
 	if (exec_artifact_name_why(name, strlen(name)) != NULL ||
 	    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
-		snprintf(err, errlen, "name: not a file name of this run");
+		gw_set_err(err, errlen, "name: not a file name of this run");
 		return NULL;
 	}
 	/* O_NOFOLLOW on the last part; names with ".." are refused above. */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "name %s: no such file in this run", name);
+		gw_set_err(err, errlen, "name %s: no such file in this run", name);
 		goto out;
 	}
 	if (st.st_size > ARTIFACT_CONTENT_MAX) {
-		snprintf(err, errlen, "name %s: larger than %d bytes", name, ARTIFACT_CONTENT_MAX);
+		gw_set_err(err, errlen, "name %s: larger than %d bytes", name,
+		           ARTIFACT_CONTENT_MAX);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
@@ -471,7 +473,7 @@ artifact_content(const char *dir, const char *name, char *err, size_t errlen)
 		got += (size_t)n;
 	}
 	if (buf == NULL) {
-		snprintf(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		goto out;
 	}
 	text = json_stringn((const char *)buf, got);
