@@ -29,7 +29,7 @@ has_end_keys() {
 # ---- run ------------------------------------------------------------------------
 RUN_DB=$TEST_TMP/run.db
 set +e
-"$TOLLGATE" run --no-network --audit "$RUN_DB" -- sh -c 'exit 3' >/dev/null 2>&1; rc=$?
+"$TOLLGATE" run --no-network --audit "$RUN_DB" -- sh -c 'exit 3' >/dev/null 2>>"$TEST_TMP/err"; rc=$?
 set -e
 expect_eq "run: the command's status" "$rc" 3
 expect_eq "run: one sandbox, one command" "$(lifecycle "$RUN_DB")" \
@@ -41,13 +41,13 @@ expect_eq "run: sandbox.end's exit status" "$(q "$RUN_DB" "select json_extract(d
 run_end=$(members "$RUN_DB" execution.completed)
 expect_eq "run: the end's members" "$(has_end_keys "$run_end")" yes
 set +e
-"$TOLLGATE" run --no-network --audit "$TEST_TMP/missing.db" -- /no/such/command >/dev/null 2>&1; rc=$?
+"$TOLLGATE" run --no-network --audit "$TEST_TMP/missing.db" -- /no/such/command >/dev/null 2>>"$TEST_TMP/err"; rc=$?
 set -e
 expect_eq "run: a missing command is 127" "$rc" 127
 expect_eq "run: and execution.failed with its step" \
 	"$(q "$TEST_TMP/missing.db" "select count(*), json_extract(detail, '\$.failed_step') is not null from events where kind = 'execution.failed'")" "1|1"
 set +e
-"$TOLLGATE" run --no-network --audit "$TEST_TMP/slow.db" --timeout 300ms -- sleep 30 >/dev/null 2>&1; rc=$?
+"$TOLLGATE" run --no-network --audit "$TEST_TMP/slow.db" --timeout 300ms -- sleep 30 >/dev/null 2>>"$TEST_TMP/err"; rc=$?
 set -e
 expect_eq "run: the timeout's 124" "$rc" 124
 expect_eq "run: execution.timeout, sandbox.end timed out" \
@@ -105,5 +105,6 @@ for db in "$RUN_DB" "$WRAP_DB" "$SERVE_DB"; do
 		"$(q "$db" "select count(*) from (select kind, sandbox, detail from events where kind like 'sandbox.%' or kind like 'execution.%' group by kind, sandbox, detail having count(*) > 1)")" 0
 done
 expect_eq "the audit chains hold" "$("$TOLLGATE" audit verify --db "$SERVE_DB" >/dev/null 2>&1 && echo ok)" ok
-
+if grep -q 'Sanitizer' "$TEST_TMP/err" 2>/dev/null; then fail "a sanitizer reported an error (see below)"; fi
+if ((failures > 0)) && [[ -f $TEST_TMP/err ]]; then echo "--- stderr:" >&2; tail -30 "$TEST_TMP/err" >&2; fi
 finish
