@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway/core/clock.h"
+#include "gateway/core/err.h"
+
 static const struct {
 	const char *name;
 	const char *aliases[3];
@@ -147,13 +150,13 @@ exec_runtime_read_code(const char *path, char **out, char *err, size_t errlen)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s", strerror(errno));
+		gw_set_err(err, errlen, "%s", strerror(errno));
 		goto out;
 	}
 	buf = malloc(EXEC_RUNTIME_CODE_MAX + 2);
 	if (buf == NULL) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		goto out;
 	}
 	for (;;) {
@@ -163,7 +166,7 @@ exec_runtime_read_code(const char *path, char **out, char *err, size_t errlen)
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "%s", strerror(errno));
+			gw_set_err(err, errlen, "%s", strerror(errno));
 			goto out;
 		}
 		if (n == 0)
@@ -171,13 +174,13 @@ exec_runtime_read_code(const char *path, char **out, char *err, size_t errlen)
 		got += (size_t)n;
 		if (got > EXEC_RUNTIME_CODE_MAX) {
 			rc = -E2BIG;
-			snprintf(err, errlen, "longer than %d bytes", EXEC_RUNTIME_CODE_MAX);
+			gw_set_err(err, errlen, "longer than %d bytes", EXEC_RUNTIME_CODE_MAX);
 			goto out;
 		}
 	}
 	if (memchr(buf, '\0', got) != NULL) {
 		rc = -EINVAL;
-		snprintf(err, errlen, "contains a NUL byte");
+		gw_set_err(err, errlen, "contains a NUL byte");
 		goto out;
 	}
 	buf[got] = '\0';
@@ -188,15 +191,6 @@ out:
 	if (fd >= 0)
 		close(fd);
 	return rc;
-}
-
-static long
-ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
 int
@@ -238,7 +232,7 @@ exec_runtime_version(const char *path, int timeout_ms, char *buf, size_t len)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-		long left = timeout_ms - ms_since(&t0);
+		long left = timeout_ms - (long)gw_clock_ms_since(&t0);
 		ssize_t n;
 		int pr;
 
@@ -272,7 +266,7 @@ exec_runtime_version(const char *path, int timeout_ms, char *buf, size_t len)
 			break;
 		if (w < 0 && errno != EINTR)
 			rc = -errno;
-		else if (w == 0 && ms_since(&t0) >= timeout_ms)
+		else if (w == 0 && gw_clock_ms_since(&t0) >= timeout_ms)
 			rc = -ETIMEDOUT;
 		else if (w == 0)
 			nanosleep(&tick, NULL);

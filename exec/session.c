@@ -19,7 +19,9 @@
 #include <jansson.h>
 
 #include "exec/agent.h"
+#include "exec/job.h"
 #include "exec/session.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
 
@@ -30,6 +32,8 @@ struct exec_session {
 	char dir[PATH_MAX];     /* root-owned 0711, named by the instance tag */
 	char workdir[PATH_MAX]; /* dir/w-<secret>: the sandbox user's, 0700 */
 	char end_reason[64];
+	char sandbox_id[64];          /* the kept sandbox's, also once it is gone */
+	bool started;                 /* its sandbox.start row was written */
 	struct exec_sandbox *sandbox; /* kept alive until the session ends */
 	struct event *ev_idle;
 	struct event *ev_gone;    /* the sandbox's pidfd: its init is gone */
@@ -51,6 +55,8 @@ struct exec_session {
 #define SESSION_KILL_GRACE_MS 2000
 
 static void on_idle(evutil_socket_t fd, short what, void *arg);
+static void terminate_with(struct exec_session *s, const char *reason,
+                           struct exec_result *running_res);
 
 static int
 random_hex(char *buf, size_t nbytes)
@@ -94,25 +100,25 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 
 	rc = exec_instance_tag(tag, sizeof(tag));
 	if (rc != 0) {
-		snprintf(err, errlen, "session: instance tag: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: instance tag: %s", strerror(-rc));
 		return rc;
 	}
 	rc = random_hex(secret, 16);
 	if (rc != 0) {
-		snprintf(err, errlen, "session: getrandom: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
 		return rc;
 	}
 	/* Under the instance tag, so exec_cleanup_stale() removes the directory
 	 * of a gateway that died without ending its sessions. */
 	n = snprintf(s->dir, sizeof(s->dir), "%s/%s.%s", exec_tmp_dir(), tag, s->id);
 	if (n < 0 || (size_t)n >= sizeof(s->dir)) {
-		snprintf(err, errlen, "session: temporary directory name too long");
+		gw_set_err(err, errlen, "session: temporary directory name too long");
 		s->dir[0] = '\0';
 		return -ENAMETOOLONG;
 	}
 	if (mkdir(s->dir, 0711) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: mkdir %s: %s", s->dir, strerror(errno));
+		gw_set_err(err, errlen, "session: mkdir %s: %s", s->dir, strerror(errno));
 		s->dir[0] = '\0';
 		return rc;
 	}
@@ -121,19 +127,19 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 	 * (0711) and the work directory's name is a secret of this session. */
 	if (chmod(s->dir, 0711) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: chmod %s: %s", s->dir, strerror(errno));
+		gw_set_err(err, errlen, "session: chmod %s: %s", s->dir, strerror(errno));
 		return rc;
 	}
 	n = snprintf(s->workdir, sizeof(s->workdir), "%s/w-%s", s->dir, secret);
 	if (n < 0 || (size_t)n >= sizeof(s->workdir)) {
-		snprintf(err, errlen, "session: work directory name too long");
+		gw_set_err(err, errlen, "session: work directory name too long");
 		return -ENAMETOOLONG;
 	}
 	if (mkdir(s->workdir, 0700) != 0 || chown(s->workdir, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID,
 	                                          EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: work directory %s: %s", s->workdir,
-		         strerror(errno));
+		gw_set_err(err, errlen, "session: work directory %s: %s", s->workdir,
+		           strerror(errno));
 		return rc;
 	}
 	return 0;
@@ -153,7 +159,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "session: /dev/null: %s", strerror(errno));
+		gw_set_err(err, errlen, "session: /dev/null: %s", strerror(errno));
 		return rc;
 	}
 	memset(&spec, 0, sizeof(spec));
@@ -164,8 +170,8 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	spec.env = s->opts.env;
 	spec.limits = s->opts.limits;
 	spec.hide_path = s->opts.hide_path;
-	rc = exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err,
-	                        errlen);
+	rc =
+	    exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err, errlen);
 	close(null_fd);
 	if (rc != 0) {
 		s->sandbox = NULL;
@@ -176,7 +182,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	                        on_agent, s);
 	if (s->ev_gone == NULL || s->ev_agent == NULL || event_add(s->ev_gone, NULL) != 0 ||
 	    event_add(s->ev_agent, NULL) != 0) {
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	return 0;
@@ -193,12 +199,12 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 
 	*out = NULL;
 	if (base == NULL || opts == NULL) {
-		snprintf(err, errlen, "session: %s", strerror(EINVAL));
+		gw_set_err(err, errlen, "session: %s", strerror(EINVAL));
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	s->base = base;
@@ -209,7 +215,7 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	s->ended_arg = ended_arg;
 	rc = random_hex(hex, 16);
 	if (rc != 0) {
-		snprintf(err, errlen, "session: getrandom: %s", strerror(-rc));
+		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
 		goto out;
 	}
 	snprintf(s->id, sizeof(s->id), "sess-%s", hex);
@@ -219,13 +225,22 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	s->ev_idle = evtimer_new(base, on_idle, s);
 	if (s->ev_idle == NULL) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "session: %s", strerror(ENOMEM));
+		gw_set_err(err, errlen, "session: %s", strerror(ENOMEM));
 		goto out;
 	}
 	rc = start_sandbox(s, err, errlen);
 	if (rc != 0)
 		goto out;
 	arm_idle(s);
+	snprintf(s->sandbox_id, sizeof(s->sandbox_id), "%s", exec_sandbox_id(s->sandbox));
+	{
+		json_t *detail = json_pack("{s:s, s:I}", "session", s->id, "idle_ms",
+		                           (json_int_t)s->opts.idle_ms);
+
+		exec_job_audit_sandbox(s->opts.audit, "sandbox.start", s->sandbox_id, detail);
+		json_decref(detail);
+		s->started = true;
+	}
 	publish(s, GW_EV_SESSION_CREATED,
 	        json_pack("{s:s, s:s, s:I}", "session", s->id, "sandbox_id",
 	                  exec_sandbox_id(s->sandbox), "idle_ms", (json_int_t)s->opts.idle_ms));
@@ -249,6 +264,12 @@ const char *
 exec_session_sandbox_id(const struct exec_session *s)
 {
 	return s->sandbox != NULL ? exec_sandbox_id(s->sandbox) : "";
+}
+
+unsigned
+exec_session_executions(const struct exec_session *s)
+{
+	return s->executions;
 }
 
 const char *
@@ -284,38 +305,24 @@ free_event(struct event **ev)
 	}
 }
 
-/* The running execution is over (res filled); s may be freed by done. */
+/*
+ * The running execution is over (res filled); s may be freed by done. Its
+ * execution.* events are the job's (exec/job.c), as for every sandbox.
+ */
 static void
-finish_execution(struct exec_session *s, struct exec_result *res, const char *why)
+finish_execution(struct exec_session *s, struct exec_result *res)
 {
 	exec_session_done_fn done = s->done;
 	void *done_arg = s->done_arg;
-	enum gw_event_type type;
-	json_t *p;
 
 	free_event(&s->ev_timeout);
 	free_event(&s->ev_stuck);
-	if (s->timed_out) {
+	if (s->timed_out)
 		res->exit_status = 124;
-		type = GW_EV_EXECUTION_TIMEOUT;
-	} else if (res->setup_failed || res->exec_failed || why != NULL) {
-		type = GW_EV_EXECUTION_FAILED;
-	} else {
-		type = GW_EV_EXECUTION_COMPLETED;
-	}
-	p = json_pack("{s:s, s:s, s:I, s:i, s:i, s:i, s:f}", "session", s->id, "sandbox_id",
-	              exec_session_sandbox_id(s), "execution", (json_int_t)s->executions,
-	              "exit_status", res->exit_status, "exit_code", res->exit_code, "signal",
-	              res->signal, "cpu_seconds", res->cpu_seconds);
-	if (p != NULL && why != NULL)
-		json_object_set_new(p, "reason", json_string(why));
-	if (p != NULL && res->setup_failed)
-		json_object_set_new(p, "failed_step", json_string(res->failed_step));
 	s->running = false;
 	s->timed_out = false;
 	s->done = NULL;
 	s->done_arg = NULL;
-	publish(s, type, p);
 	if (!s->ended)
 		arm_idle(s);
 	if (done != NULL)
@@ -378,19 +385,20 @@ on_agent(evutil_socket_t fd, short what, void *arg)
 				res.signal = WTERMSIG(r.value);
 			res.cpu_seconds = (double)r.cpu_us / 1e6;
 			res.peak_memory = (uint64_t)r.maxrss_kb * 1024;
-			finish_execution(s, &res, NULL);
+			finish_execution(s, &res);
 		} else if (r.kind == EXEC_AGENT_EXEC_FAILED) {
 			res.exec_failed = true;
 			res.failed_errno = r.value;
 			res.exit_status = exec_status_from_exec_errno(r.value);
 			snprintf(res.failed_step, sizeof(res.failed_step), "execve");
-			finish_execution(s, &res, NULL);
+			finish_execution(s, &res);
 		} else {
 			res.setup_failed = true;
 			res.failed_errno = r.value;
 			res.exit_status = 125;
-			snprintf(res.failed_step, sizeof(res.failed_step), "agent refused the command");
-			finish_execution(s, &res, NULL);
+			snprintf(res.failed_step, sizeof(res.failed_step),
+			         "agent refused the command");
+			finish_execution(s, &res);
 		}
 	}
 }
@@ -409,12 +417,11 @@ on_gone(evutil_socket_t fd, short what, void *arg)
 	snprintf(why, sizeof(why), "sandbox exited");
 	if (exec_sandbox_finish(s->sandbox, &res) == 0 && res.setup_failed)
 		snprintf(why, sizeof(why), "sandbox set-up failed: %.30s", res.failed_step);
-	if (s->running) {
-		if (!res.setup_failed)
-			result_killed(&res);
-		finish_execution(s, &res, why);
-	}
-	end_by_itself(s, why);
+	if (!res.setup_failed)
+		result_killed(&res);
+	terminate_with(s, why, &res);
+	if (s->ended_cb != NULL)
+		s->ended_cb(s, s->ended_arg);
 }
 
 static void
@@ -475,15 +482,15 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 	int null_fd = -1, rc;
 
 	if (s->ended) {
-		snprintf(err, errlen, "session %s: ended", s->id);
+		gw_set_err(err, errlen, "session %s: ended", s->id);
 		return -ESHUTDOWN;
 	}
 	if (s->running) {
-		snprintf(err, errlen, "session %s: an execution is already running", s->id);
+		gw_set_err(err, errlen, "session %s: an execution is already running", s->id);
 		return -EBUSY;
 	}
 	if (call == NULL || call->argv == NULL || call->argv[0] == NULL) {
-		snprintf(err, errlen, "session %s: no command", s->id);
+		gw_set_err(err, errlen, "session %s: no command", s->id);
 		return -EINVAL;
 	}
 	memset(&run, 0, sizeof(run));
@@ -496,7 +503,8 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 		null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null_fd < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "session %s: /dev/null: %s", s->id, strerror(errno));
+			gw_set_err(err, errlen, "session %s: /dev/null: %s", s->id,
+			           strerror(errno));
 			return rc;
 		}
 		run.fd_in = run.fd_in < 0 ? null_fd : run.fd_in;
@@ -512,7 +520,7 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 			free_event(&s->ev_timeout);
 			if (null_fd >= 0)
 				close(null_fd);
-			snprintf(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
+			gw_set_err(err, errlen, "session %s: %s", s->id, strerror(ENOMEM));
 			return -ENOMEM;
 		}
 	}
@@ -529,16 +537,20 @@ exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
 	s->done = done;
 	s->done_arg = arg;
 	s->executions++;
-	publish(s, GW_EV_EXECUTION_STARTED,
-	        json_pack("{s:s, s:s, s:I}", "session", s->id, "sandbox_id",
-	                  exec_session_sandbox_id(s), "execution", (json_int_t)s->executions));
 	return 0;
 }
 
-void
-exec_session_terminate(struct exec_session *s, const char *reason)
+/*
+ * Ends the session: a running execution is reported with running_res (NULL:
+ * killed), after ended and the reason are set, so that its reporter can tell
+ * why; then the sandbox and the directory go, and the sandbox.end row and
+ * session.killed say so.
+ */
+static void
+terminate_with(struct exec_session *s, const char *reason, struct exec_result *running_res)
 {
 	struct exec_result res;
+	json_t *detail;
 
 	if (s == NULL || s->ended)
 		return;
@@ -550,8 +562,11 @@ exec_session_terminate(struct exec_session *s, const char *reason)
 	if (s->sandbox != NULL)
 		exec_sandbox_kill(s->sandbox);
 	if (s->running) {
-		result_killed(&res);
-		finish_execution(s, &res, s->end_reason);
+		if (running_res != NULL)
+			res = *running_res;
+		else
+			result_killed(&res);
+		finish_execution(s, &res);
 	}
 	free_event(&s->ev_gone);
 	free_event(&s->ev_agent);
@@ -563,9 +578,21 @@ exec_session_terminate(struct exec_session *s, const char *reason)
 	if (s->dir[0] != '\0' && exec_remove_tree(s->dir) != 0)
 		log_warnx("session %s: %s not removed", s->id, s->dir);
 	s->dir[0] = '\0';
+	if (s->started) {
+		detail = json_pack("{s:s, s:s, s:I}", "session", s->id, "reason", s->end_reason,
+		                   "executions", (json_int_t)s->executions);
+		exec_job_audit_sandbox(s->opts.audit, "sandbox.end", s->sandbox_id, detail);
+		json_decref(detail);
+	}
 	publish(s, GW_EV_SESSION_KILLED,
 	        json_pack("{s:s, s:s, s:I}", "session", s->id, "reason", s->end_reason,
 	                  "executions", (json_int_t)s->executions));
+}
+
+void
+exec_session_terminate(struct exec_session *s, const char *reason)
+{
+	terminate_with(s, reason, NULL);
 }
 
 static void

@@ -15,6 +15,7 @@
 
 struct event_base;
 struct gw_events;
+struct audit;
 struct exec_session;
 
 #define EXEC_SESSION_DEFAULT_IDLE_MS (15u * 60u * 1000u)
@@ -27,14 +28,17 @@ struct exec_session_opts {
 	const char *hide_path;     /* as exec_spec.hide_path */
 	exec_attach_fn attach;     /* network, as for run, once; NULL: no network at all */
 	void *attach_arg;
-	struct gw_events *bus; /* may be NULL */
+	struct gw_events *bus; /* session.created / session.killed; may be NULL */
+	/* The sandbox.start and sandbox.end rows of the kept sandbox (its
+	 * commands' rows and events are their jobs': exec/job.h); may be NULL. */
+	struct audit *audit;
 };
 
 /* One execution. fds are lent for the call (the caller closes them); -1 is
  * /dev/null. */
 struct exec_session_call {
-	char *const *argv;  /* argv[0] on the sandbox's PATH, run in EXEC_WORKDIR */
-	char *const *env;   /* K=V over the session's for this call; may be NULL */
+	char *const *argv; /* argv[0] on the sandbox's PATH, run in EXEC_WORKDIR */
+	char *const *env;  /* K=V over the session's for this call; may be NULL */
 	int fd_in, fd_out, fd_err;
 	unsigned timeout_ms; /* 0: opts.exec_timeout_ms */
 };
@@ -63,6 +67,8 @@ const char *exec_session_id(const struct exec_session *s);
 const char *exec_session_sandbox_id(const struct exec_session *s);
 /* The host path of the work directory (the sandbox sees EXEC_WORKDIR). */
 const char *exec_session_workdir(const struct exec_session *s);
+/* How many commands were started in it (the running one included). */
+unsigned exec_session_executions(const struct exec_session *s);
 bool exec_session_busy(const struct exec_session *s);
 bool exec_session_ended(const struct exec_session *s);
 /* Why it ended ("idle timeout", "sandbox exited", ...), or NULL. */
@@ -76,8 +82,8 @@ const char *exec_session_end_reason(const struct exec_session *s);
 int exec_session_exec(struct exec_session *s, const struct exec_session_call *call,
                       exec_session_done_fn done, void *arg, char *err, size_t errlen);
 /* Kills the running execution's process group (done then reports it, with
- * exit status 124 and an execution.timeout event when as_timeout: the
- * owner's own deadline); the session lives on. 0, or -ESRCH when nothing
+ * exit status 124 when as_timeout: the owner's own deadline); the session
+ * lives on. 0, or -ESRCH when nothing
  * runs. */
 int exec_session_cancel(struct exec_session *s, bool as_timeout);
 

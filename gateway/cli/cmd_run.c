@@ -20,6 +20,7 @@
 #include "exec/artifact.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
+#include "exec/job.h"
 #include "exec/netns.h"
 #include "exec/redact.h"
 #include "exec/runtime.h"
@@ -98,14 +99,13 @@ struct run_state {
 	struct gw_context gw;
 	struct run_flags *flags;
 	struct gw_setup setup; /* proxy, DNS server, control socket, hub */
-	struct exec_gate *gate;
-	struct exec_sandbox *sandbox;
-	struct event *ev_child, *ev_timeout, *ev_cpu;
+	struct exec_job *job;  /* the sandbox's life (exec/job.h) */
 	struct event *ev_sig[4];
-	bool timed_out, cpu_exceeded, finished;
-	uint64_t dropped[2]; /* stdout's and stderr's bytes past --max-output */
-	int terms; /* SIGTERMs received: the second one kills */
-	struct timespec started;
+	bool finished;
+	struct exec_job_result result; /* the job's, copied at its end */
+	char signed_detail[4096];      /* result.signed_detail's text ("": none) */
+	uint64_t dropped[2];           /* stdout's and stderr's bytes past --max-output */
+	int terms;                     /* SIGTERMs received: the second one kills */
 };
 
 static int
@@ -195,7 +195,8 @@ lang_argv(struct run_flags *f, int rest)
 	if (strlen(f->code) > EXEC_RUNTIME_CODE_MAX)
 		return gw_fail(CMD, "--code: longer than %d bytes", EXEC_RUNTIME_CODE_MAX);
 	if (exec_runtime_find(lang, f->interp, sizeof(f->interp)) != 0)
-		return gw_fail(CMD, "--lang %s: no interpreter for it on PATH (see 'tollgate runtimes')",
+		return gw_fail(CMD,
+		               "--lang %s: no interpreter for it on PATH (see 'tollgate runtimes')",
 		               f->lang);
 	exec_runtime_run_argv(lang, f->interp, f->code, f->lang_argv);
 	f->argv = (char **)f->lang_argv;
@@ -276,25 +277,6 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 	return 0;
 }
 
-static double
-elapsed_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static struct timeval
-to_timeval(double secs)
-{
-	struct timeval tv;
-
-	tv.tv_sec = (time_t)secs;
-	tv.tv_usec = (suseconds_t)((secs - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 /* ---- the gate ---------------------------------------------------------- */
 
 /* {"op":"stats"} on the control socket (docs/control.md). */
@@ -306,51 +288,21 @@ run_stats(void *arg)
 	return gw_control_stats_json(st->setup.proxy, st->setup.dns, NULL);
 }
 
-static int
-attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
-               char *err, size_t errlen)
-{
-	struct run_state *st = arg;
-
-	return gw_setup_open_gate(&st->gw, &st->setup, netns_fd, sandbox_id, st->flags->transparent,
-	                          &st->gate, hub_addr, hub_len, err, errlen);
-}
-
 /* ---- events -------------------------------------------------------------- */
 
+/* The job has reported (rows, events, signing): the loop's work is done. */
 static void
-on_child_exit(evutil_socket_t fd, short what, void *arg)
+on_job_done(struct exec_job *job, const struct exec_job_result *r, void *arg)
 {
 	struct run_state *st = arg;
 
+	(void)job;
+	st->result = *r;
+	if (r->signed_detail != NULL)
+		snprintf(st->signed_detail, sizeof(st->signed_detail), "%s", r->signed_detail);
+	st->result.signed_detail = NULL;
 	st->finished = true;
 	event_base_loopexit(st->gw.base, NULL);
-}
-
-static void
-on_timeout(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_state *st = arg;
-
-	if (st->finished)
-		return;
-	st->timed_out = true;
-	exec_sandbox_kill(st->sandbox);
-}
-
-/* RLIMIT_CPU is per process; the cgroup's total catches a forking hog. */
-static void
-on_cpu_check(evutil_socket_t fd, short what, void *arg)
-{
-	struct run_state *st = arg;
-	double used = exec_sandbox_cpu_used(st->sandbox);
-
-	if (st->finished || used < 0)
-		return;
-	if (used > (double)st->flags->sb.limits.cpu_seconds + 0.5) {
-		st->cpu_exceeded = true;
-		exec_sandbox_kill(st->sandbox);
-	}
 }
 
 static void
@@ -364,11 +316,13 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	 */
 	if ((sig == SIGINT || sig == SIGQUIT) && isatty(STDIN_FILENO))
 		return;
+	if (st->finished)
+		return;
 	if (sig == SIGTERM && ++st->terms > 1) {
-		exec_sandbox_kill(st->sandbox);
+		exec_sandbox_kill(exec_job_sandbox(st->job));
 		return;
 	}
-	exec_sandbox_signal(st->sandbox, (int)sig);
+	exec_sandbox_signal(exec_job_sandbox(st->job), (int)sig);
 }
 
 /* ---- the summary --------------------------------------------------------- */
@@ -377,19 +331,20 @@ static void
 write_json_status(const char *path, const struct run_state *st, const struct exec_result *res,
                   int exit_status, double wall)
 {
+	const char *id = exec_job_sandbox_id(st->job);
 	json_t *o;
 	struct proxy_stats ps;
 
-	/* The sandbox's listeners carry its id as their client id (attach_network). */
+	/* The sandbox's listeners carry its id as their client id (exec/job.c's gate). */
 	memset(&ps, 0, sizeof(ps));
 	if (st->setup.proxy != NULL) /* --no-network has none */
-		(void)proxy_client_stats(st->setup.proxy, exec_sandbox_id(st->sandbox), &ps);
+		(void)proxy_client_stats(st->setup.proxy, id, &ps);
 
 	o = json_pack("{s:s, s:i, s:o, s:o, s:b, s:b, s:f, s:f, s:I, s:{s:I, s:I, s:I, s:I}}",
-	              "sandbox_id", exec_sandbox_id(st->sandbox), "exit_status", exit_status,
-	              "exit_code", res->exit_code >= 0 ? json_integer(res->exit_code) : json_null(),
-	              "signal", res->signal > 0 ? json_integer(res->signal) : json_null(),
-	              "timed_out", st->timed_out, "cpu_exceeded", st->cpu_exceeded, "wall_seconds",
+	              "sandbox_id", id, "exit_status", exit_status, "exit_code",
+	              res->exit_code >= 0 ? json_integer(res->exit_code) : json_null(), "signal",
+	              res->signal > 0 ? json_integer(res->signal) : json_null(), "timed_out",
+	              st->result.timed_out, "cpu_exceeded", st->result.cpu_exceeded, "wall_seconds",
 	              wall, "cpu_seconds", res->cpu_seconds, "peak_memory_bytes",
 	              (json_int_t)res->peak_memory, "network", "connections_allowed",
 	              (json_int_t)ps.connections_allowed, "connections_refused",
@@ -402,18 +357,19 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 	if (st->setup.dns != NULL) {
 		struct dns_stats ds;
 
-		(void)dns_server_client_stats(st->setup.dns, exec_sandbox_id(st->sandbox), &ds);
+		(void)dns_server_client_stats(st->setup.dns, id, &ds);
 		json_object_set_new(o, "dns",
 		                    json_pack("{s:I, s:I, s:I}", "queries_allowed",
 		                              (json_int_t)ds.queries_allowed, "queries_refused",
 		                              (json_int_t)ds.queries_refused, "queries_other",
 		                              (json_int_t)ds.queries_other));
 	}
-	/* null: no memory cgroup count to tell (publish_exceeded guesses then). */
-	json_object_set_new(o, "oom_killed", res->oom_known ? json_boolean(res->oom_killed)
-	                                                    : json_null());
-	json_object_set_new(o, "oom_kills", res->oom_known ? json_integer((json_int_t)res->oom_kills)
-	                                                   : json_null());
+	/* null: no memory cgroup count to tell (exec/job.c's resource.exceeded guesses then). */
+	json_object_set_new(o, "oom_killed",
+	                    res->oom_known ? json_boolean(res->oom_killed) : json_null());
+	json_object_set_new(o, "oom_kills",
+	                    res->oom_known ? json_integer((json_int_t)res->oom_kills)
+	                                   : json_null());
 	json_object_set_new(o, "output_dropped_bytes",
 	                    json_pack("{s:I, s:I}", "stdout", (json_int_t)st->dropped[0], "stderr",
 	                              (json_int_t)st->dropped[1]));
@@ -424,68 +380,6 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 	if (json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
 		gw_fail(CMD, "--json-status %s: cannot write it", path);
 	json_decref(o);
-}
-
-static void
-audit_sandbox(struct run_state *st, const char *kind, const char *detail)
-{
-	struct audit_event ev = {0};
-
-	if (st->gw.audit == NULL)
-		return;
-	ev.kind = kind;
-	ev.sandbox = exec_sandbox_id(st->sandbox);
-	ev.detail = detail;
-	(void)audit_append(st->gw.audit, &ev);
-}
-
-/* ---- events ------------------------------------------------------------ */
-
-/*
- * resource.exceeded when a limit killed the command: --cpu by the cgroup
- * check or RLIMIT_CPU's SIGXCPU; --ram when the kernel's OOM killer struck
- * in the sandbox's memory cgroup (its oom_kill count; any process, also one
- * the command survived). Where the count is unknown (no memory cgroup, v1
- * before Linux 4.13), a guess: a SIGKILL we did not send (the command's, or
- * a shell's 137 for its child) with the peak within 10% of the limit. The
- * pids limit makes fork fail rather than kill, so it cannot be told here.
- */
-static void
-publish_exceeded(struct run_state *st, const struct exec_result *res)
-{
-	const struct exec_limits *l = &st->flags->sb.limits;
-	uint64_t ram = (uint64_t)l->ram_mb << 20;
-	const char *limit = NULL;
-	json_t *p = NULL;
-
-	if (res->setup_failed)
-		return;
-	if (l->cpu_seconds > 0 &&
-	    (st->cpu_exceeded || res->cpu_exceeded || res->signal == SIGXCPU)) {
-		limit = "cpu";
-		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", limit, "value",
-		              (json_int_t)l->cpu_seconds, "used", res->cpu_seconds, "signal",
-		              res->signal);
-	} else if (l->ram_mb > 0 &&
-	           (res->oom_known ? res->oom_killed
-	                           : !st->timed_out && res->peak_memory >= ram - ram / 10 &&
-	                                 (res->signal == SIGKILL ||
-	                                  res->exit_code == 128 + SIGKILL))) {
-		limit = "memory";
-		p = json_pack("{s:s, s:I, s:I, s:s, s:o}", "limit", limit, "value",
-		              (json_int_t)l->ram_mb, "peak_memory_bytes",
-		              (json_int_t)res->peak_memory, "unit", "MiB", "oom_kills",
-		              res->oom_known ? json_integer((json_int_t)res->oom_kills)
-		                             : json_null());
-	}
-	if (limit == NULL)
-		return;
-	if (p != NULL)
-		json_object_set_new(p, "sandbox", json_string(exec_sandbox_id(st->sandbox)));
-	if (p == NULL || gw_events_publish(st->gw.events, GW_EV_RESOURCE_EXCEEDED,
-	                                   exec_sandbox_id(st->sandbox), p) != 0)
-		log_warnx("run: resource.exceeded (%s) was not published", limit);
-	json_decref(p);
 }
 
 /* ---- the command ----------------------------------------------------------- */
@@ -508,28 +402,12 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	return 0;
 }
 
+/* The signals tollgate forwards to the sandbox (the job watches the rest). */
 static int
-add_events(struct run_state *st)
+add_signals(struct run_state *st)
 {
 	static const int sigs[4] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-	struct timeval tv;
 
-	st->ev_child =
-	    event_new(st->gw.base, exec_sandbox_pidfd(st->sandbox), EV_READ, on_child_exit, st);
-	if (st->ev_child == NULL || event_add(st->ev_child, NULL) != 0)
-		return -ENOMEM;
-	if (st->flags->timeout > 0) {
-		st->ev_timeout = evtimer_new(st->gw.base, on_timeout, st);
-		tv = to_timeval(st->flags->timeout);
-		if (st->ev_timeout == NULL || evtimer_add(st->ev_timeout, &tv) != 0)
-			return -ENOMEM;
-	}
-	if (st->flags->sb.limits.cpu_seconds > 0 && exec_sandbox_cpu_used(st->sandbox) >= 0) {
-		st->ev_cpu = event_new(st->gw.base, -1, EV_PERSIST, on_cpu_check, st);
-		tv = to_timeval(0.2);
-		if (st->ev_cpu == NULL || event_add(st->ev_cpu, &tv) != 0)
-			return -ENOMEM;
-	}
 	for (size_t i = 0; i < 4; i++) {
 		st->ev_sig[i] = evsignal_new(st->gw.base, sigs[i], on_signal, st);
 		if (st->ev_sig[i] == NULL || evsignal_add(st->ev_sig[i], NULL) != 0)
@@ -548,20 +426,42 @@ report_failure(const struct run_state *st, const struct exec_result *res)
 		gw_fail(CMD, "%s: %s", st->flags->argv[0], strerror(res->failed_errno));
 }
 
+/* What the job needs of run's flags and set-up (exec/job.h). */
+static void
+job_spec(struct run_state *st, struct run_flags *f, const struct exec_spec *spec,
+         struct exec_artifact_out *art, json_t *detail, struct exec_job_spec *js)
+{
+	memset(js, 0, sizeof(*js));
+	js->door = CMD;
+	js->sandbox = *spec;
+	js->hub = st->setup.hub; /* NULL with --no-network */
+	js->gate.transparent = f->transparent;
+	js->gate.proxy = st->setup.proxy;
+	js->gate.dns = st->setup.dns;
+	js->timeout = f->timeout;
+	js->secrets = f->secrets;
+	js->art = art;
+	js->publish_signed = gw_bridge_publish_signed;
+	js->detail = detail;
+	js->done = on_job_done;
+	js->arg = st;
+}
+
 static int
 run_run(int argc, char **argv)
 {
 	struct run_flags f = {0};
 	struct run_state st = {0};
-	struct exec_result res;
+	struct exec_result *res = &st.result.res;
 	struct exec_spec spec = {0};
+	struct exec_job_spec js;
 	struct exec_artifact_out *art = NULL;
 	struct redact *redact_set = NULL;
 	struct redact_relay *relay = NULL;
 	struct gw_prompt *prompt = NULL;
-	char err[512], home[PATH_MAX], detail[256];
+	json_t *detail = NULL;
+	char err[512], home[PATH_MAX], msg[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
-	double wall;
 
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
@@ -587,7 +487,7 @@ run_run(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
-	/* --out DIR: bound at EXEC_OUTDIR, signed after the run (exec/artifact.h). */
+	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
 	if (f.out_dir != NULL) {
 		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
 		if (gw_home_ensure(home, sizeof(home)) != 0 ||
@@ -616,81 +516,52 @@ run_run(int argc, char **argv)
 	if (relay != NULL)
 		redact_relay_set_max_output(relay, f.max_output_set ? (uint64_t)f.max_output
 		                                                    : RUN_MAX_OUTPUT_DEFAULT);
-	clock_gettime(CLOCK_MONOTONIC, &st.started);
-	rc = exec_sandbox_start(&spec, attach_network, &st, &st.sandbox, err, sizeof(err));
+	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);
+	job_spec(&st, &f, &spec, art, detail, &js);
+	rc = exec_job_start(&st.gw, &js, &st.job, err, sizeof(err));
 	/* fds 1 and 2 are tollgate's own again before anything is reported. */
-	if (relay != NULL && redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, detail,
-	                                         sizeof(detail)) != 0 && rc == 0) {
-		gw_fail(CMD, "output relay: %s", detail);
+	if (relay != NULL &&
+	    redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, msg, sizeof(msg)) != 0 &&
+	    rc == 0) {
+		gw_fail(CMD, "output relay: %s", msg);
 		goto out;
 	}
-	vault_inject_audit(f.secrets, st.gw.audit, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
-	vault_inject_publish(f.secrets, st.gw.events, rc == 0 ? exec_sandbox_id(st.sandbox) : NULL);
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
 		goto out;
 	}
-	snprintf(detail, sizeof(detail), "{\"argc\":%d}", argc - optind);
-	audit_sandbox(&st, "sandbox.start", detail);
-	if (add_events(&st) != 0) {
-		gw_fail(CMD, "cannot watch the sandbox");
+	if (add_signals(&st) != 0) {
+		gw_fail(CMD, "cannot watch signals");
 		goto out;
 	}
-	if (event_base_dispatch(st.gw.base) != 0) {
+	if (event_base_dispatch(st.gw.base) != 0 || !st.finished) {
 		gw_fail(CMD, "event loop failed");
-		goto out;
-	}
-	if (exec_sandbox_finish(st.sandbox, &res) != 0) {
-		gw_fail(CMD, "cannot reap the sandbox");
 		goto out;
 	}
 	if (relay != NULL)
 		redact_relay_finish(relay, 1000);
 	for (int i = 0; relay != NULL && i < 2; i++)
 		st.dropped[i] = redact_relay_dropped(relay, i + 1);
-	wall = elapsed_since(&st.started);
-	exit_code = res.exit_status;
-	if (st.timed_out && !res.setup_failed)
-		exit_code = GW_EXIT_TIMEOUT;
-	report_failure(&st, &res);
-	snprintf(detail, sizeof(detail),
-	         "{\"exit_status\":%d,\"timed_out\":%s,\"wall_seconds\":%.3f,\"cpu_seconds\":%.3f}",
-	         exit_code, st.timed_out ? "true" : "false", wall, res.cpu_seconds);
-	audit_sandbox(&st, "sandbox.end", detail);
-	publish_exceeded(&st, &res);
-	if (art != NULL && !res.setup_failed) {
-		struct exec_artifact_summary sum;
-		const char *signed_detail;
-
-		/* Unsigned output is tollgate's failure, but not over the command's own. */
-		if (exec_artifact_out_sign(art, exec_sandbox_id(st.sandbox), &sum, &signed_detail,
-		                           err, sizeof(err)) != 0) {
-			gw_fail(CMD, "--out %s: cannot sign: %s", f.out_dir, err);
-			if (exit_code == GW_EXIT_OK)
-				exit_code = GW_EXIT_FAILURE;
-		} else {
-			audit_sandbox(&st, "artifact", signed_detail);
-			gw_bridge_publish_signed(st.gw.events, exec_sandbox_id(st.sandbox),
-			                         signed_detail);
-		}
+	exit_code = res->exit_status; /* 124 when the job's timeout killed it */
+	report_failure(&st, res);
+	/* Unsigned output is tollgate's failure, but not over the command's own. */
+	if (art != NULL && !res->setup_failed && st.signed_detail[0] == '\0') {
+		gw_fail(CMD, "--out %s: cannot sign: %s", f.out_dir, st.result.sign_err);
+		if (exit_code == GW_EXIT_OK)
+			exit_code = GW_EXIT_FAILURE;
 	}
 	if (f.json_status != NULL)
-		write_json_status(f.json_status, &st, &res, exit_code, wall);
+		write_json_status(f.json_status, &st, res, exit_code, st.result.wall_seconds);
 out:
 	for (size_t i = 0; i < 4; i++) {
 		if (st.ev_sig[i] != NULL)
 			event_free(st.ev_sig[i]);
 	}
-	if (st.ev_child != NULL)
-		event_free(st.ev_child);
-	if (st.ev_timeout != NULL)
-		event_free(st.ev_timeout);
-	if (st.ev_cpu != NULL)
-		event_free(st.ev_cpu);
 	gw_prompt_free(prompt);
-	exec_sandbox_free(st.sandbox);
+	/* The sandbox, its gate's listeners and fds (exec/job.h). */
+	exec_job_free(st.job);
 	exec_artifact_out_free(art);
-	exec_gate_close(st.gate);
+	json_decref(detail);
 	/* The relay's events are on the loop, which gw_setup_free frees. */
 	redact_relay_free(relay);
 	redact_free(redact_set);

@@ -1,6 +1,6 @@
 /*
  * `tollgate serve`: an MCP stdio server whose tools run code in sandboxes
- * behind this process's gate (gateway/mcp_tools.c). stdout carries MCP
+ * behind this process's gate (gateway/mcp/: tools.c, jobs.c). stdout carries MCP
  * messages only; logs go to stderr; closing stdin ends it.
  */
 #include <errno.h>

@@ -18,9 +18,11 @@
 #include "dns/server.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
+#include "exec/job.h"
 #include "exec/netns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -59,7 +61,7 @@ static const struct option wrap_options[] = {
 
 struct wrap_flags {
 	struct gw_sandbox_flags sb; /* --ram, --cpu, --pids, --nofile, --workdir, --env */
-	struct gw_setup_flags gw; /* --policy, --allow, ..., --pool, --audit */
+	struct gw_setup_flags gw;   /* --policy, --allow, ..., --pool, --audit */
 	bool no_transparent;
 	char *tools_allow[WRAP_TOOLS_MAX + 1];
 	size_t nallow;
@@ -67,6 +69,7 @@ struct wrap_flags {
 	size_t ndeny;
 	double rate;
 	char **argv;
+	int argc; /* the server command's words */
 };
 
 struct wrap_state {
@@ -74,98 +77,41 @@ struct wrap_state {
 	struct wrap_flags *flags;
 	/* proxy, DNS server, hub; the control socket for `tollgate stats`, pending */
 	struct gw_setup setup;
-	struct exec_gate *gate;
-	struct exec_sandbox *sandbox;
+	struct exec_job *job;   /* the server's sandbox (exec/job.h) */
+	struct exec_result res; /* the job's, at its end */
 	struct mcp_wrap *relay;
-	struct event *ev_child;
 	struct event *ev_sig[3];
 	bool child_exited, server_done;
-	int approvals_listener;
-	struct wrap_elicit *elicits; /* approvals being asked of the client */
+	struct mcp_elicit_channel *elicit; /* approvals asked of the client */
 };
-
-/* One elicitation/create in flight about one of the sandbox's approvals. */
-struct wrap_elicit {
-	struct wrap_state *st;
-	uint64_t approval;
-	long long request;
-	struct wrap_elicit *next;
-};
-
-static void
-wrap_elicit_unlink(struct wrap_elicit *e)
-{
-	for (struct wrap_elicit **pp = &e->st->elicits; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == e) {
-			*pp = e->next;
-			return;
-		}
-	}
-}
-
-static void
-on_wrap_elicit_response(const json_t *result, const json_t *error, void *arg)
-{
-	struct wrap_elicit *e = arg;
-	struct wrap_state *st = e->st;
-	uint64_t id = e->approval;
-	bool allow;
-	int scope;
-
-	wrap_elicit_unlink(e);
-	free(e);
-	if (mcp_elicit_approval_answer(result, error, &allow, &scope) == 0)
-		return; /* the control socket or the timeout decides */
-	if (approval_decide(st->gw.approvals, id, allow, (enum approval_scope)scope) != 0)
-		log_info("wrap: approval %llu was decided before the answer came",
-		         (unsigned long long)id);
-}
 
 /*
  * The wrapped server's sandbox needs an approval: asked of the user through
- * the client (which talks to tollgate) when it declared elicitation.
+ * the client (which talks to tollgate) when it declared elicitation
+ * (gateway/mcp/elicit.c; every approval of this process is the sandbox's).
  */
-static void
-on_wrap_approval(enum approval_event event, const struct approval_info *info, bool allow,
-                 enum approval_scope scope, void *arg)
+static long long
+wrap_elicit_request(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg)
 {
 	struct wrap_state *st = arg;
-	struct wrap_elicit *e;
-	json_t *params;
 
-	(void)allow;
-	(void)scope;
-	if (event != APPROVAL_EVENT_PENDING) {
-		for (e = st->elicits; e != NULL; e = e->next) {
-			if (e->approval == info->id) {
-				wrap_elicit_unlink(e);
-				mcp_wrap_request_cancel(st->relay, e->request,
-				                        approval_event_name(event));
-				free(e);
-				return;
-			}
-		}
-		return;
-	}
-	if (!mcp_wrap_client_elicits(st->relay))
-		return;
-	e = calloc(1, sizeof(*e));
-	params = mcp_elicit_approval_params(info);
-	if (e == NULL || params == NULL) {
-		free(e);
-		json_decref(params);
-		return;
-	}
-	e->st = st;
-	e->approval = info->id;
-	e->next = st->elicits;
-	st->elicits = e;
-	e->request =
-	    mcp_wrap_request(st->relay, "elicitation/create", params, on_wrap_elicit_response, e);
-	if (e->request < 0) {
-		wrap_elicit_unlink(e);
-		free(e);
-	}
+	return mcp_wrap_request(st->relay, "elicitation/create", params, cb, cb_arg);
+}
+
+static void
+wrap_elicit_cancel(void *arg, long long id, const char *reason)
+{
+	struct wrap_state *st = arg;
+
+	mcp_wrap_request_cancel(st->relay, id, reason);
+}
+
+static bool
+wrap_client_elicits(void *arg)
+{
+	struct wrap_state *st = arg;
+
+	return mcp_wrap_client_elicits(st->relay);
 }
 
 /* "N/s", "N/m", "N/h" or "N" (per second). 0 or -EINVAL. */
@@ -252,22 +198,8 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 	if (argv[optind][0] == '\0')
 		return gw_fail(CMD, "the command name is empty");
 	f->argv = argv + optind;
+	f->argc = argc - optind;
 	return 0;
-}
-
-/* ---- the gate (as `run` sets it up) ----------------------------------------- */
-
-static int
-attach_network(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, size_t hub_len,
-               char *err, size_t errlen)
-{
-	struct wrap_state *st = arg;
-
-	/* Transparent by default: Node's fetch ignores the proxy variables (Node
-	 * 20 has no NODE_USE_ENV_PROXY), and servers from npm use it. */
-	return gw_setup_open_gate(&st->gw, &st->setup, netns_fd, sandbox_id,
-	                          !st->flags->no_transparent, &st->gate, hub_addr, hub_len, err,
-	                          errlen);
 }
 
 /* ---- events -------------------------------------------------------------- */
@@ -279,15 +211,15 @@ maybe_stop(struct wrap_state *st)
 		event_base_loopexit(st->gw.base, NULL);
 }
 
+/* The server's sandbox ended and the job reported it. */
 static void
-on_child_exit(evutil_socket_t fd, short what, void *arg)
+on_job_done(struct exec_job *job, const struct exec_job_result *r, void *arg)
 {
 	struct wrap_state *st = arg;
 
-	(void)fd;
-	(void)what;
+	(void)job;
+	st->res = r->res;
 	st->child_exited = true;
-	event_del(st->ev_child);
 	maybe_stop(st);
 }
 
@@ -307,11 +239,12 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	log_info("wrap: signal %d: stopping the server", (int)sig);
-	exec_sandbox_kill(st->sandbox);
+	if (!st->child_exited)
+		exec_sandbox_kill(exec_job_sandbox(st->job));
 }
 
 /*
- * Starts the sandbox with its stdin and stdout on pipes, handed to it
+ * Starts the server's job with its stdin and stdout on pipes, handed to it
  * through the spec (its stderr is ours): our own fds 0 and 1 are the
  * client's channel and stay where they are throughout.
  */
@@ -320,25 +253,39 @@ start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in
              char *err, size_t errlen)
 {
 	int to_server[2] = {-1, -1}, from_server[2] = {-1, -1};
-	struct exec_spec sp = *spec;
+	struct exec_job_spec js = {0};
+	json_t *detail = NULL;
 	int rc;
 
 	if (pipe2(to_server, O_CLOEXEC) != 0 || pipe2(from_server, O_CLOEXEC) != 0) {
 		rc = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		gw_set_err(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	sp.set_stdio = true;
-	sp.stdin_fd = to_server[0];
-	sp.stdout_fd = from_server[1];
-	sp.stderr_fd = -1;
-	rc = exec_sandbox_start(&sp, attach_network, st, &st->sandbox, err, errlen);
+	js.door = CMD;
+	js.sandbox = *spec;
+	js.sandbox.set_stdio = true;
+	js.sandbox.stdin_fd = to_server[0];
+	js.sandbox.stdout_fd = from_server[1];
+	js.sandbox.stderr_fd = -1;
+	/* Transparent by default: Node's fetch ignores the proxy variables (Node
+	 * 20 has no NODE_USE_ENV_PROXY), and servers from npm use it. */
+	js.hub = st->setup.hub;
+	js.gate.transparent = !st->flags->no_transparent;
+	js.gate.proxy = st->setup.proxy;
+	js.gate.dns = st->setup.dns;
+	detail = json_pack("{s:i}", "argc", st->flags->argc);
+	js.detail = detail;
+	js.done = on_job_done;
+	js.arg = st;
+	rc = exec_job_start(&st->gw, &js, &st->job, err, errlen);
 	if (rc == 0) {
 		*server_in = to_server[1];
 		*server_out = from_server[0];
 		to_server[1] = from_server[0] = -1;
 	}
 out:
+	json_decref(detail);
 	for (int i = 0; i < 2; i++) {
 		if (to_server[i] >= 0)
 			close(to_server[i]);
@@ -361,10 +308,15 @@ static int
 run_wrap(int argc, char **argv)
 {
 	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+	static const struct mcp_elicit_ops elicit_ops = {
+	    .request = wrap_elicit_request,
+	    .cancel = wrap_elicit_cancel,
+	    .client_elicits = wrap_client_elicits,
+	};
 	struct wrap_flags f = {0};
 	struct wrap_state st = {0};
 	struct exec_spec spec = {0};
-	struct exec_result res;
+	struct exec_result *res_p = &st.res;
 	struct mcp_wrap_config wcfg = {0};
 	char err[512], home[PATH_MAX];
 	int rc, exit_code = GW_EXIT_FAILURE, server_in = -1, server_out = -1;
@@ -401,7 +353,7 @@ run_wrap(int argc, char **argv)
 	wcfg.tools_deny = f.ndeny > 0 ? f.tools_deny : NULL;
 	wcfg.rate = f.rate;
 	wcfg.audit = st.gw.audit;
-	wcfg.sandbox_id = exec_sandbox_id(st.sandbox);
+	wcfg.sandbox_id = exec_job_sandbox_id(st.job);
 	wcfg.on_server_done = on_server_done;
 	wcfg.arg = &st;
 	rc = mcp_wrap_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, server_in, server_out, &wcfg,
@@ -411,16 +363,9 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "cannot relay stdio: %s", strerror(-rc));
 		goto out;
 	}
-	rc = approvals_listen(st.gw.approvals, on_wrap_approval, &st);
-	if (rc < 0) {
-		gw_fail(CMD, "out of memory");
-		goto out;
-	}
-	st.approvals_listener = rc;
-	st.ev_child =
-	    event_new(st.gw.base, exec_sandbox_pidfd(st.sandbox), EV_READ, on_child_exit, &st);
-	if (st.ev_child == NULL || event_add(st.ev_child, NULL) != 0) {
-		gw_fail(CMD, "cannot watch the sandbox");
+	rc = mcp_elicit_open(st.gw.approvals, &elicit_ops, &st, &st.elicit);
+	if (rc != 0) {
+		gw_fail(CMD, "cannot listen to approvals: %s", strerror(-rc));
 		goto out;
 	}
 	for (size_t i = 0; i < 3; i++) {
@@ -435,20 +380,19 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "event loop failed");
 		goto out;
 	}
-	if (exec_sandbox_finish(st.sandbox, &res) != 0) {
-		gw_fail(CMD, "cannot reap the sandbox");
+	if (!st.child_exited) {
+		gw_fail(CMD, "event loop failed");
 		goto out;
 	}
-	exit_code = res.exit_status;
-	if (res.setup_failed)
-		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res.failed_step,
-		        strerror(res.failed_errno));
-	else if (res.exec_failed)
-		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res.failed_errno));
+	exit_code = res_p->exit_status;
+	if (res_p->setup_failed)
+		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res_p->failed_step,
+		        strerror(res_p->failed_errno));
+	else if (res_p->exec_failed)
+		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res_p->failed_errno));
 out:
 	/* No approval event may reach a freed relay. */
-	if (st.approvals_listener > 0)
-		approvals_unlisten(st.gw.approvals, st.approvals_listener);
+	mcp_elicit_free(st.elicit);
 	mcp_wrap_free(st.relay);
 	if (server_in >= 0)
 		close(server_in);
@@ -458,10 +402,8 @@ out:
 		if (st.ev_sig[i] != NULL)
 			event_free(st.ev_sig[i]);
 	}
-	if (st.ev_child != NULL)
-		event_free(st.ev_child);
-	exec_sandbox_free(st.sandbox);
-	exec_gate_close(st.gate);
+	/* The sandbox, its gate's listeners and fds (exec/job.h). */
+	exec_job_free(st.job);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	gw_sandbox_flags_free(&f.sb);
 	return exit_code;

@@ -95,6 +95,38 @@ json_t *mcp_elicit_approval_params(const struct approval_info *info);
  */
 int mcp_elicit_approval_answer(const json_t *result, const json_t *error, bool *allow, int *scope);
 
+/*
+ * MCP elicitation as an approval channel (gateway/mcp/elicit.c), shaped like
+ * the terminal prompt (gateway/prompt.h): open it on a registry and each
+ * pending approval the owner cares about is asked of the client; an answer
+ * decides it, a decision on any other channel withdraws the question.
+ */
+struct mcp_elicit_channel;
+typedef void (*mcp_response_fn)(const json_t *result, const json_t *error, void *arg);
+struct mcp_elicit_ops {
+	/* The transport: elicitation/create with params (stolen) to the client,
+	 * as mcp_server_request (id > 0 or negative errno); its cancel; and
+	 * whether the client elicits now. Required. */
+	long long (*request)(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg);
+	void (*cancel)(void *arg, long long id, const char *reason);
+	bool (*client_elicits)(void *arg);
+	/* Whether an approval is the owner's (pending, or over: !pending);
+	 * NULL: every approval of the registry. */
+	bool (*concerns)(void *arg, const struct approval_info *info, bool pending);
+	void (*asked)(void *arg);                /* a question went out; may be NULL */
+	void (*answered)(void *arg, bool allow); /* the user decided; may be NULL */
+};
+struct approvals;
+/* 0 or negative errno (*out NULL). ops is copied; arg is every op's. */
+int mcp_elicit_open(struct approvals *a, const struct mcp_elicit_ops *ops, void *arg,
+                    struct mcp_elicit_channel **out);
+/*
+ * Stops listening. Questions still out are left to the transport, whose
+ * answer or last call (freed: both NULL) frees them: free the channel
+ * before the transport. Accepts NULL.
+ */
+void mcp_elicit_free(struct mcp_elicit_channel *ch);
+
 /* ---- the line channel ------------------------------------------------------ */
 
 struct mcp_chan;
@@ -236,7 +268,6 @@ struct mcp_server *mcp_call_server(struct mcp_call *c);
  * server is freed first. params stolen. Returns the request's id (> 0) or
  * -ENOMEM.
  */
-typedef void (*mcp_response_fn)(const json_t *result, const json_t *error, void *arg);
 long long mcp_server_request(struct mcp_server *s, const char *method, json_t *params,
                              mcp_response_fn cb, void *arg);
 /* Forgets a request (cb is not called) and tells the client: notifications/cancelled. */
@@ -248,7 +279,7 @@ void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
 /* The same with a JSON value as its data (a reference is taken). */
 void mcp_server_log_json(struct mcp_server *s, const char *level, json_t *data);
 
-/* ---- the tools of `tollgate serve` (gateway/mcp_tools.c) ---------------------- */
+/* ---- the tools of `tollgate serve` (gateway/mcp/tools.c, jobs.c, sessions.c) -- */
 
 struct gw_context;
 struct proxy;
@@ -256,7 +287,6 @@ struct dns_server;
 struct exec_hub;
 struct exec_queue;
 struct mcp_job;
-struct mcp_elicit;
 struct mcp_session;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
@@ -271,11 +301,10 @@ struct mcp_serve_ctx {
 	/* Admission of execute_code / validate_code (--max-sandboxes running,
 	 * --max-queued waiting, then refused); NULL: each call starts at once. */
 	struct exec_queue *queue;
-	struct mcp_job *jobs;       /* executions waiting or running */
-	struct mcp_server *server;  /* for requests to the client (elicitation) */
-	int approvals_listener;     /* approvals_listen handle, 0: none */
-	int events_sub;             /* the bus subscription for notifications, 0: none */
-	struct mcp_elicit *elicits; /* approvals being asked of the client */
+	struct mcp_job *jobs;              /* executions waiting or running */
+	struct mcp_server *server;         /* for requests to the client (elicitation) */
+	struct mcp_elicit_channel *elicit; /* approvals asked of the client (elicit.c) */
+	int events_sub;                    /* the bus subscription for notifications, 0: none */
 	/* set_resource_limits: defaults for later calls (0: none / --timeout). */
 	long def_ram_mb, def_cpu_seconds, def_pids;
 	double def_timeout;

@@ -250,6 +250,17 @@ if (scenario === "everything") {
       ...r, asked: elicitations.length - before, message: elicitations[before]?.message ?? null,
     });
   }
+} else if (scenario === "vocab") {
+  // One call of serve in a fresh sandbox, then a session with two calls:
+  // test_job_vocabulary.sh compares the audit rows they leave with run's
+  // and wrap's.
+  out("fresh", await call(client, "execute_code", { language: "sh", code: "echo fresh" }));
+  const s = await call(client, "create_session", {});
+  out("session", s);
+  const id = s.structured?.session_id;
+  out("sess-1", await call(client, "execute_code", { language: "sh", code: "echo one", session_id: id }));
+  out("sess-2", await call(client, "execute_code", { language: "sh", code: "exit 3", session_id: id }));
+  out("terminated", await call(client, "terminate_session", { session_id: id }));
 } else {
   out("error", { message: `unknown scenario ${scenario}` });
 }

@@ -1,0 +1,1081 @@
+/*
+ * `tollgate serve`'s execute_code and validate_code as jobs: a call is
+ * checked, its code written, then queued (exec/queue.h) and, once admitted,
+ * run as an exec/job.h job (a fresh sandbox, or a session's command) whose
+ * progress reaches the client each second and whose output, refused egress
+ * and signed artifacts make its answer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "exec/artifact.h"
+#include "exec/exec.h"
+#include "exec/gate.h"
+#include "exec/job.h"
+#include "exec/queue.h"
+#include "exec/redact.h"
+#include "exec/runtime.h"
+#include "exec/session.h"
+#include "exec/vault.h"
+#include "gateway/bridges.h"
+#include "gateway/core/clock.h"
+#include "gateway/core/err.h"
+#include "gateway/core/fdio.h"
+#include "gateway/core/gateway.h"
+#include "gateway/core/log.h"
+#include "gateway/mcp/mcp.h"
+#include "gateway/mcp/serve.h"
+#include "policy/audit.h"
+#include "policy/policy.h"
+
+#define JOB_CODE_MAX (1024 * 1024)
+#define JOB_OUTPUT_MAX (1024 * 1024) /* per stream */
+#define JOB_REFUSED_MAX 50
+#define JOB_ENV_MAX (VAULT_INJECT_MAX + 2)
+#define TRUNCATED_MARK "\n[... output truncated by tollgate ...]\n"
+
+/* The snippet's name in /work, by language (enum exec_lang's order). */
+static const char *const code_files[EXEC_LANG_COUNT] = {"main.py", "main.js", "main.sh"};
+
+struct mcp_job {
+	struct mcp_serve_ctx *ctx;
+	struct mcp_call *call;
+	struct policy *policy;
+	struct exec_job *job; /* the sandbox's life, once admitted (exec/job.h) */
+	struct event *ev_tick, *ev_out, *ev_err;
+	struct evbuffer *out, *err;
+	bool out_truncated, err_truncated, cancelled;
+	bool validate; /* validate_code: a syntax check, not a run */
+	enum exec_lang lang;
+	int out_fd, err_fd;
+	int code_fd; /* validate_code: the code file, the checker's stdin */
+	char workdir[PATH_MAX];
+	double timeout;
+	struct timespec submitted, started;
+	/* The queue's ticket: waiting (queued) until admitted, which holds a
+	 * slot that job_free gives back, once, whatever the outcome. */
+	uint64_t ticket;
+	bool queued, admitted;
+	int64_t started_ms; /* wall clock, for a session call's own audit rows */
+	/* What the job is started with once admitted (argv points at file). */
+	struct exec_spec spec;
+	const char *argv[6];
+	char interp[PATH_MAX];
+	char file[64];
+	char waiting[POLICY_HOST_MAX + 16]; /* "host:port" an approval holds, or "" */
+	struct vault_inject *secrets;       /* execute_code's secrets, or NULL */
+	struct redact *redact;              /* their values, redacted from the output */
+	struct exec_artifact_out *art;      /* out: true */
+	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
+	const char *out_env[JOB_ENV_MAX];   /* TOLLGATE_OUT and the secrets' variables */
+	struct mcp_session *session;        /* session_id's, or NULL */
+	struct mcp_job *next;
+};
+
+static double
+job_elapsed(const struct mcp_job *j)
+{
+	return gw_clock_since(&j->started);
+}
+
+/* The sandbox the job's code runs in: its own, or its session's. */
+static const char *
+job_sandbox_id(const struct mcp_job *j)
+{
+	if (j->job != NULL)
+		return exec_job_sandbox_id(j->job);
+	if (j->session != NULL)
+		return exec_session_sandbox_id(j->session->es);
+	return "";
+}
+
+static void
+job_free(struct mcp_job *j)
+{
+	struct mcp_job **pp;
+
+	if (j == NULL)
+		return;
+	/* The one place a job leaves the queue: a waiting one is withdrawn, an
+	 * admitted one gives its slot to the next. */
+	if (j->queued)
+		exec_queue_cancel(j->ctx->queue, j->ticket);
+	else if (j->admitted)
+		exec_queue_done(j->ctx->queue, j->ticket);
+	j->queued = j->admitted = false;
+	/* Freed while its session command runs (the server stops): the
+	 * session goes with it (exec_job_free). */
+	if (j->session != NULL && j->job != NULL && exec_job_running(j->job))
+		j->session->ended = true;
+	/* The sandbox, its gate's listeners and fds, its timers. */
+	exec_job_free(j->job);
+	j->job = NULL;
+	if (j->session != NULL)
+		j->session->busy = false;
+	for (pp = &j->ctx->jobs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	}
+	if (j->ev_tick != NULL)
+		event_free(j->ev_tick);
+	if (j->ev_out != NULL)
+		event_free(j->ev_out);
+	if (j->ev_err != NULL)
+		event_free(j->ev_err);
+	if (j->out_fd >= 0)
+		close(j->out_fd);
+	if (j->err_fd >= 0)
+		close(j->err_fd);
+	if (j->code_fd >= 0)
+		close(j->code_fd);
+	policy_free(j->policy);
+	redact_free(j->redact);
+	vault_inject_free(j->secrets);
+	exec_artifact_out_free(j->art);
+	if (j->workdir[0] != '\0' && exec_remove_tree(j->workdir) != 0)
+		log_warnx("serve: cannot remove %s", j->workdir);
+	if (j->out != NULL)
+		evbuffer_free(j->out);
+	if (j->err != NULL)
+		evbuffer_free(j->err);
+	free(j);
+}
+
+/* Reads what a stream has now, keeping at most JOB_OUTPUT_MAX. -1 at EOF. */
+static int
+drain_stream(int fd, struct evbuffer *buf, bool *truncated)
+{
+	char chunk[16384];
+	ssize_t n;
+	size_t room;
+
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -1;
+		if (n == 0)
+			return -1;
+		room = JOB_OUTPUT_MAX - evbuffer_get_length(buf);
+		if ((size_t)n > room) {
+			*truncated = true;
+			n = (ssize_t)room;
+		}
+		if (n > 0)
+			evbuffer_add(buf, chunk, (size_t)n);
+	}
+}
+
+static void
+on_job_output(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcp_job *j = arg;
+	bool is_out = fd == j->out_fd;
+
+	(void)what;
+	if (drain_stream(fd, is_out ? j->out : j->err,
+	                 is_out ? &j->out_truncated : &j->err_truncated) < 0)
+		event_del(is_out ? j->ev_out : j->ev_err);
+}
+
+struct refused_collect {
+	json_t *list;
+};
+
+static int
+collect_refused(const struct audit_row *row, void *arg)
+{
+	struct refused_collect *rc = arg;
+
+	if (json_array_size(rc->list) >= JOB_REFUSED_MAX)
+		return 0;
+	json_array_append_new(
+	    rc->list, json_pack("{s:s#, s:I, s:s#, s:s#}", "host", row->host ? row->host : "",
+	                        row->host ? row->host_len : 0, "port", (json_int_t)row->port,
+	                        "kind", row->kind, row->kind_len, "reason",
+	                        row->reason ? row->reason : "", row->reason ? row->reason_len : 0));
+	return 0;
+}
+
+/* The gate's refusals for this sandbox, from the audit log. */
+static json_t *
+refused_egress(struct mcp_job *j)
+{
+	struct refused_collect rc = {json_array()};
+	struct audit_filter f = {0};
+	struct audit_reader *r = NULL;
+	char err[256];
+
+	if (j->ctx->gw->audit == NULL || j->ctx->audit_path == NULL || rc.list == NULL)
+		return rc.list;
+	audit_flush(j->ctx->gw->audit);
+	if (audit_reader_open(j->ctx->audit_path, &r, err, sizeof(err)) != 0) {
+		log_warnx("serve: reading the audit log: %s", err);
+		return rc.list;
+	}
+	f.sandbox = job_sandbox_id(j);
+	/* A session's sandbox serves many calls: this call's rows only. */
+	if (j->session != NULL)
+		f.since_ms = j->started_ms;
+	f.decision = "deny";
+	if (audit_query(r, &f, collect_refused, &rc, NULL, err, sizeof(err)) != 0)
+		log_warnx("serve: querying the audit log: %s", err);
+	audit_reader_free(r);
+	return rc.list;
+}
+
+static int
+redact_to_buffer(void *arg, const uint8_t *p, size_t n)
+{
+	return evbuffer_add(arg, p, n) == 0 ? 0 : -ENOMEM;
+}
+
+/*
+ * The secrets' values (and their encodings) become REDACT_MARKER. The whole
+ * output is here (capped), so a value split across reads is still found;
+ * when the cap cut the output, the held-back tail (a prefix of a value,
+ * maybe) is dropped rather than shown.
+ */
+static int
+redact_buffer(const struct redact *set, struct evbuffer *buf, bool truncated)
+{
+	struct evbuffer *clean = evbuffer_new();
+	struct redact_stream *rs = NULL;
+	size_t len = evbuffer_get_length(buf);
+	const uint8_t *p = evbuffer_pullup(buf, -1);
+	int rc = -ENOMEM;
+
+	if (clean == NULL || redact_stream_new(set, redact_to_buffer, clean, &rs) != 0)
+		goto out;
+	rc = redact_stream_feed(rs, p != NULL ? p : (const uint8_t *)"", len);
+	if (rc == 0 && !truncated)
+		rc = redact_stream_finish(rs);
+	if (rc != 0)
+		goto out;
+	evbuffer_drain(buf, len);
+	evbuffer_add_buffer(buf, clean);
+out:
+	redact_stream_free(rs);
+	if (clean != NULL)
+		evbuffer_free(clean);
+	if (rc != 0)
+		evbuffer_drain(buf, evbuffer_get_length(buf)); /* never the raw bytes */
+	return rc;
+}
+
+static json_t *
+buffer_string(struct evbuffer *buf, bool truncated)
+{
+	const char *p;
+	json_t *s;
+
+	if (truncated)
+		evbuffer_add(buf, TRUNCATED_MARK, strlen(TRUNCATED_MARK));
+	p = (const char *)evbuffer_pullup(buf, -1);
+	s = json_stringn(p != NULL ? p : "", evbuffer_get_length(buf));
+	if (s == NULL && p != NULL) {
+		/* Not UTF-8 (binary output, or a character cut by the cap): jansson
+		 * refuses it, so bytes outside ASCII become '?'. */
+		size_t len = evbuffer_get_length(buf);
+		char *copy = malloc(len + 1);
+
+		if (copy != NULL) {
+			for (size_t i = 0; i < len; i++)
+				copy[i] = (unsigned char)p[i] < 0x80 ? p[i] : '?';
+			s = json_stringn(copy, len);
+			free(copy);
+		}
+	}
+	return s != NULL ? s : json_string("[output is not text]");
+}
+
+/*
+ * A syntax checker's verdict, {valid, line, message}, from its output
+ * (exec/runtime.h reads the checkers' errors, for `tollgate validate` too).
+ */
+static json_t *
+validation_result(struct mcp_job *j, int status)
+{
+	const char *language = exec_runtime_lang_name(j->lang);
+	char message[512] = "", *text;
+	size_t len;
+	long line = 0;
+
+	if (status == 0)
+		return json_pack("{s:b, s:n, s:n, s:s}", "valid", 1, "line", "message", "language",
+		                 language);
+	/* stderr first (where the checkers write), then stdout, as one string. */
+	evbuffer_add_buffer(j->err, j->out);
+	len = evbuffer_get_length(j->err);
+	text = malloc(len + 1);
+	if (text == NULL)
+		return NULL;
+	evbuffer_copyout(j->err, text, len);
+	text[len] = '\0';
+	if (exec_runtime_parse_check(j->lang, text, &line, message, sizeof(message)) != 0)
+		snprintf(message, sizeof(message), "%.*s", (int)(len < 300 ? len : 300), text);
+	free(text);
+	return json_pack("{s:b, s:o, s:s, s:s}", "valid", 0, "line",
+	                 line > 0 ? json_integer(line) : json_null(), "message",
+	                 message[0] != '\0' ? message : "invalid", "language", language);
+}
+
+/* The job signed the run's output dir: named now by the sandbox id (the run id). */
+static json_t *
+job_name_artifacts(struct mcp_job *j)
+{
+	char err[512], final[sizeof(((struct mcp_serve_ctx *)0)->art_root) + 160];
+	const char *id = job_sandbox_id(j);
+
+	snprintf(final, sizeof(final), "%s/%s", j->ctx->art_root, id);
+	if (rename(j->art_dir, final) != 0) {
+		log_warnx("serve: naming %s: %s", j->art_dir, strerror(errno));
+		return NULL;
+	}
+	snprintf(j->art_dir, sizeof(j->art_dir), "%s", final);
+	return serve_manifest_files(final, err, sizeof(err));
+}
+
+/* The code has ended: answers the call with res and frees the job. */
+static void
+job_report(struct mcp_job *j, const struct exec_job_result *r)
+{
+	const struct exec_result res = r->res;
+	json_t *result, *structured, *refused, *artifacts;
+	char text[512];
+	int status = res.exit_status; /* 124 when the timeout killed it */
+
+	if (r->timed_out)
+		j->ctx->stats.timed_out++;
+	if (j->cancelled)
+		j->ctx->stats.cancelled++;
+	if (res.setup_failed) {
+		j->ctx->stats.failed++;
+		mcp_call_fail(j->call, "tollgate: sandbox set-up failed at '%s': %s",
+		              res.failed_step, strerror(res.failed_errno));
+		goto out;
+	}
+	if (j->validate) {
+		structured = validation_result(j, status);
+		if (structured == NULL || r->timed_out) {
+			json_decref(structured);
+			mcp_call_fail(j->call, "tollgate: the syntax check %s",
+			              r->timed_out ? "timed out" : "failed");
+			goto out;
+		}
+		snprintf(text, sizeof(text), "%s",
+		         json_is_true(json_object_get(structured, "valid")) ? "valid" : "invalid");
+		result = mcp_tool_text_result(text, false);
+		{
+			char *dump = json_dumps(structured, JSON_COMPACT);
+
+			if (dump != NULL) {
+				json_decref(result);
+				result = mcp_tool_text_result(dump, false);
+				free(dump);
+			}
+		}
+		json_object_set_new(result, "structuredContent", structured);
+		mcp_call_finish(j->call, result);
+		goto out;
+	}
+	if (j->redact != NULL && (redact_buffer(j->redact, j->out, j->out_truncated) != 0 ||
+	                          redact_buffer(j->redact, j->err, j->err_truncated) != 0)) {
+		mcp_call_fail(j->call, "tollgate: cannot redact the output");
+		goto out;
+	}
+	if (j->art != NULL && r->signed_detail == NULL)
+		log_warnx("serve: signing %s: %s", j->art_dir, r->sign_err);
+	artifacts = r->signed_detail != NULL ? job_name_artifacts(j) : NULL;
+	if (j->art != NULL && artifacts == NULL) {
+		mcp_call_fail(j->call, "tollgate: cannot sign the output directory");
+		goto out;
+	}
+	refused = refused_egress(j);
+	j->ctx->stats.completed++;
+	j->ctx->stats.refused_egress += json_array_size(refused);
+	structured =
+	    json_pack("{s:s, s:i, s:o, s:o, s:b, s:o, s:o, s:o, s:f}", "sandbox_id",
+	              job_sandbox_id(j), "exit_status", status, "exit_code",
+	              res.exit_code >= 0 ? json_integer(res.exit_code) : json_null(), "signal",
+	              res.signal > 0 ? json_integer(res.signal) : json_null(), "timed_out",
+	              r->timed_out, "stdout", buffer_string(j->out, j->out_truncated), "stderr",
+	              buffer_string(j->err, j->err_truncated), "refused_egress", refused,
+	              "duration_seconds", job_elapsed(j));
+	if (structured == NULL) {
+		json_decref(artifacts);
+		mcp_call_fail(j->call, "tollgate: out of memory");
+		goto out;
+	}
+	/* The memory cgroup's count (a fresh sandbox's; a session's is not per
+	 * call): null where unknown. */
+	json_object_set_new(structured, "oom_killed",
+	                    res.oom_known ? json_boolean(res.oom_killed) : json_null());
+	if (artifacts != NULL) {
+		json_object_set_new(structured, "artifacts", artifacts);
+		json_object_set_new(structured, "run_id", json_string(job_sandbox_id(j)));
+	}
+	snprintf(text, sizeof(text),
+	         "execute_code: sandbox %s: exit status %d%s; %zu connection(s) refused",
+	         job_sandbox_id(j), status, r->timed_out ? " (timed out)" : "",
+	         json_array_size(json_object_get(structured, "refused_egress")));
+	mcp_call_log(j->call,
+	             json_array_size(json_object_get(structured, "refused_egress")) > 0 ? "warning"
+	                                                                                : "info",
+	             text);
+	/* The full result is structuredContent; the text content carries it too,
+	 * for clients that show only text. */
+	{
+		char *dump = json_dumps(structured, JSON_COMPACT);
+
+		result = mcp_tool_text_result(dump != NULL ? dump : text, false);
+		free(dump);
+	}
+	json_object_set_new(result, "structuredContent", structured);
+	mcp_call_finish(j->call, result);
+out:
+	j->call = NULL;
+	job_free(j);
+}
+
+/*
+ * The job has ended and reported (exec/job.c: rows, events, signing): the
+ * call gets its answer, and the mcp_job (with the exec_job) is freed.
+ */
+static void
+on_exec_job_done(struct exec_job *job, const struct exec_job_result *r, void *arg)
+{
+	struct mcp_job *j = arg;
+	struct mcp_session *ms = j->session;
+
+	(void)job;
+	/* What the command wrote is in the pipes; a process it left in the
+	 * background (a session's) may hold them open, so read what is there. */
+	drain_stream(j->out_fd, j->out, &j->out_truncated);
+	drain_stream(j->err_fd, j->err, &j->err_truncated);
+	if (ms != NULL && r->res.setup_failed && exec_session_ended(ms->es)) {
+		mcp_call_fail(j->call, "tollgate: the session's sandbox ended: %s",
+		              exec_session_end_reason(ms->es) != NULL
+		                  ? exec_session_end_reason(ms->es)
+		                  : "set-up failed");
+		j->call = NULL;
+		job_free(j);
+		return;
+	}
+	job_report(j, r);
+}
+
+/* Jobs queued before j: tickets grow in FIFO order, and serve's jobs are
+ * the queue's only users. */
+static size_t
+job_queued_before(const struct mcp_job *j)
+{
+	size_t n = 0;
+
+	for (const struct mcp_job *o = j->ctx->jobs; o != NULL; o = o->next) {
+		if (o->queued && o->ticket < j->ticket)
+			n++;
+	}
+	return n;
+}
+
+/* How many waiting jobs start before j: those queued earlier less the slots
+ * free now, which the queue is about to hand out. */
+static size_t
+job_ahead(const struct mcp_job *j)
+{
+	struct exec_queue_stats qs;
+	size_t before = job_queued_before(j), free_slots;
+
+	exec_queue_get_stats(j->ctx->queue, &qs);
+	free_slots = qs.max_running > qs.running ? (size_t)(qs.max_running - qs.running) : 0;
+	return before > free_slots ? before - free_slots : 0;
+}
+
+/* Whether j will wait for a slot rather than start on the next turn. */
+static bool
+job_must_wait(const struct mcp_job *j)
+{
+	struct exec_queue_stats qs;
+
+	exec_queue_get_stats(j->ctx->queue, &qs);
+	return qs.running + job_queued_before(j) >= qs.max_running;
+}
+
+/*
+ * Progress counts seconds since the call came (it must only grow); while
+ * running, the total is the wait so far plus the timeout, which counts
+ * from the start.
+ */
+static void
+job_progress_waiting(struct mcp_job *j)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "waiting for a sandbox slot (%zu ahead)", job_ahead(j));
+	mcp_call_progress(j->call, gw_clock_since(&j->submitted), 0, msg);
+}
+
+/* Once a second: progress for the client, and a cancelled call's kill. */
+static void
+on_job_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcp_job *j = arg;
+	char msg[320];
+	double waited;
+
+	(void)fd;
+	(void)what;
+	if (j->queued) {
+		if (!mcp_call_cancelled(j->call)) {
+			job_progress_waiting(j);
+			return;
+		}
+		/* Withdrawn (job_free). The client has forgotten the call, so
+		 * the answer is dropped; it ends all the same. */
+		j->ctx->stats.cancelled++;
+		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
+		j->call = NULL;
+		job_free(j);
+		return;
+	}
+	if (mcp_call_cancelled(j->call) && !j->cancelled) {
+		j->cancelled = true;
+		if (j->job != NULL)
+			exec_job_cancel(j->job);
+		return;
+	}
+	if (j->waiting[0] != '\0')
+		snprintf(msg, sizeof(msg), "running for %.0f s; waiting for approval of %.*s",
+		         job_elapsed(j), 200, j->waiting);
+	else
+		snprintf(msg, sizeof(msg), "running for %.0f s", job_elapsed(j));
+	waited = gw_clock_since(&j->submitted) - job_elapsed(j);
+	mcp_call_progress(j->call, waited + job_elapsed(j), waited + j->timeout, msg);
+}
+
+/* The output pipes: our read ends non-blocking, the command's blocking, as
+ * a program expects of its stdout. */
+static int
+job_pipes(int out[2], int errp[2], char *err, size_t errlen)
+{
+	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(errp, O_CLOEXEC | O_NONBLOCK) != 0) {
+		gw_set_err(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	fcntl(out[1], F_SETFL, 0);
+	fcntl(errp[1], F_SETFL, 0);
+	return 0;
+}
+
+/* Keeps the read ends as the job's; closes whatever else is open. */
+static void
+job_pipes_done(struct mcp_job *j, int out[2], int errp[2], bool keep)
+{
+	if (keep) {
+		j->out_fd = out[0];
+		j->err_fd = errp[0];
+		out[0] = errp[0] = -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+}
+
+/*
+ * Starts the job (exec/job.h): a fresh sandbox, or the command in its
+ * session's, with stdin on /dev/null (validate_code: the code file) and
+ * stdout/stderr on pipes handed over through the spec: our own fds 0-2 are
+ * the MCP channel and stay where they are throughout.
+ */
+static int
+job_start(struct mcp_job *j, char *err, size_t errlen)
+{
+	struct mcp_serve_ctx *ctx = j->ctx;
+	struct mcp_session *ms = j->session;
+	struct exec_job_spec js = {0};
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, in_fd = -1;
+	json_t *detail = NULL;
+	int rc;
+
+	if (ms != NULL && (ms->ended || exec_session_ended(ms->es))) {
+		gw_set_err(err, errlen, "session %s has ended", exec_session_id(ms->es));
+		return -ESHUTDOWN;
+	}
+	/* This call's policy for the session's listeners: new connections and
+	 * queries are decided by it (ones in flight keep theirs). */
+	if (ms != NULL && ms->gate != NULL) {
+		rc = exec_gate_set_policy(ms->gate, j->policy);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "session policy: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	rc = job_pipes(out, errp, err, errlen);
+	if (rc != 0)
+		goto out;
+	in_fd = j->code_fd >= 0 ? j->code_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in_fd < 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "/dev/null: %s", strerror(errno));
+		goto out;
+	}
+	detail = json_pack("{s:s, s:b}", "language", exec_runtime_lang_name(j->lang), "validate",
+	                   j->validate);
+	js.door = "serve";
+	js.sandbox = j->spec;
+	js.sandbox.set_stdio = true;
+	js.sandbox.stdin_fd = in_fd;
+	js.sandbox.stdout_fd = out[1];
+	js.sandbox.stderr_fd = errp[1];
+	js.session = ms != NULL ? ms->es : NULL;
+	js.hub = ctx->hub; /* NULL with --no-network */
+	js.policy = j->policy;
+	js.gate.proxy = ctx->proxy;
+	js.gate.dns = ctx->dns;
+	js.timeout = j->timeout;
+	js.secrets = j->secrets;
+	js.art = j->art;
+	js.publish_signed = gw_bridge_publish_signed;
+	js.detail = detail;
+	js.done = on_exec_job_done;
+	js.arg = j;
+	rc = exec_job_start(ctx->gw, &js, &j->job, err, errlen);
+out:
+	json_decref(detail);
+	job_pipes_done(j, out, errp, rc == 0);
+	if (in_fd >= 0 && in_fd != j->code_fd)
+		close(in_fd);
+	return rc;
+}
+
+static int
+write_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = gw_write_all(fd, data, len);
+	close(fd);
+	return rc;
+}
+
+static void job_launch(struct mcp_job *j);
+static void on_job_admitted(void *arg, uint64_t ticket);
+static void
+start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool validate)
+{
+	const json_t *lang = json_object_get(args, "language");
+	const json_t *code = json_object_get(args, "code");
+	const json_t *domains = json_object_get(args, "allowed_domains");
+	const json_t *timeout = json_object_get(args, "timeout");
+	const json_t *limits = json_object_get(args, "limits");
+	const json_t *secrets = json_object_get(args, "secrets");
+	const json_t *session = json_object_get(args, "session_id");
+	enum exec_lang lng;
+	const char *code_name;
+	struct exec_spec spec = {0};
+	struct policy *rules = NULL;
+	struct mcp_job *j = NULL;
+	char err[512], path[PATH_MAX + 16];
+	struct timeval tv;
+	size_t i;
+	int rc;
+
+	/* Bad arguments are refused here, at once: only a call that can run
+	 * goes through the queue (on_job_admitted starts it). */
+	if (!json_is_string(lang) || !json_is_string(code)) {
+		mcp_call_fail(c, "language and code are required strings");
+		return;
+	}
+	if (exec_runtime_lang_parse(json_string_value(lang), &lng) != 0) {
+		mcp_call_fail(c, "language '%.64s' is not one of python, node, sh (list_runtimes)",
+		              json_string_value(lang));
+		return;
+	}
+	code_name = code_files[lng];
+	if (json_string_length(code) > JOB_CODE_MAX) {
+		mcp_call_fail(c, "code is larger than %d bytes", JOB_CODE_MAX);
+		return;
+	}
+	if (session != NULL && !json_is_null(session) && !json_is_string(session)) {
+		mcp_call_fail(c, "session_id: a string from create_session, or null");
+		return;
+	}
+	if (secrets != NULL &&
+	    (!json_is_array(secrets) || json_array_size(secrets) > VAULT_INJECT_MAX ||
+	     (validate && json_array_size(secrets) > 0))) {
+		mcp_call_fail(c, "secrets must be an array of at most %d vault names%s",
+		              VAULT_INJECT_MAX, validate ? " (and none for validate_code)" : "");
+		return;
+	}
+	if (timeout != NULL && (!json_is_number(timeout) || json_number_value(timeout) <= 0 ||
+	                        json_number_value(timeout) > SERVE_TIMEOUT_MAX)) {
+		mcp_call_fail(c, "timeout must be a number of seconds above 0, at most %.0f",
+		              SERVE_TIMEOUT_MAX);
+		return;
+	}
+	if (limits != NULL && !json_is_object(limits)) {
+		mcp_call_fail(c, "limits must be an object");
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	rules = policy_new();
+	if (j == NULL || rules == NULL) {
+		free(j);
+		policy_free(rules);
+		mcp_call_fail(c, "tollgate: out of memory");
+		return;
+	}
+	j->ctx = ctx;
+	j->call = c;
+	j->validate = validate;
+	j->lang = lng;
+	j->out_fd = j->err_fd = j->code_fd = -1;
+	if (json_is_string(session)) {
+		j->session = serve_session_find(ctx, json_string_value(session));
+		if (j->session == NULL || j->session->busy) {
+			mcp_call_fail(c, "session_id %.80s: %s", json_string_value(session),
+			              j->session == NULL
+			                  ? "no such session (ended or never created)"
+			                  : "an execution of it is running; one at a time");
+			j->session = NULL;
+			free(j);
+			policy_free(rules);
+			return;
+		}
+		/* The session's sandbox has its limits and no /out. */
+		if (limits != NULL || json_is_true(json_object_get(args, "out"))) {
+			mcp_call_fail(c, "%s",
+			              limits != NULL
+			                  ? "limits: a session's limits are set by "
+			                    "create_session"
+			                  : "out: not available in a session (keep files in "
+			                    "/work, or run without session_id)");
+			j->session = NULL;
+			free(j);
+			policy_free(rules);
+			return;
+		}
+		j->session->busy = true;
+		j->session->executions++;
+	}
+	j->timeout = timeout != NULL        ? json_number_value(timeout)
+	             : ctx->def_timeout > 0 ? ctx->def_timeout
+	                                    : ctx->default_timeout;
+	if (!serve_call_limits(c, ctx, limits, &spec.limits))
+		goto fail;
+	if (!serve_allowed_domains(c, domains, rules))
+		goto fail;
+	/* Secrets: names of the file vault's default namespace only (never
+	 * NAME=env:VAR: the client must not read tollgate's own environment). */
+	for (i = 0; secrets != NULL && i < json_array_size(secrets); i++) {
+		const char *name = json_string_value(json_array_get(secrets, i));
+
+		if (name == NULL || !vault_name_valid(name) ||
+		    vault_inject_add(&j->secrets, name, err, sizeof(err)) != 0) {
+			mcp_call_fail(c, "secrets[%zu]: not a vault name (vault_list)", i);
+			goto fail;
+		}
+	}
+	if (j->secrets != NULL) {
+		if (ctx->hide_path == NULL) {
+			mcp_call_fail(c, "secrets: no TOLLGATE_HOME, so no vault");
+			goto fail;
+		}
+		if (vault_inject_load(j->secrets, ctx->hide_path, err, sizeof(err)) != 0) {
+			mcp_call_fail(c, "secrets: %s", err);
+			goto fail;
+		}
+		j->redact = redact_new();
+		rc = j->redact != NULL ? vault_inject_redact(j->secrets, j->redact) : -ENOMEM;
+		if (rc == 0)
+			rc = redact_compile(j->redact);
+		if (rc != 0) {
+			mcp_call_fail(c, "secrets: cannot build the redactor: %s", strerror(-rc));
+			goto fail;
+		}
+		spec.env = vault_inject_env(j->secrets);
+	}
+	if (json_is_true(json_object_get(args, "out")) && !validate) {
+		const char *outpath = NULL;
+
+		if (ctx->hide_path == NULL) {
+			mcp_call_fail(c, "out: no TOLLGATE_HOME for the signing key");
+			goto fail;
+		}
+		if (ctx->art_root[0] == '\0') {
+			snprintf(ctx->art_root, sizeof(ctx->art_root),
+			         "%s/tollgate-serve-out.XXXXXX", exec_tmp_dir());
+			if (mkdtemp(ctx->art_root) == NULL) {
+				ctx->art_root[0] = '\0';
+				mcp_call_fail(c, "out: cannot make a directory: %s",
+				              strerror(errno));
+				goto fail;
+			}
+		}
+		snprintf(j->art_dir, sizeof(j->art_dir), "%s/pending-%lu", ctx->art_root,
+		         ++ctx->art_seq);
+		if (exec_artifact_out_prepare(j->art_dir, ctx->hide_path, &j->art, &outpath, err,
+		                              sizeof(err)) != 0) {
+			mcp_call_fail(c, "out: %s", err);
+			goto fail;
+		}
+		spec.outdir = outpath;
+		j->out_env[0] = "TOLLGATE_OUT=" EXEC_OUTDIR;
+	}
+	if (j->out_env[0] != NULL) {
+		size_t n = 0;
+
+		for (char *const *e = spec.env; e != NULL && *e != NULL && n + 2 < JOB_ENV_MAX; e++)
+			j->out_env[1 + n++] = *e;
+		spec.env = (char *const *)j->out_env;
+	}
+	j->policy = serve_call_policy(ctx, j->session, rules);
+	policy_free(rules);
+	rules = NULL;
+	if (j->policy == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		goto fail;
+	}
+	if (j->session != NULL) {
+		/* The session's directory: kept, so j->workdir stays empty. */
+		snprintf(path, sizeof(path), "%s/%s", exec_session_workdir(j->session->es),
+		         code_name);
+		spec.workdir = exec_session_workdir(j->session->es);
+		/* The last call's file (or whatever the code put there, a link
+		 * included) goes: write_file makes a new one and follows nothing. */
+		if (unlink(path) != 0 && errno != ENOENT) {
+			mcp_call_fail(c, "tollgate: cannot replace %s in the session: %s",
+			              code_name, strerror(errno));
+			goto fail;
+		}
+	} else {
+		snprintf(j->workdir, sizeof(j->workdir), "%s/tollgate-serve.XXXXXX",
+		         exec_tmp_dir());
+		if (mkdtemp(j->workdir) == NULL) {
+			j->workdir[0] = '\0';
+			mcp_call_fail(c, "tollgate: cannot make a work directory: %s",
+			              strerror(errno));
+			goto fail;
+		}
+		chmod(j->workdir, 0755);
+		snprintf(path, sizeof(path), "%s/%s", j->workdir, code_name);
+		spec.workdir = j->workdir;
+	}
+	rc = write_file(path, json_string_value(code), json_string_length(code));
+	if (rc != 0) {
+		mcp_call_fail(c, "tollgate: cannot write the code: %s", strerror(-rc));
+		goto fail;
+	}
+	/* The interpreter exec/runtime.c finds (as `run --lang` does): the file
+	 * it runs, or the checker that reads the code on its stdin. */
+	if (exec_runtime_find(lng, j->interp, sizeof(j->interp)) != 0) {
+		mcp_call_fail(c, "language %s: no interpreter for it on PATH (list_runtimes)",
+		              exec_runtime_lang_name(lng));
+		goto fail;
+	}
+	if (validate) {
+		exec_runtime_check_argv(lng, j->interp, j->argv);
+		j->code_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (j->code_fd < 0) {
+			mcp_call_fail(c, "tollgate: cannot read the code back: %s",
+			              strerror(errno));
+			goto fail;
+		}
+	} else {
+		snprintf(j->file, sizeof(j->file), EXEC_WORKDIR "/%s", code_name);
+		j->argv[0] = j->interp;
+		j->argv[1] = j->file;
+		j->argv[2] = NULL;
+	}
+	spec.argv = (char *const *)j->argv;
+	spec.hide_path = ctx->hide_path;
+	j->out = evbuffer_new();
+	j->err = evbuffer_new();
+	if (j->out == NULL || j->err == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		goto fail;
+	}
+	j->spec = spec;
+	j->ev_tick = event_new(ctx->gw->base, -1, EV_PERSIST, on_job_tick, j);
+	if (j->ev_tick == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &j->submitted);
+	if (ctx->queue != NULL) {
+		rc = exec_queue_submit(ctx->queue, NULL, on_job_admitted, j, &j->ticket, err,
+		                       sizeof(err));
+		if (rc != 0) {
+			/* Past the queue's bound: refused now, never left waiting. */
+			mcp_call_fail(c, "%s", err);
+			goto fail;
+		}
+		j->queued = true;
+	}
+	j->next = ctx->jobs;
+	ctx->jobs = j;
+	tv.tv_sec = 1;
+	tv.tv_usec = 0;
+	event_add(j->ev_tick, &tv);
+	if (ctx->queue == NULL)
+		job_launch(j);
+	else if (job_must_wait(j))
+		job_progress_waiting(j);
+	return;
+fail:
+	policy_free(rules);
+	job_free(j);
+}
+
+/*
+ * Starts an admitted job's sandbox. Its timeout counts from here, not from
+ * the call's arrival: time spent waiting for a slot is not the code's.
+ */
+static void
+job_launch(struct mcp_job *j)
+{
+	struct mcp_serve_ctx *ctx = j->ctx;
+	char err[512];
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &j->started);
+	j->started_ms = gw_clock_real_ms();
+	rc = job_start(j, err, sizeof(err));
+	if (rc != 0) {
+		ctx->stats.failed++;
+		mcp_call_fail(j->call, "tollgate: %s", err);
+		goto fail;
+	}
+	if (j->validate)
+		ctx->stats.validations++;
+	else
+		ctx->stats.runs++;
+	snprintf(err, sizeof(err), "execute_code: sandbox %s started (%s, timeout %.0f s)",
+	         job_sandbox_id(j), exec_runtime_lang_name(j->lang), j->timeout);
+	mcp_call_log(j->call, "debug", err);
+	j->ev_out = event_new(ctx->gw->base, j->out_fd, EV_READ | EV_PERSIST, on_job_output, j);
+	j->ev_err = event_new(ctx->gw->base, j->err_fd, EV_READ | EV_PERSIST, on_job_output, j);
+	if (j->ev_out == NULL || j->ev_err == NULL) {
+		exec_job_cancel(j->job);
+		mcp_call_fail(j->call, "tollgate: out of memory");
+		goto fail;
+	}
+	event_add(j->ev_out, NULL);
+	event_add(j->ev_err, NULL);
+	return;
+fail:
+	job_free(j);
+}
+
+/* The queue's start callback: j has a slot (job_free gives it back). */
+static void
+on_job_admitted(void *arg, uint64_t ticket)
+{
+	struct mcp_job *j = arg;
+
+	(void)ticket;
+	j->queued = false;
+	j->admitted = true;
+	if (mcp_call_cancelled(j->call)) {
+		j->ctx->stats.cancelled++;
+		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
+		job_free(j);
+		return;
+	}
+	if (j->session != NULL && j->session->ended) {
+		mcp_call_fail(j->call, "session %s ended while the call waited for a sandbox slot",
+		              exec_session_id(j->session->es));
+		job_free(j);
+		return;
+	}
+	job_launch(j);
+}
+
+void
+serve_tool_execute_code(struct mcp_call *c, json_t *args, void *arg)
+{
+	start_job(c, args, arg, false);
+}
+
+void
+serve_tool_validate_code(struct mcp_call *c, json_t *args, void *arg)
+{
+	start_job(c, args, arg, true);
+}
+
+void
+serve_jobs_count(const struct mcp_serve_ctx *ctx, size_t *running, size_t *queued)
+{
+	*running = *queued = 0;
+	for (const struct mcp_job *j = ctx->jobs; j != NULL; j = j->next) {
+		if (j->job != NULL)
+			(*running)++;
+		else if (j->queued)
+			(*queued)++;
+	}
+}
+
+bool
+serve_job_note_approval(struct mcp_serve_ctx *ctx, const char *sandbox_id, const char *waiting)
+{
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = j->next) {
+		if (j->job == NULL || strcmp(job_sandbox_id(j), sandbox_id) != 0)
+			continue;
+		if (waiting == NULL) {
+			j->waiting[0] = '\0';
+			return true;
+		}
+		snprintf(j->waiting, sizeof(j->waiting), "%s", waiting);
+		mcp_call_progress(j->call, job_elapsed(j), j->timeout, "waiting for approval");
+		return true;
+	}
+	return false;
+}
+
+void
+serve_jobs_stop(struct mcp_serve_ctx *ctx)
+{
+	struct mcp_job *next;
+
+	/* The waiting ones first, so that a slot freed below goes to no one. */
+	for (struct mcp_job *j = ctx->jobs; j != NULL; j = next) {
+		next = j->next;
+		if (j->job != NULL)
+			continue;
+		mcp_call_fail(j->call,
+		              "tollgate: the server stopped before a sandbox slot was free");
+		job_free(j);
+	}
+	/* Each end answers its call and frees it (on_exec_job_done). */
+	while (ctx->jobs != NULL) {
+		struct mcp_job *j = ctx->jobs;
+
+		if (j->session != NULL)
+			exec_session_terminate(j->session->es, "the server stopped");
+		else
+			exec_job_finish_now(j->job);
+		if (ctx->jobs == j) /* not reported: never loop on it */
+			job_free(j);
+	}
+}

@@ -1,0 +1,108 @@
+/*
+ * What the parts of `tollgate serve`'s tools share, inside gateway/mcp/ only:
+ * jobs.c (execute_code and validate_code as jobs), sessions.c (the session
+ * tools and their table), elicit.c (approvals asked of the client) and
+ * tools.c (the other tools and the tool table). mcp.h is the public side.
+ */
+#ifndef TOLLGATE_GATEWAY_MCP_SERVE_H
+#define TOLLGATE_GATEWAY_MCP_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "gateway/mcp/mcp.h"
+
+struct policy;
+struct exec_session;
+struct exec_gate;
+struct exec_limits;
+
+#define SERVE_DOMAINS_MAX 64     /* allowed_domains of one call or session */
+#define SERVE_TIMEOUT_MAX 3600.0 /* seconds, for a call or the default */
+
+/*
+ * A session of create_session: exec/session.h's kept-alive sandbox (files,
+ * /tmp, processes and network kept between calls, all gone when the session
+ * ends), its network gate and allowed domains; each execute_code with its
+ * session_id is a job (exec/job.h) whose command its agent runs.
+ */
+struct mcp_session {
+	struct mcp_serve_ctx *ctx;
+	struct exec_session *es;
+	struct exec_gate *gate; /* NULL with --no-network */
+	struct policy *policy;  /* the gate's at creation; each call sets its own */
+	json_t *allowed;        /* patterns: create_session's and request_egress's */
+	bool busy;              /* one execution at a time */
+	bool ended;             /* its lifetime ran out: freed when not busy */
+	double created;
+	unsigned long executions;
+	struct mcp_session *next;
+};
+
+/* ---- tools.c -------------------------------------------------------------- */
+
+/* Answers c with structured (stolen) as structuredContent and as text. */
+void serve_finish_structured(struct mcp_call *c, json_t *structured);
+/*
+ * A call's or a session's limits: set_resource_limits's defaults with the
+ * members of limits (an object or NULL) over them; false after failing c
+ * with why (a value out of its bounds).
+ */
+bool serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *limits,
+                       struct exec_limits *l);
+
+/*
+ * A call's allowed_domains (NULL: none) as allow rules added to rules; false
+ * after failing c with why (not an array of at most SERVE_DOMAINS_MAX host
+ * patterns).
+ */
+bool serve_allowed_domains(struct mcp_call *c, const json_t *domains, struct policy *rules);
+/* The signed manifest's entries in dir as [{name, size, sha256}], or NULL
+ * with err set. */
+json_t *serve_manifest_files(const char *dir, char *err, size_t errlen);
+
+/* ---- sessions.c ----------------------------------------------------------- */
+
+/* A live session by id, or NULL. */
+struct mcp_session *serve_session_find(struct mcp_serve_ctx *ctx, const char *id);
+/* Live sessions (not ended). */
+size_t serve_sessions_live(const struct mcp_serve_ctx *ctx);
+/* Ends and frees every session (at exit, after the jobs). */
+void serve_sessions_free(struct mcp_serve_ctx *ctx);
+/*
+ * A call's policy: the gateway's (its deny rules still win) with rules, to
+ * which this adds the session's allowed domains (ms may be NULL) and the
+ * server-wide request_egress ones. NULL when out of memory.
+ */
+struct policy *serve_call_policy(struct mcp_serve_ctx *ctx, struct mcp_session *ms,
+                                 struct policy *rules);
+void serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_terminate_session(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_list_sessions(struct mcp_call *c, json_t *args, void *arg);
+
+/* ---- jobs.c --------------------------------------------------------------- */
+
+void serve_tool_execute_code(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_validate_code(struct mcp_call *c, json_t *args, void *arg);
+/* Calls running and waiting for a slot. */
+void serve_jobs_count(const struct mcp_serve_ctx *ctx, size_t *running, size_t *queued);
+/*
+ * An approval about sandbox_id is pending ("host:port") or over (NULL): the
+ * call running there shows it in its progress. false when no call of this
+ * server runs in that sandbox.
+ */
+bool serve_job_note_approval(struct mcp_serve_ctx *ctx, const char *sandbox_id,
+                             const char *waiting);
+/* Withdraws the waiting calls, then ends the running ones (at exit). */
+void serve_jobs_stop(struct mcp_serve_ctx *ctx);
+
+/* ---- elicit.c ------------------------------------------------------------- */
+
+/* Listens to the approvals registry: each pending approval of this server's
+ * calls is asked of the client when it elicits. 0 or negative errno. */
+int serve_elicit_start(struct mcp_serve_ctx *ctx);
+void serve_elicit_stop(struct mcp_serve_ctx *ctx);
+
+#endif
