@@ -23,7 +23,6 @@
 #include "exec/queue.h"
 #include "exec/runtime.h"
 #include "exec/vault.h"
-#include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
