@@ -63,6 +63,7 @@ expect_eq "64:ff9b::169.254.169.254 (NAT64 metadata) meets the deny of 169.254.0
 expect_eq "64:ff9b:1::/48 (local NAT64) is non-public" "$(connect "nat64-local.test:443")" \
 	"403 non-public-address"
 stop_proxy "$PROXY_PID"
+expect_eq "the proxy exits 0 (no sanitizer report)" "$STOP_RC" 0
 
 # The same forms without any address rule: the non-public check alone.
 start_proxy plain \
@@ -73,6 +74,7 @@ expect_eq "::127.0.0.1 is non-public" "$(connect "compat.test:$O")" "403 non-pub
 expect_eq "64:ff9b::169.254.169.254 is non-public" "$(connect "nat64.test:80")" \
 	"403 non-public-address"
 stop_proxy "$PROXY_PID"
+expect_eq "the proxy exits 0 (no sanitizer report)" "$STOP_RC" 0
 
 # --- Connection naming a framing or routing field: 400, nothing forwarded ------
 start_proxy smuggle --resolve origin.test:127.0.0.1 --allow "origin.test:$O" \
@@ -89,6 +91,7 @@ done
 out=$($RAW "$P" "GET http://origin.test:$O/hello.txt HTTP/1.1\r\nHost: origin.test:$O\r\nConnection: keep-alive, X-Other\r\n\r\n")
 expect_eq "control: Connection naming another field is forwarded" "$out" "200 -"
 stop_proxy "$PROXY_PID"
+expect_eq "the proxy exits 0 (no sanitizer report)" "$STOP_RC" 0
 if grep -q smuggled "$TEST_TMP/origin.log"; then
 	fail "the origin got the smuggled request: $(grep smuggled "$TEST_TMP/origin.log")"
 else
