@@ -14,6 +14,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "gateway/core/err.h"
+
 enum pattern_kind { PATTERN_EXACT, PATTERN_SUFFIX, PATTERN_ANY };
 
 struct host_rule {
@@ -106,21 +108,6 @@ policy_reason_name(enum policy_reason r, enum policy_verdict v)
 		return "public-address";
 	}
 	return "unknown";
-}
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void
-set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
 }
 
 /* ---- life cycle --------------------------------------------------------- */
@@ -316,13 +303,13 @@ policy_pattern_normalise(const char *pattern, char *buf, size_t len, char *err, 
 	int n;
 
 	if (why != NULL) {
-		set_err(err, errlen, "'%s': malformed pattern: %s", pattern != NULL ? pattern : "",
+		gw_set_err(err, errlen, "'%s': malformed pattern: %s", pattern != NULL ? pattern : "",
 		        why);
 		return -EINVAL;
 	}
 	n = snprintf(buf, len, "%s", pt.text);
 	if (n < 0 || (size_t)n >= len) {
-		set_err(err, errlen, "'%s': pattern too long", pattern);
+		gw_set_err(err, errlen, "'%s': pattern too long", pattern);
 		return -ENOSPC;
 	}
 	return 0;
@@ -419,12 +406,12 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 	int rc;
 
 	if (action != POLICY_ALLOW && action != POLICY_DENY && action != POLICY_ASK) {
-		set_err(err, errlen, "a rule is allow, deny or ask");
+		gw_set_err(err, errlen, "a rule is allow, deny or ask");
 		return -EINVAL;
 	}
 	why = pattern_parse(pattern, &pt);
 	if (why != NULL) {
-		set_err(err, errlen, "'%s': malformed pattern: %s (expected HOST[:PORT], e.g. "
+		gw_set_err(err, errlen, "'%s': malformed pattern: %s (expected HOST[:PORT], e.g. "
 		                     "example.com, *.example.com:443, *:*)",
 		        pattern != NULL ? pattern : "", why);
 		return -EINVAL;
@@ -439,7 +426,7 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 		pt.port = POLICY_PORT_ANY;
 	rc = push_rule(p, action, pt.kind, pt.port, pt.host, pt.text, origin);
 	if (rc != 0)
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 	return rc;
 }
 
@@ -453,12 +440,12 @@ policy_add_cidr(struct policy *p, enum policy_verdict action, const char *cidr,
 	int rc;
 
 	if (action != POLICY_ALLOW && action != POLICY_DENY) {
-		set_err(err, errlen, "an address rule is allow or deny");
+		gw_set_err(err, errlen, "an address rule is allow or deny");
 		return -EINVAL;
 	}
 	why = policy_cidr_why(cidr, &c);
 	if (why != NULL) {
-		set_err(err, errlen, "'%s': malformed address rule: %s", cidr != NULL ? cidr : "",
+		gw_set_err(err, errlen, "'%s': malformed address rule: %s", cidr != NULL ? cidr : "",
 		        why);
 		return -EINVAL;
 	}
@@ -467,7 +454,7 @@ policy_add_cidr(struct policy *p, enum policy_verdict action, const char *cidr,
 	snprintf(text, sizeof(text), "%s/%u", addr, c.prefix);
 	rc = push_cidr(p, action, &c, text, origin);
 	if (rc != 0)
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 	return rc;
 }
 
@@ -626,26 +613,26 @@ policy_add_client(struct policy *p, const char *name, struct policy *section,
 	struct client_section c;
 
 	if (name == NULL || *name == '\0' || section == NULL) {
-		set_err(err, errlen, "a client section needs a name");
+		gw_set_err(err, errlen, "a client section needs a name");
 		return -EINVAL;
 	}
 	if (nsources == 0 && user == NULL) {
-		set_err(err, errlen, "client '%s': expected \"sources\" or \"user\" to select it",
+		gw_set_err(err, errlen, "client '%s': expected \"sources\" or \"user\" to select it",
 		        name);
 		return -EINVAL;
 	}
 	if (user != NULL && password_sha256 == NULL) {
-		set_err(err, errlen, "client '%s': a user needs a password hash", name);
+		gw_set_err(err, errlen, "client '%s': a user needs a password hash", name);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < p->nclients; i++) {
 		if (strcmp(p->clients[i].name, name) == 0) {
-			set_err(err, errlen, "client '%s' is defined twice", name);
+			gw_set_err(err, errlen, "client '%s' is defined twice", name);
 			return -EEXIST;
 		}
 		if (user != NULL && p->clients[i].user != NULL &&
 		    strcmp(p->clients[i].user, user) == 0) {
-			set_err(err, errlen, "user '%s' is used by clients '%s' and '%s'", user,
+			gw_set_err(err, errlen, "user '%s' is used by clients '%s' and '%s'", user,
 			        p->clients[i].name, name);
 			return -EEXIST;
 		}
@@ -660,7 +647,7 @@ policy_add_client(struct policy *p, const char *name, struct policy *section,
 	c.section = section;
 	if (push_client(p, &c) != 0) {
 		OPENSSL_cleanse(c.password_sha256, sizeof(c.password_sha256));
-		set_err(err, errlen, "out of memory");
+		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	OPENSSL_cleanse(c.password_sha256, sizeof(c.password_sha256));
