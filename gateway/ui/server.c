@@ -55,7 +55,13 @@ struct ui_page {
 	char host_buf[UI_HOSTS_MAX][80];
 	const char *hosts[UI_HOSTS_MAX + 1]; /* what Host and Origin may name */
 	struct ui_session sessions[UI_SESSIONS_MAX];
-	struct evhttp_request *sse[UI_SSE_MAX];
+	/* Pages listening for events. The connection is kept beside the request
+	 * because libevent frees a connection's requests before its close
+	 * callback runs: that callback may compare connections only. */
+	struct {
+		struct evhttp_request *req;
+		struct evhttp_connection *conn;
+	} sse[UI_SSE_MAX];
 	size_t nsse;
 	char *pending_seen; /* the ids of the pending set last sent */
 	unsigned polls;
@@ -217,10 +223,13 @@ sse_closed(struct evhttp_connection *conn, void *arg)
 	struct ui_page *pg = arg;
 
 	for (size_t i = 0; i < pg->nsse; i++) {
-		if (evhttp_request_get_connection(pg->sse[i]) == conn) {
-			pg->sse[i] = pg->sse[--pg->nsse];
-			break;
-		}
+		if (pg->sse[i].conn != conn)
+			continue;
+		/* The peer left mid-stream: libevent has detached the request (it
+		 * was never finished) and leaves it to us; ending it frees it. */
+		evhttp_send_reply_end(pg->sse[i].req);
+		pg->sse[i] = pg->sse[--pg->nsse];
+		break;
 	}
 }
 
@@ -285,7 +294,7 @@ sse_pending(struct ui_page *pg, struct evhttp_request *only)
 		sse_send(only, event);
 	} else {
 		for (size_t i = 0; i < pg->nsse; i++)
-			sse_send(pg->sse[i], event);
+			sse_send(pg->sse[i].req, event);
 	}
 out:
 	free(text);
@@ -303,7 +312,7 @@ poll_cb(evutil_socket_t fd, short what, void *arg)
 	sse_pending(pg, NULL);
 	if (++pg->polls % UI_PING_EVERY == 0) {
 		for (size_t i = 0; i < pg->nsse; i++)
-			sse_send(pg->sse[i], ": ping\n\n");
+			sse_send(pg->sse[i].req, ": ping\n\n");
 	}
 }
 
@@ -319,8 +328,10 @@ serve_events(struct ui_page *pg, struct evhttp_request *req)
 	add_common_headers(req);
 	evhttp_add_header(h, "Content-Type", "text/event-stream");
 	evhttp_send_reply_start(req, 200, "OK");
-	pg->sse[pg->nsse++] = req;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), sse_closed, pg);
+	pg->sse[pg->nsse].req = req;
+	pg->sse[pg->nsse].conn = evhttp_request_get_connection(req);
+	evhttp_connection_set_closecb(pg->sse[pg->nsse].conn, sse_closed, pg);
+	pg->nsse++;
 	sse_pending(pg, req);
 }
 
@@ -606,9 +617,8 @@ static void
 page_free(struct ui_page *pg)
 {
 	for (size_t i = 0; i < pg->nsse; i++) {
-		evhttp_connection_set_closecb(evhttp_request_get_connection(pg->sse[i]), NULL,
-		                              NULL);
-		evhttp_send_reply_end(pg->sse[i]);
+		evhttp_connection_set_closecb(pg->sse[i].conn, NULL, NULL);
+		evhttp_send_reply_end(pg->sse[i].req);
 	}
 	pg->nsse = 0;
 	if (pg->http != NULL)

@@ -124,4 +124,5 @@ PY
 )
 expect_match "the control socket refuses a \"by\" that is not a name" "$reply" '"ok":false'
 
+expect_eq "the page is still up after all that" "$(kill -0 "$UI_PID" 2>/dev/null && echo up)" "up"
 finish

@@ -61,21 +61,18 @@ function show(view) {
 
 // ---- waiting for you ------------------------------------------------------------
 
+// The cards are rebuilt only when the set changes (a button under the pointer
+// must not be replaced while someone clicks it); tick() updates the times.
 function renderPending() {
   const box = $("pending");
-  const now = Date.now();
-  const elapsed = (now - state.received) / 1000;
   box.replaceChildren();
   for (const ap of state.pending) {
     const port = ap.port === 0 ? "any port (DNS)" : "port " + ap.port;
-    const left = (ap.expires_in || 0) - elapsed;
-    const card = el("div", { class: "card" + (left < 15 ? " urgent" : ""), "data-ref": ap.ref },
+    const card = el("div", { class: "card", "data-ref": ap.ref },
       el("h3", {}, ap.host),
       el("div", { class: "meta" },
         port + " · sandbox " + (ap.client || "?") + " · gateway " + ap.gateway),
-      el("div", { class: "meta" },
-        "waiting " + duration((ap.age || 0) + elapsed) + " · " +
-        (left > 0 ? duration(left) + " left, then refused" : "timing out")),
+      el("div", { class: "meta times" }),
       ap.context ? el("div", { class: "meta" }, "command: " + ap.context) : "",
       el("div", { class: "actions" },
         el("button", { class: "allow", "data-action": "once", onclick: () => decide(ap, true, "once") }, "Allow once"),
@@ -87,6 +84,19 @@ function renderPending() {
   $("none").hidden = state.pending.length > 0;
   $("count").textContent = state.pending.length;
   $("count").classList.toggle("zero", state.pending.length === 0);
+  tick();
+}
+
+function tick() {
+  const elapsed = (Date.now() - state.received) / 1000;
+  for (const ap of state.pending) {
+    const card = document.querySelector(`#pending .card[data-ref="${ap.ref}"]`);
+    if (!card) continue;
+    const left = (ap.expires_in || 0) - elapsed;
+    card.classList.toggle("urgent", left < 15);
+    card.querySelector(".times").textContent = "waiting " + duration((ap.age || 0) + elapsed) +
+      " · " + (left > 0 ? duration(left) + " left, then refused" : "timing out");
+  }
 }
 
 function onPending(data) {
@@ -99,10 +109,12 @@ function onPending(data) {
       new Notification("tollgate: " + ap.host + " is waiting", { body: "sandbox " + ap.client });
     state.seen.add(ap.ref);
   }
+  const changed = list.map((a) => a.ref).join() !== state.pending.map((a) => a.ref).join();
   state.pending = list;
   state.received = Date.now();
   $("pending-errors").textContent = (data.errors || []).join("; ");
-  renderPending();
+  if (changed) renderPending();
+  else tick();
 }
 
 async function decide(ap, allow, scope) {
@@ -365,7 +377,7 @@ async function start() {
   $("who").textContent = "session " + sess.session;
   fillLogs((await getJSON("/api/logs")).logs);
   listen();
-  setInterval(renderPending, 1000);
+  setInterval(tick, 1000);
   setInterval(() => { if ($("counters").classList.contains("on") && !document.hidden) loadStats(); }, 2000);
   const first = location.hash.slice(1);
   show(["waiting", "timeline", "search", "integrity", "counters"].includes(first) ? first : "waiting");
