@@ -57,6 +57,10 @@ ask_gateway(const struct gw_control_endpoint *ep, json_t *req, json_t *errors)
 		return NULL;
 	rc = gw_control_call(ep->path, req, &reply, err, sizeof(err));
 	json_decref(req);
+	/* A gateway that exits between being found and being asked (a run that
+	 * just ended) is gone, not failing: say nothing of it. */
+	if (rc == -ECONNREFUSED || rc == -ENOENT || rc == -ECONNRESET || rc == -EPIPE)
+		return NULL;
 	if (rc != 0) {
 		json_array_append_new(errors, json_sprintf("gateway %ld: %s", (long)ep->pid, err));
 		return NULL;

@@ -233,7 +233,8 @@ sse_closed(struct evhttp_connection *conn, void *arg)
 	}
 }
 
-/* "pid:id,pid:id": what changes when an approval comes or goes. */
+/* "pid:id,pid:id,|errors": what changes when an approval comes or goes, or
+ * a gateway starts or stops failing to answer. */
 static char *
 pending_ids(json_t *pending)
 {
@@ -252,6 +253,10 @@ pending_ids(json_t *pending)
 			        json_integer_value(json_object_get(gw, "pid")),
 			        json_integer_value(json_object_get(ap, "id")));
 		}
+	}
+	json_array_foreach(json_object_get(pending, "errors"), i, ap)
+	{
+		fprintf(f, "|%s", json_string_value(ap));
 	}
 	fclose(f);
 	return out;

@@ -73,7 +73,7 @@ function renderPending() {
       el("div", { class: "meta" },
         port + " · sandbox " + (ap.client || "?") + " · gateway " + ap.gateway),
       el("div", { class: "meta times" }),
-      ap.context ? el("div", { class: "meta" }, "command: " + ap.context) : "",
+      ap.context ? el("div", { class: "meta" }, "request: " + ap.context) : "",
       el("div", { class: "actions" },
         el("button", { class: "allow", "data-action": "once", onclick: () => decide(ap, true, "once") }, "Allow once"),
         el("button", { "data-action": "client", onclick: () => decide(ap, true, "client") }, "Allow for this sandbox"),
@@ -146,7 +146,9 @@ function showRow(row) {
   add("sandbox", row.sandbox);
   add("host", row.host + (row.port ? ":" + row.port : ""));
   add("decision", row.decision);
-  add("rule / reason", row.reason);
+  const d = row.detail && typeof row.detail === "object" ? row.detail : {};
+  add("rule", d.rule || "");
+  add("reason", row.reason);
   add("hash", row.hash);
   add("previous hash", row.prev_hash);
   $("detail-json").textContent = JSON.stringify(row, null, 2);
@@ -260,7 +262,8 @@ function drawChart(box, rows) {
   });
   const span = t1 - t0;
   for (const label of [0, 0.5, 1]) {
-    const t = svg("text", { x: left + label * (width - left - 30), y: height - 4 });
+    const anchor = label === 0 ? "start" : label === 1 ? "end" : "middle";
+    const t = svg("text", { x: left + label * (width - left - 30), y: height - 4, "text-anchor": anchor });
     t.textContent = new Date(t0 + label * span).toISOString().slice(11, 19);
     s.append(t);
   }
