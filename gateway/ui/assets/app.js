@@ -175,7 +175,8 @@ async function loadSandboxes() {
   try {
     const data = await getJSON("/api/sandboxes?log=" + $("tl-log").value);
     sel.replaceChildren();
-    for (const s of data.sandboxes) sel.append(el("option", { value: s.sandbox }, s.sandbox + " (" + s.rows + ")"));
+    for (const s of data.sandboxes)
+      sel.append(el("option", { value: s.sandbox, "data-last": s.last_id }, s.sandbox + " (" + s.rows + ")"));
     if (keep && [...sel.options].some((o) => o.value === keep)) sel.value = keep;
     await loadTimeline();
   } catch (e) {
@@ -198,7 +199,11 @@ async function loadTimeline() {
   body.replaceChildren();
   $("tl-summary").replaceChildren();
   if (!sandbox) { $("tl-summary").textContent = "No sandbox in this log yet."; return; }
+  // From the sandbox's last row down: its rows lie together, so the log is not
+  // scanned from the newest row to reach an old sandbox.
+  const last = Number($("tl-sandbox").selectedOptions[0].dataset.last || 0);
   const q = new URLSearchParams({ log: $("tl-log").value, sandbox: sandbox, limit: "1000" });
+  if (last > 0) q.set("before", String(last + 1));
   const data = await getJSON("/api/audit?" + q);
   const rows = data.rows.slice().reverse();
   summarize(sandbox, rows);
