@@ -618,9 +618,11 @@ stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(pg->base, NULL);
 }
 
-static void
-page_free(struct ui_page *pg)
+void
+ui_page_free(struct ui_page *pg)
 {
+	if (pg == NULL)
+		return;
 	for (size_t i = 0; i < pg->nsse; i++) {
 		evhttp_connection_set_closecb(pg->sse[i].conn, NULL, NULL);
 		evhttp_send_reply_end(pg->sse[i].req);
@@ -646,14 +648,16 @@ page_free(struct ui_page *pg)
 }
 
 int
-ui_run(const struct ui_options *o, char *err, size_t errlen)
+ui_page_new(const struct ui_options *o, struct ui_page **out, char *err, size_t errlen)
 {
 	const char *listen = o->listen != NULL ? o->listen : UI_DEFAULT_LISTEN;
-	struct timeval poll_tv = gw_clock_timeval(UI_POLL_SECONDS);
 	struct ui_page *pg = calloc(1, sizeof(*pg));
+	struct sockaddr_storage ss;
+	socklen_t sslen;
 	bool loopback = false;
 	int rc;
 
+	*out = NULL;
 	if (pg == NULL) {
 		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -664,6 +668,12 @@ ui_run(const struct ui_options *o, char *err, size_t errlen)
 		snprintf(pg->api.control_dir, sizeof(pg->api.control_dir), "%s", o->control_dir);
 	else if (gw_control_dir(pg->api.control_dir, sizeof(pg->api.control_dir)) != 0)
 		pg->api.control_dir[0] = '\0';
+	if (parse_listen(listen, &ss, &sslen, &loopback) != 0) {
+		gw_set_err(err, errlen, "--listen %s: expected ADDR:PORT (an IP address)", listen);
+		rc = -EINVAL;
+		goto out;
+	}
+	set_hosts(pg, listen, loopback);
 	pg->base = event_base_new();
 	pg->http = pg->base != NULL ? evhttp_new(pg->base) : NULL;
 	if (pg->http == NULL) {
@@ -686,21 +696,57 @@ ui_run(const struct ui_options *o, char *err, size_t errlen)
 		if (rc != 0)
 			goto out;
 	}
+	rc = random_hex(pg->token, UI_SECRET_HEX);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "no randomness for the token");
+		goto out;
+	}
+	*out = pg;
+	pg = NULL;
+out:
+	ui_page_free(pg);
+	return rc;
+}
+
+struct event_base *
+ui_page_base(struct ui_page *pg)
+{
+	return pg->base;
+}
+
+struct evhttp *
+ui_page_http(struct ui_page *pg)
+{
+	return pg->http;
+}
+
+const char *
+ui_page_token(const struct ui_page *pg)
+{
+	return pg->token;
+}
+
+int
+ui_run(const struct ui_options *o, char *err, size_t errlen)
+{
+	const char *listen = o->listen != NULL ? o->listen : UI_DEFAULT_LISTEN;
+	struct timeval poll_tv = gw_clock_timeval(UI_POLL_SECONDS);
+	struct ui_page *pg = NULL;
+	bool loopback = false;
+	int rc;
+
+	rc = ui_page_new(o, &pg, err, errlen);
+	if (rc != 0)
+		return rc;
 	rc = listen_on(pg, listen, &loopback, err, errlen);
 	if (rc != 0)
 		goto out;
-	set_hosts(pg, listen, loopback);
 	if (!loopback && pg->tls == NULL)
 		fprintf(stderr,
 		        "tollgate: ui: WARNING: %s is not loopback and there is no --cert: the "
 		        "token, the session cookie and every approval cross the network in clear "
 		        "text\n",
 		        listen);
-	rc = random_hex(pg->token, UI_SECRET_HEX);
-	if (rc != 0) {
-		gw_set_err(err, errlen, "no randomness for the token");
-		goto out;
-	}
 	pg->poll_ev = event_new(pg->base, -1, EV_PERSIST, poll_cb, pg);
 	pg->sigint_ev = evsignal_new(pg->base, SIGINT, stop_cb, pg);
 	pg->sigterm_ev = evsignal_new(pg->base, SIGTERM, stop_cb, pg);
@@ -722,6 +768,6 @@ ui_run(const struct ui_options *o, char *err, size_t errlen)
 	}
 	rc = 0;
 out:
-	page_free(pg);
+	ui_page_free(pg);
 	return rc;
 }

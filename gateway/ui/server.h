@@ -38,6 +38,21 @@ struct ui_server {
 	struct audit_reader *readers[UI_AUDIT_MAX]; /* opened on first use */
 };
 
+/*
+ * The page without its listener, loop running or signals: ui_run's first
+ * half, and what tests/fuzz/fuzz_ui_http.c feeds requests to (with
+ * evhttp_get_request on ui_page_http). Hosts are those of o->listen. 0 or
+ * negative errno with err set; ui_page_free accepts NULL.
+ */
+struct ui_page;
+struct event_base;
+struct evhttp;
+int ui_page_new(const struct ui_options *o, struct ui_page **out, char *err, size_t errlen);
+struct event_base *ui_page_base(struct ui_page *pg);
+struct evhttp *ui_page_http(struct ui_page *pg);
+const char *ui_page_token(const struct ui_page *pg); /* the secret the URL carries */
+void ui_page_free(struct ui_page *pg);
+
 /* Replies with a JSON body (takes the reference to body) and status. */
 void ui_reply_json(struct evhttp_request *req, int status, json_t *body);
 /* {"ok":false,"error":"..."} with status. */
