@@ -108,30 +108,46 @@ out:
 /* ---- queries -------------------------------------------------------------- */
 
 /*
- * Every filter is a bound parameter (NULL: not given), so one fixed text
- * serves every combination and nothing typed by a user reaches the SQL.
+ * Every filter is a bound parameter (NULL: not given), so nothing typed by a
+ * user reaches the SQL. The sandbox and exact-host tests are written in only
+ * when given (filtered_sql), because SQLite's planner uses their indexes for
+ * "sandbox = ?4" but not for "(?4 IS NULL OR sandbox = ?4)".
  */
-#define FILTERED                                                                                   \
+#define FILTERED_HEAD                                                                              \
 	"SELECT id, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"      \
-	" FROM events WHERE id > ?1 AND id <= ?2 AND ts >= ?3"                                     \
-	" AND (?4 IS NULL OR sandbox = ?4)"                                                        \
-	" AND (?5 IS NULL OR host = ?5)"                                                           \
+	" FROM events WHERE id > ?1 AND id <= ?2 AND ts >= ?3"
+#define FILTERED_TAIL                                                                              \
 	" AND (?6 IS NULL OR (length(host) > length(?6)"                                           \
 	"      AND substr(host, -length(?6)) = ?6))"                                               \
 	" AND (?7 IS NULL OR decision = ?7)"                                                       \
 	" AND (?8 IS NULL OR kind = ?8)"
+#define MEASURE                                                                                    \
+	"SELECT max(length(id)), max(length(ts)), max(length(kind)), max(length(sandbox)),"        \
+	" max(length(host)), max(length(port)), max(length(decision)), max(length(reason))"        \
+	" FROM ("
 
-static const char sql_all[] = FILTERED " ORDER BY id";
-static const char sql_newest[] =
-    "SELECT * FROM (" FILTERED " ORDER BY id DESC LIMIT ?9) ORDER BY id";
-static const char sql_measure_all[] =
-    "SELECT max(length(id)), max(length(ts)), max(length(kind)), max(length(sandbox)),"
-    " max(length(host)), max(length(port)), max(length(decision)), max(length(reason))"
-    " FROM (" FILTERED ")";
-static const char sql_measure_newest[] =
-    "SELECT max(length(id)), max(length(ts)), max(length(kind)), max(length(sandbox)),"
-    " max(length(host)), max(length(port)), max(length(decision)), max(length(reason))"
-    " FROM (" FILTERED " ORDER BY id DESC LIMIT ?9)";
+/* What goes around the filtered SELECT. */
+struct filtered {
+	const char *pre, *post;
+};
+static const struct filtered sql_all = {"", " ORDER BY id"};
+static const struct filtered sql_newest = {"SELECT * FROM (",
+                                           " ORDER BY id DESC LIMIT ?9) ORDER BY id"};
+static const struct filtered sql_measure_all = {MEASURE, ")"};
+static const struct filtered sql_measure_newest = {MEASURE, " ORDER BY id DESC LIMIT ?9)"};
+
+/* The statement q with f's sandbox and host tests. 0 or -EINVAL. */
+static int
+filtered_sql(const struct filtered *q, const struct audit_filter *f, char *buf, size_t len)
+{
+	bool exact_host = f->host != NULL && f->host[0] != '*';
+	int n;
+
+	n = snprintf(buf, len, "%s" FILTERED_HEAD "%s%s" FILTERED_TAIL "%s", q->pre,
+	             f->sandbox != NULL ? " AND sandbox = ?4" : " AND ?4 IS NULL",
+	             exact_host ? " AND host = ?5" : " AND ?5 IS NULL", q->post);
+	return n > 0 && (size_t)n < len ? 0 : -EINVAL;
+}
 
 static int
 bind_filter(sqlite3_stmt *st, const struct audit_filter *f, int64_t max_id, char *host_buf,
@@ -219,10 +235,10 @@ row_from_stmt(sqlite3_stmt *st, struct audit_row *r)
 
 /* Runs sql with f's bindings inside one read transaction. */
 static int
-run_filtered(struct audit_reader *r, const char *sql, const struct audit_filter *f, audit_row_fn fn,
-             void *arg, int64_t *max_id, char *err, size_t errlen)
+run_filtered(struct audit_reader *r, const struct filtered *q, const struct audit_filter *f,
+             audit_row_fn fn, void *arg, int64_t *max_id, char *err, size_t errlen)
 {
-	char host[512];
+	char host[512], sql[1024];
 	sqlite3_stmt *st = NULL;
 	struct audit_row row;
 	bool in_tx = false;
@@ -240,7 +256,8 @@ run_filtered(struct audit_reader *r, const char *sql, const struct audit_filter 
 	/* Rows above until_id are not shown, so a follower must start there. */
 	if (f->until_id > 0 && f->until_id < max)
 		max = f->until_id;
-	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (filtered_sql(q, f, sql, sizeof(sql)) != 0 ||
+	    sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		rc = -EIO;
 		goto out;
 	}
@@ -277,7 +294,7 @@ int
 audit_query(struct audit_reader *r, const struct audit_filter *f, audit_row_fn fn, void *arg,
             int64_t *max_id, char *err, size_t errlen)
 {
-	return run_filtered(r, f->limit > 0 ? sql_newest : sql_all, f, fn, arg, max_id, err,
+	return run_filtered(r, f->limit > 0 ? &sql_newest : &sql_all, f, fn, arg, max_id, err,
 	                    errlen);
 }
 
@@ -309,7 +326,7 @@ audit_follow(struct audit_reader *r, const struct audit_filter *f, int64_t after
 		/* Everything up to the snapshot's newest id is seen, matching or not,
 		 * so a poll reads only what was committed since the last one. */
 		g.after_id = max;
-		rc = run_filtered(r, sql_all, &g, fn, arg, &max, err, errlen);
+		rc = run_filtered(r, &sql_all, &g, fn, arg, &max, err, errlen);
 		if (rc != 0)
 			break;
 	}
@@ -326,7 +343,7 @@ int
 audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct audit_table *t,
                     int64_t *max_id, char *err, size_t errlen)
 {
-	char host[512];
+	char host[512], sql[1024];
 	sqlite3_stmt *st = NULL;
 	bool in_tx = false;
 	int64_t max = 0;
@@ -339,8 +356,9 @@ audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct
 	in_tx = true;
 	if (max_id_of(r->db, &max) != 0)
 		goto out;
-	if (sqlite3_prepare_v2(r->db, f->limit > 0 ? sql_measure_newest : sql_measure_all, -1, &st,
-	                       NULL) != SQLITE_OK)
+	if (filtered_sql(f->limit > 0 ? &sql_measure_newest : &sql_measure_all, f, sql,
+	                 sizeof(sql)) != 0 ||
+	    sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	if (bind_filter(st, f, max, host, sizeof(host)) != 0) {
 		gw_set_err(err, errlen, "%s: a filter is out of range", r->path);

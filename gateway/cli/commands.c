@@ -14,6 +14,7 @@ extern const struct gw_command gw_command_approve;
 extern const struct gw_command gw_command_deny;
 extern const struct gw_command gw_command_stats;
 extern const struct gw_command gw_command_events;
+extern const struct gw_command gw_command_ui;
 extern const struct gw_command gw_command_vault;
 extern const struct gw_command gw_command_key;
 extern const struct gw_command gw_command_verify;
@@ -32,6 +33,7 @@ const struct gw_command *const gw_commands[] = {
 	&gw_command_deny,
 	&gw_command_stats,
 	&gw_command_events,
+	&gw_command_ui,
 	&gw_command_vault,
 	&gw_command_key,
 	&gw_command_verify,

@@ -382,18 +382,44 @@ answer_pending(struct control_client *cl)
 	                          "approvals", arr));
 }
 
-/* The audit row of a person's decision: who decided is this channel. */
+/*
+ * A client may say who it speaks for ("by":"ui", "session":"s-1a2b3c4d"):
+ * a short name of letters, digits, '.', '_' and '-' only, so that it can go
+ * into the audit detail as it is. Anything else is not a name.
+ */
+static bool
+decider_name_ok(const json_t *j)
+{
+	const char *s = json_string_value(j);
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	if (n == 0 || n > 32)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* The audit row of a person's decision: who decided is this channel, or the
+ * client it speaks for (by, and session when given; both checked names). */
 static void
 audit_decision(struct gw_context *ctx, const struct approval_info *info, bool allow,
-               enum approval_scope scope)
+               enum approval_scope scope, const char *by, const char *session)
 {
 	struct audit_event ev = {0};
-	char detail[160];
+	char detail[200];
 
 	if (ctx->audit == NULL)
 		return;
-	snprintf(detail, sizeof(detail), "{\"id\":%llu,\"scope\":\"%s\",\"by\":\"control socket\"}",
-	         (unsigned long long)info->id, approval_scope_name(scope));
+	snprintf(detail, sizeof(detail), "{\"id\":%llu,\"scope\":\"%s\",\"by\":\"%s\"%s%s%s}",
+	         (unsigned long long)info->id, approval_scope_name(scope),
+	         by != NULL ? by : "control socket", session != NULL ? ",\"session\":\"" : "",
+	         session != NULL ? session : "", session != NULL ? "\"" : "");
 	ev.kind = "approval";
 	ev.sandbox = info->client;
 	ev.host = info->host;
@@ -413,6 +439,8 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 	json_t *jid = json_object_get(req, "id");
 	json_t *jscope = json_object_get(req, "scope");
 	json_t *jpid = json_object_get(req, "pid");
+	json_t *jby = json_object_get(req, "by");
+	json_t *jsession = json_object_get(req, "session");
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	struct approval_info info;
 	bool found;
@@ -435,6 +463,12 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 		             (long)getpid());
 		return;
 	}
+	if ((jby != NULL && !decider_name_ok(jby)) ||
+	    (jsession != NULL && (jby == NULL || !decider_name_ok(jsession)))) {
+		client_error(cl, "%s: \"by\" and \"session\" must be short names ([A-Za-z0-9._-])",
+		             op);
+		return;
+	}
 	found = approvals_get(cl->ctl->ctx->approvals, (uint64_t)id, &info) == 0;
 	rc = approval_decide(cl->ctl->ctx->approvals, (uint64_t)id, allow, scope);
 	if (rc == -ENOENT) {
@@ -448,7 +482,8 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 	log_info("approval %lld: %s (scope %s) through the control socket", (long long)id,
 	         allow ? "approved" : "denied", approval_scope_name(scope));
 	if (found)
-		audit_decision(cl->ctl->ctx, &info, allow, scope);
+		audit_decision(cl->ctl->ctx, &info, allow, scope, json_string_value(jby),
+		               json_string_value(jsession));
 	client_send(cl, json_pack("{s:b, s:I, s:s, s:s}", "ok", 1, "id", id, "decision",
 	                          allow ? "approve" : "deny", "scope", approval_scope_name(scope)));
 }

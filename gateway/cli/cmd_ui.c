@@ -1,0 +1,88 @@
+/*
+ * `tollgate ui`: serves the review page (gateway/ui/) for the approvals of
+ * every running gateway and the audit logs named with --audit.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/cli/cli.h"
+#include "gateway/ui/ui.h"
+
+extern const struct gw_command gw_command_ui;
+
+static int
+run_ui(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"listen", required_argument, NULL, 'l'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct ui_options o = {0};
+	char default_audit[PATH_MAX], err[512];
+	int c, rc;
+
+	while ((c = gw_getopt(argc, argv, "l:a:", longopts, &gw_command_ui)) != -1) {
+		switch (c) {
+		case 'l':
+			o.listen = optarg;
+			break;
+		case 'a':
+			if (o.naudit == UI_AUDIT_MAX)
+				return gw_fail("ui", "at most %d --audit files", UI_AUDIT_MAX);
+			o.audit_paths[o.naudit++] = optarg;
+			break;
+		case 'C':
+			o.cert_path = optarg;
+			break;
+		case 'K':
+			o.key_path = optarg;
+			break;
+		case GW_OPT_HELP:
+			return GW_EXIT_OK;
+		default:
+			return GW_EXIT_FAILURE;
+		}
+	}
+	if (optind < argc)
+		return gw_fail("ui", "unexpected argument '%s' (see 'tollgate ui --help')",
+		               argv[optind]);
+	if (o.naudit == 0) {
+		if (gw_default_audit_path(default_audit, sizeof(default_audit), false) != 0)
+			return gw_fail("ui", "no default audit log (set TOLLGATE_HOME or --audit)");
+		o.audit_paths[o.naudit++] = default_audit;
+	}
+	/* A browser that goes away mid-answer must not end the page. */
+	signal(SIGPIPE, SIG_IGN);
+	rc = ui_run(&o, err, sizeof(err));
+	if (rc != 0)
+		return gw_fail("ui", "%s", err);
+	return GW_EXIT_OK;
+}
+
+const struct gw_command gw_command_ui = {
+    .name = "ui",
+    .summary = "serve the review page: approvals, timeline, audit search",
+    .usage = "usage: tollgate ui [--listen ADDR:PORT] [--audit FILE]... [--cert PEM --key PEM]\n"
+             "\n"
+             "Serves the review page: what running gateways wait for you to approve,\n"
+             "each sandbox's traffic over time, the audit search and export, the hash\n"
+             "chain's state and live counters (docs/ui.md). Prints the page's address\n"
+             "with a token on stdout; open it once, the browser then keeps a session.\n"
+             "\n"
+             "  -l, --listen ADDR:PORT  where to serve (default 127.0.0.1:8080); an\n"
+             "                          address that is not loopback wants --cert/--key\n"
+             "  -a, --audit FILE        an audit log to show (repeatable; default\n"
+             "                          $TOLLGATE_HOME/audit.db)\n"
+             "      --cert PEM          serve HTTPS with this certificate (chain)...\n"
+             "      --key PEM           ...and its private key\n"
+             "\n"
+             "Gateways are found as 'tollgate pending' finds them ($TOLLGATE_CONTROL_DIR\n"
+             "overrides the directory). Runs until SIGINT or SIGTERM; exit status 0, or\n"
+             "125 when it could not start (a bad flag, the address is taken, ...).\n",
+    .run = run_ui,
+};

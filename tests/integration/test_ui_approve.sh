@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The review page in headless Chromium: a sandboxed request (tollgate run
+# --ask) is held, the page shows it without a reload, the browser clicks
+# Allow once, the request completes, the timeline shows the connection, and
+# the audit row names the page and its session as the approver.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+source "$(dirname "$0")/ui/ui_lib.sh"
+[[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, veth)"
+command -v curl >/dev/null || skip "curl is not installed"
+command -v python3 >/dev/null || skip "python3 is not installed"
+command -v sqlite3 >/dev/null || skip "sqlite3 (the CLI) is not installed"
+source "$(dirname "$0")/ui/setup.sh"
+
+export TOLLGATE_CONTROL_DIR=$TEST_TMP/run
+mkdir -p "$TEST_TMP/www"
+echo "hello from the origin" >"$TEST_TMP/www/hello.txt"
+start_http_origin "$TEST_TMP/www"
+DB=$TEST_TMP/main.db
+
+# The page needs a log to read from the start: a first run makes it.
+"$TOLLGATE" run --audit "$DB" -- true || fail "a first run to create the log failed"
+ui_start
+
+"$TOLLGATE" run --audit "$DB" --ask "origin.test:$HTTP_PORT" --resolve origin.test:127.0.0.1 \
+	--allow-cidr 127.0.0.1/32 --timeout 90 -- \
+	curl -sS -m 80 -o /dev/null -w '%{http_code}\n' "http://origin.test:$HTTP_PORT/hello.txt" \
+	>"$TEST_TMP/run.out" 2>"$TEST_TMP/run.err" &
+RUN_PID=$!
+defer "kill -9 $RUN_PID 2>/dev/null"
+has_one() { [[ $(ui_count_pending) -ge 1 ]]; }
+wait_for 20 has_one || fail "the sandbox's request was never held"
+
+seen=$(cd "$TOLLGATE_SRC/tests/integration/ui" && timeout 240 node approve.mjs "$UI_URL" origin.test)
+get() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); [v:=v.get(k) if isinstance(v,dict) else None for k in sys.argv[2:]]; print("" if v is None else v)' "$seen" "$@"; }
+[[ -z $(get error) ]] || fail "the browser: $(get error)"
+expect_eq "after login the token is gone from the address" "$(get address_after_login)" ""
+expect_match "the page shows the held request" "$(get card)" "port $HTTP_PORT · sandbox sb-"
+expect_eq "the tab counts it" "$(get count_badge)" "1"
+expect_eq "after Allow once the card goes" "$(get card_gone)" "True"
+expect_eq "the page reports no error" "$(get errors)" ""
+
+set +e; wait "$RUN_PID"; rc=$?; set -e
+expect_eq "the sandboxed request completes: the run succeeds" "$rc" "0"
+expect_eq "the sandboxed request completes: the origin answered" "$(cat "$TEST_TMP/run.out")" "200"
+
+expect_match "the timeline shows the connection" "$(get timeline_row)" "connection \| origin.test \| $HTTP_PORT \| allow"
+expect_match "the timeline is the sandbox's" "$(get timeline_sandbox)" '^sb-'
+expect_match "the timeline draws the sandbox's events" "$(get timeline_dots)" '^[1-9][0-9]*$'
+expect_match "the timeline row opens the audit row with its chain position" "$(get timeline_detail)" \
+	'row \(chain position\)[0-9]+.*hash[0-9a-f]{64}'
+expect_match "the search finds the approval row" "$(get approval_row)" 'approval \| sb-[^|]* \| origin.test'
+expect_eq "the approval row names the page" "$(get approval_detail detail by)" "ui"
+expect_match "the approval row names the browser session" "$(get approval_detail detail session)" '^s-[0-9a-f]{8}$'
+expect_eq "the approval row's scope" "$(get approval_detail detail scope)" "once"
+row=$(sqlite3 "$DB" "select detail from events where kind='approval' and host='origin.test'")
+expect_match "the audit log itself says who approved" "$row" '"by":"ui","session":"s-[0-9a-f]{8}"'
+expect_match "the integrity view: the chain holds" "$(get integrity)" 'chainintact'
+for view in waiting timeline search integrity counters; do
+	expect_eq "readable at 400 px: $view needs no sideways scrolling" "$(get overflow_400 $view)" "400"
+done
+expect_eq "the page is still up after all that" "$(kill -0 "$UI_PID" 2>/dev/null && echo up)" "up"
+finish

@@ -1,0 +1,94 @@
+// The browser half of test_ui_approve.sh: logs in with the printed address,
+// waits for the held request to show, clicks Allow once, then finds the
+// connection in the timeline and the approval in the search, and measures
+// the page at 400 px wide. Prints one JSON object of what it saw.
+// usage: node approve.mjs URL HOST
+import { launch, until } from "./browser.mjs";
+
+const [url, host] = process.argv.slice(2);
+const seen = {};
+const { browser, close } = await launch();
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800 });
+  await page.goto(url, { waitUntil: "load" });
+  seen.address_after_login = new URL(page.url()).search; // the token must be gone
+
+  // Waiting for you: the held request appears without a reload.
+  seen.card = await until(page, (h) => {
+    for (const card of document.querySelectorAll("#pending .card"))
+      if (card.querySelector("h3").textContent === h) return card.textContent;
+    return null;
+  }, host);
+  seen.count_badge = await page.$eval("#count", (e) => e.textContent);
+  await page.click(`#pending .card button[data-action="once"]`);
+  seen.card_gone = await until(page, (h) => {
+    return ![...document.querySelectorAll("#pending .card h3")].some((e) => e.textContent === h);
+  }, host);
+  seen.errors = await page.$eval("#pending-errors", (e) => e.textContent);
+
+  // Timeline: the connection shows once the request completed and its row was
+  // written; Reload until it does (bounded).
+  await page.click(`#tabs button[data-view="timeline"]`);
+  for (let i = 0; i < 60 && !seen.timeline_row; i++) {
+    await page.click("#tl-reload");
+    await new Promise((r) => setTimeout(r, 500));
+    seen.timeline_row = await page.evaluate((h) => {
+      for (const tr of document.querySelectorAll("#tl-rows tbody tr")) {
+        const cells = [...tr.cells].map((c) => c.textContent);
+        if (cells[1] === "connection" && cells[2] === h) return cells.join(" | ");
+      }
+      return null;
+    }, host);
+  }
+  seen.timeline_sandbox = await page.$eval("#tl-sandbox", (e) => e.value);
+  seen.timeline_dots = await page.$$eval("#tl-chart circle", (c) => c.length);
+  seen.timeline_summary = await page.$eval("#tl-summary", (e) => e.textContent);
+  await page.evaluate((h) => {
+    for (const tr of document.querySelectorAll("#tl-rows tbody tr"))
+      if (tr.cells[1].textContent === "connection" && tr.cells[2].textContent === h) { tr.click(); return; }
+  }, host);
+  seen.timeline_detail = await until(page, () => {
+    const d = document.getElementById("detail");
+    return !d.hidden && document.getElementById("detail-facts").textContent;
+  });
+  await page.click("#detail-close");
+
+  // Search: the approval row names the page as who decided.
+  await page.click(`#tabs button[data-view="search"]`);
+  await page.type(`#search-form input[name="kind"]`, "approval");
+  await page.type(`#search-form input[name="host"]`, host);
+  await page.click(`#search-form button[type="submit"]`);
+  seen.approval_row = await until(page, () => {
+    const tr = document.querySelector("#search-rows tbody tr");
+    return tr && [...tr.cells].map((c) => c.textContent).join(" | ");
+  });
+  await page.click("#search-rows tbody tr");
+  seen.approval_detail = JSON.parse(await until(page, () => {
+    const d = document.getElementById("detail");
+    return !d.hidden && document.getElementById("detail-json").textContent;
+  }));
+  await page.click("#detail-close");
+
+  // Integrity: the chain holds.
+  await page.click(`#tabs button[data-view="integrity"]`);
+  await page.click("#verify");
+  seen.integrity = await until(page, () => {
+    const t = document.getElementById("int-result").textContent;
+    return !t.includes("checking") && t.includes("chain") && t;
+  });
+
+  // Readable at 400 px: no view needs sideways scrolling.
+  await page.setViewport({ width: 400, height: 800 });
+  seen.overflow_400 = {};
+  for (const view of ["waiting", "timeline", "search", "integrity", "counters"]) {
+    await page.click(`#tabs button[data-view="${view}"]`);
+    await new Promise((r) => setTimeout(r, 300));
+    seen.overflow_400[view] = await page.evaluate(() => document.documentElement.scrollWidth);
+  }
+} catch (e) {
+  seen.error = String(e && e.stack ? e.stack : e);
+} finally {
+  await close();
+}
+console.log(JSON.stringify(seen));
