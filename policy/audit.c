@@ -86,10 +86,6 @@ static const char *const migrations[AUDIT_SCHEMA_VERSION] = {
     " COALESCE((SELECT MAX(id) FROM events), 0),"
     " COALESCE((SELECT hash FROM events ORDER BY id DESC LIMIT 1),"
     " '0000000000000000000000000000000000000000000000000000000000000000');",
-    /* 3: an index for the filter that picks the fewest rows, one host, so
-     * that a page of them does not walk the whole log. It costs the writer
-     * (docs/performance.md); a sandbox's rows lie together and need none. */
-    "CREATE INDEX IF NOT EXISTS events_host ON events(host);",
 };
 
 /* A queued row: the struct and its strings in one allocation. */

@@ -57,7 +57,7 @@ int audit_verify(const char *path, struct audit_verify_result *out, char *err, s
 /* ---- details of the store (docs/audit.md) -------------------------------- */
 
 /* PRAGMA user_version of a database this code writes; older ones are migrated. */
-#define AUDIT_SCHEMA_VERSION 3
+#define AUDIT_SCHEMA_VERSION 2
 #define AUDIT_HASH_LEN 32
 #define AUDIT_HASH_HEX_LEN 64
 /* The prev_hash of row 1: 64 zeros. */
