@@ -44,23 +44,6 @@ fixture_dns_stop(struct fixture_dns *f)
 	event_base_free(f->base);
 }
 
-int
-fixture_dns_bound(int type, struct sockaddr_in *addr)
-{
-	socklen_t len = sizeof(*addr);
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
-	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)addr, &len), 0);
-	if (type == SOCK_STREAM)
-		assert_int_equal(listen(fd, 8), 0);
-	return fd;
-}
-
 size_t
 fixture_dns_query(uint8_t *buf, uint16_t id, const char *name, uint16_t qtype)
 {

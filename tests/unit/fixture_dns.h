@@ -34,9 +34,6 @@ void fixture_dns_start(struct fixture_dns *f, struct policy *policy,
 /* Frees the server, gw.policy, the client and the loop, in that order. */
 void fixture_dns_stop(struct fixture_dns *f);
 
-/* A socket of type (SOCK_DGRAM, or SOCK_STREAM listening) bound to 127.0.0.1:0; *addr its address.
- */
-int fixture_dns_bound(int type, struct sockaddr_in *addr);
 /* A query for name of qtype with id and RD into buf (512 bytes or more); its length. */
 size_t fixture_dns_query(uint8_t *buf, uint16_t id, const char *name, uint16_t qtype);
 /*

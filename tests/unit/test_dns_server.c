@@ -28,6 +28,7 @@
 #include "policy/policy.h"
 
 #include "fixture_dns.h"
+#include "fixture_net.h"
 
 struct fixture {
 	struct fixture_dns dns;
@@ -56,11 +57,11 @@ setup(void **state)
 	cfg.negative_ttl = 12;
 	fixture_dns_start(&f->dns, policy_new(), &cfg);
 	assert_int_equal(dns_listener_add(f->dns.server,
-	                                   fixture_dns_bound(SOCK_DGRAM, &f->udp_addr), "sbx-1",
+	                                   fixture_net_bound(SOCK_DGRAM, &f->udp_addr), "sbx-1",
 	                                   f->sandbox_policy, NULL),
 	                 0);
 	assert_int_equal(dns_listener_add(f->dns.server,
-	                                   fixture_dns_bound(SOCK_STREAM, &f->tcp_addr), "sbx-1",
+	                                   fixture_net_bound(SOCK_STREAM, &f->tcp_addr), "sbx-1",
 	                                   f->sandbox_policy, NULL),
 	                 0);
 	*state = f;
@@ -183,29 +184,13 @@ tcp_ask(struct fixture *f, int fd, uint16_t id, const char *name, uint16_t qtype
 	return got;
 }
 
-static int
-connect_to(int type, const struct sockaddr_in *addr)
-{
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 static void
 test_tcp_framed(void **state)
 {
 	struct fixture *f = *state;
 	uint8_t a[1500];
 	size_t qlen, got;
-	int fd = connect_to(SOCK_STREAM, &f->tcp_addr);
+	int fd = fixture_net_connect(SOCK_STREAM, &f->tcp_addr);
 
 	assert_true(fd >= 0);
 	got = tcp_ask(f, fd, 0x1111, "pypi.org", DNS_WIRE_TYPE_AAAA, a, sizeof(a), &qlen);
@@ -219,15 +204,6 @@ test_tcp_framed(void **state)
 	close(fd);
 }
 
-/* The fd number is closed: nothing in this single-threaded test reuses it in between. */
-static void
-assert_fd_closed(int fd)
-{
-	errno = 0;
-	assert_int_equal(fcntl(fd, F_GETFD), -1);
-	assert_int_equal(errno, EBADF);
-}
-
 /*
  * A sandbox's listeners (UDP and TCP) get a new policy and are removed: their
  * fds close at once, a new client is refused by the kernel, and a TCP
@@ -239,8 +215,8 @@ test_listener_set_policy_remove(void **state)
 	struct fixture *f = *state;
 	struct dns_listener *tl = NULL, *ul = NULL;
 	struct sockaddr_in taddr, uaddr;
-	int tfd = fixture_dns_bound(SOCK_STREAM, &taddr);
-	int ufd = fixture_dns_bound(SOCK_DGRAM, &uaddr);
+	int tfd = fixture_net_bound(SOCK_STREAM, &taddr);
+	int ufd = fixture_net_bound(SOCK_DGRAM, &uaddr);
 	uint8_t q[512], a[1500];
 	size_t qlen, got;
 	int before, uc;
@@ -249,7 +225,7 @@ test_listener_set_policy_remove(void **state)
 	assert_int_equal(dns_listener_add(f->dns.server, ufd, "sbx-2", f->sandbox_policy, &ul), 0);
 	assert_non_null(tl);
 	assert_non_null(ul);
-	before = connect_to(SOCK_STREAM, &taddr);
+	before = fixture_net_connect(SOCK_STREAM, &taddr);
 	assert_true(before >= 0);
 	got = tcp_ask(f, before, 1, "pypi.org", DNS_WIRE_TYPE_A, a, sizeof(a), &qlen);
 	assert_true(got >= 14);
@@ -260,9 +236,9 @@ test_listener_set_policy_remove(void **state)
 	dns_listener_set_policy(tl, NULL);
 	dns_listener_remove(tl);
 	dns_listener_remove(ul);
-	assert_fd_closed(tfd);
-	assert_fd_closed(ufd);
-	assert_int_equal(connect_to(SOCK_STREAM, &taddr), -1);
+	fixture_net_assert_closed(tfd);
+	fixture_net_assert_closed(ufd);
+	assert_int_equal(fixture_net_connect(SOCK_STREAM, &taddr), -1);
 	assert_int_equal(errno, ECONNREFUSED);
 
 	got = tcp_ask(f, before, 2, "pypi.org", DNS_WIRE_TYPE_A, a, sizeof(a), &qlen);
@@ -273,7 +249,7 @@ test_listener_set_policy_remove(void **state)
 	close(before);
 
 	/* Nothing answers on the UDP port: the kernel says so (port unreachable). */
-	uc = connect_to(SOCK_DGRAM, &uaddr);
+	uc = fixture_net_connect(SOCK_DGRAM, &uaddr);
 	assert_true(uc >= 0);
 	setsockopt(uc, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){5, 0}, sizeof(struct timeval));
 	qlen = fixture_dns_query(q, 3, "pypi.org", DNS_WIRE_TYPE_A);
@@ -291,11 +267,11 @@ test_free_with_listener(void **state)
 {
 	struct fixture *f = *state;
 	struct sockaddr_in addr;
-	int fd = fixture_dns_bound(SOCK_STREAM, &addr);
+	int fd = fixture_net_bound(SOCK_STREAM, &addr);
 	int c;
 
 	assert_int_equal(dns_listener_add(f->dns.server, fd, "sbx-3", NULL, NULL), 0);
-	c = connect_to(SOCK_STREAM, &addr);
+	c = fixture_net_connect(SOCK_STREAM, &addr);
 	assert_true(c >= 0);
 	for (int i = 0; i < 5; i++) {
 		struct timeval tick = {0, 10000};
@@ -305,7 +281,7 @@ test_free_with_listener(void **state)
 	}
 	dns_server_free(f->dns.server);
 	f->dns.server = NULL;
-	assert_fd_closed(fd);
+	fixture_net_assert_closed(fd);
 	close(c);
 }
 

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 
 #include "fixture_dns.h"
+#include "fixture_net.h"
 
 #define NSANDBOX 2
 
@@ -55,12 +56,12 @@ setup(void **state)
 		snprintf(hub, sizeof(hub), "10.77.0.%d", 4 * i + 1);
 		assert_int_equal(policy_addr_parse(hub, strlen(hub), &steer), 0);
 		assert_int_equal(dns_listener_add_steered(
-		                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[i]), id,
+		                     f->dns.server, fixture_net_bound(SOCK_DGRAM, &f->addr[i]), id,
 		                     f->policy, &steer, NULL),
 		                 0);
 	}
 	assert_int_equal(dns_listener_add_steered(
-	                     f->dns.server, fixture_dns_bound(SOCK_DGRAM, &f->addr[NSANDBOX]),
+	                     f->dns.server, fixture_net_bound(SOCK_DGRAM, &f->addr[NSANDBOX]),
 	                     "plain", f->policy, NULL, NULL),
 	                 0);
 	*state = f;
@@ -141,7 +142,7 @@ test_bad_steer(void **state)
 	struct fixture *f = *state;
 	struct policy_addr bad = {.family = AF_UNIX};
 	struct sockaddr_in addr;
-	int fd = fixture_dns_bound(SOCK_DGRAM, &addr);
+	int fd = fixture_net_bound(SOCK_DGRAM, &addr);
 
 	assert_int_equal(dns_listener_add_steered(f->dns.server, fd, "x", f->policy, &bad, NULL),
 	                 -EINVAL);

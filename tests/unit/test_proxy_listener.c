@@ -26,6 +26,8 @@
 #include "policy/policy.h"
 #include "proxy/proxy.h"
 
+#include "fixture_net.h"
+
 #define LOOP_TICKS 500 /* 10 ms each: what a loopback answer may wait at most */
 
 struct fixture {
@@ -66,40 +68,6 @@ teardown(void **state)
 	return 0;
 }
 
-/* A socket on 127.0.0.1 with a port of the kernel's choosing (listening for TCP). */
-static int
-loopback_socket(int type, struct sockaddr_in *addr)
-{
-	socklen_t len = sizeof(*addr);
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	memset(addr, 0, sizeof(*addr));
-	addr->sin_family = AF_INET;
-	addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(fd, (struct sockaddr *)addr, sizeof(*addr)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)addr, &len), 0);
-	if (type == SOCK_STREAM)
-		assert_int_equal(listen(fd, 8), 0);
-	return fd;
-}
-
-static int
-connect_to(int type, const struct sockaddr_in *addr)
-{
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	if (connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) != 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
 static void
 run_loop_once(struct fixture *f)
 {
@@ -126,15 +94,6 @@ read_answer(struct fixture *f, int fd, uint8_t *buf, size_t len, size_t want)
 			got += (size_t)n;
 	}
 	return got;
-}
-
-/* The fd number is closed: nothing in this single-threaded test reuses it in between. */
-static void
-assert_fd_closed(int fd)
-{
-	errno = 0;
-	assert_int_equal(fcntl(fd, F_GETFD), -1);
-	assert_int_equal(errno, EBADF);
 }
 
 /* Sends a CONNECT for pypi.org:443 on fd; the answer until the proxy closes. */
@@ -164,14 +123,14 @@ test_proxy_add_set_remove(void **state)
 	struct proxy_listener *l = NULL;
 	struct sockaddr_in addr;
 	char resp[1024];
-	int lfd = loopback_socket(SOCK_STREAM, &addr);
+	int lfd = fixture_net_bound(SOCK_STREAM, &addr);
 	int before, late;
 
 	assert_int_equal(proxy_listener_add(f->proxy, lfd, "sbx-p", f->deny_all, &l), 0);
 	assert_non_null(l);
 
 	/* Decided by the listener's policy: default deny. */
-	before = connect_to(SOCK_STREAM, &addr);
+	before = fixture_net_connect(SOCK_STREAM, &addr);
 	assert_true(before >= 0);
 	ask_connect(f, before, resp, sizeof(resp));
 	assert_non_null(strstr(resp, " 403 "));
@@ -179,13 +138,13 @@ test_proxy_add_set_remove(void **state)
 	close(before);
 
 	/* A connection accepted now, then the policy changes and the listener goes. */
-	before = connect_to(SOCK_STREAM, &addr);
+	before = fixture_net_connect(SOCK_STREAM, &addr);
 	assert_true(before >= 0);
 	let_accept(f);
 	proxy_listener_set_policy(l, f->ask_all);
 	proxy_listener_remove(l);
-	assert_fd_closed(lfd);
-	late = connect_to(SOCK_STREAM, &addr);
+	fixture_net_assert_closed(lfd);
+	late = fixture_net_connect(SOCK_STREAM, &addr);
 	assert_int_equal(late, -1);
 	assert_int_equal(errno, ECONNREFUSED);
 
@@ -205,7 +164,7 @@ test_proxy_add_refused_keeps_fd(void **state)
 	struct fixture *f = *state;
 	struct proxy_listener *l = (struct proxy_listener *)f; /* must be cleared */
 	struct sockaddr_in addr;
-	int ufd = loopback_socket(SOCK_DGRAM, &addr);
+	int ufd = fixture_net_bound(SOCK_DGRAM, &addr);
 	int pipefd[2];
 
 	assert_int_equal(proxy_listener_add(f->proxy, -1, "x", NULL, &l), -EINVAL);
@@ -231,17 +190,17 @@ test_free_with_listener(void **state)
 {
 	struct fixture *f = *state;
 	struct sockaddr_in addr;
-	int fd = loopback_socket(SOCK_STREAM, &addr);
+	int fd = fixture_net_bound(SOCK_STREAM, &addr);
 	int c;
 
 	assert_int_equal(proxy_listener_add(f->proxy, fd, "sbx", NULL, NULL), 0);
-	c = connect_to(SOCK_STREAM, &addr);
+	c = fixture_net_connect(SOCK_STREAM, &addr);
 	assert_true(c >= 0);
 	let_accept(f);
 	assert_int_equal(proxy_conn_count(f->proxy), 1);
 	proxy_free(f->proxy);
 	f->proxy = NULL;
-	assert_fd_closed(fd);
+	fixture_net_assert_closed(fd);
 	close(c);
 }
 
