@@ -16,7 +16,6 @@
 
 #include "dns/server.h"
 #include "exec/exec.h"
-#include "exec/gate.h"
 #include "exec/netns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
@@ -207,29 +206,6 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	}
 	if ((parts & GW_SETUP_HUB) && exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "network hub: %s", err);
-	return 0;
-}
-
-int
-gw_setup_open_gate(struct gw_context *gw, struct gw_setup *s, int netns_fd, const char *sandbox_id,
-                   bool transparent, struct exec_gate **gate, char *hub_addr, size_t hub_len,
-                   char *err, size_t errlen)
-{
-	struct exec_gate_options opts = {0};
-	int rc;
-
-	if (s->hub == NULL) {
-		hub_addr[0] = '\0';
-		return 0;
-	}
-	opts.transparent = transparent;
-	opts.proxy = s->proxy;
-	opts.dns = s->dns;
-	rc = exec_gate_open_opts(gw, s->hub, netns_fd, sandbox_id, gw->policy, &opts, gate, err,
-	                         errlen);
-	if (rc != 0)
-		return rc;
-	snprintf(hub_addr, hub_len, "%s", exec_gate_hub_addr(*gate));
 	return 0;
 }
 

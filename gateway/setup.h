@@ -21,7 +21,6 @@ struct dns_server;
 struct dns_server_config;
 struct gw_control;
 struct exec_hub;
-struct exec_gate;
 
 #define GW_SETUP_PINS_MAX 64
 
@@ -196,16 +195,6 @@ int gw_setup_flag(struct gw_setup_flags *f, int c, const char *value);
  */
 int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
                    unsigned int parts);
-
-/*
- * For a command with one sandbox (run, wrap), the work of its network
- * callback (exec_sandbox_start's attach): the sandbox's gate on the hub,
- * served by this set-up's proxy and DNS server, and the hub end's address in
- * hub_addr; "" and no gate without a hub (--no-network). 0 or negative errno.
- */
-int gw_setup_open_gate(struct gw_context *gw, struct gw_setup *s, int netns_fd,
-                       const char *sandbox_id, bool transparent, struct exec_gate **gate,
-                       char *hub_addr, size_t hub_len, char *err, size_t errlen);
 
 /*
  * Tears down in the order that keeps every publisher ahead of what it
