@@ -16,6 +16,7 @@
 #include "exec/artifact.h"
 #include "gateway/bridges.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -88,8 +89,7 @@ manifest_names(const char *dir)
 	json_t *names = NULL;
 	char *buf = NULL;
 	size_t len = 0;
-	ssize_t n;
-	int fd, plen;
+	int fd, plen, rc;
 
 	plen = snprintf(path, sizeof(path), "%s/manifest.json", dir);
 	if (plen < 0 || (size_t)plen >= sizeof(path))
@@ -98,17 +98,9 @@ manifest_names(const char *dir)
 	if (fd < 0)
 		return NULL;
 	buf = malloc(SIGNED_MANIFEST_READ_MAX);
-	while (buf != NULL && len < SIGNED_MANIFEST_READ_MAX) {
-		n = read(fd, buf + len, SIGNED_MANIFEST_READ_MAX - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
+	rc = buf != NULL ? gw_read_capped(fd, buf, SIGNED_MANIFEST_READ_MAX, &len) : -ENOMEM;
 	close(fd);
-	if (buf == NULL || len == SIGNED_MANIFEST_READ_MAX ||
-	    exec_manifest_parse(buf, len, SIGNED_NAMES_MAX, &m, err, sizeof(err)) != 0)
+	if (rc != 0 || exec_manifest_parse(buf, len, SIGNED_NAMES_MAX, &m, err, sizeof(err)) != 0)
 		goto out;
 	names = json_array();
 	for (size_t i = 0; names != NULL && i < m->nfiles; i++) {
