@@ -67,7 +67,6 @@ struct mcp_job {
 	 * slot that job_free gives back, once, whatever the outcome. */
 	uint64_t ticket;
 	bool queued, admitted;
-	int64_t started_ms; /* wall clock, for a session call's own audit rows */
 	/* What the job is started with once admitted (argv points at file). */
 	struct exec_spec spec;
 	const char *argv[6];
@@ -987,7 +986,6 @@ job_launch(struct mcp_job *j)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
-	j->started_ms = gw_clock_real_ms();
 	rc = job_start(j, err, sizeof(err));
 	if (rc != 0) {
 		ctx->stats.failed++;

@@ -191,6 +191,8 @@ expect_match "serve: after an approval timed out, refused says so" "$(refused_of
 	"asked.test approval-timeout"
 expect_eq "serve: refused_egress (the older name) is the same list" \
 	"$(py "$(step refused)" 'd["structured"]["refused"] == d["structured"]["refused_egress"]')" "True"
+expect_eq "tollgate version prints what tollgate --version prints" \
+	"$("$TOLLGATE" version)" "$("$TOLLGATE" --version)"
 node_rt=$(py "$(step runtimes)" 'json.dumps([r for r in d["structured"]["runtimes"] if r["language"] == "node"][0])')
 expect_eq "list_runtimes: node's version is the one that runs" \
 	"$(py "$node_rt" 'd["version"]')" "$(node --version)"
