@@ -93,6 +93,9 @@ struct exec_result {
 	uint64_t oom_kills;
 };
 
+/* Whether env (NAME=value entries, NULL-terminated; may be NULL) sets name. */
+bool exec_env_has(char *const *env, const char *name);
+
 /* Removes what killed tollgate processes left behind (exec/cleanup.c). */
 void exec_cleanup_stale(void);
 

@@ -107,8 +107,8 @@ gate_make_listeners(struct exec_gate *g, const struct exec_gate_options *opts, c
 	    {&g->fds.proxy, SOCK_STREAM, EXEC_GATE_PROXY_PORT, true},
 	    {&g->fds.dns_udp, SOCK_DGRAM, EXEC_GATE_DNS_PORT, true},
 	    {&g->fds.dns_tcp, SOCK_STREAM, EXEC_GATE_DNS_PORT, true},
-	    {&g->fds.http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, opts->transparent},
-	    {&g->fds.https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, opts->transparent},
+	    {&g->fds.http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, !opts->no_transparent},
+	    {&g->fds.https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, !opts->no_transparent},
 	};
 	for (size_t i = 0; i < sizeof(listeners) / sizeof(listeners[0]); i++) {
 		int fd;
@@ -168,7 +168,7 @@ gate_register(struct exec_gate *g, const struct exec_gate_options *opts, char *e
 	steer.u.v4 = g->veth.hub_addr;
 	for (size_t i = 0; opts->dns != NULL && i < sizeof(dns_fds) / sizeof(dns_fds[0]); i++) {
 		rc = dns_listener_add_steered(opts->dns, *dns_fds[i], g->sandbox_id, g->policy,
-		                              opts->transparent ? &steer : NULL, &g->dns_l[i]);
+		                              !opts->no_transparent ? &steer : NULL, &g->dns_l[i]);
 		if (rc < 0) {
 			gw_set_err(err, errlen, "DNS listener for sandbox %s: %s", g->sandbox_id,
 			           strerror(-rc));
@@ -186,7 +186,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
                     const struct exec_gate_options *opts, struct exec_gate **out, char *err,
                     size_t errlen)
 {
-	static const struct exec_gate_options defaults = {.transparent = false};
+	static const struct exec_gate_options defaults = {0};
 	struct exec_gate *g = NULL;
 	int rc = 0;
 
@@ -253,8 +253,10 @@ exec_gate_open(struct gw_context *ctx, struct exec_hub *hub, int sandbox_netns_f
                const char *sandbox_id, struct policy *policy, struct exec_gate **out, char *err,
                size_t errlen)
 {
-	return exec_gate_open_opts(ctx, hub, sandbox_netns_fd, sandbox_id, policy, NULL, out, err,
-	                           errlen);
+	static const struct exec_gate_options plumbing = {.no_transparent = true};
+
+	return exec_gate_open_opts(ctx, hub, sandbox_netns_fd, sandbox_id, policy, &plumbing, out,
+	                           err, errlen);
 }
 
 const char *

@@ -23,7 +23,14 @@ struct dns_server;
 struct exec_gate;
 
 struct exec_gate_options {
-	bool transparent; /* also listen on TCP 80 and 443 (Host header / SNI) */
+	/*
+	 * Zero-initialised options are the default: the sandbox's gate also
+	 * listens on TCP 80 and 443 (routing by Host header / SNI) and its DNS
+	 * answers an allowed name with the hub address, so clients that ignore
+	 * the proxy variables (Node's fetch) pass the gate too. no_transparent
+	 * leaves only the proxy and DNS listeners.
+	 */
+	bool no_transparent;
 	/*
 	 * Who serves the listeners. gw_context does not name the proxy or
 	 * the DNS server of a loop, so the caller does: NULL leaves that
@@ -41,9 +48,9 @@ struct exec_gate_options {
  * opts->dns under sandbox_id and policy (the gate takes its own reference).
  * Listeners without a server are made but served by no one (their kernel
  * backlog still completes TCP handshakes): exec_gate_open, which has no
- * options, is the plumbing alone. Call between clone() and letting the
- * child run; the namespace fd may be closed afterwards. 0 or negative
- * errno, err set. ctx may be NULL.
+ * options, is the plumbing alone (proxy and DNS listeners, not 80/443).
+ * Call between clone() and letting the child run; the namespace fd may be
+ * closed afterwards. 0 or negative errno, err set. ctx may be NULL.
  */
 int exec_gate_open(struct gw_context *ctx, struct exec_hub *hub, int sandbox_netns_fd,
                    const char *sandbox_id, struct policy *policy, struct exec_gate **out, char *err,

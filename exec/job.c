@@ -4,10 +4,12 @@
  * rows and publish the same events, and release the same listeners and fds.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -16,6 +18,7 @@
 #include "exec/artifact.h"
 #include "exec/gate.h"
 #include "exec/job.h"
+#include "exec/runtime.h"
 #include "exec/session.h"
 #include "exec/vault.h"
 #include "gateway/core/clock.h"
@@ -42,7 +45,19 @@ struct exec_job {
 	bool running;
 	bool timed_out, cancelled, cpu_exceeded;
 	bool freeing; /* exec_job_free abandons a running session command */
+	char **env;   /* spec's env and the caller's CA settings (job_env); owned */
 };
+
+/*
+ * The caller's certificate settings: behind TLS inspection they name the
+ * inspecting CA, and the sandbox's clients (OpenSSL, Node, requests, curl,
+ * pip) need it as much as the caller's do.
+ */
+static const char *const ca_env_names[] = {
+    "SSL_CERT_FILE",      "SSL_CERT_DIR",   "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
+};
+#define JOB_CA_ENV_COUNT (sizeof(ca_env_names) / sizeof(ca_env_names[0]))
 
 void
 exec_job_audit_sandbox(struct audit *audit, const char *kind, const char *sandbox_id,
@@ -60,6 +75,98 @@ exec_job_audit_sandbox(struct audit *audit, const char *kind, const char *sandbo
 	if (audit_append(audit, &ev) != 0)
 		log_warnx("job: the %s row of %s was not recorded", kind, sandbox_id);
 	free(text);
+}
+
+/*
+ * Whether the sandbox finds what a CA setting names (SSL_CERT_DIR may be a
+ * ':' list) at the same path, readable by its user, whom the host's files
+ * treat as "other".
+ */
+static bool
+ca_value_visible(const char *value)
+{
+	char one[PATH_MAX];
+	const char *p = value, *end;
+	struct stat st;
+
+	for (;;) {
+		end = strchrnul(p, ':');
+		if ((size_t)(end - p) >= sizeof(one))
+			return false;
+		memcpy(one, p, (size_t)(end - p));
+		one[end - p] = '\0';
+		if (!exec_runtime_path_visible(one) || stat(one, &st) != 0 ||
+		    (st.st_mode & S_IROTH) == 0 ||
+		    (S_ISDIR(st.st_mode) && (st.st_mode & S_IXOTH) == 0))
+			return false;
+		if (*end == '\0')
+			return true;
+		p = end + 1;
+	}
+}
+
+/*
+ * The command's extra environment: the spec's, then each CA setting of the
+ * caller that the spec does not set and whose file the sandbox sees; one
+ * that it would not see is left out with a warning, once per process.
+ */
+static int
+job_env(struct exec_job *j)
+{
+	static bool warned[JOB_CA_ENV_COUNT];
+	char *const *given = j->spec.sandbox.env;
+	size_t n = 0, k = 0;
+	const char *v;
+	int rc = 0;
+
+	while (given != NULL && given[n] != NULL)
+		n++;
+	j->env = calloc(n + JOB_CA_ENV_COUNT + 1, sizeof(*j->env));
+	if (j->env == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		j->env[k] = strdup(given[i]);
+		if (j->env[k++] == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < JOB_CA_ENV_COUNT; i++) {
+		size_t len;
+
+		v = getenv(ca_env_names[i]);
+		if (v == NULL || v[0] == '\0' || exec_env_has(given, ca_env_names[i]))
+			continue;
+		if (!ca_value_visible(v)) {
+			if (!warned[i])
+				log_warnx("%s is not passed into the sandbox: %s is not readable "
+				          "there at the same path (it sees /usr, /etc, /opt, ...)",
+				          ca_env_names[i], v);
+			warned[i] = true;
+			continue;
+		}
+		len = strlen(ca_env_names[i]) + strlen(v) + 2;
+		j->env[k] = malloc(len);
+		if (j->env[k] == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		snprintf(j->env[k++], len, "%s=%s", ca_env_names[i], v);
+	}
+	j->spec.sandbox.env = j->env;
+out:
+	return rc;
+}
+
+/* Secrets' values are among the copies: none outlives the job. */
+static void
+job_env_free(char **env)
+{
+	for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+		explicit_bzero(env[i], strlen(env[i]));
+		free(env[i]);
+	}
+	free(env);
 }
 
 /* door, sandbox_id and, for a session's command, session and execution. */
@@ -387,7 +494,10 @@ exec_job_start(struct gw_context *gw, const struct exec_job_spec *spec, struct e
 	j->gw = gw;
 	j->spec = *spec;
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
-	if (spec->session != NULL) {
+	rc = job_env(j);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "job: environment: %s", strerror(-rc));
+	} else if (spec->session != NULL) {
 		rc = start_session_command(j, err, errlen);
 	} else {
 		rc = exec_sandbox_start(&j->spec.sandbox, job_attach, j, &j->sandbox, err, errlen);
@@ -475,5 +585,6 @@ exec_job_free(struct exec_job *job)
 	exec_sandbox_free(job->sandbox);
 	/* After the sandbox: its veth goes with its network namespace. */
 	exec_gate_close(job->gate);
+	job_env_free(job->env);
 	free(job);
 }

@@ -76,18 +76,26 @@ static const char *const visible_dirs[] = {
     "/usr/", "/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/etc/", "/opt/", NULL,
 };
 
+static bool
+in_visible_dir(const char *path)
+{
+	for (size_t i = 0; visible_dirs[i] != NULL; i++) {
+		if (strncmp(path, visible_dirs[i], strlen(visible_dirs[i])) == 0)
+			return true;
+	}
+	return false;
+}
+
 bool
 exec_runtime_path_visible(const char *path)
 {
 	char real[PATH_MAX];
 
-	if (realpath(path, real) == NULL)
+	/* The path as written is what the sandbox opens or runs: a symlink in
+	 * /tmp to /usr/bin/node resolves on the host but is not there inside. */
+	if (path[0] != '/' || !in_visible_dir(path) || realpath(path, real) == NULL)
 		return false;
-	for (size_t i = 0; visible_dirs[i] != NULL; i++) {
-		if (strncmp(real, visible_dirs[i], strlen(visible_dirs[i])) == 0)
-			return true;
-	}
-	return false;
+	return in_visible_dir(real);
 }
 
 static int
@@ -284,6 +292,35 @@ exec_runtime_version(const char *path, int timeout_ms, char *buf, size_t len)
 	if (out[0] == '\0')
 		return -ENOEXEC;
 	snprintf(buf, len, "%s", out);
+	return 0;
+}
+
+int
+exec_runtime_describe(enum exec_lang lang, int timeout_ms, struct exec_runtime_info *info)
+{
+	/* One entry per language: the path last asked and its answer. */
+	static struct {
+		char path[PATH_MAX];
+		char version[256];
+	} cache[EXEC_LANG_COUNT];
+	int rc;
+
+	memset(info, 0, sizeof(*info));
+	if ((unsigned)lang >= EXEC_LANG_COUNT)
+		return -EINVAL;
+	rc = exec_runtime_find(lang, info->path, sizeof(info->path));
+	if (rc != 0) {
+		info->path[0] = '\0';
+		return -ENOENT;
+	}
+	info->available = true;
+	if (strcmp(cache[lang].path, info->path) != 0) {
+		if (exec_runtime_version(info->path, timeout_ms, cache[lang].version,
+		                         sizeof(cache[lang].version)) != 0)
+			cache[lang].version[0] = '\0';
+		snprintf(cache[lang].path, sizeof(cache[lang].path), "%s", info->path);
+	}
+	snprintf(info->version, sizeof(info->version), "%s", cache[lang].version);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #ifndef TOLLGATE_EXEC_RUNTIME_H
 #define TOLLGATE_EXEC_RUNTIME_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -30,11 +31,19 @@ const char *exec_runtime_lang_name(enum exec_lang lang);
 int exec_runtime_read_code(const char *path, char **out, char *err, size_t errlen);
 
 /*
- * The interpreter's absolute path from PATH (for sh: bash, else sh), into
- * buf; only one whose real path a sandbox can see (under /usr, /bin, /opt,
- * ...: exec_runtime_path_visible) counts. 0, -ENOENT or -ENAMETOOLONG.
+ * Whether the sandbox sees path at that same path: path is absolute, names
+ * something that exists, and both path as written and its real path lie in
+ * the host directories bound into every sandbox (/usr, /bin, /etc, /opt,
+ * ...: exec/mounts.c). A path below /tmp, /home or /root, or a symlink from
+ * there into /usr, is not.
  */
 bool exec_runtime_path_visible(const char *path);
+
+/*
+ * The interpreter's absolute path from PATH (for sh: bash, else sh), into
+ * buf: the first that is visible to the sandbox (exec_runtime_path_visible),
+ * which is the very path the sandbox runs. 0, -ENOENT or -ENAMETOOLONG.
+ */
 int exec_runtime_find(enum exec_lang lang, char *buf, size_t len);
 
 /*
@@ -42,6 +51,22 @@ int exec_runtime_find(enum exec_lang lang, char *buf, size_t len);
  * without a shell and killed after timeout_ms. 0 or negative errno.
  */
 int exec_runtime_version(const char *path, int timeout_ms, char *buf, size_t len);
+
+/* What `tollgate runtimes` and serve's list_runtimes report of one language. */
+struct exec_runtime_info {
+	bool available;      /* an interpreter was found */
+	char path[PATH_MAX]; /* exec_runtime_find's: the path the sandbox runs */
+	char version[256];   /* the first line of its --version; "" when unknown */
+};
+
+/*
+ * exec_runtime_find, then exec_runtime_version of that path. The version is
+ * asked once per interpreter path in a process and kept (a failure too), so
+ * a long-running server blocks at most once per language for timeout_ms.
+ * Not thread-safe (one event loop). Always fills info; 0, or -ENOENT when
+ * nothing is available.
+ */
+int exec_runtime_describe(enum exec_lang lang, int timeout_ms, struct exec_runtime_info *info);
 
 /*
  * argv (at most 5 entries with the NULL) that runs code with interpreter

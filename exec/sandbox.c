@@ -142,6 +142,8 @@ out:
 	return rc;
 }
 
+#define SANDBOX_NO_PROXY "localhost,127.0.0.1,::1"
+
 /* The proxy variables, written once the hub address is known. */
 static void
 child_fill_proxy_env(struct exec_plan *p)
@@ -161,10 +163,12 @@ child_fill_proxy_env(struct exec_plan *p)
 		str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), at, ":3128");
 		p->envp[p->proxy_env_at + k] = p->proxy_env[k];
 	}
-	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "NO_PROXY=");
+	/* The sandbox's own loopback (lo is up) is its own: a server the
+	 * command starts there is reached directly, never through the gate. */
+	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "NO_PROXY=" SANDBOX_NO_PROXY);
 	p->envp[p->proxy_env_at + k] = p->proxy_env[k];
 	k++;
-	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "no_proxy=");
+	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "no_proxy=" SANDBOX_NO_PROXY);
 	p->envp[p->proxy_env_at + k] = p->proxy_env[k];
 	k++;
 	str_append(p->proxy_env[k], sizeof(p->proxy_env[k]), 0, "NODE_USE_ENV_PROXY=1");
@@ -564,8 +568,8 @@ write_id_maps(pid_t pid, uid_t work_uid, gid_t work_gid)
 
 static const char *const env_passed[] = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", NULL};
 
-static bool
-env_has(char *const *env, const char *name)
+bool
+exec_env_has(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -613,18 +617,18 @@ build_env(struct exec_sandbox *s, const struct exec_spec *spec)
 			return -ENOMEM;
 		n++;
 	}
-	if (!env_has(spec->env, "PATH"))
+	if (!exec_env_has(spec->env, "PATH"))
 		envp[n++] = env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 		                              "/usr/bin:/sbin:/bin");
-	if (!env_has(spec->env, "HOME"))
+	if (!exec_env_has(spec->env, "HOME"))
 		envp[n++] = env_entry("HOME", EXEC_WORKDIR);
-	if (!env_has(spec->env, "TMPDIR"))
+	if (!exec_env_has(spec->env, "TMPDIR"))
 		envp[n++] = env_entry("TMPDIR", "/tmp");
-	if (!env_has(spec->env, "HOSTNAME"))
+	if (!exec_env_has(spec->env, "HOSTNAME"))
 		envp[n++] = env_entry("HOSTNAME", EXEC_HOSTNAME);
 	for (size_t i = 0; env_passed[i] != NULL; i++) {
 		v = getenv(env_passed[i]);
-		if (v != NULL && !env_has(spec->env, env_passed[i]))
+		if (v != NULL && !exec_env_has(spec->env, env_passed[i]))
 			envp[n++] = env_entry(env_passed[i], v);
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -47,6 +47,7 @@ enum {
 	OPT_TIMEOUT = 256,
 	OPT_JSON_STATUS,
 	OPT_TRANSPARENT,
+	OPT_NO_TRANSPARENT,
 	OPT_NO_NETWORK,
 	OPT_SECRET,
 	OPT_OUT,
@@ -65,6 +66,7 @@ static const struct option run_options[] = {
     GW_SETUP_OPTION_POOL,
     GW_SETUP_OPTION_CONTROL,
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
     {"secret", required_argument, NULL, OPT_SECRET},
     {"out", required_argument, NULL, OPT_OUT},
@@ -82,7 +84,7 @@ struct run_flags {
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
 	const char *out_dir;          /* --out: signed after the run */
 	struct vault_inject *secrets; /* --secret */
-	bool transparent;
+	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
 	bool no_network;
 	char **argv;
 	/* --lang with --code or --file (exec/runtime.h, docs/runtimes.md) */
@@ -231,8 +233,11 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_JSON_STATUS:
 			f->json_status = optarg;
 			break;
-		case OPT_TRANSPARENT:
-			f->transparent = true;
+		case OPT_TRANSPARENT: /* the default now; kept so old scripts still run */
+			f->no_transparent = false;
+			break;
+		case OPT_NO_TRANSPARENT:
+			f->no_transparent = true;
 			break;
 		case OPT_NO_NETWORK:
 			f->no_network = true;
@@ -435,7 +440,7 @@ job_spec(struct run_state *st, struct run_flags *f, const struct exec_spec *spec
 	js->door = CMD;
 	js->sandbox = *spec;
 	js->hub = st->setup.hub; /* NULL with --no-network */
-	js->gate.transparent = f->transparent;
+	js->gate.no_transparent = f->no_transparent;
 	js->gate.proxy = st->setup.proxy;
 	js->gate.dns = st->setup.dns;
 	js->timeout = f->timeout;
@@ -611,7 +616,9 @@ const struct gw_command gw_command_run = {
              "  --policy FILE            policy file (JSON)\n"
              GW_SETUP_USAGE_RULES
              GW_SETUP_USAGE_NAMES
-             "  --transparent            also catch clients that ignore the proxy variables\n"
+             "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
+             "                           clients that ignore proxy variables, as Node's fetch;\n"
+             "                           --transparent is accepted and changes nothing)\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_CONTROL
              GW_SETUP_USAGE_AUDIT,

@@ -1,6 +1,7 @@
 /*
  * `tollgate runtimes [--json]`: the interpreters `run --lang` and `validate`
- * would use, found on PATH, with the first line of their --version.
+ * would use (exec_runtime_describe, as serve's list_runtimes), found on PATH,
+ * with the first line of their --version.
  */
 #include <errno.h>
 #include <limits.h>
@@ -27,7 +28,7 @@ run_runtimes(int argc, char **argv)
 	    {"json", no_argument, NULL, OPT_JSON},
 	    {NULL, 0, NULL, 0},
 	};
-	char path[PATH_MAX], version[256];
+	struct exec_runtime_info info;
 	json_t *arr = NULL;
 	bool json = false;
 	int c, rc = GW_EXIT_OK, found = 0;
@@ -56,19 +57,19 @@ run_runtimes(int argc, char **argv)
 	for (int i = 0; i < EXEC_LANG_COUNT; i++) {
 		enum exec_lang lang = (enum exec_lang)i;
 
-		if (exec_runtime_find(lang, path, sizeof(path)) != 0)
+		if (exec_runtime_describe(lang, RUNTIMES_VERSION_TIMEOUT_MS, &info) != 0)
 			continue;
 		found++;
-		if (exec_runtime_version(path, RUNTIMES_VERSION_TIMEOUT_MS, version,
-		                         sizeof(version)) != 0)
-			snprintf(version, sizeof(version), "unknown");
+		if (info.version[0] == '\0')
+			snprintf(info.version, sizeof(info.version), "unknown");
 		if (arr == NULL) {
-			printf("%-8s %-32s %s\n", exec_runtime_lang_name(lang), path, version);
+			printf("%-8s %-32s %s\n", exec_runtime_lang_name(lang), info.path,
+			       info.version);
 			continue;
 		}
-		if (json_array_append_new(arr, json_pack("{s:s, s:s, s:s}", "lang",
-		                                         exec_runtime_lang_name(lang), "path", path,
-		                                         "version", version)) != 0) {
+		if (json_array_append_new(
+		        arr, json_pack("{s:s, s:s, s:s}", "lang", exec_runtime_lang_name(lang),
+		                       "path", info.path, "version", info.version)) != 0) {
 			rc = gw_fail(CMD, "out of memory");
 			goto out;
 		}
@@ -94,9 +95,11 @@ const struct gw_command gw_command_runtimes = {
     .usage = "usage: tollgate runtimes [--json]\n"
              "\n"
              "Lists the interpreters that 'run --lang' and 'validate' use: python3\n"
-             "(python), node (node) and bash, else sh (sh), each as found on PATH with\n"
-             "the first line of its --version ('unknown' when that fails or takes over\n"
-             "5 s). Languages with nothing on PATH are left out.\n"
+             "(python), node (node) and bash, else sh (sh), each the first on PATH that\n"
+             "the sandbox sees at the same path (under /usr, /bin, /etc, /opt, ...: the\n"
+             "path shown is the one the sandbox runs), with the first line of its\n"
+             "--version ('unknown' when that fails or takes over 5 s). Languages with\n"
+             "nothing on PATH are left out.\n"
              "\n"
              "  --json    one JSON array of {\"lang\", \"path\", \"version\"}\n",
     .run = run_runtimes,

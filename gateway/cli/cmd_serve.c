@@ -39,6 +39,8 @@ enum {
 	OPT_NO_NETWORK,
 	OPT_MAX_SANDBOXES,
 	OPT_MAX_QUEUED,
+	OPT_TRANSPARENT,
+	OPT_NO_TRANSPARENT,
 };
 
 static const struct option serve_options[] = {
@@ -49,6 +51,8 @@ static const struct option serve_options[] = {
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
     {"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+    {"transparent", no_argument, NULL, OPT_TRANSPARENT},
+    {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
     {NULL, 0, NULL, 0},
 };
 
@@ -90,7 +94,7 @@ run_serve(int argc, char **argv)
 	struct gw_setup_flags f;
 	long max_sandboxes = 8, max_queued = 16;
 	double timeout = 30;
-	bool no_network = false;
+	bool no_network = false, no_transparent = false;
 	unsigned int parts;
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
 
@@ -114,6 +118,12 @@ run_serve(int argc, char **argv)
 			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
+			break;
+		case OPT_TRANSPARENT: /* the default; kept so old configurations still run */
+			no_transparent = false;
+			break;
+		case OPT_NO_TRANSPARENT:
+			no_transparent = true;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (gw_parse_long(optarg, 1, 1024, &max_sandboxes) != 0)
@@ -154,6 +164,7 @@ run_serve(int argc, char **argv)
 	st.ctx.audit_path = st.setup.audit_path;
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
+	st.ctx.no_transparent = no_transparent;
 	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
 	                   &st.queue) != 0) {
 		gw_fail(CMD, "out of memory");
@@ -164,7 +175,7 @@ run_serve(int argc, char **argv)
 		gw_control_set_stats(st.setup.control, mcp_serve_stats, &st.ctx);
 
 	cfg.name = "tollgate";
-	cfg.version = "0.1";
+	cfg.version = TOLLGATE_VERSION; /* CMake's project version, as `tollgate --version` */
 	cfg.instructions = "Runs code in sandboxes whose network is limited to the domains "
 	                   "you allow per call (execute_code's allowed_domains).";
 	cfg.tools = mcp_serve_tools;
@@ -235,9 +246,9 @@ const struct gw_command gw_command_serve = {
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"
              "  --no-network             sandboxes get loopback only\n"
-             GW_SETUP_USAGE_POOL
-             GW_SETUP_USAGE_AUDIT
-             GW_SETUP_USAGE_CONTROL
+             "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
+             "                           clients that ignore proxy variables, as Node's "
+             "fetch)\n" GW_SETUP_USAGE_POOL GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
              "                           (default: /run/tollgate/PID.sock for root)\n",
     .run = run_serve,
 };

@@ -271,7 +271,7 @@ start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in
 	/* Transparent by default: Node's fetch ignores the proxy variables (Node
 	 * 20 has no NODE_USE_ENV_PROXY), and servers from npm use it. */
 	js.hub = st->setup.hub;
-	js.gate.transparent = !st->flags->no_transparent;
+	js.gate.no_transparent = st->flags->no_transparent;
 	js.gate.proxy = st->setup.proxy;
 	js.gate.dns = st->setup.dns;
 	detail = json_pack("{s:i}", "argc", st->flags->argc);

@@ -25,7 +25,7 @@ print_help(FILE *f)
 		fprintf(f, "  %-10s %s\n", gw_commands[i]->name, gw_commands[i]->summary);
 	fputs("\n"
 	      "  tollgate COMMAND --help   shows a command's flags\n"
-	      "  tollgate --version        prints the version\n",
+	      "  tollgate --version        prints the version (also: tollgate version)\n",
 	      f);
 }
 
@@ -114,7 +114,8 @@ main(int argc, char **argv)
 		print_help(stdout);
 		return GW_EXIT_OK;
 	}
-	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 ||
+	    strcmp(name, "version") == 0) {
 		printf("tollgate %s\n", TOLLGATE_VERSION);
 		return GW_EXIT_OK;
 	}

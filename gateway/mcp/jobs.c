@@ -31,12 +31,12 @@
 #include "gateway/bridges.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
+#include "gateway/core/events.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
-#include "policy/audit.h"
 #include "policy/policy.h"
 
 #define JOB_CODE_MAX (1024 * 1024)
@@ -67,7 +67,6 @@ struct mcp_job {
 	 * slot that job_free gives back, once, whatever the outcome. */
 	uint64_t ticket;
 	bool queued, admitted;
-	int64_t started_ms; /* wall clock, for a session call's own audit rows */
 	/* What the job is started with once admitted (argv points at file). */
 	struct exec_spec spec;
 	const char *argv[6];
@@ -80,6 +79,9 @@ struct mcp_job {
 	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
 	const char *out_env[JOB_ENV_MAX];   /* TOLLGATE_OUT and the secrets' variables */
 	struct mcp_session *session;        /* session_id's, or NULL */
+	/* The refusals heard on the bus while the code ran (refusal_heard). */
+	json_t *refused;
+	int refused_sub; /* its bus subscription, 0: none */
 	struct mcp_job *next;
 };
 
@@ -118,6 +120,9 @@ job_free(struct mcp_job *j)
 	 * session goes with it (exec_job_free). */
 	if (j->session != NULL && j->job != NULL && exec_job_running(j->job))
 		j->session->ended = true;
+	if (j->refused_sub > 0)
+		gw_events_unsubscribe(j->ctx->gw->events, j->refused_sub);
+	json_decref(j->refused);
 	/* The sandbox, its gate's listeners and fds, its timers. */
 	exec_job_free(j->job);
 	j->job = NULL;
@@ -192,50 +197,65 @@ on_job_output(evutil_socket_t fd, short what, void *arg)
 		event_del(is_out ? j->ev_out : j->ev_err);
 }
 
-struct refused_collect {
-	json_t *list;
-};
-
-static int
-collect_refused(const struct audit_row *row, void *arg)
+/*
+ * One egress.denied event of the bus: the proxy's and the DNS server's
+ * refusals and a person's or a timer's verdict on an approval, for every
+ * sandbox; this job keeps its own sandbox's, one entry per host and port
+ * (with a count), whether or not an audit log is kept. A session's sandbox
+ * serves many calls: the subscription lasts this call only.
+ */
+static void
+refusal_heard(const struct gw_event *ev, void *arg)
 {
-	struct refused_collect *rc = arg;
+	struct mcp_job *j = arg;
+	const char *host = "", *reason = "", *via = "";
+	json_int_t port = 0;
+	json_t *p, *item;
+	size_t i;
 
-	if (json_array_size(rc->list) >= JOB_REFUSED_MAX)
-		return 0;
-	json_array_append_new(
-	    rc->list, json_pack("{s:s#, s:I, s:s#, s:s#}", "host", row->host ? row->host : "",
-	                        row->host ? row->host_len : 0, "port", (json_int_t)row->port,
-	                        "kind", row->kind, row->kind_len, "reason",
-	                        row->reason ? row->reason : "", row->reason ? row->reason_len : 0));
-	return 0;
+	if (ev->sandbox == NULL || strcmp(ev->sandbox, job_sandbox_id(j)) != 0)
+		return;
+	p = json_loads(ev->payload, 0, NULL);
+	if (p == NULL || json_unpack(p, "{s?s, s?I, s?s, s?s}", "host", &host, "port", &port,
+	                             "reason", &reason, "via", &via) != 0)
+		goto out;
+	/* A person's "deny" is published by the approvals registry as reason
+	 * "denied"; the proxy's refusal that follows says approval-denied. */
+	if (strcmp(via, "approval") == 0 && strcmp(reason, "denied") == 0)
+		reason = "approval-denied";
+	json_array_foreach(j->refused, i, item)
+	{
+		if (strcmp(json_string_value(json_object_get(item, "host")), host) == 0 &&
+		    json_integer_value(json_object_get(item, "port")) == port) {
+			json_object_set_new(
+			    item, "count",
+			    json_integer(json_integer_value(json_object_get(item, "count")) + 1));
+			goto out;
+		}
+	}
+	if (json_array_size(j->refused) < JOB_REFUSED_MAX)
+		json_array_append_new(j->refused,
+		                      json_pack("{s:s, s:I, s:s, s:s, s:i}", "host", host, "port",
+		                                port, "reason", reason, "via", via, "count", 1));
+out:
+	json_decref(p);
 }
 
-/* The gate's refusals for this sandbox, from the audit log. */
-static json_t *
-refused_egress(struct mcp_job *j)
+/* Starts hearing the job's refusals; without a bus the list stays empty. */
+static void
+refusals_listen(struct mcp_job *j)
 {
-	struct refused_collect rc = {json_array()};
-	struct audit_filter f = {0};
-	struct audit_reader *r = NULL;
-	char err[256];
+	int id;
 
-	if (j->ctx->gw->audit == NULL || j->ctx->audit_path == NULL || rc.list == NULL)
-		return rc.list;
-	audit_flush(j->ctx->gw->audit);
-	if (audit_reader_open(j->ctx->audit_path, &r, err, sizeof(err)) != 0) {
-		log_warnx("serve: reading the audit log: %s", err);
-		return rc.list;
-	}
-	f.sandbox = job_sandbox_id(j);
-	/* A session's sandbox serves many calls: this call's rows only. */
-	if (j->session != NULL)
-		f.since_ms = j->started_ms;
-	f.decision = "deny";
-	if (audit_query(r, &f, collect_refused, &rc, NULL, err, sizeof(err)) != 0)
-		log_warnx("serve: querying the audit log: %s", err);
-	audit_reader_free(r);
-	return rc.list;
+	j->refused = json_array();
+	if (j->refused == NULL || j->ctx->gw->events == NULL)
+		return;
+	id = gw_events_subscribe(j->ctx->gw->events, GW_EV_EGRESS_DENIED, refusal_heard, j);
+	if (id > 0)
+		j->refused_sub = id;
+	else
+		log_warnx("serve: refusals of sandbox %s: not heard: %s", job_sandbox_id(j),
+		          strerror(-id));
 }
 
 static int
@@ -405,7 +425,7 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		mcp_call_fail(j->call, "tollgate: cannot sign the output directory");
 		goto out;
 	}
-	refused = refused_egress(j);
+	refused = j->refused != NULL ? json_deep_copy(j->refused) : json_array();
 	j->ctx->stats.completed++;
 	j->ctx->stats.refused_egress += json_array_size(refused);
 	structured =
@@ -416,6 +436,9 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 	              r->timed_out, "stdout", buffer_string(j->out, j->out_truncated), "stderr",
 	              buffer_string(j->err, j->err_truncated), "refused_egress", refused,
 	              "duration_seconds", job_elapsed(j));
+	/* "refused" is the name now; refused_egress stays for older clients. */
+	if (structured != NULL && j->refused != NULL)
+		json_object_set(structured, "refused", j->refused);
 	if (structured == NULL) {
 		json_decref(artifacts);
 		mcp_call_fail(j->call, "tollgate: out of memory");
@@ -650,6 +673,7 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	js.policy = j->policy;
 	js.gate.proxy = ctx->proxy;
 	js.gate.dns = ctx->dns;
+	js.gate.no_transparent = ctx->no_transparent;
 	js.timeout = j->timeout;
 	js.secrets = j->secrets;
 	js.art = j->art;
@@ -658,6 +682,8 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	js.done = on_exec_job_done;
 	js.arg = j;
 	rc = exec_job_start(ctx->gw, &js, &j->job, err, errlen);
+	if (rc == 0 && !j->validate)
+		refusals_listen(j);
 out:
 	json_decref(detail);
 	job_pipes_done(j, out, errp, rc == 0);
@@ -960,7 +986,6 @@ job_launch(struct mcp_job *j)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &j->started);
-	j->started_ms = gw_clock_real_ms();
 	rc = job_start(j, err, sizeof(err));
 	if (rc != 0) {
 		ctx->stats.failed++;

@@ -298,6 +298,7 @@ struct mcp_serve_ctx {
 	const char *audit_path;
 	const char *hide_path; /* TOLLGATE_HOME */
 	double default_timeout;
+	bool no_transparent; /* --no-transparent: sandboxes' gates without 80/443 */
 	/* Admission of execute_code / validate_code (--max-sandboxes running,
 	 * --max-queued waiting, then refused); NULL: each call starts at once. */
 	struct exec_queue *queue;

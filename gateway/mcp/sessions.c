@@ -118,7 +118,8 @@ session_attach(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, 
 	struct mcp_session *ms = arg;
 
 	struct mcp_serve_ctx *ctx = ms->ctx;
-	struct exec_gate_options opts = {.proxy = ctx->proxy, .dns = ctx->dns};
+	struct exec_gate_options opts = {
+	    .proxy = ctx->proxy, .dns = ctx->dns, .no_transparent = ctx->no_transparent};
 
 	return exec_job_gate_open(ctx->gw, ctx->hub, ms->policy, &opts, netns_fd, sandbox_id,
 	                          &ms->gate, hub_addr, hub_len, err, errlen);

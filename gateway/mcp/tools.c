@@ -34,7 +34,8 @@
 #include "policy/audit.h"
 #include "policy/policy.h"
 
-/* A --version slower than this is left out of list_runtimes (it blocks the loop). */
+/* A --version slower than this is left out of list_runtimes (it blocks the loop,
+ * once per interpreter: exec_runtime_describe keeps the answer). */
 #define RUNTIME_VERSION_TIMEOUT_MS 2000
 
 void
@@ -159,14 +160,16 @@ out:
 /* ---- list_runtimes --------------------------------------------------------- */
 
 /*
- * exec/runtime.c's table, PATH search and --version (run without a shell),
- * as `tollgate runtimes` and `run --lang` use them.
+ * exec/runtime.c's table, PATH search and --version (run without a shell,
+ * once per interpreter and process: exec_runtime_describe), as `tollgate
+ * runtimes` and `run --lang` use them. The path is the one the sandbox runs.
  */
 static void
 tool_list_runtimes(struct mcp_call *c, json_t *args, void *arg)
 {
 	json_t *list = json_array(), *structured;
-	char path[PATH_MAX], version[256], text[1024];
+	struct exec_runtime_info info;
+	char text[1024];
 	size_t at = 0;
 
 	(void)args;
@@ -175,19 +178,15 @@ tool_list_runtimes(struct mcp_call *c, json_t *args, void *arg)
 	for (int i = 0; i < EXEC_LANG_COUNT; i++) {
 		enum exec_lang lang = (enum exec_lang)i;
 		const char *name = exec_runtime_lang_name(lang);
-		bool found = exec_runtime_find(lang, path, sizeof(path)) == 0;
+		bool found = exec_runtime_describe(lang, RUNTIME_VERSION_TIMEOUT_MS, &info) == 0;
 
-		version[0] = '\0';
-		if (found && exec_runtime_version(path, RUNTIME_VERSION_TIMEOUT_MS, version,
-		                                  sizeof(version)) != 0)
-			version[0] = '\0';
 		json_array_append_new(list, json_pack("{s:s, s:s, s:b, s:s}", "language", name,
-		                                      "command", found ? path : "", "available",
-		                                      found, "version", version));
+		                                      "command", info.path, "available", found,
+		                                      "version", info.version));
 		if (found && at < sizeof(text))
-			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s (%s)",
-			                       at > 0 ? ", " : "", name,
-			                       version[0] != '\0' ? version : path);
+			at += (size_t)snprintf(
+			    text + at, sizeof(text) - at, "%s%s %s (%s)", at > 0 ? ", " : "", name,
+			    info.path, info.version[0] != '\0' ? info.version : "version unknown");
 	}
 	structured = mcp_tool_text_result(at > 0 ? text : "no runtime found", false);
 	json_object_set_new(structured, "structuredContent", json_pack("{s:o}", "runtimes", list));
@@ -852,6 +851,10 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"
             "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
             "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+            "\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+            "\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},"
+            "\"reason\":{\"type\":\"string\"},\"via\":{\"type\":\"string\"},"
+            "\"count\":{\"type\":\"integer\"}}}},"
             "\"refused_egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
             "\"duration_seconds\":{\"type\":\"number\"},"
             "\"oom_killed\":{\"type\":[\"boolean\",\"null\"]},"

@@ -158,14 +158,17 @@ expect_blocked() {
 }
 
 expect_eq "the hub's proxy port answers" "$(result hub-proxy)" 0
-expect_eq "DNS on the hub answers the allowed name" \
-	"$(grep '^dns-allowed ' "$TEST_TMP/results" || true)" "dns-allowed 0 127.0.0.1 "
-expect_eq "DNS over TCP on the hub answers the allowed name" \
-	"$(grep '^dns-tcp-allowed ' "$TEST_TMP/results" || true)" "dns-tcp-allowed 0 127.0.0.1 "
+# Transparent listeners are on by default: the allowed name resolves to the
+# hub address, where the gate's 80/443 listeners decide it again.
+expect_match "DNS on the hub answers the allowed name (with the hub address: transparent)" \
+	"$(grep '^dns-allowed ' "$TEST_TMP/results" || true)" '^dns-allowed 0 10\.77\.[0-9]+\.[0-9]+ $'
+expect_match "DNS over TCP on the hub answers the allowed name" \
+	"$(grep '^dns-tcp-allowed ' "$TEST_TMP/results" || true)" '^dns-tcp-allowed 0 10\.77\.[0-9]+\.[0-9]+ $'
 expect_match "DNS on the hub refuses the refused name" \
 	"$(result dns-refused-status)" '^(NXDOMAIN|REFUSED)$'
 expect_blocked hub-port-22 "TCP to the hub on port 22"
-expect_blocked hub-port-80 "TCP to the hub on port 80 (no --transparent)"
+expect_eq "TCP to the hub on port 80 reaches the gate's transparent listener (default)" \
+	"$(result hub-port-80)" 0
 expect_blocked hub-port-8080 "TCP to the hub on port 8080"
 expect_blocked hub-svc-port "TCP to the hub on the host service's port"
 expect_blocked host-loopback-tcp "TCP to the host's loopback service"

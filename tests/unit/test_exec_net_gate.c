@@ -469,7 +469,10 @@ child_start_opts(struct exec_hub *hub, enum child_mode mode, struct policy *poli
 static struct child
 child_start(struct exec_hub *hub, enum child_mode mode)
 {
-	return child_start_opts(hub, mode, NULL, NULL);
+	/* The plumbing alone: no 80/443 listeners, so the sandbox checks they are closed. */
+	static const struct exec_gate_options plain = {.no_transparent = true};
+
+	return child_start_opts(hub, mode, NULL, &plain);
 }
 
 static void
@@ -766,7 +769,7 @@ test_transparent_and_early_close(void **state)
 {
 	struct exec_hub *hub = NULL;
 	struct exec_gate *g = NULL;
-	struct exec_gate_options opts = {.transparent = true};
+	struct exec_gate_options opts = {0}; /* transparent by default */
 	struct exec_gate_fds fds;
 	char err[256];
 	int nsfd, links_here = count_links_here();
@@ -1041,7 +1044,7 @@ test_many_cycles(void **state)
 {
 	struct exec_hub *hub = NULL;
 	struct servers sv;
-	struct exec_gate_options opts = {.transparent = true};
+	struct exec_gate_options opts = {0}; /* transparent by default */
 	char err[256];
 	int fds_before, rules_before, links_here = count_links_here();
 	(void)state;

@@ -1,7 +1,7 @@
 /*
  * Transparent mode through real gates (root only, skipped otherwise): two
  * sandboxes in network namespaces of their own, each gate opened with
- * .transparent and served by one proxy and one DNS server. Each sandbox's
+ * transparent (the default) and served by one proxy and one DNS server. Each sandbox's
  * DNS steers to its own hub address, and its port 80 routes by Host under
  * its own policy. The test first moves into a network namespace of its own,
  * so the origin can take 127.0.0.1:80 without touching the host.
@@ -254,7 +254,7 @@ test_two_sandboxes_transparent(void **state)
 	struct proxy *proxy = NULL;
 	struct dns_server *dns = NULL;
 	struct policy *deny_all, *allow;
-	struct exec_gate_options opts = {.transparent = true};
+	struct exec_gate_options opts = {0}; /* transparent by default */
 	struct exec_gate_fds fds;
 	struct child c[NSANDBOX];
 	struct timeval tick = {.tv_sec = 0, .tv_usec = 50 * 1000};

@@ -291,7 +291,7 @@ test_no_fd_left(void **state)
 		js.door = "test";
 		js.sandbox.argv = argv;
 		js.hub = hub;
-		js.gate.transparent = true;
+		/* transparent, the default: 80 and 443 listen too */
 		js.done = on_done;
 		js.arg = &o;
 		assert_int_equal(exec_job_start(&fx.gw, &js, &job, err, sizeof(err)), 0);

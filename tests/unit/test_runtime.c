@@ -175,6 +175,46 @@ test_find_skips_invisible(void **state)
 	free(saved);
 }
 
+/*
+ * A symlink outside the sandbox's view to a real interpreter inside it
+ * resolves on the host, but the sandbox could not run it by that path:
+ * PATH's next entry is what the sandbox runs, and what is reported.
+ */
+static void
+test_find_skips_symlink_from_outside(void **state)
+{
+	char dir[] = "/tmp/tollgate-rt-XXXXXX", link[PATH_MAX], path[PATH_MAX], env[PATH_MAX + 8];
+	const char *old = getenv("PATH");
+	char *saved = old != NULL ? strdup(old) : NULL;
+	struct exec_runtime_info a, b;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* sh is on every system that runs these tests. */
+	setenv("PATH", "/usr/bin:/bin", 1);
+	assert_int_equal(exec_runtime_find(EXEC_LANG_SH, path, sizeof(path)), 0);
+	snprintf(link, sizeof(link), "%s/bash", dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_false(exec_runtime_path_visible(link));
+	assert_false(exec_runtime_path_visible("usr/bin/sh"));
+	snprintf(env, sizeof(env), "%s:/usr/bin:/bin", dir);
+	setenv("PATH", env, 1);
+	assert_int_equal(exec_runtime_describe(EXEC_LANG_SH, 5000, &a), 0);
+	assert_true(a.available);
+	assert_string_equal(a.path, path);
+	assert_true(exec_runtime_path_visible(a.path));
+	assert_true(a.version[0] != '\0');
+	/* Asked again: the same answer, kept. */
+	assert_int_equal(exec_runtime_describe(EXEC_LANG_SH, 5000, &b), 0);
+	assert_string_equal(b.path, a.path);
+	assert_string_equal(b.version, a.version);
+	unlink(link);
+	rmdir(dir);
+	if (saved != NULL)
+		setenv("PATH", saved, 1);
+	free(saved);
+}
+
 static void
 test_find_and_version(void **state)
 {
@@ -266,6 +306,7 @@ main(void)
 	    cmocka_unit_test(test_parse_check),
 	    cmocka_unit_test(test_find_skips_invisible),
 	    cmocka_unit_test(test_find_and_version),
+	    cmocka_unit_test(test_find_skips_symlink_from_outside),
 	    cmocka_unit_test(test_read_code),
 	    cmocka_unit_test(test_version_timeout),
 	};
