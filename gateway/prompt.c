@@ -61,13 +61,14 @@ tty_write(struct gw_prompt *p, const char *s)
 	struct pollfd pfd = {.fd = p->fd, .events = POLLOUT};
 	size_t left = strlen(s);
 	ssize_t n;
-	int tries = 0;
+	int tries = 0, waits = 0;
 
 	while (left > 0 && tries++ < 64) {
 		n = write(p->fd, s, left);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		/* At most 2 s in all: the loop serves the gate meanwhile too. */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits++ < 20) {
 			if (poll(&pfd, 1, 100) < 0 && errno != EINTR)
 				return;
 			continue;
@@ -194,14 +195,16 @@ ask_next(struct gw_prompt *p)
 	}
 }
 
+/* release: the held output may flow now (not before a last line of ours). */
 static void
-end_question(struct gw_prompt *p)
+end_question(struct gw_prompt *p, bool release)
 {
 	p->current = 0;
 	event_del(p->ev_read);
 	event_del(p->ev_tick);
 	restore_modes(p);
-	set_held(p, false);
+	if (release)
+		set_held(p, false);
 }
 
 static void
@@ -238,7 +241,7 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	else
 		snprintf(note, sizeof(note), "\r\ntollgate: %s: the request went away\r\n", what);
 	tty_write(p, note);
-	end_question(p);
+	end_question(p, true);
 	ask_next(p);
 }
 
@@ -273,7 +276,7 @@ answer_key(struct gw_prompt *p, char c)
 	}
 	tty_write(p, "\r\n");
 	/* Cleared first: the decision's own event is not news to this screen. */
-	end_question(p);
+	end_question(p, false);
 	if (approval_decide(p->approvals, id, allow, scope) == 0) {
 		tty_write(p, "tollgate: ");
 		tty_write(p, said);
@@ -281,6 +284,7 @@ answer_key(struct gw_prompt *p, char c)
 	} else {
 		tty_write(p, "tollgate: that request was already decided\r\n");
 	}
+	set_held(p, false);
 	ask_next(p);
 	return true;
 }
@@ -304,7 +308,7 @@ on_tty_read(evutil_socket_t fd, short what, void *arg)
 		tty_write(p, "\r\n");
 		p->closed = true;
 		p->nqueue = 0;
-		end_question(p);
+		end_question(p, true);
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {

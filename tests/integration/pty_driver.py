@@ -11,6 +11,8 @@ in order, each bounded by the overall --timeout:
   resize:RxC      set the terminal's size (the kernel sends SIGWINCH)
   fg              record whether the terminal's foreground is still the command's
   signal:NAME     send signal NAME to the command (tollgate)
+  raw / cooked    the terminal must be in raw mode now / in its first modes
+  check:SHELL     run a shell command; the step fails unless it exits 0
 
 Prints one JSON line at the end: the command's exit status ("rc"), whether
 the terminal's modes are as they were before ("modes_restored"), whether the
@@ -26,6 +28,7 @@ import os
 import select
 import signal
 import struct
+import subprocess
 import sys
 import termios
 import time
@@ -126,6 +129,15 @@ def main():
                 fg_ok = False
         elif kind == "signal":
             os.kill(pid, getattr(signal, arg))
+        elif kind == "raw":
+            if termios.tcgetattr(slave)[3] & (termios.ICANON | termios.ECHO):
+                failed = step
+        elif kind == "cooked":
+            if termios.tcgetattr(slave) != modes0:
+                failed = step
+        elif kind == "check":
+            if subprocess.run(arg, shell=True, timeout=30).returncode != 0:
+                failed = step
         else:
             failed = "unknown step " + step
         if failed is not None:
