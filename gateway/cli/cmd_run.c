@@ -131,10 +131,6 @@ add_secret(struct run_flags *f, const char *value)
 	return 0;
 }
 
-/*
- * --secret: the values become variables of the sandbox, and its stdout and
- * stderr go through pipes and the redactor instead of being inherited.
- */
 /* The output relay, through the pty's master when there is one. */
 static int
 relay_prepare(const struct redact *set, const struct exec_pty *pty, struct redact_relay **relay,
@@ -145,6 +141,10 @@ relay_prepare(const struct redact *set, const struct exec_pty *pty, struct redac
 	return redact_relay_prepare(set, relay, err, errlen);
 }
 
+/*
+ * --secret: the values become variables of the sandbox, and its stdout and
+ * stderr go through the redactor on their way out.
+ */
 static int
 prepare_secrets(struct run_flags *f, const struct exec_pty *pty, struct exec_spec *spec,
                 struct redact **set, struct redact_relay **relay)
