@@ -72,19 +72,24 @@ expect_eq "sti: every TIOCSTI was refused with EPERM" \
 expect_eq "sti: the sandbox read nothing injected" "$(tr -d '\r' <"$TEST_TMP/sti.screen" | grep -a '^GOT ')" "GOT b''"
 expect_eq "sti: nothing waits typed on the real terminal" "$(field sti pending_input)" 0
 
-# (c) The foreground: the sandbox makes itself the foreground of every
-# terminal it has; the real terminal's foreground stays tollgate's.
+# (c) The foreground: a process group of the sandbox's own makes itself the
+# foreground of every terminal it has; the real terminal's stays tollgate's.
 drive fg 'expect:FG-TRIED' fg 'sleep:0.5' fg -- "${RUN[@]}" -- python3 -c '
-import os, signal
+import os, signal, time
 signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-for fd in (0, 1, 2, os.open("/dev/tty", os.O_RDWR)):
-    try:
-        os.tcsetpgrp(fd, os.getpgrp())
-        print("FG fd%d own terminal" % fd)
-    except OSError as e:
-        print("FG fd%d errno %d" % (fd, e.errno))
-print("FG-TRIED", flush=True)
-import time; time.sleep(1)'
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    for fd in (0, 1, 2, os.open("/dev/tty", os.O_RDWR)):
+        try:
+            os.tcsetpgrp(fd, os.getpgrp())
+            print("FG fd%d took its terminal" % fd)
+        except OSError as e:
+            print("FG fd%d errno %d" % (fd, e.errno))
+    print("FG-TRIED", flush=True)
+    time.sleep(1)
+    os._exit(0)
+os.waitpid(pid, 0)'
 check_run fg 0
 expect_eq "fg: the real terminal's foreground stayed tollgate's" "$(field fg fg_ok)" "True"
 
