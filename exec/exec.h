@@ -59,6 +59,14 @@ struct exec_spec {
 	 */
 	bool set_stdio;
 	int stdin_fd, stdout_fd, stderr_fd;
+	/*
+	 * A pseudo-terminal of the sandbox's own (exec/pty.h), or NULL. Its
+	 * devpts instance becomes the sandbox's /dev/pts, and its slave, which
+	 * the caller passes as stdin (set_stdio) and as whichever of stdout and
+	 * stderr should reach the terminal, is the command's controlling
+	 * terminal. Borrowed until exec_sandbox_start returns.
+	 */
+	const struct exec_pty *pty;
 };
 
 /*
@@ -70,6 +78,7 @@ typedef int (*exec_attach_fn)(void *arg, int netns_fd, const char *sandbox_id, c
                               size_t hub_len, char *err, size_t errlen);
 
 struct exec_sandbox;
+struct exec_pty;
 
 struct exec_result {
 	int exit_status;   /* what `tollgate run` should exit with */
@@ -188,6 +197,8 @@ struct exec_plan {
 	int agent_fd;            /* keep_alive: the agent's end of the socket pair; else -1 */
 	int report_fd;           /* write end: struct exec_msg */
 	int stdio_fd[3];         /* dup2'd onto 0-2 by the child; -1: keep */
+	int devpts_fd;           /* a pty's devpts (detached mount) for /dev/pts; or -1 */
+	bool ctty;               /* fd 0 becomes the command's controlling terminal */
 	char *const *argv;
 	char **envp;         /* proxy entries point into proxy_env */
 	size_t proxy_env_at; /* index of the first proxy entry in envp */

@@ -180,9 +180,18 @@ build_dev(const struct exec_plan *p, const char **step)
 		FAIL("symlinks in /dev");
 	if (mkdir("dev/pts", 0755) != 0)
 		FAIL("mkdir /dev/pts");
-	if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-	          "newinstance,ptmxmode=0666,mode=620") != 0)
+	/*
+	 * Never the host's devpts: the caller's terminal has no node here. With
+	 * a pty, its own instance (made by tollgate, exec/pty.c) so that its
+	 * slave has a name inside; else a new instance of our own.
+	 */
+	if (p->devpts_fd >= 0) {
+		if (move_mount(p->devpts_fd, "", AT_FDCWD, "dev/pts", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+			FAIL("attach the pty's /dev/pts");
+	} else if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	                 "newinstance,ptmxmode=0666,mode=620") != 0) {
 		FAIL("mount /dev/pts");
+	}
 	if (mkdir("dev/shm", 01777) != 0)
 		FAIL("mkdir /dev/shm");
 	tmpfs_options(p, opts, sizeof(opts));

@@ -88,6 +88,21 @@ struct redact_relay;
 int redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *err,
                          size_t errlen);
 /*
+ * The same with a pty (exec/pty.h): master (lent; the relay reads a copy of
+ * its own) is relayed to the first of fds 1, 2 and 0 that is a terminal,
+ * and only a stream that is not a terminal gets a pipe (a terminal stream
+ * of the sandbox is the pty's slave). -EINVAL without a master.
+ */
+int redact_relay_prepare_pty(const struct redact *set, int master, struct redact_relay **out,
+                             char *err, size_t errlen);
+/*
+ * Holds the output (held) or lets it flow again: while held nothing is
+ * written, what comes is kept as for a slow reader (and past the bound the
+ * sandbox's writes block), so that tollgate can draw on the terminal alone.
+ * Accepts NULL. redact_relay_finish lets everything out.
+ */
+void redact_relay_hold(struct redact_relay *rl, bool held);
+/*
  * Right after the start (whether it succeeded or not): fds 1 and 2 are
  * tollgate's own again, and with base non-NULL the pipes are read on it.
  * Writes to the originals never block the loop: up to 256 KiB per stream
@@ -109,7 +124,7 @@ void redact_relay_finish(struct redact_relay *rl, int timeout_ms);
  * stream and the rest is read and dropped, so the sandbox never blocks.
  */
 void redact_relay_set_max_output(struct redact_relay *rl, uint64_t max);
-/* Bytes dropped past the bound on fd 1 or 2. */
+/* Bytes dropped past the bound on fd 1 or 2 (with a pty, its master's too). */
 uint64_t redact_relay_dropped(const struct redact_relay *rl, int fd);
 /* Markers written on both streams. */
 uint64_t redact_relay_redactions(const struct redact_relay *rl);

@@ -1,7 +1,9 @@
 /*
  * The relay between a sandbox's stdout/stderr and tollgate's own: the
- * sandbox writes into pipes, the event loop reads them through a redaction
- * stream each and writes the result to the fds tollgate was given. Each
+ * sandbox writes into pipes (or the slave of a pty of its own, whose master
+ * is read here as a third stream), the event loop reads them through a
+ * redaction stream each and writes the result to the fds tollgate was
+ * given. Output can be held while tollgate asks a question. Each
  * stream is also bounded: past the bound a marker is written once and the
  * rest is read and counted, never written (docs/runtimes.md).
  *
@@ -55,11 +57,12 @@ enum relay_mode {
 
 struct relay_side {
 	struct redact_relay *rl;
-	int fd;     /* 1 or 2 */
+	bool used;
+	int fd;     /* 1 or 2, or the terminal a pty's master is written to */
 	int target; /* the original, kept aside */
 	int out;    /* written to: target, or its non-blocking reopening */
 	enum relay_mode mode;
-	int rfd, wfd; /* the pipe */
+	int rfd, wfd; /* the pipe; a pty's master (rfd) and no wfd */
 	struct redact_stream *stream;
 	struct event *ev;      /* rfd readable */
 	struct event *ev_out;  /* out writable; NULL in RELAY_DIRECT */
@@ -70,11 +73,15 @@ struct relay_side {
 	bool eof, failed, finished, truncated;
 };
 
+/* stdout's pipe, stderr's pipe, a pty's master: each side is used or not. */
+#define RELAY_SIDES 3
+
 struct redact_relay {
-	struct relay_side side[2];
+	struct relay_side side[RELAY_SIDES];
 	uint64_t max_output; /* per stream; 0: unbounded */
 	size_t pend_hard;    /* the most a pending buffer may ever hold */
 	bool swapped;
+	bool held; /* redact_relay_hold: output waits, as for a slow reader */
 };
 
 /* One write without waiting: bytes taken, 0 when the target is full, or -errno. */
@@ -183,7 +190,7 @@ emit(struct relay_side *s, const uint8_t *p, size_t n)
 
 	if (n == 0)
 		return 0;
-	if (s->pend_len == 0) {
+	if (s->pend_len == 0 && !s->rl->held) {
 		w = out_write(s, p, n);
 		if (w < 0)
 			return (int)w;
@@ -240,7 +247,7 @@ write_target(void *arg, const uint8_t *p, size_t n)
 static void
 side_update(struct relay_side *s)
 {
-	bool want_out = !s->failed && s->pend_len > 0 && s->ev_out != NULL;
+	bool want_out = !s->failed && !s->rl->held && s->pend_len > 0 && s->ev_out != NULL;
 	bool want_in = !s->finished && s->pend_len < RELAY_PENDING_MAX && s->ev != NULL;
 
 	if (want_out != s->writing) {
@@ -362,6 +369,8 @@ restore(struct redact_relay *rl)
 	fflush(stdout);
 	fflush(stderr);
 	for (int i = 0; i < 2; i++) {
+		if (rl->side[i].wfd < 0)
+			continue;
 		(void)dup2_retry(rl->side[i].target, rl->side[i].fd);
 		close_fd(&rl->side[i].wfd);
 	}
@@ -407,41 +416,68 @@ side_open_out(struct relay_side *s)
 	s->mode = RELAY_POLLED;
 }
 
-int
-redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *err, size_t errlen)
+/* A side's source: a new pipe, or a copy of a pty's master. 0 or -errno. */
+static int
+side_source(struct relay_side *s, int master, char *err, size_t errlen)
+{
+	int p[2], flags;
+
+	if (master >= 0) {
+		s->rfd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+		if (s->rfd < 0)
+			goto fail;
+	} else {
+		if (pipe2(p, O_CLOEXEC) != 0)
+			goto fail;
+		s->rfd = p[0];
+		s->wfd = p[1];
+	}
+	/* Only tollgate's read end: the sandbox's write end stays blocking. */
+	flags = fcntl(s->rfd, F_GETFL);
+	if (flags < 0 || fcntl(s->rfd, F_SETFL, flags | O_NONBLOCK) != 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: %s", master >= 0 ? "pty" : "pipe", strerror(errno));
+	return -errno;
+}
+
+/*
+ * The sides: stdout's and stderr's pipes, except for a stream that is a
+ * terminal when there is a pty (the sandbox writes that one to its slave);
+ * and the master, written to the first of fds 1, 2 and 0 that is a terminal.
+ */
+static int
+relay_prepare(const struct redact *set, int master, struct redact_relay **out, char *err,
+              size_t errlen)
 {
 	struct redact_relay *rl = calloc(1, sizeof(*rl));
-	int p[2], flags, rc = 0;
+	int rc = 0;
 
 	*out = NULL;
 	if (rl == NULL)
 		return -ENOMEM;
 	rl->pend_hard =
 	    RELAY_PENDING_MAX + RELAY_READ_MAX + 128 + (set != NULL ? redact_max_len(set) : 0);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		struct relay_side *s = &rl->side[i];
 
 		s->rl = rl;
-		s->fd = i + 1;
+		s->fd = i < 2 ? i + 1 : -1;
 		s->target = s->out = s->rfd = s->wfd = -1;
+		s->used = i < 2 ? master < 0 || !isatty(s->fd) : master >= 0;
+		s->finished = !s->used;
 	}
-	for (int i = 0; i < 2 && rc == 0; i++) {
+	if (master >= 0)
+		rl->side[2].fd = isatty(1) ? 1 : isatty(2) ? 2 : 0;
+	for (int i = 0; i < RELAY_SIDES && rc == 0; i++) {
 		struct relay_side *s = &rl->side[i];
 
-		if (pipe2(p, O_CLOEXEC) != 0) {
-			rc = -errno;
-			snprintf(err, errlen, "pipe: %s", strerror(errno));
+		if (!s->used)
+			continue;
+		rc = side_source(s, i == 2 ? master : -1, err, errlen);
+		if (rc != 0)
 			break;
-		}
-		s->rfd = p[0];
-		s->wfd = p[1];
-		/* Only tollgate's read end: the sandbox's write end stays blocking. */
-		flags = fcntl(s->rfd, F_GETFL);
-		if (flags < 0 || fcntl(s->rfd, F_SETFL, flags | O_NONBLOCK) != 0) {
-			rc = -errno;
-			snprintf(err, errlen, "pipe: %s", strerror(errno));
-			break;
-		}
 		s->target = fcntl(s->fd, F_DUPFD_CLOEXEC, 3);
 		if (s->target < 0) {
 			rc = -errno;
@@ -461,6 +497,8 @@ redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *
 		rl->swapped = true;
 		/* dup2 leaves the new fds without CLOEXEC: the sandbox inherits them. */
 		for (int i = 0; i < 2 && rc == 0; i++) {
+			if (rl->side[i].wfd < 0)
+				continue;
 			rc = dup2_retry(rl->side[i].wfd, rl->side[i].fd);
 			if (rc != 0)
 				snprintf(err, errlen, "fd %d: %s", rl->side[i].fd, strerror(-rc));
@@ -475,14 +513,49 @@ redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *
 }
 
 int
+redact_relay_prepare(const struct redact *set, struct redact_relay **out, char *err, size_t errlen)
+{
+	return relay_prepare(set, -1, out, err, errlen);
+}
+
+int
+redact_relay_prepare_pty(const struct redact *set, int master, struct redact_relay **out, char *err,
+                         size_t errlen)
+{
+	if (master < 0)
+		return -EINVAL;
+	return relay_prepare(set, master, out, err, errlen);
+}
+
+void
+redact_relay_hold(struct redact_relay *rl, bool held)
+{
+	if (rl == NULL || rl->held == held)
+		return;
+	rl->held = held;
+	for (int i = 0; i < RELAY_SIDES; i++) {
+		struct relay_side *s = &rl->side[i];
+
+		if (!s->used)
+			continue;
+		/* Held output goes first; a file target (no event) is written now. */
+		if (!held && !s->failed && pend_flush(s) != 0)
+			side_fail(s);
+		side_update(s);
+	}
+}
+
+int
 redact_relay_attach(struct redact_relay *rl, struct event_base *base, char *err, size_t errlen)
 {
 	restore(rl);
 	if (base == NULL)
 		return 0;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		struct relay_side *s = &rl->side[i];
 
+		if (!s->used)
+			continue;
 		s->ev = event_new(base, s->rfd, EV_READ | EV_PERSIST, on_readable, s);
 		/* Files and /dev/null cannot be watched (epoll says EPERM), nor need it. */
 		if (s->ev != NULL && s->mode != RELAY_DIRECT)
@@ -510,7 +583,9 @@ void
 redact_relay_finish(struct redact_relay *rl, int timeout_ms)
 {
 	restore(rl);
-	for (int i = 0; i < 2; i++) {
+	/* Whatever a question held comes out now. */
+	rl->held = false;
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		struct relay_side *s = &rl->side[i];
 
 		if (s->reading)
@@ -519,11 +594,11 @@ redact_relay_finish(struct redact_relay *rl, int timeout_ms)
 			s->writing = event_del(s->ev_out) != 0;
 	}
 	for (;;) {
-		struct pollfd pfd[4];
-		struct relay_side *who[4];
+		struct pollfd pfd[2 * RELAY_SIDES];
+		struct relay_side *who[2 * RELAY_SIDES];
 		int n = 0, nin = 0, r;
 
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < RELAY_SIDES; i++) {
 			struct relay_side *s = &rl->side[i];
 
 			if (!s->failed && s->pend_len > 0) {
@@ -559,7 +634,7 @@ redact_relay_finish(struct redact_relay *rl, int timeout_ms)
 			}
 		}
 	}
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		struct relay_side *s = &rl->side[i];
 
 		side_finish(s);
@@ -577,9 +652,14 @@ redact_relay_set_max_output(struct redact_relay *rl, uint64_t max)
 uint64_t
 redact_relay_dropped(const struct redact_relay *rl, int fd)
 {
-	if (fd < 1 || fd > 2)
-		return 0;
-	return rl->side[fd - 1].dropped;
+	uint64_t n = 0;
+
+	/* A pty's master counts for the stream it is written to. */
+	for (int i = 0; i < RELAY_SIDES; i++) {
+		if (rl->side[i].used && rl->side[i].fd == fd)
+			n += rl->side[i].dropped;
+	}
+	return n;
 }
 
 uint64_t
@@ -587,7 +667,7 @@ redact_relay_redactions(const struct redact_relay *rl)
 {
 	uint64_t n = 0;
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		if (rl->side[i].stream != NULL)
 			n += redact_stream_redactions(rl->side[i].stream);
 	}
@@ -600,7 +680,7 @@ redact_relay_free(struct redact_relay *rl)
 	if (rl == NULL)
 		return;
 	redact_relay_finish(rl, 0);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < RELAY_SIDES; i++) {
 		struct relay_side *s = &rl->side[i];
 
 		if (s->ev != NULL)

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/pty.h"
 #include "gateway/core/log.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -289,6 +290,9 @@ command_main(struct exec_plan *p)
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* With a pty: a session led by the command, whose terminal it is. */
+	if (p->ctty && (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) != 0))
+		child_fail(p, "controlling terminal", errno);
 	/* fds a caller forgot to mark close-on-exec do not reach the command. */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		child_fail(p, "close_range", errno);
@@ -456,6 +460,13 @@ child_main(struct exec_plan *p)
 
 	/* Dies with the parent; a parent already gone shows as EOF below. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/*
+	 * A session of its own: the sandbox never shares the caller's terminal
+	 * (no controlling terminal, so /dev/tty fails with ENXIO, TIOCSTI and
+	 * tcsetpgrp have nothing to act on) nor its process group's signals.
+	 */
+	if (setsid() < 0)
+		child_fail(p, "setsid", errno);
 	while (got < sizeof(p->hub_addr)) {
 		n = read(p->go_fd, p->hub_addr + got, sizeof(p->hub_addr) - got);
 		if (n < 0 && errno == EINTR)
@@ -865,7 +876,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	if (s == NULL)
 		return -ENOMEM;
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
-	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = -1;
+	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = s->plan.devpts_fd = -1;
 	s->pid = -1;
 	s->plan.stdio_fd[0] = spec->set_stdio ? spec->stdin_fd : -1;
 	s->plan.stdio_fd[1] = spec->set_stdio ? spec->stdout_fd : -1;
@@ -890,6 +901,16 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	if (rc != 0)
 		goto out;
 	plan_hide(&s->plan, spec->hide_path);
+	if (spec->pty != NULL) {
+		/* The slave is the sandbox user's, as a login's terminal is its user's. */
+		if (fchown(exec_pty_slave(spec->pty), work_uid, work_gid) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "pty: %s", strerror(errno));
+			goto out;
+		}
+		s->plan.devpts_fd = exec_pty_devpts(spec->pty);
+		s->plan.ctty = true;
+	}
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		goto out;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "exec/pty.h"
 #include "gateway/core/log.h"
 #include "gateway/prompt.h"
 #include "policy/approval.h"
@@ -25,59 +28,51 @@ struct gw_prompt {
 	int fd;
 	int handle; /* approvals_listen's */
 	struct event *ev_read;
+	struct event *ev_tick; /* the countdown, once a second */
 	char command[GW_PROMPT_COMMAND_MAX + 8];
+	gw_prompt_hold_fn hold;
+	void *hold_arg;
 	/* The question on screen (0: none) and the ones waiting for it. */
 	uint64_t current;
+	double expires; /* the current question's deadline, CLOCK_REALTIME */
+	long shown;     /* seconds left as last drawn */
 	uint64_t queue[GW_PROMPT_QUEUE_MAX];
 	size_t nqueue;
-	char line[GW_PROMPT_ANSWER_MAX + 1];
-	size_t len;
-	bool overlong;        /* the answer line went past the cap: ignored */
 	struct termios saved; /* the modes before the question */
 	bool modes_changed;
-	bool closed; /* the terminal hung up or said EOF: no more questions */
+	bool closed; /* the terminal hung up: no more questions */
 };
-
-/*
- * A background process group touching the terminal's modes would be stopped
- * by SIGTTOU; blocked, the kernel lets the call through instead.
- */
-static void
-set_modes(int fd, const struct termios *t, bool flush_input)
-{
-	sigset_t block, old;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	while (t != NULL && tcsetattr(fd, TCSANOW, t) != 0 && errno == EINTR)
-		;
-	if (flush_input)
-		tcflush(fd, TCIFLUSH);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-}
 
 /* Reading from the background would stop tollgate with SIGTTIN. */
 static bool
 in_foreground(const struct gw_prompt *p)
 {
-	pid_t fg = tcgetpgrp(p->fd);
-
-	return fg >= 0 && fg == getpgrp();
+	return exec_pty_foreground(p->fd);
 }
 
-/* Best effort: a terminal that does not take the line loses it. */
+/*
+ * The question must reach the screen whole even right after a flood of the
+ * sandbox's output filled the terminal's buffer: a full terminal is waited
+ * for, but only briefly (a terminal that takes nothing loses the line).
+ */
 static void
 tty_write(struct gw_prompt *p, const char *s)
 {
+	struct pollfd pfd = {.fd = p->fd, .events = POLLOUT};
 	size_t left = strlen(s);
 	ssize_t n;
-	int tries = 0;
+	int tries = 0, waits = 0;
 
 	while (left > 0 && tries++ < 64) {
 		n = write(p->fd, s, left);
 		if (n < 0 && errno == EINTR)
 			continue;
+		/* At most 2 s in all: the loop serves the gate meanwhile too. */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && waits++ < 20) {
+			if (poll(&pfd, 1, 100) < 0 && errno != EINTR)
+				return;
+			continue;
+		}
 		if (n <= 0)
 			return;
 		s += n;
@@ -90,23 +85,57 @@ restore_modes(struct gw_prompt *p)
 {
 	if (!p->modes_changed)
 		return;
-	set_modes(p->fd, &p->saved, false);
+	exec_pty_set_modes(p->fd, &p->saved, false);
 	p->modes_changed = false;
 }
 
-/* The command may have left the terminal raw; a question wants a line. */
+/* One key answers: no line editing, no echo (a raw terminal stays raw). */
 static void
-line_modes(struct gw_prompt *p)
+key_modes(struct gw_prompt *p)
 {
 	struct termios t;
 
 	if (tcgetattr(p->fd, &t) != 0)
 		return;
 	p->saved = t;
-	t.c_lflag |= ICANON | ECHO | ECHOE | ECHOK;
-	t.c_iflag |= ICRNL;
-	set_modes(p->fd, &t, false);
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	exec_pty_set_modes(p->fd, &t, false);
 	p->modes_changed = true;
+}
+
+static long
+seconds_left(const struct gw_prompt *p)
+{
+	struct timespec now;
+	double left;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	left = p->expires - ((double)now.tv_sec + now.tv_nsec / 1e9);
+	return left > 0 ? (long)(left + 0.5) : 0;
+}
+
+/*
+ * The second line of the question, drawn again in place ("\r") as the time
+ * runs: short, so that it never wraps and "\r" reaches its start.
+ */
+static void
+draw_choices(struct gw_prompt *p)
+{
+	char line[128];
+
+	p->shown = seconds_left(p);
+	snprintf(line, sizeof(line),
+	         "\r[o]nce / [a]lways for this run / [d]eny (%lds left): ", p->shown);
+	tty_write(p, line);
+}
+
+static void
+set_held(struct gw_prompt *p, bool held)
+{
+	if (p->hold != NULL)
+		p->hold(p->hold_arg, held);
 }
 
 static void
@@ -148,28 +177,34 @@ ask_next(struct gw_prompt *p)
 			continue;
 		}
 		p->current = id;
-		p->len = 0;
-		p->overlong = false;
-		line_modes(p);
+		p->expires = info.expires;
+		/* The sandbox's output waits, so that it cannot draw over the question. */
+		set_held(p, true);
+		key_modes(p);
 		/* Keys typed before the question must not answer it. */
-		set_modes(p->fd, NULL, true);
+		exec_pty_set_modes(p->fd, NULL, true);
 		where(&info, what, sizeof(what));
-		snprintf(question, sizeof(question),
-		         "tollgate: allow %s for `%s`? [o]nce / [a]lways for this run / [d]eny: ",
-		         what, p->command);
+		snprintf(question, sizeof(question), "\r\ntollgate: allow %s for `%s`?\r\n", what,
+		         p->command);
 		tty_write(p, question);
+		draw_choices(p);
 		if (event_add(p->ev_read, NULL) != 0)
 			log_warnx("prompt: cannot watch the terminal");
+		if (event_add(p->ev_tick, &(struct timeval){.tv_sec = 1}) != 0)
+			log_warnx("prompt: no countdown");
 	}
 }
 
+/* release: the held output may flow now (not before a last line of ours). */
 static void
-end_question(struct gw_prompt *p)
+end_question(struct gw_prompt *p, bool release)
 {
 	p->current = 0;
-	p->len = 0;
 	event_del(p->ev_read);
+	event_del(p->ev_tick);
 	restore_modes(p);
+	if (release)
+		set_held(p, false);
 }
 
 static void
@@ -198,61 +233,60 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	}
 	where(info, what, sizeof(what));
 	if (event == APPROVAL_EVENT_DECIDED)
-		snprintf(note, sizeof(note), "\ntollgate: %s was %s elsewhere (%s)\n", what,
+		snprintf(note, sizeof(note), "\r\ntollgate: %s was %s elsewhere (%s)\r\n", what,
 		         allow ? "allowed" : "denied", approval_scope_name(scope));
 	else if (event == APPROVAL_EVENT_TIMEOUT)
-		snprintf(note, sizeof(note), "\ntollgate: no answer in time: %s denied\n", what);
+		snprintf(note, sizeof(note), "\r\ntollgate: no answer in time: %s denied\r\n",
+		         what);
 	else
-		snprintf(note, sizeof(note), "\ntollgate: %s: the request went away\n", what);
+		snprintf(note, sizeof(note), "\r\ntollgate: %s: the request went away\r\n", what);
 	tty_write(p, note);
-	end_question(p);
+	end_question(p, true);
 	ask_next(p);
 }
 
-/* o: once, a: for this run (scope client), d: deny; anything else asks again. */
-static void
-answer_line(struct gw_prompt *p)
+/*
+ * o: once, a: for this run (scope client), d: deny. Only lower case: an
+ * arrow key's escape sequence ends in A-D. Returns whether c answered.
+ */
+static bool
+answer_key(struct gw_prompt *p, char c)
 {
-	const char *s = p->line;
 	uint64_t id = p->current;
 	bool allow;
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	const char *said;
 
-	while (*s == ' ' || *s == '\t')
-		s++;
-	switch (*s) {
+	switch (c) {
 	case 'o':
-	case 'O':
 		allow = true;
 		said = "allowed once";
 		break;
 	case 'a':
-	case 'A':
 		allow = true;
 		scope = APPROVAL_SCOPE_CLIENT;
 		said = "allowed for this run";
 		break;
 	case 'd':
-	case 'D':
 		allow = false;
 		said = "denied";
 		break;
 	default:
-		tty_write(p, "tollgate: answer o (once), a (always for this run) or d (deny): ");
-		p->len = 0;
-		return;
+		return false;
 	}
+	tty_write(p, "\r\n");
 	/* Cleared first: the decision's own event is not news to this screen. */
-	end_question(p);
+	end_question(p, false);
 	if (approval_decide(p->approvals, id, allow, scope) == 0) {
 		tty_write(p, "tollgate: ");
 		tty_write(p, said);
-		tty_write(p, "\n");
+		tty_write(p, "\r\n");
 	} else {
-		tty_write(p, "tollgate: that request was already decided\n");
+		tty_write(p, "tollgate: that request was already decided\r\n");
 	}
+	set_held(p, false);
 	ask_next(p);
+	return true;
 }
 
 static void
@@ -262,40 +296,47 @@ on_tty_read(evutil_socket_t fd, short what, void *arg)
 	char buf[256];
 	ssize_t n;
 
+	(void)fd;
+	(void)what;
 	if (p->current == 0 || !in_foreground(p))
 		return;
 	n = read(p->fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		/* EOF (^D) or a hang-up: the question stays for the other channels. */
-		tty_write(p, "\n");
+		/* A hang-up: the question stays for the other channels. */
+		tty_write(p, "\r\n");
 		p->closed = true;
 		p->nqueue = 0;
-		end_question(p);
+		end_question(p, true);
 		return;
 	}
-	for (ssize_t i = 0; i < n && p->current != 0; i++) {
-		char c = buf[i];
-
-		if (c == '\n' || c == '\r') {
-			if (p->overlong) {
-				p->overlong = false;
-				p->len = 0;
-				tty_write(p, "tollgate: answer o, a or d: ");
-				continue;
-			}
-			p->line[p->len] = '\0';
-			/* What follows in this read was typed before any next question. */
-			answer_line(p);
+	for (ssize_t i = 0; i < n; i++) {
+		/* A function or arrow key: none of its bytes is an answer. */
+		if (buf[i] == '\033')
+			break;
+		/* What follows in this read was typed before any next question. */
+		if (answer_key(p, buf[i]))
 			return;
-		}
-		if (p->len >= GW_PROMPT_ANSWER_MAX) {
-			p->overlong = true;
-			continue;
-		}
-		p->line[p->len++] = c;
 	}
+	tty_write(p, "\r\ntollgate: press o (once), a (always for this run) or d (deny)\r\n");
+	draw_choices(p);
+}
+
+/* The countdown: redrawn when the seconds shown changed, once a second at most. */
+static void
+on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_prompt *p = arg;
+
+	(void)fd;
+	(void)what;
+	if (p->current == 0)
+		return;
+	if (seconds_left(p) != p->shown)
+		draw_choices(p);
+	if (event_add(p->ev_tick, &(struct timeval){.tv_sec = 1}) != 0)
+		log_warnx("prompt: no countdown");
 }
 
 /* The command as shown: control characters cannot reach the terminal. */
@@ -347,7 +388,8 @@ gw_prompt_open(struct event_base *base, struct approvals *a, char *const *argv,
 	}
 	format_command(p->command, sizeof(p->command), argv);
 	p->ev_read = event_new(base, p->fd, EV_READ | EV_PERSIST, on_tty_read, p);
-	if (p->ev_read == NULL) {
+	p->ev_tick = evtimer_new(base, on_tick, p);
+	if (p->ev_read == NULL || p->ev_tick == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -364,16 +406,27 @@ out:
 }
 
 void
+gw_prompt_set_hold(struct gw_prompt *p, gw_prompt_hold_fn hold, void *arg)
+{
+	p->hold = hold;
+	p->hold_arg = arg;
+}
+
+void
 gw_prompt_free(struct gw_prompt *p)
 {
 	if (p == NULL)
 		return;
 	if (p->handle > 0)
 		approvals_unlisten(p->approvals, p->handle);
-	if (p->current != 0)
-		tty_write(p, "\n");
+	if (p->current != 0) {
+		tty_write(p, "\r\n");
+		set_held(p, false);
+	}
 	if (p->ev_read != NULL)
 		event_free(p->ev_read);
+	if (p->ev_tick != NULL)
+		event_free(p->ev_tick);
 	restore_modes(p);
 	if (p->fd >= 0)
 		close(p->fd);

@@ -1,16 +1,18 @@
 /*
  * The terminal prompt: with a controlling terminal, `tollgate run` asks about
  * each pending approval on /dev/tty (never on stdout), one question at a
- * time, as events on the run's loop. Other channels may decide meanwhile.
+ * time, as events on the run's loop: one key answers (o, a, d), a countdown
+ * shows the time left. Other channels may decide meanwhile.
  */
 #ifndef TOLLGATE_GW_PROMPT_H
 #define TOLLGATE_GW_PROMPT_H
+
+#include <stdbool.h>
 
 struct event_base;
 struct approvals;
 struct gw_prompt;
 
-#define GW_PROMPT_ANSWER_MAX 128  /* bytes of an answer line; the rest is dropped */
 #define GW_PROMPT_QUEUE_MAX 64    /* approvals waiting for their question */
 #define GW_PROMPT_COMMAND_MAX 160 /* characters of the command shown */
 
@@ -22,6 +24,13 @@ struct gw_prompt;
  */
 int gw_prompt_open(struct event_base *base, struct approvals *a, char *const *argv,
                    struct gw_prompt **out);
+/*
+ * hold(arg, true) is called before a question is drawn and hold(arg, false)
+ * once it is gone: the owner holds whatever else writes to or reads from
+ * the terminal (the sandbox's output and input) meanwhile.
+ */
+typedef void (*gw_prompt_hold_fn)(void *arg, bool held);
+void gw_prompt_set_hold(struct gw_prompt *p, gw_prompt_hold_fn hold, void *arg);
 /* Stops listening, restores the terminal's modes, closes it. Accepts NULL. */
 void gw_prompt_free(struct gw_prompt *p);
 

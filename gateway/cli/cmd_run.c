@@ -22,6 +22,7 @@
 #include "exec/gate.h"
 #include "exec/job.h"
 #include "exec/netns.h"
+#include "exec/pty.h"
 #include "exec/redact.h"
 #include "exec/runtime.h"
 #include "exec/vault.h"
@@ -108,6 +109,8 @@ struct run_state {
 	char signed_detail[4096];      /* result.signed_detail's text ("": none) */
 	uint64_t dropped[2];           /* stdout's and stderr's bytes past --max-output */
 	int terms;                     /* SIGTERMs received: the second one kills */
+	struct exec_pty *pty;          /* stdin is a terminal: the sandbox's own pty */
+	struct redact_relay *relay;    /* the sandbox's output on its way out */
 };
 
 static int
@@ -130,13 +133,23 @@ add_secret(struct run_flags *f, const char *value)
 	return 0;
 }
 
+/* The output relay, through the pty's master when there is one. */
+static int
+relay_prepare(const struct redact *set, const struct exec_pty *pty, struct redact_relay **relay,
+              char *err, size_t errlen)
+{
+	if (pty != NULL)
+		return redact_relay_prepare_pty(set, exec_pty_master(pty), relay, err, errlen);
+	return redact_relay_prepare(set, relay, err, errlen);
+}
+
 /*
  * --secret: the values become variables of the sandbox, and its stdout and
- * stderr go through pipes and the redactor instead of being inherited.
+ * stderr go through the redactor on their way out.
  */
 static int
-prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set,
-                struct redact_relay **relay)
+prepare_secrets(struct run_flags *f, const struct exec_pty *pty, struct exec_spec *spec,
+                struct redact **set, struct redact_relay **relay)
 {
 	char err[512], home[PATH_MAX];
 	const char *twice;
@@ -163,7 +176,7 @@ prepare_secrets(struct run_flags *f, struct exec_spec *spec, struct redact **set
 			return GW_EXIT_FAILURE;
 	}
 	spec->env = f->sb.env;
-	if (redact_relay_prepare(*set, relay, err, sizeof(err)) != 0)
+	if (relay_prepare(*set, pty, relay, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "--secret: %s", err);
 	return 0;
 }
@@ -316,11 +329,10 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	struct run_state *st = arg;
 
 	/*
-	 * A terminal's ^C or ^\ already reached the sandbox, which shares our
-	 * process group; forwarding it would deliver it twice.
+	 * The sandbox has a session of its own: a terminal's ^C reaches it as a
+	 * byte through its pty (raw mode), never as our signal, so a signal
+	 * here was sent to tollgate and is passed on once.
 	 */
-	if ((sig == SIGINT || sig == SIGQUIT) && isatty(STDIN_FILENO))
-		return;
 	if (st->finished)
 		return;
 	if (sig == SIGTERM && ++st->terms > 1) {
@@ -421,6 +433,41 @@ add_signals(struct run_state *st)
 	return 0;
 }
 
+/*
+ * stdin is a terminal: the sandbox gets a pty of its own (exec/pty.h) as
+ * stdin, as its controlling terminal, and as stdout and stderr where those
+ * are terminals too (a redirected stream keeps its pipe, so a file gets no
+ * terminal line endings).
+ */
+static int
+prepare_pty(struct run_state *st, struct exec_spec *spec)
+{
+	char err[256];
+	int slave;
+
+	if (!isatty(STDIN_FILENO))
+		return 0;
+	if (exec_pty_open(STDIN_FILENO, &st->pty, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "terminal: %s", err);
+	slave = exec_pty_slave(st->pty);
+	spec->pty = st->pty;
+	spec->set_stdio = true;
+	spec->stdin_fd = slave;
+	spec->stdout_fd = isatty(STDOUT_FILENO) ? slave : -1;
+	spec->stderr_fd = isatty(STDERR_FILENO) ? slave : -1;
+	return 0;
+}
+
+/* The prompt's question is on screen: nothing else draws or reads meanwhile. */
+static void
+hold_terminal(void *arg, bool held)
+{
+	struct run_state *st = arg;
+
+	redact_relay_hold(st->relay, held);
+	exec_pty_hold_input(st->pty, held);
+}
+
 static void
 report_failure(const struct run_state *st, const struct exec_result *res)
 {
@@ -464,6 +511,7 @@ run_run(int argc, char **argv)
 	struct redact *redact_set = NULL;
 	struct redact_relay *relay = NULL;
 	struct gw_prompt *prompt = NULL;
+	bool bounded;
 	json_t *detail = NULL;
 	char err[512], home[PATH_MAX], msg[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
@@ -505,34 +553,45 @@ run_run(int argc, char **argv)
 			goto out;
 		spec.env = f.sb.env;
 	}
-	if (f.secrets != NULL && prepare_secrets(&f, &spec, &redact_set, &relay) != 0)
+	if (prepare_pty(&st, &spec) != 0)
+		goto out;
+	if (f.secrets != NULL && prepare_secrets(&f, st.pty, &spec, &redact_set, &relay) != 0)
 		goto out;
 	/*
-	 * The output bound needs the bytes to pass through tollgate: relayed
-	 * when asked for, or when the output goes to a program rather than a
-	 * terminal (docs/runtimes.md); a terminal is otherwise passed through.
+	 * The output always passes through tollgate, so that the sandbox never
+	 * holds a descriptor of the caller's terminal and a question can hold
+	 * it. The default bound applies when it goes to a program rather than a
+	 * terminal (docs/runtimes.md).
 	 */
-	if (relay == NULL &&
-	    (f.max_output_set || !isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO)) &&
-	    redact_relay_prepare(NULL, &relay, err, sizeof(err)) != 0) {
+	if (relay == NULL && relay_prepare(NULL, st.pty, &relay, err, sizeof(err)) != 0) {
 		gw_fail(CMD, "output relay: %s", err);
 		goto out;
 	}
-	if (relay != NULL)
-		redact_relay_set_max_output(relay, f.max_output_set ? (uint64_t)f.max_output
-		                                                    : RUN_MAX_OUTPUT_DEFAULT);
+	st.relay = relay;
+	bounded = !isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO);
+	redact_relay_set_max_output(relay, f.max_output_set ? (uint64_t)f.max_output
+	                                   : bounded        ? RUN_MAX_OUTPUT_DEFAULT
+	                                                    : 0);
+	if (prompt != NULL)
+		gw_prompt_set_hold(prompt, hold_terminal, &st);
 	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);
 	job_spec(&st, &f, &spec, art, detail, &js);
 	rc = exec_job_start(&st.gw, &js, &st.job, err, sizeof(err));
+	/* The slave is the sandbox's alone: its end is the master's EOF. */
+	if (st.pty != NULL)
+		exec_pty_close_slave(st.pty);
 	/* fds 1 and 2 are tollgate's own again before anything is reported. */
-	if (relay != NULL &&
-	    redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, msg, sizeof(msg)) != 0 &&
+	if (redact_relay_attach(relay, rc == 0 ? st.gw.base : NULL, msg, sizeof(msg)) != 0 &&
 	    rc == 0) {
 		gw_fail(CMD, "output relay: %s", msg);
 		goto out;
 	}
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
+		goto out;
+	}
+	if (st.pty != NULL && exec_pty_attach(st.pty, st.gw.base) != 0) {
+		gw_fail(CMD, "cannot relay the terminal");
 		goto out;
 	}
 	if (add_signals(&st) != 0) {
@@ -543,9 +602,12 @@ run_run(int argc, char **argv)
 		gw_fail(CMD, "event loop failed");
 		goto out;
 	}
-	if (relay != NULL)
-		redact_relay_finish(relay, 1000);
-	for (int i = 0; relay != NULL && i < 2; i++)
+	/* A question still on screen ends before the terminal is given back. */
+	gw_prompt_free(prompt);
+	prompt = NULL;
+	redact_relay_finish(relay, 1000);
+	exec_pty_restore(st.pty);
+	for (int i = 0; i < 2; i++)
 		st.dropped[i] = redact_relay_dropped(relay, i + 1);
 	exit_code = res->exit_status; /* 124 when the job's timeout killed it */
 	report_failure(&st, res);
@@ -570,6 +632,8 @@ out:
 	/* The relay's events are on the loop, which gw_setup_free frees. */
 	redact_relay_free(relay);
 	redact_free(redact_set);
+	/* After the relay: the terminal's modes back, on every way out. */
+	exec_pty_free(st.pty);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	vault_inject_free(f.secrets);
 	free(f.code_buf);
@@ -588,7 +652,8 @@ const struct gw_command gw_command_run = {
              "Runs CMD in a fresh sandbox (new user, mount, PID, network, IPC, UTS and\n"
              "cgroup namespaces; read-only system; Landlock; seccomp) whose only way\n"
              "out is this process's proxy and DNS server. stdin, stdout and stderr are\n"
-             "the command's. Exit status: the command's; 124 timeout; 128+N signal N;\n"
+             "the command's; at a terminal, through a pseudo-terminal of its own that\n"
+             "tollgate relays. Exit status: the command's; 124 timeout; 128+N signal N;\n"
              "125 tollgate failed; 126 cannot execute; 127 not found. Needs root.\n"
              "\n"
              "limits:\n"

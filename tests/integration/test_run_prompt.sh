@@ -61,14 +61,18 @@ run_done() {
 	fi
 	exec {keys}>&-
 }
-question="tollgate: allow origin.test:$port for \`${CURL[*]}\`? [o]nce / [a]lways for this run / [d]eny: "
+# The question's first line; the second takes one key and counts down.
+question="tollgate: allow origin.test:$port for \`${CURL[*]}\`?"
+choices_re='\[o\]nce / \[a\]lways for this run / \[d\]eny \([0-9]+s left\): '
 
 # Once, after an answer that is not one.
 prompt_run once 30s "${CURL[@]}"
 wait_for 20 tty_has "$question" || fail "once: no question on the terminal: $(cat "$TEST_TMP/once.tty" 2>/dev/null)"
-type_keys $'maybe\n'
-wait_for 10 tty_has "answer o (once)" || fail "once: an unknown answer was not asked again"
-type_keys $'o\n'
+checks=$((checks + 1))
+if grep -qE -- "$choices_re" "$TEST_TMP/once.tty"; then pass "once: the choices and a countdown"; else fail "once: no choices line"; fi
+type_keys x
+wait_for 10 tty_has "press o (once)" || fail "once: an unknown key was not asked again"
+type_keys o
 run_done
 expect_eq "once: the run succeeds" "$RUN_RC" 0
 expect_eq "once: stdout is only curl's output" "$(cat "$TEST_TMP/once.out")" 200
@@ -82,7 +86,7 @@ if grep -q "tollgate: allow" "$TEST_TMP/once.err"; then fail "once: the question
 # Always for this run: a second request of the same run is not asked again.
 prompt_run always 30s sh -c "${CURL[*]@Q}; ${CURL[*]@Q}"
 wait_for 20 tty_has "tollgate: allow origin.test:$port for" || fail "always: no question"
-type_keys $'a\n'
+type_keys a
 run_done
 expect_eq "always: the run succeeds" "$RUN_RC" 0
 expect_eq "always: both requests got through" "$(tr '\n' ' ' <"$TEST_TMP/always.out")" "200 200 "
@@ -91,7 +95,7 @@ expect_eq "always: asked once" "$(grep -o "tollgate: allow origin" "$TEST_TMP/al
 # Deny.
 prompt_run deny 30s "${CURL[@]}"
 wait_for 20 tty_has "$question" || fail "deny: no question"
-type_keys $'d\n'
+type_keys d
 run_done
 expect_eq "deny: the run ends normally (curl saw a 403)" "$RUN_RC" 0
 expect_eq "deny: curl got the proxy's refusal" "$(cat "$TEST_TMP/deny.out")" 403

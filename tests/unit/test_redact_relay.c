@@ -2,7 +2,8 @@
  * Unit tests for run's output relay (exec/redact_relay.c) with real pipes:
  * a target nobody reads stalls the writer (a child standing in for the
  * sandbox), never the event loop; the bytes then arrive whole and redacted;
- * a bound or a reader that went away never holds the writer back.
+ * a bound or a reader that went away never holds the writer back; output
+ * held for a question waits until it is released.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -299,6 +300,39 @@ test_reader_gone_drains_the_writer(void **state)
 	stop(&fx);
 }
 
+/*
+ * Held (a question on the terminal): even with a reader waiting, nothing is
+ * written and the writer is held back; released, everything arrives, in
+ * order and redacted.
+ */
+static void
+test_hold_keeps_output_until_released(void **state)
+{
+	static char want[BUF_MAX], got[BUF_MAX];
+	struct fixture fx;
+	struct drain d = {.fx = &fx, .buf = got, .cap = sizeof(got)};
+	struct event *ev;
+	size_t want_len;
+
+	(void)state;
+	start(&fx, true, 0);
+	redact_relay_hold(fx.rl, true);
+	ev = event_new(fx.base, fx.target_r, EV_READ | EV_PERSIST, on_target, &d);
+	assert_non_null(ev);
+	assert_int_equal(event_add(ev, NULL), 0);
+	for (int i = 0; i < 30; i++)
+		run_loop_for(&fx, 10);
+	event_free(ev);
+	assert_int_equal(d.len, 0);      /* the reader got nothing while held */
+	assert_false(child_exited(&fx)); /* and the writer waits */
+	redact_relay_hold(fx.rl, false);
+	drain_to_end(&fx, &d);
+	stop(&fx);
+	want_len = gen_output(want, sizeof(want), true);
+	assert_int_equal(d.len, want_len);
+	assert_memory_equal(got, want, want_len);
+}
+
 int
 main(void)
 {
@@ -306,6 +340,7 @@ main(void)
 	    cmocka_unit_test(test_stalled_target_holds_the_writer_not_the_loop),
 	    cmocka_unit_test(test_bound_frees_the_writer_even_when_stalled),
 	    cmocka_unit_test(test_reader_gone_drains_the_writer),
+	    cmocka_unit_test(test_hold_keeps_output_until_released),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
