@@ -344,6 +344,8 @@ run_wrap(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, NULL, &spec) != 0)
+		goto out;
 	rc = start_server(&st, &spec, &server_in, &server_out, err, sizeof(err));
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
@@ -431,6 +433,9 @@ const struct gw_command gw_command_wrap = {
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
+             "  --ro-bind SRC[:DEST]     show host path SRC read-only at DEST (default: SRC)\n"
+             "  --bind SRC[:DEST]        the same, writable; files written belong to SRC's owner\n"
+             "  --home DIR               keep DIR as the sandbox's $HOME (/home/sandbox)\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
