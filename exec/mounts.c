@@ -402,7 +402,8 @@ write_map(pid_t pid, const char *which, unsigned int inside, unsigned int outsid
 
 /*
  * A user namespace mapping owner (uid, gid) to the sandbox's user on the
- * host (to_uid, to_gid) and nothing else, to idmap a mount with: files of
+ * host (to_uid, to_gid) and nothing else (no host group when gid is
+ * root's), to idmap a mount with: files of
  * the owner are the sandbox user's there, and what it writes is the
  * owner's on disk. Made by a child that only waits to be released.
  */
@@ -431,8 +432,11 @@ idmap_userns(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
 		_exit(0);
 	}
 	rc = write_map((pid_t)pid, "uid_map", uid, to_uid);
+	/* The kernel wants a group mapped: with root's, the sandbox's own
+	 * (which no file on the host has), so that no host group is. */
 	if (rc == 0)
-		rc = write_map((pid_t)pid, "gid_map", gid, to_gid);
+		rc = write_map((pid_t)pid, "gid_map",
+		               gid != 0 ? gid : EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID, to_gid);
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -555,10 +559,17 @@ prepare_one(struct exec_plan_bind *b, const char *src, bool home, const char *hi
 	if (!b->writable)
 		attr.attr_set |= MOUNT_ATTR_RDONLY;
 	if (st.st_uid != 0 && st.st_uid != uid) {
-		/* A group of root's would make root's group the sandbox's: the
-		 * owner's own-named group stands in. */
-		rc = idmap_userns(st.st_uid, st.st_gid != 0 ? st.st_gid : (gid_t)st.st_uid, uid,
-		                  gid, &userns);
+		/* Root's group is never the sandbox's: without its group mapped the
+		 * directory stays readable (by its mode) but, as the kernel refuses
+		 * writes to an inode with an unmapped id, not writable. */
+		if (b->writable && st.st_gid == 0) {
+			rc = -EPERM;
+			gw_set_err(err, errlen,
+			           "its group is root's: what the sandbox writes belongs to the "
+			           "directory's owner and group, never root's (chgrp it)");
+			goto out;
+		}
+		rc = idmap_userns(st.st_uid, st.st_gid, uid, gid, &userns);
 		if (rc != 0) {
 			gw_set_err(err, errlen, "user namespace for an idmapped mount: %s",
 			           strerror(-rc));
