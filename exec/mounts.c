@@ -457,7 +457,9 @@ out:
 
 /*
  * A --home directory that does not exist yet is made 0700, owned as the
- * directory that holds it (its user's, not root's, under sudo).
+ * directory that holds it (its user's, under sudo), or, when that is
+ * root's, by the sandbox's own host uid (as wrap --name's homes): never
+ * root's, which no sandbox writes as.
  */
 static int
 open_home(const char *path, int *fd, char *err, size_t errlen)
@@ -471,7 +473,11 @@ open_home(const char *path, int *fd, char *err, size_t errlen)
 		return rc;
 	*fd = openat(dirfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (*fd < 0 && errno == ENOENT) {
-		if (fstat(dirfd, &st) != 0 || mkdirat(dirfd, base, 0700) != 0 ||
+		if (fstat(dirfd, &st) == 0 && (st.st_uid == 0 || st.st_gid == 0)) {
+			st.st_uid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID;
+			st.st_gid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
+		}
+		if (mkdirat(dirfd, base, 0700) != 0 ||
 		    fchownat(dirfd, base, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0) {
 			rc = -errno;
 			gw_set_err(err, errlen, "cannot create it: %s", strerror(errno));

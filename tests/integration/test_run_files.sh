@@ -66,6 +66,12 @@ expect_eq "--home: HOME names it" "$out" "/home/sandbox"
 out=$(run --home "$HOMEDIR" -- cat /home/sandbox/.state 2>&1)
 expect_eq "--home: a file survives to the next run" "$out" "kept"
 expect_eq "--home: owned by the home's owner on the host" "$(stat -c %u "$HOMEDIR/.state")" "$U"
+# A home that does not exist yet, in a directory of root's: made 0700 for
+# the sandbox's own host uid, never root's.
+out=$(run --home "$TEST_TMP/newhome" -- sh -c 'echo new >"$HOME/f" && cat "$HOME/f"' 2>&1)
+expect_eq "--home DIR made when missing: usable" "$out" "new"
+expect_eq "--home DIR made when missing: 0700, the sandbox's host uid" \
+	"$(stat -c '%a %u' "$TEST_TMP/newhome")" "700 2000001000"
 
 # ---- refusals, each one clear line and exit 125 ---------------------------------
 refuse() { # WHAT REGEX FLAGS...
