@@ -27,6 +27,20 @@
 #define EXEC_WORKDIR "/work"
 #define EXEC_OUTDIR "/out" /* run --out DIR: bound here when given */
 #define EXEC_HOSTNAME "sandbox"
+#define EXEC_HOMEDIR "/home/sandbox" /* --home DIR: bound here, and HOME */
+#define EXEC_BINDS_MAX 32            /* --ro-bind and --bind, file and flags together */
+
+/*
+ * A host path the sandbox sees (--ro-bind, --bind, the policy file's
+ * "filesystem" section). src is resolved as gateway/core/safepath.h does
+ * (another user's symlink on the way is refused) and mounted from the fd
+ * it gave, never by its name again; dest is checked by policy_fs_dest_why.
+ */
+struct exec_bind {
+	const char *src;
+	const char *dest;
+	bool writable;
+};
 
 struct exec_limits {
 	long ram_mb;      /* 0: none */
@@ -67,6 +81,13 @@ struct exec_spec {
 	 * terminal. Borrowed until exec_sandbox_start returns.
 	 */
 	const struct exec_pty *pty;
+	/* Host paths bound into the sandbox, borrowed (at most EXEC_BINDS_MAX). */
+	const struct exec_bind *binds;
+	size_t nbinds;
+	/* A directory kept between runs, bound writable at EXEC_HOMEDIR and
+	 * named by HOME (unless env sets it); created 0700 when missing, owned
+	 * as the directory that holds it. NULL: none (HOME is the work dir). */
+	const char *home;
 };
 
 /*
@@ -208,6 +229,15 @@ struct exec_plan {
 	void *seccomp_prog; /* struct sock_fprog */
 	int last_cap;
 	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */
+	/* Binds and the home, each a detached mount the parent made (idmapped
+	 * where the directory's owner is not the sandbox's user), attached by
+	 * the child at dest. */
+	struct exec_plan_bind {
+		int tree_fd;
+		bool writable, is_dir;
+		char dest[256];
+	} binds[EXEC_BINDS_MAX + 1];
+	size_t nbinds;
 };
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */
@@ -217,13 +247,27 @@ __attribute__((noreturn)) void exec_agent_main(struct exec_plan *p);
 
 /* Child side: each returns 0 or -errno with *step naming what failed. */
 int exec_mounts_build(const struct exec_plan *p, const char **step);
-int exec_landlock_apply(const char **step);
+/* Rules for the plan's writable binds as for the work directory. */
+int exec_landlock_apply(const struct exec_plan *p, const char **step);
 int exec_limits_apply(const struct exec_plan *p, const char **step);
 /* The open-files limit, last: Landlock's set-up needs a free fd. */
 int exec_limits_apply_nofile(const struct exec_plan *p, const char **step);
 int exec_seccomp_apply(const struct exec_plan *p, const char **step);
 
 /* Parent side. */
+/*
+ * The spec's binds and home as detached mounts in p->binds: each source
+ * walked with gw_safepath_resolve, refused when it is not a directory or a
+ * regular file, lies on /proc or /sys, or would show hide (TOLLGATE_HOME);
+ * read-only ones made so, and where the directory's owner is a user other
+ * than root and than the sandbox's host uid (uid, gid) the mount is
+ * idmapped so that its owner's files are the sandbox user's and what the
+ * sandbox writes is its owner's. 0, or -errno with err set (one line,
+ * naming the flag's text). exec_mounts_release closes what remains.
+ */
+int exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const char *hide,
+                        uid_t uid, gid_t gid, char *err, size_t errlen);
+void exec_mounts_release(struct exec_plan *p);
 int exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan *p);
 int exec_limits_raise_nofile(const struct exec_plan *p, pid_t pid);
 /* Builds the filter; *out is a malloc'd struct sock_fprog with its code. */

@@ -1,7 +1,7 @@
 /*
  * Landlock for the command: read-only everywhere, writable only in the work
- * directory, /tmp, /dev/shm, the terminal-ish /dev nodes and the files the
- * command inherited as stdin/stdout/stderr. Runs in the child after
+ * directory, /tmp, /dev/shm, the writable binds and home, the terminal-ish
+ * /dev nodes and the files the command inherited as stdin/stdout/stderr. Runs in the child after
  * pivot_root; a kernel without Landlock leaves the other layers in charge.
  */
 #include "exec/exec.h"
@@ -36,6 +36,7 @@ struct tg_ruleset_attr {
 #define FS_READ                                                                                    \
 	(LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 #define FS_FILE_WRITE (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE)
+#define FS_READ_FILE_RIGHTS (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE)
 
 static uint64_t
 handled_for_abi(int abi)
@@ -73,7 +74,7 @@ add_path(int ruleset, const char *path, uint64_t access, uint64_t handled, bool 
 }
 
 int
-exec_landlock_apply(const char **step)
+exec_landlock_apply(const struct exec_plan *p, const char **step)
 {
 	static const char *const dev_rw[] = {"/dev/null", "/dev/zero", "/dev/full",
 	                                     "/dev/tty",  "/dev/pts",  NULL};
@@ -119,6 +120,21 @@ exec_landlock_apply(const char **step)
 	rc = add_path(ruleset, EXEC_OUTDIR, handled, handled, true);
 	if (rc != 0)
 		goto out;
+	/* --bind and --home: the work directory's rights (for a file, only the
+	 * rights a file can have); --ro-bind needs nothing beyond "/"'s. */
+	for (size_t i = 0; i < p->nbinds; i++) {
+		uint64_t a = p->binds[i].is_dir ? handled
+		                                : FS_READ_FILE_RIGHTS | FS_FILE_WRITE |
+		                                      LANDLOCK_ACCESS_FS_IOCTL_DEV;
+
+		if (!p->binds[i].writable)
+			continue;
+		rc = add_path(ruleset, p->binds[i].dest, a, handled, false);
+		if (rc != 0) {
+			*step = "landlock rule for a bind";
+			goto out;
+		}
+	}
 	file_rw = LANDLOCK_ACCESS_FS_READ_FILE | FS_FILE_WRITE | LANDLOCK_ACCESS_FS_IOCTL_DEV;
 	for (size_t i = 0; dev_rw[i] != NULL; i++) {
 		uint64_t a = file_rw;

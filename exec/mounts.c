@@ -1,21 +1,33 @@
 /*
  * The sandbox's filesystem, built by its init before the command starts: a
  * tmpfs root with read-only binds of the system, a writable work directory,
- * tmpfs /tmp, fresh /proc, minimal /dev, generated resolv.conf and hosts.
- * Runs in the child between clone() and execve(): no allocation, no stdio.
+ * tmpfs /tmp, fresh /proc, minimal /dev, generated resolv.conf and hosts,
+ * and the host paths the caller named (--ro-bind, --bind, --home). The
+ * child's part runs between clone() and execve(): no allocation, no stdio;
+ * the parent opens and shapes the binds' mounts beforehand.
  */
 #include "exec/exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/safepath.h"
+#include "policy/policy.h"
 
 /* Shadow files are unreadable to the sandbox's user anyway; covered too,
  * by an empty file of mode 0000. */
@@ -245,6 +257,54 @@ build_etc(const struct exec_plan *p, const char **step)
 	return 0;
 }
 
+/*
+ * The mount point of a bind, relative to the new root: its parents made as
+ * needed (policy_fs_dest_why kept dest out of every directory the set-up
+ * made or bound, so none of them is a symlink or read-only), then an empty
+ * directory or file.
+ */
+static int
+make_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
+{
+	int fd;
+
+	cat(rel, len, 0, b->dest + 1);
+	for (char *c = strchr(rel, '/'); c != NULL; c = strchr(c + 1, '/')) {
+		*c = '\0';
+		if (mkdir(rel, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*c = '/';
+	}
+	if (b->is_dir)
+		return mkdir(rel, 0755) == 0 ? 0 : -errno;
+	fd = open(rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* The parent's detached mounts (exec_mounts_prepare) attached at their dest. */
+static int
+attach_binds(const struct exec_plan *p, const char **step)
+{
+	char rel[sizeof(p->binds[0].dest)];
+	int rc;
+
+	for (size_t i = 0; i < p->nbinds; i++) {
+		rc = make_mount_point(&p->binds[i], rel, sizeof(rel));
+		if (rc != 0) {
+			*step = "mount point of a bind";
+			return rc;
+		}
+		if (move_mount(p->binds[i].tree_fd, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH) !=
+		    0)
+			FAIL("attach a bind");
+		close(p->binds[i].tree_fd);
+	}
+	return 0;
+}
+
 int
 exec_mounts_build(const struct exec_plan *p, const char **step)
 {
@@ -308,6 +368,9 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 		    0)
 			FAIL("remount output directory nosuid");
 	}
+	rc = attach_binds(p, step);
+	if (rc != 0)
+		return rc;
 	if (p->hide[0] != '\0') {
 		cat(hide, sizeof(hide), 0, p->hide + 1); /* relative to the new root */
 		if (mount("tmpfs", hide, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -326,4 +389,300 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	    0)
 		FAIL("remount root read-only");
 	return 0;
+}
+
+/* ---- the parent: binds opened and shaped before clone() ----------------- */
+
+static int
+write_map(pid_t pid, const char *which, unsigned int inside, unsigned int outside)
+{
+	char path[64], map[64];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
+	snprintf(map, sizeof(map), "%u %u 1\n", inside, outside);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = gw_write_all(fd, map, strlen(map));
+	close(fd);
+	return rc;
+}
+
+/*
+ * A user namespace mapping owner (uid, gid) to the sandbox's user on the
+ * host (to_uid, to_gid) and nothing else (no host group when gid is
+ * root's), to idmap a mount with: files of
+ * the owner are the sandbox user's there, and what it writes is the
+ * owner's on disk. Made by a child that only waits to be released.
+ */
+static int
+idmap_userns(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
+{
+	struct clone_args ca;
+	char path[64], c;
+	int hold[2], fd = -1, rc = 0, wstatus;
+	long pid;
+
+	if (pipe2(hold, O_CLOEXEC) != 0)
+		return -errno;
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWUSER;
+	ca.exit_signal = SIGCHLD;
+	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		close(hold[1]);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	rc = write_map((pid_t)pid, "uid_map", uid, to_uid);
+	/* The kernel wants a group mapped: with root's, the sandbox's own
+	 * (which no file on the host has), so that no host group is. */
+	if (rc == 0)
+		rc = write_map((pid_t)pid, "gid_map",
+		               gid != 0 ? gid : EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID, to_gid);
+	if (rc == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			rc = -errno;
+	}
+	close(hold[1]);
+	hold[1] = -1;
+	while (waitpid((pid_t)pid, &wstatus, 0) < 0 && errno == EINTR)
+		;
+out:
+	close(hold[0]);
+	if (hold[1] >= 0)
+		close(hold[1]);
+	*out = fd;
+	return rc;
+}
+
+/*
+ * A --home directory that does not exist yet is made 0700, owned as the
+ * directory that holds it (its user's, under sudo), or, when that is
+ * root's, by the sandbox's own host uid (as wrap --name's homes): never
+ * root's, which no sandbox writes as.
+ */
+static int
+open_home(const char *path, int *fd, char *err, size_t errlen)
+{
+	char base[256];
+	struct stat st;
+	int dirfd = -1, rc;
+
+	rc = gw_safepath_resolve(path, &dirfd, base, sizeof(base), err, errlen);
+	if (rc != 0)
+		return rc;
+	*fd = openat(dirfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0 && errno == ENOENT) {
+		if (fstat(dirfd, &st) == 0 && (st.st_uid == 0 || st.st_gid == 0)) {
+			st.st_uid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID;
+			st.st_gid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
+		}
+		if (mkdirat(dirfd, base, 0700) != 0 ||
+		    fchownat(dirfd, base, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) != 0) {
+			rc = -errno;
+			gw_set_err(err, errlen, "cannot create it: %s", strerror(errno));
+			goto out;
+		}
+		*fd = openat(dirfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (*fd < 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s", strerror(errno));
+	}
+out:
+	close(dirfd);
+	return rc;
+}
+
+/*
+ * One bind: src opened safely, judged, and cloned as a detached mount with
+ * the right attributes into b. what names it in errors ("--bind SRC").
+ */
+static int
+prepare_one(struct exec_plan_bind *b, const char *src, bool home, const char *hide, uid_t uid,
+            gid_t gid, char *err, size_t errlen)
+{
+	struct mount_attr attr;
+	char why[512], link[64], real[PATH_MAX];
+	struct statfs sfs;
+	struct stat st;
+	int fd = -1, userns = -1, rc;
+	ssize_t n;
+
+	b->tree_fd = -1;
+	why[0] = '\0';
+	if (home)
+		rc = open_home(src, &fd, why, sizeof(why));
+	else {
+		fd = gw_safepath_open(src, O_PATH, 0, why, sizeof(why));
+		rc = fd < 0 ? fd : 0;
+	}
+	if (rc != 0) {
+		gw_set_err(err, errlen, "%s", why[0] != '\0' ? why : strerror(-rc));
+		return rc;
+	}
+	if (fstat(fd, &st) != 0 || fstatfs(fd, &sfs) != 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s", strerror(errno));
+		goto out;
+	}
+	rc = -EINVAL;
+	if (!S_ISDIR(st.st_mode) && (home || !S_ISREG(st.st_mode))) {
+		gw_set_err(err, errlen, "not a directory%s", home ? "" : " or a regular file");
+		goto out;
+	}
+	if (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC) {
+		gw_set_err(err, errlen, "on /proc or /sys: the host's kernel state stays hidden");
+		goto out;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n <= 0) {
+		gw_set_err(err, errlen, "cannot tell where it is");
+		goto out;
+	}
+	real[n] = '\0';
+	/* TOLLGATE_HOME (keys, vault, audit) is never shown; --name's homes
+	 * live below it, in homes/. */
+	if (hide != NULL && policy_fs_overlap(real, hide)) {
+		size_t hl = strlen(hide);
+
+		if (!home || strncmp(real + hl, "/homes/", 7) != 0) {
+			gw_set_err(err, errlen, "would show TOLLGATE_HOME (%s) to the sandbox",
+			           hide);
+			goto out;
+		}
+	}
+	if (b->writable && st.st_uid == 0) {
+		rc = -EPERM;
+		gw_set_err(err, errlen,
+		           "owned by root: what the sandbox writes belongs to the directory's "
+		           "owner, never root (give it to a user with chown)");
+		goto out;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (!b->writable)
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	if (st.st_uid != 0 && st.st_uid != uid) {
+		/* Root's group is never the sandbox's: without its group mapped the
+		 * directory stays readable (by its mode) but, as the kernel refuses
+		 * writes to an inode with an unmapped id, not writable. */
+		if (b->writable && st.st_gid == 0) {
+			rc = -EPERM;
+			gw_set_err(err, errlen,
+			           "its group is root's: what the sandbox writes belongs to the "
+			           "directory's owner and group, never root's (chgrp it)");
+			goto out;
+		}
+		rc = idmap_userns(st.st_uid, st.st_gid, uid, gid, &userns);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "user namespace for an idmapped mount: %s",
+			           strerror(-rc));
+			goto out;
+		}
+		attr.attr_set |= MOUNT_ATTR_IDMAP;
+		attr.userns_fd = (uint64_t)userns;
+	}
+	b->tree_fd = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (b->tree_fd < 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "open_tree: %s", strerror(errno));
+		goto out;
+	}
+	if (mount_setattr(b->tree_fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
+		rc = -errno;
+		if (userns >= 0 && (errno == EINVAL || errno == EPERM || errno == ENOSYS))
+			gw_set_err(err, errlen,
+			           "this kernel or filesystem cannot idmap a mount (needed so that "
+			           "files of its owner, uid %u, are the sandbox's): %s",
+			           (unsigned)st.st_uid, strerror(errno));
+		else
+			gw_set_err(err, errlen, "mount_setattr: %s", strerror(errno));
+		close(b->tree_fd);
+		b->tree_fd = -1;
+		goto out;
+	}
+	b->is_dir = S_ISDIR(st.st_mode);
+	rc = 0;
+out:
+	if (userns >= 0)
+		close(userns);
+	close(fd);
+	return rc;
+}
+
+int
+exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const char *hide, uid_t uid,
+                    gid_t gid, char *err, size_t errlen)
+{
+	const char *dests[EXEC_BINDS_MAX + 1], *why;
+	char real_hide[PATH_MAX], msg[PATH_MAX + 256];
+	size_t n = spec->nbinds + (spec->home != NULL);
+	int rc;
+
+	p->nbinds = 0;
+	if (spec->nbinds > EXEC_BINDS_MAX) {
+		gw_set_err(err, errlen, "at most %d binds", EXEC_BINDS_MAX);
+		return -E2BIG;
+	}
+	if (hide != NULL && realpath(hide, real_hide) == NULL)
+		hide = NULL;
+	else if (hide != NULL)
+		hide = real_hide;
+	for (size_t i = 0; i < n; i++) {
+		bool home = i == spec->nbinds;
+		const char *src = home ? spec->home : spec->binds[i].src;
+		const char *what = home                      ? "--home"
+		                   : spec->binds[i].writable ? "--bind"
+		                                             : "--ro-bind";
+		struct exec_plan_bind *b = &p->binds[i];
+
+		dests[i] = home ? EXEC_HOMEDIR : spec->binds[i].dest;
+		why = policy_fs_dest_why(dests[i]);
+		if (why == NULL && strlen(dests[i]) >= sizeof(b->dest))
+			why = "is too long";
+		for (size_t k = 0; why == NULL && k < i; k++) {
+			if (policy_fs_overlap(dests[i], dests[k]))
+				why = "overlaps another bind's";
+		}
+		if (why != NULL) {
+			gw_set_err(err, errlen, "%s %s: %s in the sandbox %s", what, src, dests[i],
+			           why);
+			rc = -EINVAL;
+			goto fail;
+		}
+		b->writable = home || spec->binds[i].writable;
+		rc = prepare_one(b, src, home, hide, uid, gid, msg, sizeof(msg));
+		if (rc != 0) {
+			gw_set_err(err, errlen, "%s %s: %s", what, src, msg);
+			goto fail;
+		}
+		cat(b->dest, sizeof(b->dest), 0, dests[i]);
+		p->nbinds++;
+	}
+	return 0;
+fail:
+	exec_mounts_release(p);
+	return rc;
+}
+
+void
+exec_mounts_release(struct exec_plan *p)
+{
+	for (size_t i = 0; i < p->nbinds; i++) {
+		if (p->binds[i].tree_fd >= 0)
+			close(p->binds[i].tree_fd);
+		p->binds[i].tree_fd = -1;
+	}
+	p->nbinds = 0;
 }

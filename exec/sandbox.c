@@ -304,7 +304,7 @@ command_main(struct exec_plan *p)
 	rc = child_drop_privileges(p, &step);
 	if (rc != 0)
 		child_fail(p, step, rc);
-	rc = exec_landlock_apply(&step);
+	rc = exec_landlock_apply(p, &step);
 	if (rc != 0)
 		child_fail(p, step, rc);
 	rc = exec_seccomp_apply(p, &step);
@@ -632,7 +632,7 @@ build_env(struct exec_sandbox *s, const struct exec_spec *spec)
 		envp[n++] = env_entry("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
 		                              "/usr/bin:/sbin:/bin");
 	if (!exec_env_has(spec->env, "HOME"))
-		envp[n++] = env_entry("HOME", EXEC_WORKDIR);
+		envp[n++] = env_entry("HOME", spec->home != NULL ? EXEC_HOMEDIR : EXEC_WORKDIR);
 	if (!exec_env_has(spec->env, "TMPDIR"))
 		envp[n++] = env_entry("TMPDIR", "/tmp");
 	if (!exec_env_has(spec->env, "HOSTNAME"))
@@ -911,6 +911,9 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		s->plan.devpts_fd = exec_pty_devpts(spec->pty);
 		s->plan.ctty = true;
 	}
+	rc = exec_mounts_prepare(&s->plan, spec, spec->hide_path, work_uid, work_gid, err, errlen);
+	if (rc != 0)
+		goto out;
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		goto out;
@@ -975,6 +978,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
+	exec_mounts_release(&s->plan); /* the child holds its own copies */
 	close(go[0]);
 	go[0] = -1;
 	close(report[1]);
@@ -1205,6 +1209,7 @@ exec_sandbox_free(struct exec_sandbox *s)
 		close(s->agent_fd);
 	if (s->pidfd >= 0)
 		close(s->pidfd);
+	exec_mounts_release(&s->plan);
 	exec_cgroup_free(s->cg);
 	if (s->state_dir[0] != '\0')
 		exec_remove_tree(s->state_dir);

@@ -170,6 +170,11 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	spec.env = s->opts.env;
 	spec.limits = s->opts.limits;
 	spec.hide_path = s->opts.hide_path;
+	if (s->opts.files != NULL) {
+		spec.binds = s->opts.files->binds;
+		spec.nbinds = s->opts.files->nbinds;
+		spec.home = s->opts.files->home;
+	}
 	rc =
 	    exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err, errlen);
 	close(null_fd);

@@ -26,6 +26,8 @@ struct exec_session_opts {
 	unsigned exec_timeout_ms;  /* kills one execution after this long; 0: none */
 	char *const *env;          /* extra K=V for every execution; may be NULL */
 	const char *hide_path;     /* as exec_spec.hide_path */
+	/* binds, nbinds and home as exec_spec's, borrowed; may be NULL */
+	const struct exec_spec *files;
 	exec_attach_fn attach;     /* network, as for run, once; NULL: no network at all */
 	void *attach_arg;
 	struct gw_events *bus; /* session.created / session.killed; may be NULL */

@@ -298,14 +298,62 @@ gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const char *
 		return 0;
 	case GW_SANDBOX_OPT_ENV:
 		return gw_sandbox_add_env(cmd, f, value);
+	case GW_SANDBOX_OPT_RO_BIND:
+	case GW_SANDBOX_OPT_BIND: {
+		const char *flag = c == GW_SANDBOX_OPT_BIND ? "--bind" : "--ro-bind";
+		char why[POLICY_FS_TEXT_MAX + 128];
+
+		if (f->fs == NULL)
+			f->fs = policy_new();
+		if (f->fs == NULL)
+			return gw_fail(cmd, "out of memory");
+		if (policy_add_fs(f->fs, value, c == GW_SANDBOX_OPT_BIND, why, sizeof(why)) != 0)
+			return gw_fail(cmd, "%s %s", flag, why);
+		return 0;
+	}
+	case GW_SANDBOX_OPT_HOME:
+		if (value[0] == '\0')
+			return gw_fail(cmd, "--home: expected a directory");
+		f->home = value;
+		return 0;
 	default:
 		return GW_SETUP_NOT_MINE;
 	}
 }
 
+int
+gw_sandbox_binds(const char *cmd, struct gw_sandbox_flags *f, const struct policy *policy,
+                 const char *home_dir, struct exec_spec *spec)
+{
+	const struct policy *from[2] = {policy, f->fs};
+	size_t n = 0;
+
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; i < policy_fs_count(from[l]); i++) {
+			const struct policy_fs_entry *e = policy_fs_get(from[l], i);
+
+			if (n >= EXEC_BINDS_MAX)
+				return gw_fail(cmd,
+				               "at most %d binds (the policy file's and the "
+				               "flags' together)",
+				               EXEC_BINDS_MAX);
+			f->binds[n].src = e->src;
+			f->binds[n].dest = e->dest;
+			f->binds[n].writable = e->writable;
+			n++;
+		}
+	}
+	spec->binds = n > 0 ? f->binds : NULL;
+	spec->nbinds = n;
+	spec->home = f->home != NULL ? f->home : home_dir;
+	return 0;
+}
+
 void
 gw_sandbox_flags_free(struct gw_sandbox_flags *f)
 {
+	policy_free(f->fs);
+	f->fs = NULL;
 	for (size_t i = 0; i < f->nenv; i++) {
 		explicit_bzero(f->env[i], strlen(f->env[i]));
 		free(f->env[i]);

@@ -140,6 +140,9 @@ enum {
 	GW_SANDBOX_OPT_NOFILE,
 	GW_SANDBOX_OPT_WORKDIR,
 	GW_SANDBOX_OPT_ENV,
+	GW_SANDBOX_OPT_RO_BIND,
+	GW_SANDBOX_OPT_BIND,
+	GW_SANDBOX_OPT_HOME,
 };
 
 /* clang-format off */
@@ -149,7 +152,10 @@ enum {
 	{"pids", required_argument, NULL, GW_SANDBOX_OPT_PIDS}, \
 	{"nofile", required_argument, NULL, GW_SANDBOX_OPT_NOFILE}, \
 	{"workdir", required_argument, NULL, GW_SANDBOX_OPT_WORKDIR}, \
-	{"env", required_argument, NULL, GW_SANDBOX_OPT_ENV}
+	{"env", required_argument, NULL, GW_SANDBOX_OPT_ENV}, \
+	{"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND}, \
+	{"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND}, \
+	{"home", required_argument, NULL, GW_SANDBOX_OPT_HOME}
 /* clang-format on */
 
 /* What --ram, --cpu, --pids, --nofile, --workdir and --env said. */
@@ -158,6 +164,10 @@ struct gw_sandbox_flags {
 	const char *workdir;
 	char *env[GW_SANDBOX_ENV_MAX + 1]; /* NAME=value, NULL-terminated */
 	size_t nenv;
+	struct policy *fs; /* --ro-bind and --bind (policy_add_fs), NULL: none */
+	const char *home;  /* --home */
+	/* gw_sandbox_binds' result, what spec.binds points at */
+	struct exec_bind binds[EXEC_BINDS_MAX];
 };
 
 /*
@@ -171,6 +181,15 @@ int gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const ch
  * 0 or GW_EXIT_FAILURE after printing.
  */
 int gw_sandbox_add_env(const char *cmd, struct gw_sandbox_flags *f, const char *value);
+/*
+ * The files the sandbox sees: spec's binds are policy's "filesystem"
+ * section (the policy file's; may be NULL) and then --ro-bind and --bind,
+ * spec's home --home's (or home_dir when --home was not given; may be
+ * NULL). They point into f and policy, which must outlive spec. 0 or
+ * GW_EXIT_FAILURE after printing.
+ */
+int gw_sandbox_binds(const char *cmd, struct gw_sandbox_flags *f, const struct policy *policy,
+                     const char *home_dir, struct exec_spec *spec);
 /* Frees the entries, wiping them first: --secret values are among them. */
 void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
 

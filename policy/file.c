@@ -457,7 +457,8 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 /* ---- the format --------------------------------------------------------- */
 
 static const char top_keys[] =
-    "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients";
+    "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, "
+    "filesystem";
 static const char client_keys[] = "name, comment, sources, user, password_sha256, default, "
                                   "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
 
@@ -704,6 +705,64 @@ out:
 	return rc;
 }
 
+/*
+ * "filesystem": {"read": ["SRC[:DEST]", ...], "write": [...]}: what the
+ * sandbox sees of the host's files (policy/fs.c; exec/mounts.c binds them).
+ */
+static int
+load_filesystem(struct loader *ld, struct policy *p, json_t *v)
+{
+	char msg[POLICY_FS_TEXT_MAX + 256];
+	const char *key;
+	json_t *list, *item;
+	size_t i;
+	int rc = 0;
+
+	if (!json_is_object(v))
+		return fail_at(ld, false,
+		               "\"filesystem\": expected an object ({\"read\": [...], \"write\": "
+		               "[...]})");
+	json_object_foreach(v, key, list)
+	{
+		bool writable = strcmp(key, "write") == 0;
+
+		path_push_key(ld, key);
+		if (!writable && strcmp(key, "read") != 0) {
+			rc = fail_at(
+			    ld, true,
+			    "unknown key \"%s\" in \"filesystem\" (expected read or write)", key);
+			goto pop_out;
+		}
+		if (!json_is_array(list)) {
+			rc = fail_at(
+			    ld, false,
+			    "\"%s\": expected an array of paths (\"/src\" or \"/src:/dest\")", key);
+			goto pop_out;
+		}
+		json_array_foreach(list, i, item)
+		{
+			path_push_index(ld, i);
+			if (!json_is_string(item))
+				rc = fail_at(ld, false,
+				             "expected a string (\"/src\" or \"/src:/dest\")");
+			else if (json_string_value(item)[0] != '/')
+				rc = fail_at(ld, false, "'%s': SRC must be an absolute path",
+				             json_string_value(item));
+			else if (policy_add_fs(p, json_string_value(item), writable, msg,
+			                       sizeof(msg)) != 0)
+				rc = fail_at(ld, false, "%s", msg);
+			path_pop(ld);
+			if (rc != 0)
+				goto pop_out;
+		}
+		path_pop(ld);
+	}
+	return 0;
+pop_out:
+	path_pop(ld);
+	return rc;
+}
+
 static int
 load_root(struct loader *ld, json_t *root, struct policy **out)
 {
@@ -732,7 +791,10 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 		if (strcmp(key, "version") == 0 || strcmp(key, "clients") == 0)
 			continue;
 		path_push_key(ld, key);
-		rc = load_common_key(ld, p, key, v);
+		if (strcmp(key, "filesystem") == 0)
+			rc = load_filesystem(ld, p, v);
+		else
+			rc = load_common_key(ld, p, key, v);
 		if (rc == 1)
 			rc = fail_at(ld, true, "unknown key \"%s\" (expected one of: %s)", key,
 			             top_keys);

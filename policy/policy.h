@@ -268,4 +268,46 @@ void policy_file_writer_collect(struct policy_file_writer *w);
  */
 void policy_file_writer_free(struct policy_file_writer *w);
 
+/* ---- files the sandbox may see (the "filesystem" section, --bind) ------- */
+
+/* A bind's text ("SRC[:DEST]") is at most this long. */
+#define POLICY_FS_TEXT_MAX 1024
+/* At most this many binds per sandbox, file and flags together. */
+#define POLICY_FS_MAX 32
+
+struct policy_fs_entry {
+	char *src;  /* host path, as written (resolved when the sandbox starts) */
+	char *dest; /* absolute path inside the sandbox: DEST, or SRC when none */
+	bool writable;
+};
+
+/*
+ * Splits "SRC[:DEST]" at its last ':' (a SRC holding ':' needs a DEST) and
+ * checks DEST with policy_fs_dest_why. Fills *out with malloc'd strings the
+ * caller frees with policy_fs_entry_clear. 0, or -EINVAL with why set (one
+ * line), or -ENOMEM.
+ */
+int policy_fs_parse(const char *text, bool writable, struct policy_fs_entry *out, char *why,
+                    size_t whylen);
+void policy_fs_entry_clear(struct policy_fs_entry *e);
+/*
+ * Why dest may not be a mount point in the sandbox, or NULL when it may: it
+ * must be absolute and plain (no "." or ".." component, no "//", no
+ * trailing '/'), and neither cover nor lie in what the sandbox's own set-up
+ * uses (/proc, /sys, /dev, /tmp, /var/tmp, /run/tollgate, /work, /out) nor
+ * a system directory bound from the host (/usr, /etc, ...).
+ */
+const char *policy_fs_dest_why(const char *dest);
+/* Whether one path equals the other or lies below it (plain paths). */
+bool policy_fs_overlap(const char *a, const char *b);
+/*
+ * Adds a bind to p's list (after checking that its DEST overlaps none
+ * already there). origin ("file:line:col" or "--bind") prefixes no message;
+ * 0, or -EINVAL/-E2BIG/-ENOMEM with why set.
+ */
+int policy_add_fs(struct policy *p, const char *text, bool writable, char *why, size_t whylen);
+size_t policy_fs_count(const struct policy *p);
+/* The i-th bind, i < policy_fs_count(p); owned by p. */
+const struct policy_fs_entry *policy_fs_get(const struct policy *p, size_t i);
+
 #endif

@@ -70,6 +70,8 @@ struct policy {
 	bool def_set;
 	double ask_timeout;
 	bool ask_timeout_set;
+	struct policy_fs_entry *fs; /* the "filesystem" section (policy/fs.c) */
+	size_t nfs;
 };
 
 #define POLICY_ASK_TIMEOUT_DEFAULT 60.0
@@ -188,6 +190,9 @@ policy_free(struct policy *p)
 		client_clear(&p->clients[i]);
 	free(p->layers);
 	free(p->clients);
+	for (size_t i = 0; i < p->nfs; i++)
+		policy_fs_entry_clear(&p->fs[i]);
+	free(p->fs);
 	free(p);
 }
 
@@ -583,6 +588,8 @@ push_client(struct policy *p, const struct client_section *src)
 	return 0;
 }
 
+static int push_fs(struct policy *p, const struct policy_fs_entry *e);
+
 struct policy *
 policy_merge(const struct policy *base, const struct policy *overlay)
 {
@@ -602,7 +609,82 @@ policy_merge(const struct policy *base, const struct policy *overlay)
 			}
 		}
 	}
+	/* The binds of both: the file's, then the flags' (never a conflict
+	 * caught late: a sandbox refuses overlapping DESTs when it starts). */
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; layers[l] != NULL && i < layers[l]->nfs; i++) {
+			if (push_fs(m, &layers[l]->fs[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
 	return m;
+}
+
+static int
+push_fs(struct policy *p, const struct policy_fs_entry *e)
+{
+	struct policy_fs_entry *na;
+	char *src, *dest;
+
+	src = strdup(e->src);
+	dest = strdup(e->dest);
+	na = realloc(p->fs, (p->nfs + 1) * sizeof(*na));
+	if (src == NULL || dest == NULL || na == NULL) {
+		free(src);
+		free(dest);
+		if (na != NULL)
+			p->fs = na;
+		return -ENOMEM;
+	}
+	p->fs = na;
+	p->fs[p->nfs].src = src;
+	p->fs[p->nfs].dest = dest;
+	p->fs[p->nfs].writable = e->writable;
+	p->nfs++;
+	return 0;
+}
+
+int
+policy_add_fs(struct policy *p, const char *text, bool writable, char *why, size_t whylen)
+{
+	struct policy_fs_entry e;
+	int rc;
+
+	if (p->nfs >= POLICY_FS_MAX) {
+		gw_set_err(why, whylen, "at most %d binds", POLICY_FS_MAX);
+		return -E2BIG;
+	}
+	rc = policy_fs_parse(text, writable, &e, why, whylen);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < p->nfs; i++) {
+		if (policy_fs_overlap(e.dest, p->fs[i].dest)) {
+			gw_set_err(why, whylen, "'%s': %s overlaps %s, bound already", text, e.dest,
+			           p->fs[i].dest);
+			rc = -EINVAL;
+			goto out;
+		}
+	}
+	rc = push_fs(p, &e);
+	if (rc != 0)
+		gw_set_err(why, whylen, "out of memory");
+out:
+	policy_fs_entry_clear(&e);
+	return rc;
+}
+
+size_t
+policy_fs_count(const struct policy *p)
+{
+	return p != NULL ? p->nfs : 0;
+}
+
+const struct policy_fs_entry *
+policy_fs_get(const struct policy *p, size_t i)
+{
+	return &p->fs[i];
 }
 
 int

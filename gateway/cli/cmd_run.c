@@ -540,6 +540,8 @@ run_run(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, NULL, &spec) != 0)
+		goto out;
 	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
 	if (f.out_dir != NULL) {
 		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
@@ -664,6 +666,9 @@ const struct gw_command gw_command_run = {
              "  --timeout DURATION       wall clock (e.g. 30, 500ms, 2m); then 124\n"
              "sandbox:\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
+             "  --ro-bind SRC[:DEST]     show host path SRC read-only at DEST (default: SRC)\n"
+             "  --bind SRC[:DEST]        the same, writable; files written belong to SRC's owner\n"
+             "  --home DIR               keep DIR as the sandbox's $HOME (/home/sandbox)\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "  --json-status FILE       write a JSON summary of the run to FILE\n"
              "  --lang L                 python, node or sh: run --code TEXT or --file F\n"

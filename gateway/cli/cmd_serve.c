@@ -53,6 +53,10 @@ static const struct option serve_options[] = {
     {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
+    /* Files every sandbox sees (gateway/setup.h's sandbox flags). */
+    {"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND},
+    {"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND},
+    {"home", required_argument, NULL, GW_SANDBOX_OPT_HOME},
     {NULL, 0, NULL, 0},
 };
 
@@ -65,6 +69,8 @@ struct serve_state {
 	struct exec_queue *queue; /* execute_code / validate_code admission */
 	struct event *ev_sig[2];
 	char home[PATH_MAX];
+	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
+	struct exec_spec files;     /* their binds, for every sandbox */
 };
 
 static void
@@ -135,6 +141,11 @@ run_serve(int argc, char **argv)
 				rc = gw_fail(CMD, "--max-queued: '%s' is not a number from 0 to 4096",
 				             optarg);
 			break;
+		case GW_SANDBOX_OPT_RO_BIND:
+		case GW_SANDBOX_OPT_BIND:
+		case GW_SANDBOX_OPT_HOME:
+			rc = gw_sandbox_flag(CMD, &st.sb, c, optarg);
+			break;
 		default:
 			rc = gw_setup_flag(&f, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -165,6 +176,9 @@ run_serve(int argc, char **argv)
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
 	st.ctx.no_transparent = no_transparent;
+	if (gw_sandbox_binds(CMD, &st.sb, st.gw.policy, NULL, &st.files) != 0)
+		goto out;
+	st.ctx.files = &st.files;
 	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
 	                   &st.queue) != 0) {
 		gw_fail(CMD, "out of memory");
@@ -214,6 +228,7 @@ out:
 			event_free(st.ev_sig[i]);
 	}
 	gw_setup_free(&st.gw, &st.setup, &f);
+	gw_sandbox_flags_free(&st.sb);
 	return exit_code;
 }
 
@@ -248,7 +263,13 @@ const struct gw_command gw_command_serve = {
              "  --no-network             sandboxes get loopback only\n"
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's "
-             "fetch)\n" GW_SETUP_USAGE_POOL GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
+             "fetch)\n"
+             "  --ro-bind SRC[:DEST]     show host path SRC read-only in every sandbox\n"
+             "  --bind SRC[:DEST]        the same, writable (files belong to SRC's owner)\n"
+             "  --home DIR               a $HOME (/home/sandbox) every sandbox shares\n"
+             GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_AUDIT
+             GW_SETUP_USAGE_CONTROL
              "                           (default: /run/tollgate/PID.sock for root)\n",
     .run = run_serve,
 };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -44,6 +45,8 @@ enum {
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_RATE,
+	OPT_PROFILE,
+	OPT_NAME,
 };
 
 static const struct option wrap_options[] = {
@@ -56,6 +59,8 @@ static const struct option wrap_options[] = {
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"rate", required_argument, NULL, OPT_RATE},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"name", required_argument, NULL, OPT_NAME},
     {NULL, 0, NULL, 0},
 };
 
@@ -69,7 +74,10 @@ struct wrap_flags {
 	size_t ndeny;
 	double rate;
 	char **argv;
-	int argc; /* the server command's words */
+	int argc;            /* the server command's words */
+	const char *profile; /* --profile: a policy file (network and files) */
+	const char *name;    /* --name: a home kept in $TOLLGATE_HOME/homes/NAME */
+	char name_home[PATH_MAX];
 };
 
 struct wrap_state {
@@ -149,6 +157,63 @@ add_tool(char **list, size_t *n, const char *flag, const char *value)
 	return 0;
 }
 
+static bool
+server_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * --name NAME: $TOLLGATE_HOME/homes/NAME, made 0700 for the sandbox's own
+ * user on the host (which an idmapped mount maps to whoever the sandbox
+ * runs as), so that what a server caches in $HOME (npm's ~/.npm) is there
+ * at its next start. 0 or GW_EXIT_FAILURE after printing.
+ */
+static int
+name_home(struct wrap_flags *f)
+{
+	char home[PATH_MAX];
+	int dirfd = -1, rc = GW_EXIT_FAILURE;
+
+	if (gw_home_ensure(home, sizeof(home)) != 0)
+		return gw_fail(CMD, "--name: cannot create TOLLGATE_HOME");
+	if (snprintf(f->name_home, sizeof(f->name_home), "%s/homes/%s", home, f->name) >=
+	    (int)sizeof(f->name_home))
+		return gw_fail(CMD, "--name: TOLLGATE_HOME's path is too long");
+	dirfd = open(home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0 || (mkdirat(dirfd, "homes", 0700) != 0 && errno != EEXIST)) {
+		gw_fail(CMD, "--name: %s/homes: %s", home, strerror(errno));
+		goto out;
+	}
+	if (mkdirat(dirfd, f->name_home + strlen(home) + 1, 0700) == 0) {
+		if (fchownat(dirfd, f->name_home + strlen(home) + 1,
+		             EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID,
+		             EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID, AT_SYMLINK_NOFOLLOW) != 0) {
+			gw_fail(CMD, "--name: %s: %s", f->name_home, strerror(errno));
+			goto out;
+		}
+	} else if (errno != EEXIST) {
+		gw_fail(CMD, "--name: %s: %s", f->name_home, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
 /* 0, GW_OPT_HELP or GW_EXIT_FAILURE. */
 static int
 parse_flags(int argc, char **argv, struct wrap_flags *f)
@@ -182,6 +247,18 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 				return gw_fail(CMD, "--rate: '%s' is not N/s, N/m or N/h above 0",
 				               optarg);
 			break;
+		case OPT_PROFILE:
+			f->profile = optarg;
+			break;
+		case OPT_NAME:
+			if (!server_name_ok(optarg))
+				return gw_fail(
+				    CMD,
+				    "--name '%s': expected 1-64 letters, digits, '.', '_' "
+				    "or '-' (not . or ..)",
+				    optarg);
+			f->name = optarg;
+			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -192,6 +269,15 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
+	/* A profile is a policy file: the same parser, the flags add to it. */
+	if (f->profile != NULL && f->gw.policy_path != NULL)
+		return gw_fail(CMD,
+		               "--profile is a policy file: give --profile or --policy, not both");
+	if (f->profile != NULL)
+		f->gw.policy_path = f->profile;
+	if (f->name != NULL && f->sb.home != NULL)
+		return gw_fail(CMD,
+		               "--name keeps a home of its own: give --name or --home, not both");
 	if (optind >= argc)
 		return gw_fail(CMD, "no server command given (usage: tollgate wrap [FLAGS] -- CMD "
 		                    "[ARG...])");
@@ -344,6 +430,11 @@ run_wrap(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	if (f.name != NULL && name_home(&f) != 0)
+		goto out;
+	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, f.name != NULL ? f.name_home : NULL,
+	                     &spec) != 0)
+		goto out;
 	rc = start_server(&st, &spec, &server_in, &server_out, err, sizeof(err));
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
@@ -431,6 +522,11 @@ const struct gw_command gw_command_wrap = {
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
+             "  --ro-bind SRC[:DEST]     show host path SRC read-only at DEST (default: SRC)\n"
+             "  --bind SRC[:DEST]        the same, writable; files written belong to SRC's owner\n"
+             "  --home DIR               keep DIR as the sandbox's $HOME (/home/sandbox)\n"
+             "  --name NAME              keep a home per server in $TOLLGATE_HOME/homes/NAME\n"
+             "  --profile FILE           a policy file (network and files) for this server\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"

@@ -936,6 +936,11 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	}
 	spec.argv = (char *const *)j->argv;
 	spec.hide_path = ctx->hide_path;
+	if (ctx->files != NULL) {
+		spec.binds = ctx->files->binds;
+		spec.nbinds = ctx->files->nbinds;
+		spec.home = ctx->files->home;
+	}
 	j->out = evbuffer_new();
 	j->err = evbuffer_new();
 	if (j->out == NULL || j->err == NULL) {

@@ -297,6 +297,9 @@ struct mcp_serve_ctx {
 	struct exec_hub *hub; /* NULL: sandboxes get no network */
 	const char *audit_path;
 	const char *hide_path; /* TOLLGATE_HOME */
+	/* binds, nbinds and home: the files every sandbox sees (--ro-bind,
+	 * --bind, --home, the policy file's "filesystem"); may be NULL. */
+	const struct exec_spec *files;
 	double default_timeout;
 	bool no_transparent; /* --no-transparent: sandboxes' gates without 80/443 */
 	/* Admission of execute_code / validate_code (--max-sandboxes running,

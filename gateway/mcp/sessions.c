@@ -191,6 +191,7 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	/* The idle timer counts from the end of the last call. */
 	opts.idle_ms = ttl != NULL ? (unsigned)json_integer_value(ttl) * 1000u : 0;
 	opts.hide_path = ctx->hide_path;
+	opts.files = ctx->files;
 	if (!serve_call_limits(c, ctx, limits, &opts.limits)) {
 		session_free_unstarted(ms);
 		return;

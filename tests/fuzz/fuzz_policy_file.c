@@ -36,8 +36,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	m = policy_merge(p, p);
-	if (m == NULL)
+	if (m == NULL || policy_fs_count(m) != 2 * policy_fs_count(p))
 		abort();
+	/* Every bind the loader kept has a DEST a sandbox may mount at. */
+	for (size_t i = 0; i < policy_fs_count(p); i++) {
+		const struct policy_fs_entry *e = policy_fs_get(p, i);
+
+		if (e->src[0] != '/' || policy_fs_dest_why(e->dest) != NULL)
+			abort();
+	}
 	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		if (policy_hostport_parse(targets[i], strlen(targets[i]), &h, &port) != 0)
 			abort();

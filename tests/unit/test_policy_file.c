@@ -146,7 +146,7 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1.0}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
 	{ "{\"version\": 1,\n \"alow\": [\"a.com\"]}",
 	  "t.json:2:2: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
 	{ "{\"version\": 1,\n \"allow\": [\"a.com\",\n   \"a.*.b\"]}",
 	  "t.json:3:4: 'a.*.b': malformed pattern: '*' is allowed only as the whole host ('*') "
 	  "or as the whole first label ('*.example.com') (expected HOST[:PORT], e.g. "
@@ -223,16 +223,115 @@ static const struct err_case err_cases[] = {
 	/* Columns count characters, as jansson's do. */
 	{ "{\"version\": 1, \"comment\": \"\xc3\xa9\xc3\xa9\", \"alow\": 1}",
 	  "t.json:1:33: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
 	/* A key written with escapes is found where it is. */
 	{ "{\"version\": 1, \"\\u0061llow\": [\"*.\"]}", NULL },
 	{ "{\"version\": 1, \"al\\nlow\": 1}",
 	  "t.json:1:16: unknown key \"al?low\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
 	{ "{\"version\": 1, \"allow\": [\"a\\nb.com\"]}", NULL },
 	{ "\xef\xbb\xbf{\"version\": 1}", NULL },
 	{ "{\"version\": 1, \"allow\": [\"\xff\"]}", NULL },
+	/* The "filesystem" section: what the sandbox sees of the host's files. */
+	{ "{\"version\": 1, \"filesystem\": []}",
+	  "t.json:1:30: \"filesystem\": expected an object ({\"read\": [...], \"write\": [...]})" },
+	{ "{\"version\": 1, \"filesystem\": {\"exec\": []}}",
+	  "t.json:1:31: unknown key \"exec\" in \"filesystem\" (expected read or write)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": \"/srv\"}}",
+	  "t.json:1:39: \"read\": expected an array of paths (\"/src\" or \"/src:/dest\")" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [5]}}",
+	  "t.json:1:40: expected a string (\"/src\" or \"/src:/dest\")" },
+	{ "{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv\",\n  \"srv\"]}}",
+	  "t.json:3:3: 'srv': SRC must be an absolute path" },
+	{ "{\"version\": 1, \"filesystem\": {\"write\": [\"/srv:dest\"]}}",
+	  "t.json:1:41: '/srv:dest': DEST must be an absolute path" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/proc\"]}}",
+	  "t.json:1:40: '/proc': without a DEST the path is also the one in the sandbox, which "
+	  "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, /tmp, /var/tmp, "
+	  "/run/tollgate, /work, /out)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/tmp/x\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/dev\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/sys/fs\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/work\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/run\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/\"]}}",
+	  "t.json:1:40: '/srv:/': DEST cannot be / (the sandbox's own root)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/usr/local/x\"]}}",
+	  "t.json:1:40: '/srv:/usr/local/x': DEST overlaps a system directory bound from the host "
+	  "(/usr, /bin, /sbin, /lib*, /etc, /opt)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/../etc\"]}}",
+	  "t.json:1:40: '/srv:/data/../etc': DEST must be a plain path (no empty, '.' or '..' "
+	  "component, no trailing '/')" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data//x\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv/\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/.\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\":/data\"]}}",
+	  "t.json:1:40: ':/data': SRC must be an absolute path" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/a\\tb:/data\"]}}", NULL },
+	{ "{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv:/data\"],\n  \"write\": "
+	  "[\"/home/u/cache:/data/cache\"]}}",
+	  "t.json:3:13: '/home/u/cache:/data/cache': /data/cache overlaps /data, bound already" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/a\", \"/b:/a\"]}}",
+	  "t.json:1:46: '/b:/a': /a overlaps /a, bound already" },
+	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
+	  "\"filesystem\": {}}]}",
+	  NULL },
 };
+
+/* A valid "filesystem" section: read and write entries, DEST defaulting to SRC. */
+static const struct fs_case {
+	const char *text;
+	size_t n;
+	const char *src[3], *dest[3];
+	bool writable[3];
+} fs_cases[] = {
+	{ "{\"version\": 1}", 0, {NULL}, {NULL}, {false} },
+	{ "{\"version\": 1, \"filesystem\": {}}", 0, {NULL}, {NULL}, {false} },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [], \"write\": []}}", 0, {NULL}, {NULL},
+	  {false} },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv/project\"]}}", 1,
+	  {"/srv/project"}, {"/srv/project"}, {false} },
+	{ "{\"version\": 1, \"filesystem\": {\"write\": [\"/home/u/cache:/cache\"],\n"
+	  " \"read\": [\"/srv/a b:/data\", \"/srv/x:y:/x\"]}}",
+	  3, {"/home/u/cache", "/srv/a b", "/srv/x:y"}, {"/cache", "/data", "/x"},
+	  {true, false, false} },
+	/* SRC may be anything absolute: the host side is judged when a sandbox starts. */
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/../x/./y:/y\"]}}", 1, {"/../x/./y"},
+	  {"/y"}, {false} },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/data\", \"/database\"]}}", 2,
+	  {"/data", "/database"}, {"/data", "/database"}, {false, false} },
+};
+
+static void
+test_filesystem(void **state)
+{
+	for (size_t i = 0; i < sizeof(fs_cases) / sizeof(fs_cases[0]); i++) {
+		const struct fs_case *c = &fs_cases[i];
+		struct policy *p = load(c->text), *flags, *m;
+		char why[256];
+
+		assert_int_equal(policy_fs_count(p), c->n);
+		for (size_t k = 0; k < c->n; k++) {
+			const struct policy_fs_entry *e = policy_fs_get(p, k);
+
+			assert_string_equal(e->src, c->src[k]);
+			assert_string_equal(e->dest, c->dest[k]);
+			assert_int_equal(e->writable, c->writable[k]);
+		}
+		/* Flags add to the file (policy_merge keeps both lists, file first). */
+		flags = policy_new();
+		assert_non_null(flags);
+		assert_int_equal(policy_add_fs(flags, "/opt2:/flag", true, why, sizeof(why)), 0);
+		m = policy_merge(p, flags);
+		assert_non_null(m);
+		assert_int_equal(policy_fs_count(m), c->n + 1);
+		assert_string_equal(policy_fs_get(m, c->n)->dest, "/flag");
+		assert_true(policy_fs_get(m, c->n)->writable);
+		policy_free(m);
+		policy_free(flags);
+		policy_free(p);
+	}
+}
 
 static void
 test_errors(void **state)
@@ -444,7 +543,8 @@ test_add_rule(void **state)
 	const char *text;
 
 	snprintf(path, sizeof(path), "%s/add.json", tmpdir);
-	fixture_write_file(path, "{\"version\": 1, \"comment\": \"keep me\", \"allow\": [\"a.com\"]}\n");
+	fixture_write_file(path, "{\"version\": 1, \"comment\": \"keep me\", \"allow\": [\"a.com\"],\n"
+	                         " \"filesystem\": {\"read\": [\"/srv\"], \"write\": [\"/c:/cache\"]}}\n");
 	assert_int_equal(chmod(path, 0640), 0);
 	assert_int_equal(policy_file_add_rule(path, POLICY_ALLOW, "New.Example.COM:8443", err,
 	                                      sizeof(err)),
@@ -468,6 +568,10 @@ test_add_rule(void **state)
 	assert_int_equal(d.verdict, POLICY_ALLOW);
 	decide(p, "x.bad.example", &d);
 	assert_int_equal(d.verdict, POLICY_DENY);
+	/* The rewrite keeps the "filesystem" section. */
+	assert_int_equal(policy_fs_count(p), 2);
+	assert_string_equal(policy_fs_get(p, 1)->dest, "/cache");
+	assert_true(policy_fs_get(p, 1)->writable);
 	policy_free(p);
 
 	/* A bad pattern or a bad file is refused, and the file is unchanged. */
@@ -549,6 +653,7 @@ main(void)
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_filesystem),
 		cmocka_unit_test(test_error_positions_escaped),
 		cmocka_unit_test(test_nul_in_buffer),
 		cmocka_unit_test(test_limits),

@@ -261,6 +261,9 @@ if (scenario === "everything") {
   out("sess-1", await call(client, "execute_code", { language: "sh", code: "echo one", session_id: id }));
   out("sess-2", await call(client, "execute_code", { language: "sh", code: "exit 3", session_id: id }));
   out("terminated", await call(client, "terminate_session", { session_id: id }));
+} else if (scenario === "code") {
+  // extra: sh code, each run by execute_code in a fresh sandbox.
+  for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
 } else {
   out("error", { message: `unknown scenario ${scenario}` });
 }
