@@ -46,7 +46,7 @@ approver=$!
 set +e
 out=$(cd "$MCP_DIR" && timeout 300 node trust_serve.mjs plain "http://origin.test:$port/" -- \
 	"$TOLLGATE" serve --audit "$AUDIT" --control "$ctl" --ask-timeout 100s \
-	--deny evil.test --deny '*.evil.test' --max-ram 1000 --max-timeout 60s \
+	--deny evil.test --deny '*.evil.test' --max-ram 1000 --max-timeout 200s \
 	--tools-deny vault_list,audit_query \
 	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.0/8 2>"$TEST_TMP/err"); rc=$?
 set -e
