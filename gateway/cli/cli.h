@@ -83,6 +83,16 @@ int gw_gateways(const char *cmd, const char *flag, const char *named,
 int gw_parse_long(const char *s, long min, long max, long *out);
 
 /*
+ * --tools-allow / --tools-deny of wrap and serve (toolflags.c): adds
+ * value's names (shell patterns; several comma-separated, split in place in
+ * value, which the list then points into) to list, which has max + 1 slots
+ * and stays NULL-terminated. 0, or the exit status after one line on
+ * stderr naming cmd and flag (an empty name, more than max).
+ */
+int gw_tool_list_add(const char *cmd, const char *flag, char *value, char **list, size_t *n,
+                     size_t max);
+
+/*
  * Durations: a number with an optional unit ms, s (default), m, h or d.
  * "1.5s" is accepted. 0 or -EINVAL.
  */

@@ -24,6 +24,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/mcp/serve.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -41,7 +42,16 @@ enum {
 	OPT_MAX_QUEUED,
 	OPT_TRANSPARENT,
 	OPT_NO_TRANSPARENT,
+	OPT_MAX_RAM,
+	OPT_MAX_CPU,
+	OPT_MAX_PIDS,
+	OPT_MAX_TIMEOUT,
+	OPT_TOOLS_ALLOW,
+	OPT_TOOLS_DENY,
+	OPT_MODEL_APPROVES,
 };
+
+#define SERVE_TOOLS_FLAG_MAX 64
 
 static const struct option serve_options[] = {
     GW_SETUP_OPTIONS, /* serve takes no --default */
@@ -57,6 +67,13 @@ static const struct option serve_options[] = {
     {"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND},
     {"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND},
     {"home", required_argument, NULL, GW_SANDBOX_OPT_HOME},
+    {"max-ram", required_argument, NULL, OPT_MAX_RAM},
+    {"max-cpu", required_argument, NULL, OPT_MAX_CPU},
+    {"max-pids", required_argument, NULL, OPT_MAX_PIDS},
+    {"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
+    {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
+    {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
+    {"model-approves", no_argument, NULL, OPT_MODEL_APPROVES},
     {NULL, 0, NULL, 0},
 };
 
@@ -71,7 +88,43 @@ struct serve_state {
 	char home[PATH_MAX];
 	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
 	struct exec_spec files;     /* their binds, for every sandbox */
+	struct mcp_tool *tools; /* the table the client sees (--tools-*, --model-approves) */
 };
+
+/* What the operator lets the model see and call: --tools-allow and
+ * --tools-deny as wrap has them, and the approval tools only with
+ * --model-approves. */
+struct serve_tool_flags {
+	char *allow[SERVE_TOOLS_FLAG_MAX + 1];
+	size_t nallow;
+	char *deny[SERVE_TOOLS_FLAG_MAX + 1];
+	size_t ndeny;
+	bool model_approves;
+};
+
+/* The tools offered, in a table st owns; NULL when out of memory. */
+static struct mcp_tool *
+serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
+{
+	/* wrap's own filter, so the two commands read the flags alike. */
+	struct mcp_wrap_config vis = {
+	    .tools_allow = tf->nallow > 0 ? tf->allow : NULL,
+	    .tools_deny = tf->ndeny > 0 ? tf->deny : NULL,
+	};
+	struct mcp_tool *t = calloc(mcp_serve_ntools, sizeof(*t));
+
+	*n = 0;
+	for (size_t i = 0; t != NULL && i < mcp_serve_ntools; i++) {
+		const char *name = mcp_serve_tools[i].name;
+		bool decides =
+		    strcmp(name, "approve_egress") == 0 || strcmp(name, "deny_egress") == 0;
+
+		if ((decides && !tf->model_approves) || !mcp_wrap_tool_visible(&vis, name))
+			continue;
+		t[(*n)++] = mcp_serve_tools[i];
+	}
+	return t;
+}
 
 static void
 on_done(void *arg)
@@ -99,8 +152,11 @@ run_serve(int argc, char **argv)
 	struct mcp_server_config cfg = {0};
 	struct gw_setup_flags f;
 	long max_sandboxes = 8, max_queued = 16;
-	double timeout = 30;
-	bool no_network = false, no_transparent = false;
+	long max_ram = 0, max_cpu = 0, max_pids = 0;
+	struct serve_tool_flags tf = {0};
+	double timeout = 30, max_timeout = 0;
+	bool no_network = false, no_transparent = false, timeout_given = false;
+	size_t ntools;
 	unsigned int parts;
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
 
@@ -121,6 +177,45 @@ run_serve(int argc, char **argv)
 			if (gw_parse_duration(optarg, &timeout) != 0 || timeout <= 0)
 				rc = gw_fail(CMD, "--timeout: '%s' is not a duration above 0",
 				             optarg);
+			timeout_given = true;
+			break;
+		case OPT_MAX_TIMEOUT:
+			if (gw_parse_duration(optarg, &max_timeout) != 0 || max_timeout <= 0 ||
+			    max_timeout > SERVE_TIMEOUT_MAX)
+				rc = gw_fail(CMD,
+				             "--max-timeout: '%s' is not a duration above 0, "
+				             "at most 1h",
+				             optarg);
+			break;
+		case OPT_MAX_RAM:
+			if (gw_parse_long(optarg, 16, 16L * 1024 * 1024, &max_ram) != 0)
+				rc = gw_fail(CMD,
+				             "--max-ram: '%s' is not a number of MiB, 16 or more",
+				             optarg);
+			break;
+		case OPT_MAX_CPU:
+			if (gw_parse_long(optarg, 1, 86400, &max_cpu) != 0)
+				rc = gw_fail(CMD,
+				             "--max-cpu: '%s' is not a number of seconds from 1 "
+				             "to 86400",
+				             optarg);
+			break;
+		case OPT_MAX_PIDS:
+			if (gw_parse_long(optarg, 1, 65536, &max_pids) != 0)
+				rc =
+				    gw_fail(CMD, "--max-pids: '%s' is not a number from 1 to 65536",
+				            optarg);
+			break;
+		case OPT_TOOLS_ALLOW:
+			rc = gw_tool_list_add(CMD, "--tools-allow", optarg, tf.allow, &tf.nallow,
+			                      SERVE_TOOLS_FLAG_MAX);
+			break;
+		case OPT_TOOLS_DENY:
+			rc = gw_tool_list_add(CMD, "--tools-deny", optarg, tf.deny, &tf.ndeny,
+			                      SERVE_TOOLS_FLAG_MAX);
+			break;
+		case OPT_MODEL_APPROVES:
+			tf.model_approves = true;
 			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
@@ -158,6 +253,14 @@ run_serve(int argc, char **argv)
 		gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
 		goto out;
 	}
+	if (max_timeout > 0 && timeout > max_timeout) {
+		if (timeout_given) {
+			gw_fail(CMD, "--timeout %gs is above --max-timeout %gs", timeout,
+			        max_timeout);
+			goto out;
+		}
+		timeout = max_timeout;
+	}
 	/*
 	 * Approvals reach a person by elicitation when the client offers it,
 	 * and through the control socket always; `tollgate stats` asks there
@@ -179,6 +282,28 @@ run_serve(int argc, char **argv)
 	if (gw_sandbox_binds(CMD, &st.sb, st.gw.policy, NULL, &st.files) != 0)
 		goto out;
 	st.ctx.files = &st.files;
+	/*
+	 * Every sandbox has limits on memory, processes and time though the
+	 * model asks for none; the operator's --max-* is the ceiling of them
+	 * and of whatever the model asks (serve_call_limits).
+	 */
+	st.ctx.max_ram_mb = max_ram;
+	st.ctx.max_cpu_seconds = max_cpu;
+	st.ctx.max_pids = max_pids;
+	st.ctx.max_timeout = max_timeout;
+	st.ctx.base_ram_mb =
+	    max_ram > 0 && max_ram < SERVE_DEFAULT_RAM_MB ? max_ram : SERVE_DEFAULT_RAM_MB;
+	st.ctx.base_pids =
+	    max_pids > 0 && max_pids < SERVE_DEFAULT_PIDS ? max_pids : SERVE_DEFAULT_PIDS;
+	st.ctx.base_cpu_seconds = max_cpu; /* none by default; at most --max-cpu */
+	st.ctx.def_ram_mb = st.ctx.base_ram_mb;
+	st.ctx.def_pids = st.ctx.base_pids;
+	st.ctx.def_cpu_seconds = st.ctx.base_cpu_seconds;
+	st.tools = serve_tool_table(&tf, &ntools);
+	if (st.tools == NULL) {
+		gw_fail(CMD, "out of memory");
+		goto out;
+	}
 	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
 	                   &st.queue) != 0) {
 		gw_fail(CMD, "out of memory");
@@ -190,10 +315,12 @@ run_serve(int argc, char **argv)
 
 	cfg.name = "tollgate";
 	cfg.version = TOLLGATE_VERSION; /* CMake's project version, as `tollgate --version` */
-	cfg.instructions = "Runs code in sandboxes whose network is limited to the domains "
-	                   "you allow per call (execute_code's allowed_domains).";
-	cfg.tools = mcp_serve_tools;
-	cfg.ntools = mcp_serve_ntools;
+	cfg.instructions = "Runs code in sandboxes whose network is limited by the operator's "
+	                   "policy. Domains you name (execute_code's allowed_domains, "
+	                   "request_egress) are proposals: one the policy does not allow "
+	                   "waits for a person's approval; results say which.";
+	cfg.tools = st.tools;
+	cfg.ntools = ntools;
 	cfg.tool_arg = &st.ctx;
 	cfg.on_done = on_done;
 	cfg.done_arg = &st;
@@ -229,6 +356,7 @@ out:
 	}
 	gw_setup_free(&st.gw, &st.setup, &f);
 	gw_sandbox_flags_free(&st.sb);
+	free(st.tools);
 	return exit_code;
 }
 
@@ -241,13 +369,18 @@ const struct gw_command gw_command_serve = {
              "tools run code (execute_code, validate_code, list_runtimes), keep\n"
              "sessions (create_session, list_sessions, terminate_session), sign and\n"
              "check output files (get_artifacts, verify_artifact), manage egress\n"
-             "(request_egress, list_pending_approvals, approve_egress, deny_egress)\n"
+             "(request_egress, list_pending_approvals; approve_egress and deny_egress\n"
+             "only with --model-approves)\n"
              "and report (audit_query, vault_list, sandbox_stats, set_resource_limits).\n"
-             "Each execution runs in a fresh sandbox behind this process's gate,\n"
-             "reaching only the domains the call allows (and what --policy and the\n"
-             "flags allow). An --ask approval is asked of the user by MCP elicitation\n"
-             "when the client supports it. Closing stdin ends it. Needs root.\n"
-             "docs/mcp.md shows the client configuration.\n"
+             "Each execution runs in a fresh sandbox behind this process's gate.\n"
+             "The model proposes, a person disposes: a domain a call names\n"
+             "(allowed_domains, request_egress) that --policy and the flags do not\n"
+             "allow already is never granted; a connection to it waits for a\n"
+             "person (MCP elicitation when the client supports it, else `tollgate\n"
+             "pending` / `tollgate approve`). '*', a public suffix or a wildcard over\n"
+             "one ('*.com', '*.co.uk'), an address and a name a deny rule matches\n"
+             "are refused. Closing stdin ends it. Needs root. docs/mcp.md shows the\n"
+             "client configuration.\n"
              "\n"
              "  --policy FILE            policy file (JSON); its deny rules always win\n"
              "  --allow P, --deny P      host rules for every execution\n"
@@ -257,6 +390,24 @@ const struct gw_command gw_command_serve = {
              "  --resolve HOST:ADDR      pin a name to an address\n"
              "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
              "  --timeout DURATION       default execution timeout (30s)\n"
+             "  --max-ram MIB            ceiling of ram_mb a call or set_resource_limits\n"
+             "                           may ask for (default: none above 16 TiB); every\n"
+             "                           sandbox gets 512 MiB (or this, if lower) unless\n"
+             "                           it asks otherwise\n"
+             "  --max-pids N             the same for pids (default limit 256)\n"
+             "  --max-cpu SECONDS        the same for cpu_seconds (default: this, else none)\n"
+             "  --max-timeout DURATION   the same for timeout (at most 1h); the default\n"
+             "                           timeout is --timeout, at most this\n"
+             "                           (a request above a ceiling is a tool error\n"
+             "                           naming it, never quietly clamped)\n"
+             "  --tools-allow NAME,...   offer only these tools (repeatable; shell patterns)\n"
+             "  --tools-deny NAME,...    never these tools (repeatable; wins over allow);\n"
+             "                           a hidden tool is absent from tools/list and a\n"
+             "                           call to it is an unknown tool\n"
+             "  --model-approves         offer approve_egress and deny_egress: the model\n"
+             "                           then decides approvals as the person would, with\n"
+             "                           no person asked (without it, those tools do not\n"
+             "                           exist)\n"
              "  --max-sandboxes N        executions running at once (8)\n"
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"

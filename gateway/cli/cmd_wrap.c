@@ -145,18 +145,6 @@ parse_rate(const char *s, double *out)
 	return 0;
 }
 
-static int
-add_tool(char **list, size_t *n, const char *flag, const char *value)
-{
-	if (*n >= WRAP_TOOLS_MAX)
-		return gw_fail(CMD, "%s: at most %d", flag, WRAP_TOOLS_MAX);
-	if (value[0] == '\0')
-		return gw_fail(CMD, "%s: the tool name is empty", flag);
-	list[(*n)++] = (char *)value;
-	list[*n] = NULL;
-	return 0;
-}
-
 static bool
 server_name_ok(const char *s)
 {
@@ -237,10 +225,12 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 			f->no_transparent = true;
 			break;
 		case OPT_TOOLS_ALLOW:
-			rc = add_tool(f->tools_allow, &f->nallow, "--tools-allow", optarg);
+			rc = gw_tool_list_add(CMD, "--tools-allow", optarg, f->tools_allow,
+			                      &f->nallow, WRAP_TOOLS_MAX);
 			break;
 		case OPT_TOOLS_DENY:
-			rc = add_tool(f->tools_deny, &f->ndeny, "--tools-deny", optarg);
+			rc = gw_tool_list_add(CMD, "--tools-deny", optarg, f->tools_deny, &f->ndeny,
+			                      WRAP_TOOLS_MAX);
 			break;
 		case OPT_RATE:
 			if (parse_rate(optarg, &f->rate) != 0)
@@ -516,8 +506,8 @@ const struct gw_command gw_command_wrap = {
              "client's server entry. Needs root. docs/mcp.md has examples.\n"
              "\n"
              "tools:\n"
-             "  --tools-allow NAME       only these tools (repeatable; shell patterns)\n"
-             "  --tools-deny NAME        never these tools (repeatable; wins over allow)\n"
+             "  --tools-allow NAME,...   only these tools (repeatable; shell patterns)\n"
+             "  --tools-deny NAME,...    never these tools (repeatable; wins over allow)\n"
              "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"

@@ -82,6 +82,7 @@ struct mcp_job {
 	/* The refusals heard on the bus while the code ran (refusal_heard). */
 	json_t *refused;
 	int refused_sub; /* its bus subscription, 0: none */
+	json_t *egress; /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
 	struct mcp_job *next;
 };
 
@@ -146,6 +147,7 @@ job_free(struct mcp_job *j)
 		close(j->err_fd);
 	if (j->code_fd >= 0)
 		close(j->code_fd);
+	json_decref(j->egress);
 	policy_free(j->policy);
 	redact_free(j->redact);
 	vault_inject_free(j->secrets);
@@ -448,6 +450,10 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 	 * call): null where unknown. */
 	json_object_set_new(structured, "oom_killed",
 	                    res.oom_known ? json_boolean(res.oom_killed) : json_null());
+	if (j->egress != NULL) {
+		json_object_set_new(structured, "egress", j->egress);
+		j->egress = NULL;
+	}
 	if (artifacts != NULL) {
 		json_object_set_new(structured, "artifacts", artifacts);
 		json_object_set_new(structured, "run_id", json_string(job_sandbox_id(j)));
@@ -760,6 +766,9 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		              SERVE_TIMEOUT_MAX);
 		return;
 	}
+	if (timeout != NULL && !serve_under_cap(c, "timeout", json_number_value(timeout),
+	                                        ctx->max_timeout, "--max-timeout in seconds"))
+		return;
 	if (limits != NULL && !json_is_object(limits)) {
 		mcp_call_fail(c, "limits must be an object");
 		return;
@@ -810,8 +819,17 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	                                    : ctx->default_timeout;
 	if (!serve_call_limits(c, ctx, limits, &spec.limits))
 		goto fail;
-	if (!serve_allowed_domains(c, domains, rules))
+	if (!serve_allowed_domains(c, ctx, domains, rules))
 		goto fail;
+	/* The result says truthfully which of the model's domains (this call's,
+	 * its session's, request_egress's) the operator allows and which wait. */
+	j->egress = json_pack("{s:[], s:[]}", "allowed", "ask");
+	if (j->egress == NULL || serve_egress_status(ctx, domains, j->egress) != 0 ||
+	    (j->session != NULL && serve_egress_status(ctx, j->session->allowed, j->egress) != 0) ||
+	    serve_egress_status(ctx, ctx->egress_allowed, j->egress) != 0) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		goto fail;
+	}
 	/* Secrets: names of the file vault's default namespace only (never
 	 * NAME=env:VAR: the client must not read tollgate's own environment). */
 	for (i = 0; secrets != NULL && i < json_array_size(secrets); i++) {

@@ -312,6 +312,13 @@ struct mcp_serve_ctx {
 	/* set_resource_limits: defaults for later calls (0: none / --timeout). */
 	long def_ram_mb, def_cpu_seconds, def_pids;
 	double def_timeout;
+	/* The operator's: the ceiling of every limit the model sets (--max-ram,
+	 * --max-cpu, --max-pids, --max-timeout; 0: the tools' own bounds) and
+	 * the defaults every sandbox gets, which set_resource_limits's null
+	 * goes back to (SERVE_DEFAULT_* under that ceiling). */
+	long max_ram_mb, max_cpu_seconds, max_pids;
+	double max_timeout;
+	long base_ram_mb, base_cpu_seconds, base_pids;
 	json_t *egress_allowed; /* request_egress scope server: patterns for every call */
 	/* execute_code out:true: each run's signed output dir, below this one
 	 * (made on first use, removed at exit), named by sandbox id. */

@@ -61,12 +61,22 @@ on_session_ended(struct exec_session *es, void *arg)
 	ms->ended = true;
 }
 
+/*
+ * egress: what of allowed_domains (create_session's and request_egress's)
+ * the operator's rules allow, and what waits for a person's approval.
+ */
 static json_t *
 session_json(const struct mcp_session *ms)
 {
-	return json_pack("{s:s, s:b, s:O, s:f, s:I}", "session_id", exec_session_id(ms->es), "busy",
-	                 ms->busy, "allowed_domains", ms->allowed, "created", ms->created,
-	                 "executions", (json_int_t)ms->executions);
+	json_t *egress = json_pack("{s:[], s:[]}", "allowed", "ask");
+
+	if (egress != NULL && serve_egress_status(ms->ctx, ms->allowed, egress) != 0) {
+		json_decref(egress);
+		egress = NULL;
+	}
+	return json_pack("{s:s, s:b, s:O, s:o?, s:f, s:I}", "session_id", exec_session_id(ms->es),
+	                 "busy", ms->busy, "allowed_domains", ms->allowed, "egress", egress,
+	                 "created", ms->created, "executions", (json_int_t)ms->executions);
 }
 
 /* Frees the sessions that ended and run nothing. */
@@ -100,7 +110,8 @@ serve_call_policy(struct mcp_serve_ctx *ctx, struct mcp_session *ms, struct poli
 		for (size_t i = 0; i < json_array_size(list); i++) {
 			const char *d = json_string_value(json_array_get(list, i));
 
-			if (d != NULL && policy_add_rule(rules, POLICY_ALLOW, d,
+			/* Asked for by the model: ask rules, never allow rules. */
+			if (d != NULL && policy_add_rule(rules, POLICY_ASK, d,
 			                                 k == 0 ? "session" : "request_egress", err,
 			                                 sizeof(err)) != 0)
 				log_warnx("serve: %s pattern %s: %s",
@@ -165,7 +176,7 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		return;
 	}
 	check = policy_new();
-	if (check == NULL || !serve_allowed_domains(c, domains, check)) {
+	if (check == NULL || !serve_allowed_domains(c, ctx, domains, check)) {
 		if (check == NULL)
 			mcp_call_fail(c, "tollgate: out of memory");
 		policy_free(check);

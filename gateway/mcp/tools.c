@@ -32,6 +32,7 @@
 #include "gateway/mcp/serve.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
+#include "policy/breadth.h"
 #include "policy/policy.h"
 
 /* A --version slower than this is left out of list_runtimes (it blocks the loop,
@@ -64,6 +65,15 @@ get_limit(const json_t *limits, const char *key, long min, long max, long *out)
 }
 
 bool
+serve_under_cap(struct mcp_call *c, const char *what, double value, double cap, const char *flag)
+{
+	if (cap <= 0 || (value > 0 && value <= cap))
+		return true;
+	mcp_call_fail(c, "%s: %g is above the operator's %s (%g)", what, value, flag, cap);
+	return false;
+}
+
+bool
 serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *limits,
                   struct exec_limits *l)
 {
@@ -77,13 +87,105 @@ serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const jso
 		                 "(1-65536) are integers");
 		return false;
 	}
-	return true;
+	/* Above the ceiling is an error, not a quiet clamp: the model learns
+	 * what it got. */
+	return serve_under_cap(c, "limits.ram_mb", (double)l->ram_mb, (double)ctx->max_ram_mb,
+	                       "--max-ram in MiB") &&
+	       serve_under_cap(c, "limits.cpu_seconds", (double)l->cpu_seconds,
+	                       (double)ctx->max_cpu_seconds, "--max-cpu in seconds") &&
+	       serve_under_cap(c, "limits.pids", (double)l->pids, (double)ctx->max_pids,
+	                       "--max-pids");
+}
+
+/* The host to ask the operator's rules about for a normalised pattern, and its ports. */
+static void
+probe_of(const char *norm, struct policy_host *h, int ports[2], size_t *nports)
+{
+	char name[POLICY_HOST_MAX + 32];
+	const char *colon = strchr(norm, ':');
+	size_t hlen = colon != NULL ? (size_t)(colon - norm) : strlen(norm);
+
+	/*
+	 * For "*.example.com" a name below it: an operator's deny rule for
+	 * "*.example.com" (or broader) matches it, one for the apex alone
+	 * does not, as for the connections the pattern would let ask.
+	 */
+	snprintf(name, sizeof(name), "%s%.*s", norm[0] == '*' ? "tollgate-probe" : "",
+	         (int)(norm[0] == '*' ? hlen - 1 : hlen), norm[0] == '*' ? norm + 1 : norm);
+	if (policy_host_parse(name, strlen(name), h) != 0)
+		h->text[0] = '\0';
+	*nports = 0;
+	if (colon != NULL && colon[1] != '*') {
+		ports[(*nports)++] = (int)strtol(colon + 1, NULL, 10);
+	} else {
+		ports[(*nports)++] = 443;
+		ports[(*nports)++] = 80;
+	}
+}
+
+int
+serve_domain_vet(const struct mcp_serve_ctx *ctx, const char *pattern, char *norm, size_t len,
+                 bool *allowed, char *err, size_t errlen)
+{
+	const struct policy *op = ctx->gw != NULL ? ctx->gw->policy : NULL;
+	struct policy_decision d;
+	struct policy_host h;
+	int ports[2], rc;
+	size_t nports;
+
+	*allowed = false;
+	rc = policy_breadth_check(pattern, norm, len, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (op == NULL)
+		return 0;
+	probe_of(norm, &h, ports, &nports);
+	if (h.text[0] == '\0')
+		return 0;
+	*allowed = true;
+	for (size_t i = 0; i < nports; i++) {
+		policy_decide(op, &h, ports[i], &d);
+		if (d.verdict == POLICY_DENY && d.reason == POLICY_REASON_RULE) {
+			gw_set_err(err, errlen, "'%s' is refused by the operator's rule: %s", norm,
+			           d.rule);
+			*allowed = false;
+			return -EPERM;
+		}
+		if (d.verdict != POLICY_ALLOW)
+			*allowed = false;
+	}
+	return 0;
+}
+
+int
+serve_egress_status(const struct mcp_serve_ctx *ctx, const json_t *patterns, json_t *into)
+{
+	json_t *allowed = json_object_get(into, "allowed"), *ask = json_object_get(into, "ask");
+	char norm[POLICY_HOST_MAX + 16], err[256];
+	bool ok;
+
+	if (!json_is_array(allowed) || !json_is_array(ask))
+		return -EINVAL;
+	for (size_t i = 0; i < json_array_size(patterns); i++) {
+		const char *d = json_string_value(json_array_get(patterns, i));
+
+		/* Refused ones never got here; a policy reloaded since may deny
+		 * one now: it is neither allowed nor waiting. */
+		if (d == NULL ||
+		    serve_domain_vet(ctx, d, norm, sizeof(norm), &ok, err, sizeof(err)) != 0)
+			continue;
+		if (json_array_append_new(ok ? allowed : ask, json_string(norm)) != 0)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 bool
-serve_allowed_domains(struct mcp_call *c, const json_t *domains, struct policy *rules)
+serve_allowed_domains(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *domains,
+                      struct policy *rules)
 {
-	char err[256];
+	char norm[POLICY_HOST_MAX + 16], err[256];
+	bool allowed;
 
 	if (domains == NULL)
 		return true;
@@ -95,8 +197,12 @@ serve_allowed_domains(struct mcp_call *c, const json_t *domains, struct policy *
 	for (size_t i = 0; i < json_array_size(domains); i++) {
 		const char *d = json_string_value(json_array_get(domains, i));
 
-		if (d == NULL || policy_add_rule(rules, POLICY_ALLOW, d, "allowed_domains", err,
-		                                 sizeof(err)) != 0) {
+		/* An ask rule, never an allow rule: what the operator's rules do
+		 * not allow already waits for a person's approval. */
+		if (d == NULL ||
+		    serve_domain_vet(ctx, d, norm, sizeof(norm), &allowed, err, sizeof(err)) != 0 ||
+		    policy_add_rule(rules, POLICY_ASK, norm, "allowed_domains", err, sizeof(err)) !=
+		        0) {
 			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
 			              d == NULL ? "not a string" : err);
 			return false;
@@ -240,15 +346,32 @@ mcp_serve_start(struct mcp_serve_ctx *ctx)
 #define PIDS_MAX 65536L
 #define EGRESS_ALLOWED_MAX 256
 
+/* A limit for JSON: null when none (0). */
+static json_t *
+limit_json(double v)
+{
+	return v > 0 ? json_real(v) : json_null();
+}
+
 static json_t *
 limits_json(const struct mcp_serve_ctx *ctx)
 {
-	return json_pack(
+	json_t *l = json_pack(
 	    "{s:o, s:o, s:o, s:f}", "ram_mb",
 	    ctx->def_ram_mb > 0 ? json_integer(ctx->def_ram_mb) : json_null(), "cpu_seconds",
 	    ctx->def_cpu_seconds > 0 ? json_integer(ctx->def_cpu_seconds) : json_null(), "pids",
 	    ctx->def_pids > 0 ? json_integer(ctx->def_pids) : json_null(), "timeout",
 	    ctx->def_timeout > 0 ? ctx->def_timeout : ctx->default_timeout);
+
+	/* The operator's ceiling, which no call or default goes above. */
+	if (l != NULL)
+		json_object_set_new(l, "max",
+		                    json_pack("{s:o, s:o, s:o, s:o}", "ram_mb",
+		                              limit_json((double)ctx->max_ram_mb), "cpu_seconds",
+		                              limit_json((double)ctx->max_cpu_seconds), "pids",
+		                              limit_json((double)ctx->max_pids), "timeout",
+		                              limit_json(ctx->max_timeout)));
+	return l;
 }
 
 static void
@@ -288,16 +411,17 @@ tool_sandbox_stats(struct mcp_call *c, json_t *args, void *arg)
 	serve_finish_structured(c, s);
 }
 
-/* One limit: absent keeps the default, null clears it, else within [min, max]. */
+/* One limit: absent keeps the current one, null goes back to the server's
+ * default (base), else within [min, max]. */
 static bool
-set_limit(const json_t *args, const char *key, long min, long max, long *out)
+set_limit(const json_t *args, const char *key, long min, long max, long base, long *out)
 {
 	const json_t *v = json_object_get(args, key);
 
 	if (v == NULL)
 		return true;
 	if (json_is_null(v)) {
-		*out = 0;
+		*out = base;
 		return true;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
@@ -315,12 +439,12 @@ tool_set_resource_limits(struct mcp_call *c, json_t *args, void *arg)
 	double timeout = ctx->def_timeout;
 
 	/* Validate everything before changing anything. */
-	if (!set_limit(args, "ram_mb", RAM_MB_MIN, RAM_MB_MAX, &ram) ||
-	    !set_limit(args, "cpu_seconds", 1, CPU_SECONDS_MAX, &cpu) ||
-	    !set_limit(args, "pids", 1, PIDS_MAX, &pids)) {
+	if (!set_limit(args, "ram_mb", RAM_MB_MIN, RAM_MB_MAX, ctx->base_ram_mb, &ram) ||
+	    !set_limit(args, "cpu_seconds", 1, CPU_SECONDS_MAX, ctx->base_cpu_seconds, &cpu) ||
+	    !set_limit(args, "pids", 1, PIDS_MAX, ctx->base_pids, &pids)) {
 		mcp_call_fail(c,
 		              "ram_mb (%ld-%ld), cpu_seconds (1-%ld) and pids (1-%ld) are "
-		              "integers, or null for none",
+		              "integers, or null for the server's default",
 		              RAM_MB_MIN, RAM_MB_MAX, CPU_SECONDS_MAX, PIDS_MAX);
 		return;
 	}
@@ -336,6 +460,14 @@ tool_set_resource_limits(struct mcp_call *c, json_t *args, void *arg)
 		}
 		timeout = json_number_value(t);
 	}
+	if (!serve_under_cap(c, "ram_mb", (double)ram, (double)ctx->max_ram_mb,
+	                     "--max-ram in MiB") ||
+	    !serve_under_cap(c, "cpu_seconds", (double)cpu, (double)ctx->max_cpu_seconds,
+	                     "--max-cpu in seconds") ||
+	    !serve_under_cap(c, "pids", (double)pids, (double)ctx->max_pids, "--max-pids") ||
+	    (timeout > 0 &&
+	     !serve_under_cap(c, "timeout", timeout, ctx->max_timeout, "--max-timeout in seconds")))
+		return;
 	ctx->def_ram_mb = ram;
 	ctx->def_cpu_seconds = cpu;
 	ctx->def_pids = pids;
@@ -349,9 +481,9 @@ tool_request_egress(struct mcp_call *c, json_t *args, void *arg)
 	struct mcp_serve_ctx *ctx = arg;
 	const char *domain = json_string_value(json_object_get(args, "domain"));
 	const char *scope = json_string_value(json_object_get(args, "scope"));
-	struct policy *check;
-	char err[256];
-	int rc;
+	char norm[POLICY_HOST_MAX + 16], err[256];
+	json_t **list;
+	bool allowed;
 
 	if (domain == NULL) {
 		mcp_call_fail(c, "domain is a required string (example.com, *.example.com, "
@@ -374,37 +506,29 @@ tool_request_egress(struct mcp_call *c, json_t *args, void *arg)
 			return;
 		}
 	}
-	check = policy_new();
-	if (check == NULL) {
-		mcp_call_fail(c, "tollgate: out of memory");
-		return;
-	}
-	rc = policy_add_rule(check, POLICY_ALLOW, domain, "domain", err, sizeof(err));
-	policy_free(check);
-	if (rc != 0) {
+	/* Never a grant: an ask rule for later calls, unless the operator's
+	 * rules allow it already (the result says which). */
+	if (serve_domain_vet(ctx, domain, norm, sizeof(norm), &allowed, err, sizeof(err)) != 0) {
 		mcp_call_fail(c, "domain: %s", err);
 		return;
 	}
-	if (ms != NULL) {
-		if (json_array_size(ms->allowed) >= EGRESS_ALLOWED_MAX) {
-			mcp_call_fail(c, "at most %d domains in a session", EGRESS_ALLOWED_MAX);
-			return;
-		}
-		json_array_append_new(ms->allowed, json_string(domain));
-		serve_finish_structured(c, json_pack("{s:s, s:s, s:s, s:O}", "domain", domain,
-		                                     "scope", "session", "session_id", sid,
-		                                     "egress_allowed", ms->allowed));
+	list = ms != NULL ? &ms->allowed : &ctx->egress_allowed;
+	if (*list == NULL)
+		*list = json_array();
+	if (*list == NULL || json_array_size(*list) >= EGRESS_ALLOWED_MAX) {
+		mcp_call_fail(c, "at most %d requested domains %s", EGRESS_ALLOWED_MAX,
+		              ms != NULL ? "in a session" : "for this server");
 		return;
 	}
-	if (ctx->egress_allowed == NULL)
-		ctx->egress_allowed = json_array();
-	if (json_array_size(ctx->egress_allowed) >= EGRESS_ALLOWED_MAX) {
-		mcp_call_fail(c, "at most %d pre-approved domains", EGRESS_ALLOWED_MAX);
-		return;
-	}
-	json_array_append_new(ctx->egress_allowed, json_string(domain));
-	serve_finish_structured(c, json_pack("{s:s, s:s, s:O}", "domain", domain, "scope", "server",
-	                                     "egress_allowed", ctx->egress_allowed));
+	json_array_append_new(*list, json_string(norm));
+	serve_finish_structured(
+	    c, json_pack("{s:s, s:s, s:s?, s:s, s:s, s:O}", "domain", norm, "scope",
+	                 ms != NULL ? "session" : "server", "session_id", ms != NULL ? sid : NULL,
+	                 "status", allowed ? "allowed" : "ask", "meaning",
+	                 allowed ? "the operator's rules allow it already"
+	                         : "not granted: a connection to it waits for a person's approval "
+	                           "(elicitation, or tollgate approve)",
+	                 "egress_allowed", *list));
 }
 
 /* ---- get_artifacts, verify_artifact ---------------------------------------------- */
@@ -824,16 +948,20 @@ const struct mcp_tool mcp_serve_tools[] = {
         .name = "execute_code",
         .description =
             "Run a snippet of code (python, node or sh) in a fresh sandbox whose only network "
-            "is tollgate's gate: only allowed_domains (and the gateway's policy) can be "
-            "reached. Returns stdout, stderr, the exit status and the connections the gate "
-            "refused.",
+            "is tollgate's gate: the operator's policy decides what it reaches. "
+            "allowed_domains are proposals, never grants: one the policy does not allow "
+            "already is held for a person's approval when the code connects (egress.ask in "
+            "the result; egress.allowed: allowed already). '*', a public suffix ('*.com') "
+            "and addresses are refused. Returns stdout, stderr, the exit status and the "
+            "connections the gate refused.",
         .input_schema =
             "{\"type\":\"object\",\"properties\":{"
             "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"node\",\"sh\"]},"
             "\"code\":{\"type\":\"string\",\"description\":\"the program text\"},"
             "\"allowed_domains\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
-            "\"description\":\"host patterns the code may reach: example.com, "
-            "*.example.com, example.com:8443\"},"
+            "\"description\":\"host patterns to ask for: example.com, "
+            "*.example.com, example.com:8443 (a person approves what the policy does not "
+            "allow)\"},"
             "\"timeout\":{\"type\":\"number\",\"description\":\"seconds (default 30)\"},"
             "\"limits\":{\"type\":\"object\",\"properties\":{\"ram_mb\":{\"type\":\"integer\"},"
             "\"cpu_seconds\":{\"type\":\"integer\"},\"pids\":{\"type\":\"integer\"}}},"
@@ -856,6 +984,9 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"reason\":{\"type\":\"string\"},\"via\":{\"type\":\"string\"},"
             "\"count\":{\"type\":\"integer\"}}}},"
             "\"refused_egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+            "\"egress\":{\"type\":\"object\",\"properties\":{"
+            "\"allowed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"ask\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
             "\"duration_seconds\":{\"type\":\"number\"},"
             "\"oom_killed\":{\"type\":[\"boolean\",\"null\"]},"
             "\"run_id\":{\"type\":\"string\"},"
@@ -978,8 +1109,9 @@ const struct mcp_tool mcp_serve_tools[] = {
         .name = "create_session",
         .description = "A session: one sandbox kept alive between the execute_code calls that "
                        "name its session_id, so files in /work and /tmp, processes left "
-                       "running and the network are kept; allowed_domains hold for all of "
-                       "its calls, limits (ram_mb, cpu_seconds, pids) for its whole life. "
+                       "running and the network are kept; allowed_domains (proposals, as "
+                       "for execute_code) hold for all of its calls, limits (ram_mb, "
+                       "cpu_seconds, pids) for its whole life. "
                        "Ends after ttl_seconds without a call (default 900) or "
                        "terminate_session.",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"allowed_domains\":{"
@@ -1037,7 +1169,8 @@ const struct mcp_tool mcp_serve_tools[] = {
         .name = "set_resource_limits",
         .description = "Default limits for later execute_code calls of this server (a call's "
                        "own limits still win): ram_mb, cpu_seconds, pids, timeout (seconds); "
-                       "null clears one. Bounded by the server's maxima.",
+                       "null goes back to the server's default. Above the operator's "
+                       "ceiling (sandbox_stats: limits.max) is an error.",
         .input_schema =
             "{\"type\":\"object\",\"properties\":{"
             "\"ram_mb\":{\"type\":[\"integer\",\"null\"],\"minimum\":16},"
@@ -1051,16 +1184,19 @@ const struct mcp_tool mcp_serve_tools[] = {
     },
     {
         .name = "request_egress",
-        .description = "Pre-approve a domain (example.com, *.example.com, example.com:8443) "
+        .description = "Ask for a domain (example.com, *.example.com, example.com:8443) "
                        "for a session's later calls (scope session, with session_id) or for "
-                       "every later execute_code call of this server (scope server). The "
-                       "gateway's deny rules still win.",
+                       "every later execute_code call of this server (scope server). Never a "
+                       "grant: status allowed when the operator's policy allows it already, "
+                       "ask when a connection to it will wait for a person's approval. '*', "
+                       "public suffixes, addresses and what the policy denies are refused.",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"domain\":{\"type\":"
                         "\"string\"},\"scope\":{\"type\":\"string\",\"enum\":["
                         "\"session\",\"server\"]},\"session_id\":{\"type\":\"string\"}},"
                         "\"required\":[\"domain\"]}",
         .output_schema = "{\"type\":\"object\",\"properties\":{\"domain\":{\"type\":"
-                         "\"string\"},\"scope\":{\"type\":\"string\"},\"egress_allowed\":"
+                         "\"string\"},\"scope\":{\"type\":\"string\"},\"status\":{"
+                         "\"type\":\"string\",\"enum\":[\"allowed\",\"ask\"]},\"egress_allowed\":"
                          "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
                          "\"required\":[\"domain\",\"scope\"]}",
         .call = tool_request_egress,

@@ -45,17 +45,20 @@ if grep -q '"not_json"' <<<"$raw"; then fail "something that is not JSON reached
 	checks=$((checks + 1)); pass "nothing but JSON-RPC on stdout"; fi
 
 # ---- the SDK client ----------------------------------------------------------------------
+# The operator allows origin.test; denied.test, which the model names in a
+# session call and in request_egress, waits for a person (none here: denied
+# when --ask-timeout runs out). test_trust_serve.sh has the approvals.
 mcp_origin
 printf 's3cret-value-42' | "$TOLLGATE" vault add API_TOKEN >/dev/null 2>&1 || fail "tollgate vault add failed"
 set +e
 out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$port/" \
 	"http://denied.test:$port/" "origin.test:$port" -- "$TOLLGATE" serve --audit "$AUDIT" \
-	--resolve origin.test:127.0.0.1 --resolve denied.test:127.0.0.1 --allow-cidr 127.0.0.0/8 \
+	--allow "origin.test:$port" --ask-timeout 2s --resolve origin.test:127.0.0.1 --resolve denied.test:127.0.0.1 --allow-cidr 127.0.0.0/8 \
 	2>>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
 expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"'
-expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "approve_egress,audit_query,create_session,deny_egress,execute_code,get_artifacts,list_pending_approvals,list_runtimes,list_sessions,request_egress,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
+expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,create_session,execute_code,get_artifacts,list_pending_approvals,list_runtimes,list_sessions,request_egress,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
 expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
 expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"
 expect_eq "python: stdout" "$(py "$(step python)" 'd["structured"]["stdout"]')" "out 42"
@@ -63,6 +66,7 @@ expect_eq "python: stderr" "$(py "$(step python)" 'd["structured"]["stderr"]')" 
 expect_eq "python: exit status" "$(py "$(step python)" 'd["structured"]["exit_status"]')" "3"
 expect_eq "allowed domain: the fetch succeeds" "$(py "$(step allowed)" 'd["structured"]["stdout"].strip()')" "200"
 expect_eq "allowed domain: nothing refused" "$(py "$(step allowed)" 'len(d["structured"]["refused_egress"])')" "0"
+expect_eq "allowed domain: the result says the operator allows it" "$(py "$(step allowed)" 'd["structured"]["egress"]')" "{'allowed': ['origin.test:$port'], 'ask': []}"
 expect_eq "other domain: the gate answers 403" "$(py "$(step refused)" 'd["structured"]["stdout"].strip()')" "403"
 expect_eq "other domain: reported as refused egress" "$(py "$(step refused)" 'd["structured"]["refused_egress"][0]["host"]')" "denied.test"
 expect_eq "timeout: timed_out" "$(py "$(step timeout)" 'd["structured"]["timed_out"]')" "True"
@@ -94,7 +98,7 @@ expect_match "create_session: an id" "$(py "$(step sess)" 'd["structured"]["sess
 expect_eq "session: its allowed domain is reachable" "$(py "$(step sess-write)" 'd["structured"]["stdout"].strip()')" "200"
 expect_eq "session: its file, /tmp and background process are kept for the next call" "$(py "$(step sess-read)" 'd["structured"]["stdout"]')" "$(printf 'kept\ntmp\nalive')"
 expect_eq "session: one sandbox for all its calls" "$(py "$(step sess-read)" 'd["structured"]["sandbox_id"] == "'"$(py "$(step sess-write)" 'd["structured"]["sandbox_id"]')"'"')" "True"
-expect_eq "session: a call's allowed_domains reach the kept sandbox" "$(py "$(step sess-call-domain)" 'd["structured"]["stdout"].strip()')" "200"
+expect_eq "session: a call's allowed_domains are asked, not granted (no one approved)" "$(py "$(step sess-call-domain)" '(d["structured"]["stdout"].strip(), d["structured"]["egress"]["ask"])')" "('403', ['denied.test:$port'])"
 expect_eq "session: and hold for that call only" "$(py "$(step sess-call-domain-gone)" 'd["structured"]["stdout"].strip()')" "403"
 expect_eq "session: the call's refusal is reported" "$(py "$(step sess-call-domain-gone)" 'len(d["structured"]["refused_egress"]) > 0')" "True"
 expect_eq "session: limits per call are refused" "$(py "$(step sess-limits)" 'd["isError"]')" "True"
@@ -130,14 +134,15 @@ expect_eq "set_resource_limits: a later call without a timeout gets it" "$(py "$
 expect_eq "set_resource_limits null: back to --timeout" "$(py "$(step limits-cleared)" 'd["structured"]["limits"]["timeout"]')" "30"
 expect_eq "request_egress with a bad pattern: isError" "$(py "$(step egress-bad)" 'd["isError"]')" "True"
 expect_eq "request_egress: scope server" "$(py "$(step egress)" 'd["structured"]["scope"]')" "server"
-expect_eq "request_egress: a later call reaches the domain" "$(py "$(step egress-applied)" 'd["structured"]["stdout"].strip()')" "200"
+expect_eq "request_egress: status ask" "$(py "$(step egress)" 'd["structured"]["status"]')" "ask"
+expect_eq "request_egress: a later call waits for a person (none approved)" "$(py "$(step egress-applied)" '(d["structured"]["stdout"].strip(), d["structured"]["egress"]["ask"])')" "('403', ['denied.test:$port'])"
 expect_match "the refusal is in the audit log" \
 	"$(sqlite3 "$AUDIT" "select decision from events where host='denied.test' and decision='deny' limit 1")" '^deny$'
 
-# ---- approvals through MCP tools: an ask rule holds the connection ---------------------
+# ---- approvals through MCP tools (--model-approves): an ask rule holds the connection --
 set +e
 out=$(cd "$MCP_DIR" && timeout 180 node client.mjs approve "http://origin.test:$port/" -- \
-	"$TOLLGATE" serve --audit "$AUDIT" --ask "origin.test:$port" --ask-timeout 60s \
+	"$TOLLGATE" serve --audit "$AUDIT" --model-approves --ask "origin.test:$port" --ask-timeout 60s \
 	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.0/8 2>>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "approval session ends cleanly" "$rc" 0
