@@ -4,11 +4,13 @@
  * init's pidfd, the timeout, the CPU check) and serves its gate.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "gateway/prompt.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
@@ -327,6 +330,29 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the summary --------------------------------------------------------- */
 
+/*
+ * Opened by gw_safepath_open (another user's symlink on the way is refused,
+ * the last name never followed), and cut only once fstat says it is a
+ * regular file: a FIFO or device named here is written, never truncated.
+ */
+static void
+write_json_file(json_t *o, const char *path)
+{
+	char err[PATH_MAX + 160];
+	struct stat st;
+	int fd;
+
+	fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_NOCTTY, 0644, err, sizeof(err));
+	if (fd < 0) {
+		gw_fail(CMD, "--json-status %s: %s", path, err);
+		return;
+	}
+	if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
+	    json_dumpfd(o, fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+		gw_fail(CMD, "--json-status %s: cannot write it", path);
+	close(fd);
+}
+
 static void
 write_json_status(const char *path, const struct run_state *st, const struct exec_result *res,
                   int exit_status, double wall)
@@ -377,8 +403,7 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		json_object_set_new(o, "failed_step", json_string(res->failed_step));
 		json_object_set_new(o, "failed_error", json_string(strerror(res->failed_errno)));
 	}
-	if (json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
-		gw_fail(CMD, "--json-status %s: cannot write it", path);
+	write_json_file(o, path);
 	json_decref(o);
 }
 
