@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 12, "paths the caller names are not someone else's": another local
 # user (made here with useradd) plants symlinks in a world-writable directory
-# where the operator's --audit path, TOLLGATE_HOME, or run's --workdir, --out
-# and --json-status pass, and inside a home that user owns. tollgate refuses
+# where the operator's --audit path, --control socket, TOLLGATE_HOME, or run's
+# --workdir, --out and --json-status pass, and inside a home that user owns. tollgate refuses
 # a symlink owned by neither root nor the caller with a clear error, and
 # writes nothing where it points; a symlink of root's own, a directory the
 # other user owns but the caller names directly, and SUDO_UID naming that
@@ -67,6 +67,17 @@ set -e
 expect_eq "TOLLGATE_HOME through another user's symlink: exit 125" "$rc" 125
 expect_match "the error says why" "$err" "home is a symlink owned by uid $U"
 expect_eq "no home was made where it points" "$(ls "$TEST_TMP/chosen")" ""
+
+# --- the control socket's directory through another user's link ---
+plant "$U" "$SHARED/ctl" "$TEST_TMP/chosen"
+port=$(free_port)
+set +e
+err=$(timeout 20 "$TOLLGATE" proxy --listen "127.0.0.1:$port" --audit "$TEST_TMP/ctl.db" \
+	--control "$SHARED/ctl/gw.sock" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "--control through another user's symlink: exit 125" "$rc" 125
+expect_match "the error names the link" "$err" "ctl is a symlink owned by uid $U"
+expect_eq "no socket was made where it points" "$(ls "$TEST_TMP/chosen")" ""
 
 # --- what still works ---
 plant 0 "$TEST_TMP/mine" "$TEST_TMP/real"
