@@ -35,6 +35,7 @@
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
 #include "gateway/prompt.h"
+#include "gateway/refusals.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -57,6 +58,7 @@ enum {
 	OPT_CODE,
 	OPT_FILE,
 	OPT_MAX_OUTPUT,
+	OPT_QUIET,
 };
 
 static const struct option run_options[] = {
@@ -75,6 +77,7 @@ static const struct option run_options[] = {
     {"code", required_argument, NULL, OPT_CODE},
     {"file", required_argument, NULL, OPT_FILE},
     {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {NULL, 0, NULL, 0},
 };
 
@@ -95,6 +98,7 @@ struct run_flags {
 	const char *lang_argv[5];
 	long max_output; /* per stream; 0: unbounded */
 	bool max_output_set;
+	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
 };
 
 /* The loop's state. */
@@ -258,6 +262,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_MAX_OUTPUT:
 			rc = parse_long_flag("--max-output", optarg, 0, LONG_MAX, &f->max_output);
 			f->max_output_set = true;
+			break;
+		case OPT_QUIET:
+			f->quiet = true;
 			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
@@ -484,6 +491,7 @@ run_run(int argc, char **argv)
 	struct redact *redact_set = NULL;
 	struct redact_relay *relay = NULL;
 	struct gw_prompt *prompt = NULL;
+	struct gw_refusals *refusals = NULL;
 	json_t *detail = NULL;
 	char err[512], home[PATH_MAX], msg[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
@@ -506,6 +514,11 @@ run_run(int argc, char **argv)
 	/* With a controlling terminal, approvals are also asked there (gateway/prompt.h). */
 	if (st.gw.approvals != NULL)
 		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
+	/* A line on stderr for each refused host (gateway/refusals.h). */
+	if (!f.quiet && !f.no_network &&
+	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
+	                     prompt != NULL, &refusals) != 0)
+		log_warnx("run: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
@@ -583,6 +596,7 @@ out:
 			event_free(st.ev_sig[i]);
 	}
 	gw_prompt_free(prompt);
+	gw_refusals_free(refusals);
 	/* The sandbox, its gate's listeners and fds (exec/job.h). */
 	exec_job_free(st.job);
 	exec_artifact_out_free(art);
@@ -626,6 +640,7 @@ const struct gw_command gw_command_run = {
              "  --max-output BYTES       per stream, then a marker and the rest dropped\n"
              "                           (default 1 MiB when not a terminal; 0: no bound)\n"
              "  --no-network             no gate: the sandbox has only loopback\n"
+             "  --quiet                  no line on stderr for each refused host\n"
              "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
              "                           its files are signed into DIR/manifest.json after\n"
              "                           the run (see 'tollgate verify')\n"

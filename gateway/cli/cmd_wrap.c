@@ -27,6 +27,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/refusals.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -44,6 +45,7 @@ enum {
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_RATE,
+	OPT_QUIET,
 };
 
 static const struct option wrap_options[] = {
@@ -56,6 +58,7 @@ static const struct option wrap_options[] = {
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"rate", required_argument, NULL, OPT_RATE},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {NULL, 0, NULL, 0},
 };
 
@@ -68,6 +71,7 @@ struct wrap_flags {
 	char *tools_deny[WRAP_TOOLS_MAX + 1];
 	size_t ndeny;
 	double rate;
+	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
 	char **argv;
 	int argc; /* the server command's words */
 };
@@ -83,6 +87,7 @@ struct wrap_state {
 	struct event *ev_sig[3];
 	bool child_exited, server_done;
 	struct mcp_elicit_channel *elicit; /* approvals asked of the client */
+	struct gw_refusals *refusals;      /* stderr lines: stdout is the MCP channel */
 };
 
 /*
@@ -181,6 +186,9 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 			if (parse_rate(optarg, &f->rate) != 0)
 				return gw_fail(CMD, "--rate: '%s' is not N/s, N/m or N/h above 0",
 				               optarg);
+			break;
+		case OPT_QUIET:
+			f->quiet = true;
 			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
@@ -338,6 +346,10 @@ run_wrap(int argc, char **argv)
 		goto out;
 	if (st.setup.control != NULL)
 		gw_control_set_stats(st.setup.control, wrap_stats, &st);
+	/* A line on stderr (never stdout: the client reads it) per refused host. */
+	if (!f.quiet && gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
+	                                 false, &st.refusals) != 0)
+		log_warnx("wrap: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
@@ -393,6 +405,7 @@ run_wrap(int argc, char **argv)
 out:
 	/* No approval event may reach a freed relay. */
 	mcp_elicit_free(st.elicit);
+	gw_refusals_free(st.refusals);
 	mcp_wrap_free(st.relay);
 	if (server_in >= 0)
 		close(server_in);
@@ -428,6 +441,7 @@ const struct gw_command gw_command_wrap = {
              "  --tools-allow NAME       only these tools (repeatable; shell patterns)\n"
              "  --tools-deny NAME        never these tools (repeatable; wins over allow)\n"
              "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
+             "  --quiet                  no line on stderr for each refused host\n"
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
