@@ -47,6 +47,17 @@ line_match "a deny rule: no flag is suggested" "$err" \
 tg --quiet -- sh -c 'curl -s -o /dev/null http://refused.test/'
 expect_eq "--quiet: no refusal line" "$(refused_lines "$err")" 0
 
+# ---- many hosts at once: at most 10 lines a second, the rest counted ----------------
+# Whatever the speed, every refused host is either a line or counted in an
+# "N more refused" line, and no second holds more than 10 lines.
+tg -- sh -c 'for i in $(seq 1 25); do curl -s -o /dev/null http://h$i.test/ & done; wait'
+shown=$(refused_lines "$err")
+more=$(sed -n 's/^tollgate: \([0-9]*\) more refused.*/\1/p' <<<"$err" | awk '{s+=$1} END {print s+0}')
+expect_eq "25 refused hosts: each shown or counted" "$((shown + more))" 25
+if ((more > 0)); then
+	checks=$((checks + 1)); pass "past 10 a second, a summary line counts the rest"
+fi
+
 # ---- an approval without a terminal: how to decide it, and how long is left ----------
 tg --default ask --ask-timeout 2 -- sh -c 'curl -s -o /dev/null --max-time 20 http://ask.test/'
 line_match "a pending approval says how to decide it" "$err" \
