@@ -54,8 +54,10 @@ int gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char
  * tollgate's own files in a directory it already holds (dirfd, from
  * gw_safepath_open of TOLLGATE_HOME): openat(dirfd, name, flags | O_NOFOLLOW
  * | O_CLOEXEC, mode), so a name swapped for a link after the directory was
- * checked is never followed, whoever owns the link. -ELOOP with err naming
- * shown (the path to print) and the link's owner; else -errno, err set.
+ * checked is never followed, whoever owns the link. A link at name (seen
+ * as ELOOP, or ENOTDIR with O_DIRECTORY, or EEXIST with O_CREAT|O_EXCL)
+ * gives -ELOOP with err naming shown (the path to print) and the link's
+ * owner; else -errno, err set.
  */
 int gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const char *shown,
                         char *err, size_t errlen);
