@@ -26,6 +26,7 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "policy/audit.h"
 
 #define ARTIFACT_TAG "tollgate-artifact-v1"
@@ -1442,11 +1443,12 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
                           const char **path, char *err, size_t errlen)
 {
 	struct exec_artifact_out *o;
-	char real_home[PATH_MAX];
+	char real_home[PATH_MAX], base[NAME_MAX + 1], fdname[64];
 	struct stat st;
 	size_t hlen;
+	ssize_t n;
 	bool made = false;
-	int rc;
+	int rc, pfd = -1;
 
 	*out = NULL;
 	o = calloc(1, sizeof(*o));
@@ -1455,24 +1457,31 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 		return -ENOMEM;
 	}
 	o->dfd = -1;
-	if (mkdir(dir, 0755) == 0) {
+	/* Walked by gw_safepath (another user's symlink on the way is refused),
+	 * made and opened in the directory found, never by the name again. */
+	rc = gw_safepath_resolve(dir, &pfd, base, sizeof(base), err, errlen);
+	if (rc != 0)
+		goto out;
+	if (mkdirat(pfd, base, 0755) == 0) {
 		made = true;
 	} else if (errno != EEXIST) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot make it: %s", strerror(errno));
 		goto out;
 	}
-	if (realpath(dir, o->dir) == NULL) {
-		rc = -errno;
-		snprintf(err, errlen, "%s", strerror(errno));
+	o->dfd = gw_safepath_open_in(pfd, base, O_RDONLY | O_DIRECTORY, 0, dir, err, errlen);
+	if (o->dfd < 0) {
+		rc = o->dfd;
 		goto out;
 	}
-	o->dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (o->dfd < 0 || fstat(o->dfd, &st) != 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s", strerror(errno));
+	snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d", o->dfd);
+	n = readlink(fdname, o->dir, sizeof(o->dir) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(o->dir) - 1 || fstat(o->dfd, &st) != 0) {
+		rc = n < 0 ? -errno : -ENAMETOOLONG;
+		snprintf(err, errlen, "%s", strerror(-rc));
 		goto out;
 	}
+	o->dir[n] = '\0';
 	o->uid = st.st_uid;
 	o->gid = st.st_gid;
 	o->restored = true; /* nothing to give back until the sandbox had it */
@@ -1506,7 +1515,9 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 	o = NULL;
 out:
 	if (o != NULL && made)
-		(void)rmdir(dir); /* refused: leave nothing behind */
+		(void)unlinkat(pfd, base, AT_REMOVEDIR); /* refused: leave nothing behind */
+	if (pfd >= 0)
+		close(pfd);
 	exec_artifact_out_free(o);
 	return rc;
 }

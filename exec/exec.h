@@ -213,6 +213,16 @@ struct exec_plan {
 	char hide[PATH_MAX];     /* path inside the sandbox to cover, or "" */
 	char outdir[PATH_MAX];   /* host path bound at EXEC_OUTDIR, or "" */
 	char out_mnt[PATH_MAX];  /* as work_mnt, for outdir */
+	/*
+	 * The directories as checked by gw_safepath_open: detached copies made
+	 * by open_tree (-1 when unused or where the kernel lacks it), which the
+	 * child attaches with move_mount, so what is mounted is what was
+	 * checked; without them the child binds the path and compares device
+	 * and inode with these.
+	 */
+	int work_tree, out_tree;
+	dev_t work_dev, out_dev;
+	ino_t work_ino, out_ino;
 	char hub_addr[64];       /* from the parent's "go" message */
 	int go_fd;               /* read end: "go" or EOF */
 	int agent_fd;            /* keep_alive: the agent's end of the socket pair; else -1 */

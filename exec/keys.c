@@ -19,6 +19,7 @@
 
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
+#include "gateway/core/safepath.h"
 
 struct exec_key {
 	EVP_PKEY *pkey;
@@ -129,25 +130,23 @@ key_path(char *buf, size_t len, const char *home, const char *name)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* Loads the private key at path, refusing a file others could read. */
+/* Loads the private key (path, for messages) from the home directory hfd,
+ * refusing a link or a file others could read. */
 static int
-load_private_file(const char *path, struct exec_key **out, char *err, size_t errlen)
+load_private_file(int hfd, const char *path, struct exec_key **out, char *err, size_t errlen)
 {
-	char buf[EXEC_KEY_FILE_MAX];
+	char buf[EXEC_KEY_FILE_MAX], why[4200];
 	EVP_PKEY *pkey = NULL;
 	struct stat st;
 	size_t len = 0;
 	BIO *bio;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	fd = gw_safepath_open_in(hfd, EXEC_KEY_PRIVATE_NAME, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0,
+	                         path, why, sizeof(why));
 	if (fd < 0) {
-		rc = -errno;
-		if (rc == -ELOOP)
-			snprintf(err, errlen, "private key %s: a symbolic link; refused", path);
-		else
-			snprintf(err, errlen, "private key %s: %s", path, strerror(errno));
-		return rc;
+		snprintf(err, errlen, "private key %s", why);
+		return fd;
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "private key %s: not a regular file", path);
@@ -186,8 +185,6 @@ load_private_file(const char *path, struct exec_key **out, char *err, size_t err
 	}
 	rc = wrap_key(pkey, true, out, err, errlen);
 	if (rc != 0) {
-		char why[64];
-
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "private key %s: %s", path, why);
 	}
@@ -199,9 +196,9 @@ out:
 
 /* The public key file: rewritten from the private key when missing or stale. */
 static int
-write_public(const struct exec_key *k, const char *home, char *err, size_t errlen)
+write_public(const struct exec_key *k, int hfd, const char *home, char *err, size_t errlen)
 {
-	char path[4096], tmp[4200], *pem = NULL, buf[EXEC_KEY_FILE_MAX];
+	char path[4096], tmp[128], *pem = NULL, buf[EXEC_KEY_FILE_MAX];
 	size_t len = 0, have = 0;
 	int fd, rc;
 
@@ -215,19 +212,19 @@ write_public(const struct exec_key *k, const char *home, char *err, size_t errle
 		snprintf(err, errlen, "cannot encode the public key");
 		return rc;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = openat(hfd, EXEC_KEY_PUBLIC_NAME, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd >= 0) {
 		rc = gw_read_capped(fd, buf, sizeof(buf), &have);
 		close(fd);
 		if (rc == 0 && have == len && memcmp(buf, pem, len) == 0)
 			goto out; /* already there */
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", EXEC_KEY_PUBLIC_NAME, (long)getpid());
+	(void)unlinkat(hfd, tmp, 0);
+	fd = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "public key %s: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "public key %s/%s: %s", home, tmp, strerror(errno));
 		goto out;
 	}
 	rc = gw_write_all(fd, pem, len);
@@ -235,11 +232,12 @@ write_public(const struct exec_key *k, const char *home, char *err, size_t errle
 		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
+	/* rename replaces a link planted at the name; it never writes through one. */
+	if (rc == 0 && renameat(hfd, tmp, hfd, EXEC_KEY_PUBLIC_NAME) != 0)
 		rc = -errno;
 	if (rc != 0) {
 		snprintf(err, errlen, "public key %s: %s", path, strerror(-rc));
-		(void)unlink(tmp);
+		(void)unlinkat(hfd, tmp, 0);
 	}
 out:
 	free(pem);
@@ -252,9 +250,9 @@ out:
  * the first one's, and the final name never holds a partial key.
  */
 static int
-create_private(const char *path, char *err, size_t errlen)
+create_private(int hfd, const char *path, char *err, size_t errlen)
 {
-	char tmp[4200];
+	char tmp[128];
 	EVP_PKEY *pkey = NULL;
 	BIO *bio = NULL;
 	char *data;
@@ -273,12 +271,12 @@ create_private(const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	len = BIO_get_mem_data(bio, &data);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", EXEC_KEY_PRIVATE_NAME, (long)getpid());
+	(void)unlinkat(hfd, tmp, 0);
+	fd = openat(hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "private key %s: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "private key %s.tmp: %s", path, strerror(errno));
 		goto out;
 	}
 	/* The umask may only remove bits; fchmod makes 0600 exact. */
@@ -290,11 +288,11 @@ create_private(const char *path, char *err, size_t errlen)
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
 	fd = -1;
-	if (rc == 0 && link(tmp, path) != 0 && errno != EEXIST)
+	if (rc == 0 && linkat(hfd, tmp, hfd, EXEC_KEY_PRIVATE_NAME, 0) != 0 && errno != EEXIST)
 		rc = -errno;
 	if (rc != 0)
 		snprintf(err, errlen, "private key %s: %s", path, strerror(-rc));
-	(void)unlink(tmp);
+	(void)unlinkat(hfd, tmp, 0);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -303,43 +301,70 @@ out:
 	return rc;
 }
 
+/*
+ * TOLLGATE_HOME, walked once by gw_safepath (another user's symlink on the
+ * way is refused); the key files are then opened in it by name, never
+ * through a link.
+ */
+static int
+open_home(const char *home, int *hfd, char *err, size_t errlen)
+{
+	char why[4200];
+
+	*hfd = gw_safepath_open(home, O_RDONLY | O_DIRECTORY, 0, why, sizeof(why));
+	if (*hfd < 0) {
+		snprintf(err, errlen, "TOLLGATE_HOME %s", why);
+		return *hfd;
+	}
+	return 0;
+}
+
 int
 exec_key_load_private(const char *home, struct exec_key **out, char *err, size_t errlen)
 {
 	char path[4096];
+	int hfd, rc;
 
 	*out = NULL;
 	if (key_path(path, sizeof(path), home, EXEC_KEY_PRIVATE_NAME) != 0) {
 		snprintf(err, errlen, "TOLLGATE_HOME path too long");
 		return -ENAMETOOLONG;
 	}
-	return load_private_file(path, out, err, errlen);
+	rc = open_home(home, &hfd, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = load_private_file(hfd, path, out, err, errlen);
+	close(hfd);
+	return rc;
 }
 
 int
 exec_key_load_or_create(const char *home, struct exec_key **out, char *err, size_t errlen)
 {
 	char path[4096];
-	int rc;
+	int hfd, rc;
 
 	*out = NULL;
 	if (key_path(path, sizeof(path), home, EXEC_KEY_PRIVATE_NAME) != 0) {
 		snprintf(err, errlen, "TOLLGATE_HOME path too long");
 		return -ENAMETOOLONG;
 	}
-	rc = load_private_file(path, out, err, errlen);
-	if (rc == -ENOENT) {
-		rc = create_private(path, err, errlen);
-		if (rc == 0)
-			rc = load_private_file(path, out, err, errlen);
-	}
+	rc = open_home(home, &hfd, err, errlen);
 	if (rc != 0)
 		return rc;
-	rc = write_public(*out, home, err, errlen);
+	rc = load_private_file(hfd, path, out, err, errlen);
+	if (rc == -ENOENT) {
+		rc = create_private(hfd, path, err, errlen);
+		if (rc == 0)
+			rc = load_private_file(hfd, path, out, err, errlen);
+	}
+	if (rc == 0)
+		rc = write_public(*out, hfd, home, err, errlen);
 	if (rc != 0) {
 		exec_key_free(*out);
 		*out = NULL;
 	}
+	close(hfd);
 	return rc;
 }
 

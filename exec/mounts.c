@@ -305,6 +305,30 @@ attach_binds(const struct exec_plan *p, const char **step)
 	return 0;
 }
 
+/*
+ * The directory the parent checked (exec/sandbox.c's hold_dir) at mnt: its
+ * detached copy moved into place, or else its path bound and then compared
+ * by device and inode, so a path swapped since is never what is mounted.
+ * 0 or -1 with errno.
+ */
+static int
+attach_checked(int tree, const char *path, dev_t dev, ino_t ino, const char *mnt)
+{
+	struct stat st;
+
+	if (tree >= 0)
+		return (int)syscall(SYS_move_mount, tree, "", AT_FDCWD, mnt,
+		                    MOVE_MOUNT_F_EMPTY_PATH);
+	if (mount(path, mnt, NULL, MS_BIND | MS_REC, NULL) != 0)
+		return -1;
+	if (stat(mnt, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
+		(void)umount2(mnt, MNT_DETACH);
+		errno = ESTALE;
+		return -1;
+	}
+	return 0;
+}
+
 int
 exec_mounts_build(const struct exec_plan *p, const char **step)
 {
@@ -317,9 +341,10 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	 * Still the host's root here (unmapped): owner permission checks pass
 	 * on the host's root-owned directories on the way to the work dir.
 	 */
-	if (mount(p->workdir, p->work_mnt, NULL, MS_BIND | MS_REC, NULL) != 0)
+	if (attach_checked(p->work_tree, p->workdir, p->work_dev, p->work_ino, p->work_mnt) != 0)
 		FAIL("bind work directory");
-	if (p->outdir[0] != '\0' && mount(p->outdir, p->out_mnt, NULL, MS_BIND | MS_REC, NULL) != 0)
+	if (p->outdir[0] != '\0' &&
+	    attach_checked(p->out_tree, p->outdir, p->out_dev, p->out_ino, p->out_mnt) != 0)
 		FAIL("bind output directory");
 	if (mount("tollgate", p->root, "tmpfs", MS_NOSUID | MS_NODEV,
 	          "mode=0755,size=16m,uid=0,gid=0") != 0)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -31,6 +32,7 @@
 
 #include "exec/pty.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -723,6 +725,48 @@ plan_hide(struct exec_plan *p, const char *hide_path)
 	}
 }
 
+/*
+ * A directory the sandbox gets, walked by gw_safepath_open (another user's
+ * symlink on the way is refused) and then known by fd only: its real path
+ * (for messages and plan_hide), device and inode, and a detached copy for
+ * the child's mount (exec/mounts.c).
+ */
+static int
+hold_dir(const char *what, const char *path, int *tree, struct stat *st, char *real, size_t reallen,
+         uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 160], src[32];
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = gw_safepath_open(path, O_PATH | O_DIRECTORY, 0, why, sizeof(why));
+	if (fd < 0) {
+		snprintf(err, errlen, "%s %s: %s", what, path, why);
+		return fd;
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	n = readlink(src, real, reallen - 1);
+	if (n <= 0 || (size_t)n >= reallen - 1 || fstat(fd, st) != 0) {
+		rc = n < 0 ? -errno : -ENAMETOOLONG;
+		snprintf(err, errlen, "%s %s: cannot tell where it is", what, path);
+		goto out;
+	}
+	real[n] = '\0';
+	/* --out: the sandbox's user's for the run (the caller gives it back). */
+	if (uid != (uid_t)-1 && fchownat(fd, "", uid, gid, AT_EMPTY_PATH) != 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		goto out;
+	}
+	*tree = (int)syscall(SYS_open_tree, fd, "",
+	                     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (*tree < 0)
+		*tree = -1; /* before Linux 5.2: the child checks device and inode instead */
+out:
+	close(fd);
+	return rc;
+}
+
 static int
 prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_uid, gid_t *work_gid,
              char *err, size_t errlen)
@@ -765,18 +809,15 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 			         strerror(errno));
 			return rc;
 		}
-	} else {
-		if (realpath(spec->workdir, s->plan.workdir) == NULL) {
-			rc = -errno;
-			snprintf(err, errlen, "--workdir %s: %s", spec->workdir, strerror(errno));
-			return rc;
-		}
 	}
-	if (stat(s->plan.workdir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		rc = S_ISDIR(st.st_mode) ? -errno : -ENOTDIR;
-		snprintf(err, errlen, "work directory %s: %s", s->plan.workdir, strerror(-rc));
+	rc = hold_dir(spec->workdir != NULL ? "--workdir" : "work directory",
+	              spec->workdir != NULL ? spec->workdir : s->plan.workdir, &s->plan.work_tree,
+	              &st, s->plan.workdir, sizeof(s->plan.workdir), (uid_t)-1, (gid_t)-1, err,
+	              errlen);
+	if (rc != 0)
 		return rc;
-	}
+	s->plan.work_dev = st.st_dev;
+	s->plan.work_ino = st.st_ino;
 	if (snprintf(s->plan.work_mnt, sizeof(s->plan.work_mnt), "%s/mnt", s->state_dir) >=
 	        (int)sizeof(s->plan.work_mnt) ||
 	    mkdir(s->plan.work_mnt, 0700) != 0) {
@@ -792,12 +833,18 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 	/* run --out: bound like the work directory, and the sandbox's user's
 	 * for the run (the caller gives it back). */
 	if (spec->outdir != NULL) {
+		struct stat ost;
+
+		rc = hold_dir("--out", spec->outdir, &s->plan.out_tree, &ost, s->plan.outdir,
+		              sizeof(s->plan.outdir), *work_uid, *work_gid, err, errlen);
+		if (rc != 0)
+			return rc;
+		s->plan.out_dev = ost.st_dev;
+		s->plan.out_ino = ost.st_ino;
 		errno = ENAMETOOLONG;
-		if (realpath(spec->outdir, s->plan.outdir) == NULL ||
-		    snprintf(s->plan.out_mnt, sizeof(s->plan.out_mnt), "%s/outmnt", s->state_dir) >=
+		if (snprintf(s->plan.out_mnt, sizeof(s->plan.out_mnt), "%s/outmnt", s->state_dir) >=
 		        (int)sizeof(s->plan.out_mnt) ||
-		    mkdir(s->plan.out_mnt, 0700) != 0 ||
-		    chown(s->plan.outdir, *work_uid, *work_gid) != 0) {
+		    mkdir(s->plan.out_mnt, 0700) != 0) {
 			rc = -errno;
 			snprintf(err, errlen, "--out %s: %s", spec->outdir, strerror(errno));
 			return rc;
@@ -877,6 +924,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		return -ENOMEM;
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
 	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = s->plan.devpts_fd = -1;
+	s->plan.work_tree = s->plan.out_tree = -1;
 	s->pid = -1;
 	s->plan.stdio_fd[0] = spec->set_stdio ? spec->stdin_fd : -1;
 	s->plan.stdio_fd[1] = spec->set_stdio ? spec->stdout_fd : -1;
@@ -1210,6 +1258,10 @@ exec_sandbox_free(struct exec_sandbox *s)
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	exec_mounts_release(&s->plan);
+	if (s->plan.work_tree >= 0)
+		close(s->plan.work_tree);
+	if (s->plan.out_tree >= 0)
+		close(s->plan.out_tree);
 	exec_cgroup_free(s->cg);
 	if (s->state_dir[0] != '\0')
 		exec_remove_tree(s->state_dir);

@@ -30,6 +30,7 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "policy/audit.h"
 
 extern char **environ;
@@ -52,7 +53,9 @@ struct vault_entry {
 struct vault {
 	enum vault_backend backend;
 	/* file */
-	char path[PATH_MAX], key_path[PATH_MAX], lock_path[PATH_MAX];
+	char path[PATH_MAX], key_path[PATH_MAX], lock_path[PATH_MAX]; /* for messages */
+	char home[PATH_MAX];
+	int hfd; /* home, walked once by gw_safepath: every file opened in it */
 	uint8_t key[VAULT_KEY_LEN];
 	bool have_key;
 	/* memory */
@@ -253,21 +256,49 @@ check_private(int fd, const char *path, const char *what, char *err, size_t errl
 }
 
 /*
- * Opens path (never through a symbolic link) and checks it is private
- * (check_private). An fd, or negative errno with err set, except for
+ * The home directory, walked by gw_safepath (another user's symlink on the
+ * way is refused) the first time a file is needed, then held: a name swapped
+ * inside it later is opened relative to this fd, never looked up again from
+ * "/". -ENOENT (err untouched) when there is no home yet.
+ */
+static int
+home_open(struct vault *v, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 160];
+	int fd;
+
+	if (v->hfd >= 0)
+		return 0;
+	fd = gw_safepath_open(v->home, O_RDONLY | O_DIRECTORY, 0, why, sizeof(why));
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			gw_set_err(err, errlen, "TOLLGATE_HOME %s", why);
+		return fd;
+	}
+	v->hfd = fd;
+	return 0;
+}
+
+/*
+ * Opens name in the home (never through a symbolic link) and checks it is
+ * private (check_private). An fd, or negative errno with err set, except for
  * -ENOENT: what a missing file means is the caller's to say.
  */
 static int
-open_private(const char *path, const char *what, char *err, size_t errlen)
+open_private(struct vault *v, const char *name, const char *path, const char *what, char *err,
+             size_t errlen)
 {
+	char why[PATH_MAX + 160];
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		rc = -errno;
-		if (rc != -ENOENT)
-			gw_set_err(err, errlen, "%s %s: %s", what, path, strerror(errno));
+	rc = home_open(v, err, errlen);
+	if (rc != 0)
 		return rc;
+	fd = gw_safepath_open_in(v->hfd, name, O_RDONLY, 0, path, why, sizeof(why));
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			gw_set_err(err, errlen, "%s %s", what, why);
+		return fd;
 	}
 	rc = check_private(fd, path, what, err, errlen);
 	if (rc != 0) {
@@ -301,7 +332,7 @@ load_key(struct vault *v, char *err, size_t errlen)
 		v->have_key = true;
 		return 0;
 	}
-	fd = open_private(v->key_path, "key file", err, errlen);
+	fd = open_private(v, VAULT_KEY_FILE_NAME, v->key_path, "key file", err, errlen);
 	if (fd < 0) {
 		rc = fd;
 		goto out;
@@ -333,9 +364,15 @@ out:
 static int
 create_key(struct vault *v, char *err, size_t errlen)
 {
-	char text[2 * VAULT_KEY_LEN + 1];
+	char text[2 * VAULT_KEY_LEN + 1], why[PATH_MAX + 160];
 	int fd = -1, rc;
 
+	rc = home_open(v, err, errlen);
+	if (rc != 0) {
+		if (rc == -ENOENT)
+			gw_set_err(err, errlen, "TOLLGATE_HOME %s: %s", v->home, strerror(-rc));
+		goto out;
+	}
 	if (RAND_bytes(v->key, VAULT_KEY_LEN) != 1) {
 		gw_set_err(err, errlen, "no randomness for a vault key");
 		rc = -EIO;
@@ -343,10 +380,11 @@ create_key(struct vault *v, char *err, size_t errlen)
 	}
 	gw_hex_encode(v->key, VAULT_KEY_LEN, text);
 	text[2 * VAULT_KEY_LEN] = '\n'; /* over the NUL: the file is one line */
-	fd = open(v->key_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = gw_safepath_open_in(v->hfd, VAULT_KEY_FILE_NAME, O_WRONLY | O_CREAT | O_EXCL, 0600,
+	                         v->key_path, why, sizeof(why));
 	if (fd < 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(errno));
+		rc = fd;
+		gw_set_err(err, errlen, "key file %s", why);
 		goto out;
 	}
 	rc = gw_write_all(fd, text, sizeof(text));
@@ -354,7 +392,7 @@ create_key(struct vault *v, char *err, size_t errlen)
 		rc = -errno;
 	if (rc != 0) {
 		gw_set_err(err, errlen, "key file %s: %s", v->key_path, strerror(-rc));
-		(void)unlink(v->key_path);
+		(void)unlinkat(v->hfd, VAULT_KEY_FILE_NAME, 0);
 		goto out;
 	}
 	v->have_key = true;
@@ -486,12 +524,20 @@ out:
 static int
 lock_file(struct vault *v, int how, int *fd_out, char *err, size_t errlen)
 {
+	char why[PATH_MAX + 160];
 	int fd, rc;
 
-	fd = open(v->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	rc = home_open(v, err, errlen);
+	if (rc != 0) {
+		if (rc == -ENOENT)
+			gw_set_err(err, errlen, "TOLLGATE_HOME %s: %s", v->home, strerror(-rc));
+		return rc;
+	}
+	fd = gw_safepath_open_in(v->hfd, VAULT_LOCK_FILE_NAME, O_RDWR | O_CREAT, 0600, v->lock_path,
+	                         why, sizeof(why));
 	if (fd < 0) {
-		gw_set_err(err, errlen, "lock %s: %s", v->lock_path, strerror(errno));
-		return -errno;
+		gw_set_err(err, errlen, "lock %s", why);
+		return fd;
 	}
 	do {
 		rc = flock(fd, how);
@@ -523,7 +569,7 @@ load_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	size_t len = 0;
 	int fd, rc;
 
-	fd = open_private(v->path, "vault file", err, errlen);
+	fd = open_private(v, VAULT_FILE_NAME, v->path, "vault file", err, errlen);
 	if (fd < 0)
 		return fd;
 	buf = malloc(VAULT_FILE_MAX);
@@ -614,49 +660,37 @@ open_doc(struct vault *v, json_t **out, char *err, size_t errlen)
 	return 0;
 }
 
-static int
-fsync_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	char *slash;
-	int fd, rc = 0;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == NULL)
-		return 0;
-	*slash = '\0';
-	fd = open(dir[0] != '\0' ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) != 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 /* temp file, fsync, rename, fsync of the directory: all or nothing. */
 static int
 save_doc(struct vault *v, json_t *doc, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX + 16];
+	char tmp[NAME_MAX + 1];
+	uint8_t salt[8];
 	char *text = NULL;
-	int fd = -1, rc, n;
+	int fd = -1, rc;
 
-	n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", v->path);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		gw_set_err(err, errlen, "%s: path too long", v->path);
-		return -ENAMETOOLONG;
+	/* Made by the held home fd, as its rename: the home's path is not looked up again. */
+	rc = home_open(v, err, errlen);
+	if (rc != 0) {
+		if (rc == -ENOENT)
+			gw_set_err(err, errlen, "TOLLGATE_HOME %s: %s", v->home, strerror(-rc));
+		return rc;
 	}
+	if (RAND_bytes(salt, sizeof(salt)) != 1) {
+		gw_set_err(err, errlen, "no randomness for a temporary name");
+		return -EIO;
+	}
+	memcpy(tmp, VAULT_FILE_NAME ".", sizeof(VAULT_FILE_NAME));
+	gw_hex_encode(salt, sizeof(salt), tmp + sizeof(VAULT_FILE_NAME));
 	text = json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS);
 	if (text == NULL) {
 		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = openat(v->hfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		gw_set_err(err, errlen, "%s: %s", tmp, strerror(errno));
+		gw_set_err(err, errlen, "%s/%s: %s", v->home, tmp, strerror(errno));
 		goto out;
 	}
 	if (fchmod(fd, 0600) != 0) {
@@ -672,16 +706,17 @@ save_doc(struct vault *v, json_t *doc, char *err, size_t errlen)
 		goto fail;
 	close(fd);
 	fd = -1;
-	if (rename(tmp, v->path) != 0) {
+	/* rename replaces a link planted at the name; it never writes through one. */
+	if (renameat(v->hfd, tmp, v->hfd, VAULT_FILE_NAME) != 0) {
 		rc = -errno;
 		goto fail;
 	}
-	(void)fsync_dir(v->path);
+	(void)fsync(v->hfd);
 	rc = 0;
 	goto out;
 fail:
 	gw_set_err(err, errlen, "%s: %s", v->path, strerror(-rc));
-	(void)unlink(tmp);
+	(void)unlinkat(v->hfd, tmp, 0);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -1102,6 +1137,7 @@ vault_new(enum vault_backend b, struct vault **out)
 	if (v == NULL)
 		return -ENOMEM;
 	v->backend = b;
+	v->hfd = -1;
 	*out = v;
 	return 0;
 }
@@ -1118,6 +1154,8 @@ vault_open_file(const char *home, struct vault **out, char *err, size_t errlen)
 	a = snprintf(v->path, sizeof(v->path), "%s/%s", home, VAULT_FILE_NAME);
 	b = snprintf(v->key_path, sizeof(v->key_path), "%s/%s", home, VAULT_KEY_FILE_NAME);
 	c = snprintf(v->lock_path, sizeof(v->lock_path), "%s/%s", home, VAULT_LOCK_FILE_NAME);
+	if (snprintf(v->home, sizeof(v->home), "%s", home) >= (int)sizeof(v->home))
+		c = -1;
 	if (a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof(v->path) ||
 	    (size_t)b >= sizeof(v->key_path) || (size_t)c >= sizeof(v->lock_path)) {
 		gw_set_err(err, errlen, "%s: path too long", home);
@@ -1145,6 +1183,8 @@ vault_free(struct vault *v)
 {
 	if (v == NULL)
 		return;
+	if (v->hfd >= 0)
+		close(v->hfd);
 	for (size_t i = 0; i < v->nentries; i++)
 		entry_wipe(&v->entries[i]);
 	free(v->entries);

@@ -13,6 +13,7 @@
 #include <event2/bufferevent.h>
 
 #include "gateway/core/log.h"
+#include "gateway/core/refusal.h"
 #include "proxy/conn.h"
 
 #define REFUSAL_WRITE_TIMEOUT 5.0 /* a client that never reads its refusal */
@@ -105,7 +106,7 @@ on_refusal_written(struct bufferevent *bev, void *arg)
 void
 proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why)
 {
-	char answer[2048];
+	char answer[2048], line[1024];
 	size_t n;
 
 	if (why == NULL)
@@ -121,6 +122,12 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 		log_debug("proxy: %s: %s refused %d %s: %s", c->peer, c->client, status, reason,
 		          why);
 	proxy_target_cancel(c);
+	/* A policy refusal's body is the line run and wrap print (gateway/core/refusal.h). */
+	if (status == 403 && c->host.text[0] != '\0') {
+		memcpy(line, "tollgate: ", 10);
+		gw_refusal_line(c->host.text, c->port, reason, why, line + 10, sizeof(line) - 10);
+		why = line;
+	}
 	n = format_refusal(answer, sizeof(answer), status, reason, why);
 	if (c->cbev == NULL || n == 0) {
 		/* A tunnel past its 200 has no HTTP left to answer with. */

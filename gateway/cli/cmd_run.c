@@ -4,11 +4,13 @@
  * init's pidfd, the timeout, the CPU check) and serves its gate.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +34,9 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "gateway/prompt.h"
+#include "gateway/refusals.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -56,6 +60,7 @@ enum {
 	OPT_CODE,
 	OPT_FILE,
 	OPT_MAX_OUTPUT,
+	OPT_QUIET,
 };
 
 static const struct option run_options[] = {
@@ -75,6 +80,7 @@ static const struct option run_options[] = {
     {"code", required_argument, NULL, OPT_CODE},
     {"file", required_argument, NULL, OPT_FILE},
     {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {NULL, 0, NULL, 0},
 };
 
@@ -95,6 +101,7 @@ struct run_flags {
 	const char *lang_argv[5];
 	long max_output; /* per stream; 0: unbounded */
 	bool max_output_set;
+	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
 };
 
 /* The loop's state. */
@@ -274,6 +281,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			rc = parse_long_flag("--max-output", optarg, 0, LONG_MAX, &f->max_output);
 			f->max_output_set = true;
 			break;
+		case OPT_QUIET:
+			f->quiet = true;
+			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -344,6 +354,29 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the summary --------------------------------------------------------- */
 
+/*
+ * Opened by gw_safepath_open (another user's symlink on the way is refused,
+ * the last name never followed), and cut only once fstat says it is a
+ * regular file: a FIFO or device named here is written, never truncated.
+ */
+static void
+write_json_file(json_t *o, const char *path)
+{
+	char err[PATH_MAX + 160];
+	struct stat st;
+	int fd;
+
+	fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_NOCTTY, 0644, err, sizeof(err));
+	if (fd < 0) {
+		gw_fail(CMD, "--json-status %s: %s", path, err);
+		return;
+	}
+	if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
+	    json_dumpfd(o, fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+		gw_fail(CMD, "--json-status %s: cannot write it", path);
+	close(fd);
+}
+
 static void
 write_json_status(const char *path, const struct run_state *st, const struct exec_result *res,
                   int exit_status, double wall)
@@ -394,8 +427,7 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		json_object_set_new(o, "failed_step", json_string(res->failed_step));
 		json_object_set_new(o, "failed_error", json_string(strerror(res->failed_errno)));
 	}
-	if (json_dump_file(o, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
-		gw_fail(CMD, "--json-status %s: cannot write it", path);
+	write_json_file(o, path);
 	json_decref(o);
 }
 
@@ -512,6 +544,7 @@ run_run(int argc, char **argv)
 	struct redact_relay *relay = NULL;
 	struct gw_prompt *prompt = NULL;
 	bool bounded;
+	struct gw_refusals *refusals = NULL;
 	json_t *detail = NULL;
 	char err[512], home[PATH_MAX], msg[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
@@ -534,6 +567,11 @@ run_run(int argc, char **argv)
 	/* With a controlling terminal, approvals are also asked there (gateway/prompt.h). */
 	if (st.gw.approvals != NULL)
 		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
+	/* A line on stderr for each refused host (gateway/refusals.h). */
+	if (!f.quiet && !f.no_network &&
+	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
+	                     prompt != NULL, &refusals) != 0)
+		log_warnx("run: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
@@ -627,6 +665,7 @@ out:
 			event_free(st.ev_sig[i]);
 	}
 	gw_prompt_free(prompt);
+	gw_refusals_free(refusals);
 	/* The sandbox, its gate's listeners and fds (exec/job.h). */
 	exec_job_free(st.job);
 	exec_artifact_out_free(art);
@@ -676,6 +715,7 @@ const struct gw_command gw_command_run = {
              "  --max-output BYTES       per stream, then a marker and the rest dropped\n"
              "                           (default 1 MiB when not a terminal; 0: no bound)\n"
              "  --no-network             no gate: the sandbox has only loopback\n"
+             "  --quiet                  no line on stderr for each refused host\n"
              "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
              "                           its files are signed into DIR/manifest.json after\n"
              "                           the run (see 'tollgate verify')\n"

@@ -28,6 +28,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/refusals.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -47,6 +48,7 @@ enum {
 	OPT_RATE,
 	OPT_PROFILE,
 	OPT_NAME,
+	OPT_QUIET,
 };
 
 static const struct option wrap_options[] = {
@@ -61,6 +63,7 @@ static const struct option wrap_options[] = {
     {"rate", required_argument, NULL, OPT_RATE},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"name", required_argument, NULL, OPT_NAME},
+    {"quiet", no_argument, NULL, OPT_QUIET},
     {NULL, 0, NULL, 0},
 };
 
@@ -73,6 +76,7 @@ struct wrap_flags {
 	char *tools_deny[WRAP_TOOLS_MAX + 1];
 	size_t ndeny;
 	double rate;
+	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
 	char **argv;
 	int argc;            /* the server command's words */
 	const char *profile; /* --profile: a policy file (network and files) */
@@ -91,6 +95,7 @@ struct wrap_state {
 	struct event *ev_sig[3];
 	bool child_exited, server_done;
 	struct mcp_elicit_channel *elicit; /* approvals asked of the client */
+	struct gw_refusals *refusals;      /* stderr lines: stdout is the MCP channel */
 };
 
 /*
@@ -248,6 +253,9 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 				    "or '-' (not . or ..)",
 				    optarg);
 			f->name = optarg;
+			break;
+		case OPT_QUIET:
+			f->quiet = true;
 			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
@@ -414,6 +422,10 @@ run_wrap(int argc, char **argv)
 		goto out;
 	if (st.setup.control != NULL)
 		gw_control_set_stats(st.setup.control, wrap_stats, &st);
+	/* A line on stderr (never stdout: the client reads it) per refused host. */
+	if (!f.quiet && gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
+	                                 false, &st.refusals) != 0)
+		log_warnx("wrap: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
@@ -474,6 +486,7 @@ run_wrap(int argc, char **argv)
 out:
 	/* No approval event may reach a freed relay. */
 	mcp_elicit_free(st.elicit);
+	gw_refusals_free(st.refusals);
 	mcp_wrap_free(st.relay);
 	if (server_in >= 0)
 		close(server_in);
@@ -509,6 +522,7 @@ const struct gw_command gw_command_wrap = {
              "  --tools-allow NAME,...   only these tools (repeatable; shell patterns)\n"
              "  --tools-deny NAME,...    never these tools (repeatable; wins over allow)\n"
              "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
+             "  --quiet                  no line on stderr for each refused host\n"
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +34,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "proxy/proxy.h"
@@ -849,14 +851,18 @@ sweep_stale_sockets(const char *dir)
 	closedir(d);
 }
 
-/* Removes a socket at path that no live process listens on; refuses anything else. */
+/*
+ * Removes a socket named base in dirfd (path, for messages) that no live
+ * process listens on; refuses anything else.
+ */
 static int
-clear_stale(const char *path, char *err, size_t errlen)
+clear_stale(int dirfd, const char *base, const char *via, const char *path, char *err,
+            size_t errlen)
 {
 	struct stat st;
 	int fd;
 
-	if (lstat(path, &st) != 0) {
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		if (errno == ENOENT)
 			return 0;
 		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -866,13 +872,13 @@ clear_stale(const char *path, char *err, size_t errlen)
 		gw_set_err(err, errlen, "%s exists and is not a socket", path);
 		return -EEXIST;
 	}
-	fd = gw_control_connect_path(path);
+	fd = gw_control_connect_path(via);
 	if (fd >= 0) {
 		close(fd);
 		gw_set_err(err, errlen, "another gateway listens on %s", path);
 		return -EADDRINUSE;
 	}
-	if (unlink(path) != 0 && errno != ENOENT) {
+	if (unlinkat(dirfd, base, 0) != 0 && errno != ENOENT) {
 		gw_set_err(err, errlen, "cannot remove the stale socket %s: %s", path,
 		           strerror(errno));
 		return -errno;
@@ -880,21 +886,32 @@ clear_stale(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The socket's directory, walked by gw_safepath (another user's symlink on
+ * the way is refused, also before a missing one is made), then used by fd:
+ * the socket is bound as /proc/self/fd/N/NAME, so it lands in the directory
+ * checked, never where a swapped path would lead.
+ */
 static int
 control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 {
 	struct sockaddr_un sun;
 	struct stat st;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], base[NAME_MAX + 1], via[sizeof(sun.sun_path)];
 	char *slash;
 	mode_t old;
-	int rc;
+	int rc, dirfd = -1, n;
 
 	rc = gw_control_sockaddr(c->path, &sun);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "%s: path too long for a unix socket", c->path);
 		return rc;
 	}
+	rc = gw_safepath_resolve(c->path, &dirfd, base, sizeof(base), err, errlen);
+	if (rc == 0)
+		close(dirfd);
+	else if (rc != -ENOENT)
+		return rc;
 	snprintf(dir, sizeof(dir), "%s", c->path);
 	slash = strrchr(dir, '/');
 	if (slash != NULL && slash != dir) {
@@ -905,15 +922,24 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 		if (rc != 0)
 			return rc;
 	}
-	rc = clear_stale(c->path, err, errlen);
+	rc = gw_safepath_resolve(c->path, &dirfd, base, sizeof(base), err, errlen);
 	if (rc != 0)
 		return rc;
+	n = snprintf(via, sizeof(via), "/proc/self/fd/%d/%s", dirfd, base);
+	if (n < 0 || (size_t)n >= sizeof(via) || gw_control_sockaddr(via, &sun) != 0) {
+		gw_set_err(err, errlen, "%s: name too long for a unix socket", c->path);
+		rc = -ENAMETOOLONG;
+		goto out;
+	}
+	rc = clear_stale(dirfd, base, via, c->path, err, errlen);
+	if (rc != 0)
+		goto out;
 
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "socket: %s", strerror(errno));
-		return rc;
+		goto out;
 	}
 	/* The file is born 0600: no window in which another user could connect. */
 	old = umask(0177);
@@ -922,24 +948,28 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	if (rc != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "cannot bind %s: %s", c->path, strerror(errno));
-		return rc;
+		goto out;
 	}
-	if (chmod(c->path, 0600) != 0 || stat(c->path, &st) != 0) {
+	if (fchmodat(dirfd, base, 0600, 0) != 0 ||
+	    fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "%s: %s", c->path, strerror(errno));
-		unlink(c->path);
-		return rc;
+		unlinkat(dirfd, base, 0);
+		goto out;
 	}
 	c->dev = st.st_dev;
 	c->ino = st.st_ino;
 	if (listen(c->fd, CONTROL_BACKLOG) != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "cannot listen on %s: %s", c->path, strerror(errno));
-		unlink(c->path);
+		unlinkat(dirfd, base, 0);
 		c->ino = 0;
-		return rc;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	close(dirfd);
+	return rc;
 }
 
 int

@@ -56,11 +56,16 @@ open_component(int dirfd, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Where the walk starts: "/" for an absolute path, else atfd (AT_FDCWD: ".") itself. */
 static int
-open_root(const char *path)
+open_root(int atfd, const char *path)
 {
-	int fd = open(path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 
+	if (path[0] == '/')
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = openat(atfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -103,6 +108,13 @@ int
 gw_safepath_resolve(const char *path, int *dirfd_out, char *base, size_t baselen, char *err,
                     size_t errlen)
 {
+	return gw_safepath_resolve_at(AT_FDCWD, path, dirfd_out, base, baselen, err, errlen);
+}
+
+int
+gw_safepath_resolve_at(int atfd, const char *path, int *dirfd_out, char *base, size_t baselen,
+                       char *err, size_t errlen)
+{
 	char rest[PATH_MAX], next[PATH_MAX], comp[NAME_MAX + 1], shown[PATH_MAX];
 	size_t shown_len = 0;
 	int dirfd = -1, fd = -1, links = 0, rc;
@@ -118,7 +130,7 @@ gw_safepath_resolve(const char *path, int *dirfd_out, char *base, size_t baselen
 		gw_set_err(err, errlen, "path too long");
 		return -ENAMETOOLONG;
 	}
-	dirfd = open_root(rest);
+	dirfd = open_root(atfd, rest);
 	if (dirfd < 0) {
 		rc = dirfd;
 		dirfd = -1;
@@ -182,7 +194,7 @@ gw_safepath_resolve(const char *path, int *dirfd_out, char *base, size_t baselen
 			memcpy(rest, next, sizeof(rest));
 			if (rest[0] == '/') {
 				close(dirfd);
-				dirfd = open_root(rest);
+				dirfd = open_root(AT_FDCWD, rest);
 				if (dirfd < 0) {
 					rc = dirfd;
 					dirfd = -1;
@@ -227,10 +239,16 @@ fail:
 int
 gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t errlen)
 {
+	return gw_safepath_open_at(AT_FDCWD, path, flags, mode, err, errlen);
+}
+
+int
+gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char *err, size_t errlen)
+{
 	char base[NAME_MAX + 1];
 	int dirfd, fd, rc;
 
-	rc = gw_safepath_resolve(path, &dirfd, base, sizeof(base), err, errlen);
+	rc = gw_safepath_resolve_at(atfd, path, &dirfd, base, sizeof(base), err, errlen);
 	if (rc != 0)
 		return rc;
 	/* O_NOFOLLOW: a link made after the walk is refused, never written through. */
@@ -241,5 +259,33 @@ gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t err
 	if (rc < 0)
 		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 	close(dirfd);
+	return rc;
+}
+
+int
+gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const char *shown,
+                    char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	do
+		fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	while (fd < 0 && errno == EINTR);
+	if (fd >= 0)
+		return fd;
+	rc = -errno;
+	/* O_NOFOLLOW says ELOOP (ENOTDIR with O_DIRECTORY, EEXIST with O_EXCL): say whose link
+	 * it is. */
+	if ((rc == -ELOOP || rc == -ENOTDIR || rc == -EEXIST) &&
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+		gw_set_err(
+		    err, errlen,
+		    "%s is a symbolic link (owned by uid %u): refused, tollgate never reads or "
+		    "writes its own files through a link",
+		    shown, (unsigned int)st.st_uid);
+		return -ELOOP;
+	}
+	gw_set_err(err, errlen, "%s: %s", shown, strerror(-rc));
 	return rc;
 }

@@ -36,6 +36,9 @@ bool gw_safepath_owner_ok(uid_t uid);
  */
 int gw_safepath_resolve(const char *path, int *dirfd, char *base, size_t baselen, char *err,
                         size_t errlen);
+/* The same, a relative path walked from directory atfd (AT_FDCWD: the working directory). */
+int gw_safepath_resolve_at(int atfd, const char *path, int *dirfd, char *base, size_t baselen,
+                           char *err, size_t errlen);
 
 /*
  * gw_safepath_resolve, then openat(dirfd, base, flags | O_NOFOLLOW |
@@ -43,5 +46,20 @@ int gw_safepath_resolve(const char *path, int *dirfd, char *base, size_t baselen
  * Never truncates, creates or writes through a link.
  */
 int gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t errlen);
+/* The same from atfd, as gw_safepath_resolve_at. */
+int gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char *err,
+                        size_t errlen);
+
+/*
+ * tollgate's own files in a directory it already holds (dirfd, from
+ * gw_safepath_open of TOLLGATE_HOME): openat(dirfd, name, flags | O_NOFOLLOW
+ * | O_CLOEXEC, mode), so a name swapped for a link after the directory was
+ * checked is never followed, whoever owns the link. A link at name (seen
+ * as ELOOP, or ENOTDIR with O_DIRECTORY, or EEXIST with O_CREAT|O_EXCL)
+ * gives -ELOOP with err naming shown (the path to print) and the link's
+ * owner; else -errno, err set.
+ */
+int gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const char *shown,
+                        char *err, size_t errlen);
 
 #endif

@@ -106,7 +106,8 @@ refusal "nothing listening: 502 upstream-unreachable" "closed.test:$CLOSED_PORT"
 refusal "name that does not resolve: 502 resolve-failed" "nowhere.test:443" "502 resolve-failed"
 
 out=$($RAW "$P" "CONNECT other.test:443 HTTP/1.1\r\nHost: other.test\r\n\r\n" --body)
-expect_match "refusal has a one-line body naming the rule" "$out" "^403 denied default deny$"
+expect_match "refusal has a one-line body naming the rule and the flag" "$out" \
+	"^403 denied tollgate: refused other.test:443 \\(default deny\\); allow with --allow other.test$"
 
 out=$(curl -sS -o /dev/null -w '%{http_connect}' --max-time 10 -p -x "http://127.0.0.1:$P" \
 	"http://other.test:$HTTP_PORT/" 2>/dev/null || true)

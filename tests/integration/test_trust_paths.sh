@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 12, "paths the caller names are not someone else's": another local
 # user (made here with useradd) plants symlinks in a world-writable directory
-# where the operator's --audit path or TOLLGATE_HOME passes. tollgate refuses
+# where the operator's --audit path, --control socket, TOLLGATE_HOME, or run's
+# --workdir, --out and --json-status pass, and inside a home that user owns. tollgate refuses
 # a symlink owned by neither root nor the caller with a clear error, and
 # writes nothing where it points; a symlink of root's own, a directory the
 # other user owns but the caller names directly, and SUDO_UID naming that
@@ -67,6 +68,17 @@ expect_eq "TOLLGATE_HOME through another user's symlink: exit 125" "$rc" 125
 expect_match "the error says why" "$err" "home is a symlink owned by uid $U"
 expect_eq "no home was made where it points" "$(ls "$TEST_TMP/chosen")" ""
 
+# --- the control socket's directory through another user's link ---
+plant "$U" "$SHARED/ctl" "$TEST_TMP/chosen"
+port=$(free_port)
+set +e
+err=$(timeout 20 "$TOLLGATE" proxy --listen "127.0.0.1:$port" --audit "$TEST_TMP/ctl.db" \
+	--control "$SHARED/ctl/gw.sock" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "--control through another user's symlink: exit 125" "$rc" 125
+expect_match "the error names the link" "$err" "ctl is a symlink owned by uid $U"
+expect_eq "no socket was made where it points" "$(ls "$TEST_TMP/chosen")" ""
+
 # --- what still works ---
 plant 0 "$TEST_TMP/mine" "$TEST_TMP/real"
 out=$(proxy_try "$TEST_TMP/mine/audit.db")
@@ -78,4 +90,90 @@ rm -f "$TEST_TMP/chosen/named.db"*
 out=$(proxy_try "$SHARED/audit.db" SUDO_UID="$U")
 expect_match "under sudo, the invoking user's own symlink is followed" "$out" '^0 '
 expect_eq "and the log is where it points" "$(ls "$TEST_TMP/chosen" | grep -c '^stolen.db$')" 1
+# ---- run: --workdir, --out, --json-status -------------------------------------
+[[ -e /proc/self/ns/user && -e /proc/self/ns/pid ]] || skip "user and PID namespaces (for run)"
+# tg ARGS...: runs tollgate; stdout in $out, stderr in $err, status in $rc.
+tg() {
+	set +e
+	out=$(timeout 60 "$TOLLGATE" "$@" 2>"$TEST_TMP/err" </dev/null)
+	rc=$?
+	set -e
+	err=$(cat "$TEST_TMP/err")
+}
+TARGET=$TEST_TMP/target # where the other user wants tollgate to write
+mkdir "$TARGET"
+chown "$U" "$TARGET"
+echo precious >"$TEST_TMP/precious"
+
+plant "$U" "$SHARED/work" "$TARGET"
+tg run --no-network --workdir "$SHARED/work" -- sh -c 'echo x >/work/planted'
+expect_eq "--workdir through another user's symlink: exit 125" "$rc" 125
+expect_match "the error names the link and its owner" "$err" \
+	"work is a symlink owned by uid $U, neither root nor you"
+expect_eq "nothing was written where it points" "$(ls "$TARGET")" ""
+
+plant "$U" "$SHARED/proj" "$TARGET"
+tg run --no-network --workdir "$SHARED/proj/sub" -- true
+expect_eq "--workdir below another user's symlink: exit 125" "$rc" 125
+expect_match "the error names the link on the way" "$err" "proj is a symlink owned by uid $U"
+
+plant "$U" "$SHARED/out" "$TARGET/out"
+tg run --no-network --out "$SHARED/out" -- sh -c 'echo x >"$TOLLGATE_OUT/f"'
+expect_eq "--out through another user's symlink: exit 125" "$rc" 125
+expect_match "the error names the link" "$err" "out is a symlink owned by uid $U"
+expect_eq "no output directory was made where it points" "$(ls "$TARGET")" ""
+
+plant "$U" "$SHARED/status.json" "$TEST_TMP/precious"
+tg run --no-network --json-status "$SHARED/status.json" -- true
+expect_match "--json-status through another user's symlink is refused" "$err" \
+	"status.json is a symlink owned by uid $U"
+expect_eq "the file it points to is not truncated or written" "$(cat "$TEST_TMP/precious")" precious
+
+# Inside a TOLLGATE_HOME that the other user owns (named directly, so usable):
+# the key and vault files replaced by links to a file they want overwritten.
+UHOME=$TEST_TMP/uhome
+mkdir "$UHOME"
+chown "$U" "$UHOME"
+chmod 777 "$UHOME"
+plant "$U" "$UHOME/signing-key.pem" "$TEST_TMP/precious"
+TOLLGATE_HOME=$UHOME tg key show
+expect_eq "the signing key as another user's link: exit 125" "$rc" 125
+expect_match "the error names the link and its owner" "$err" \
+	"signing-key.pem is a symbolic link \(owned by uid $U\)"
+# vault_add: `vault add TOKEN` in that home; stderr in $err, status in $rc.
+vault_add() {
+	set +e
+	err=$(printf 'secret-value' | TOLLGATE_HOME=$UHOME timeout 20 "$TOLLGATE" vault add TOKEN \
+		--audit "$TEST_TMP/v.db" 2>&1 >/dev/null)
+	rc=$?
+	set -e
+}
+plant "$U" "$UHOME/vault.key" "$TEST_TMP/precious"
+vault_add
+expect_eq "the vault key as another user's link: refused" "$rc" 125
+expect_match "the error names the link" "$err" "vault.key is a symbolic link \(owned by uid $U\)"
+rm -f "$UHOME/vault.key"
+plant "$U" "$UHOME/vault.json" "$TEST_TMP/precious"
+vault_add
+expect_eq "the vault file as another user's link: refused" "$rc" 125
+expect_match "the error names the link" "$err" "vault.json is a symbolic link \(owned by uid $U\)"
+expect_eq "the file the links point to is untouched" "$(cat "$TEST_TMP/precious")" precious
+
+# What still works: the caller's own links, another user's directory named directly.
+mkdir "$TEST_TMP/mywork" "$TEST_TMP/myout-parent"
+chmod 777 "$TEST_TMP/mywork" # root's: the sandbox's user needs to write there
+ln -s "$TEST_TMP/mywork" "$TEST_TMP/worklink"
+tg run --no-network --workdir "$TEST_TMP/worklink" --json-status "$TEST_TMP/worklink/st.json" \
+	-- sh -c 'echo ok >/work/made'
+expect_eq "the caller's own symlink as --workdir works" "$rc" 0
+expect_eq "and the file is in the directory it names" "$(cat "$TEST_TMP/mywork/made")" ok
+expect_match "--json-status through the caller's own link is written" \
+	"$(cat "$TEST_TMP/mywork/st.json")" '"exit_status": 0'
+ln -s "$TEST_TMP/myout-parent" "$TEST_TMP/outlink"
+tg run --no-network --out "$TEST_TMP/outlink/o" -- sh -c 'echo x >"$TOLLGATE_OUT/f"'
+expect_eq "the caller's own symlink on the way to --out works" "$rc" 0
+expect_eq "and the output is signed there" "$(ls "$TEST_TMP/myout-parent/o" | grep -c manifest.json)" 1
+tg run --no-network --workdir "$TARGET" -- sh -c 'echo ok >/work/mine'
+expect_eq "a directory another user owns, named directly, works as --workdir" "$rc" 0
+expect_eq "and the file is written there" "$(cat "$TARGET/mine")" ok
 finish
