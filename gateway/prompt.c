@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "gateway/bridges.h"
 #include "gateway/core/log.h"
 #include "gateway/prompt.h"
 #include "policy/approval.h"
@@ -218,6 +219,7 @@ answer_line(struct gw_prompt *p)
 	bool allow;
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	const char *said;
+	char who[GW_WHO_MAX];
 
 	while (*s == ' ' || *s == '\t')
 		s++;
@@ -245,7 +247,8 @@ answer_line(struct gw_prompt *p)
 	}
 	/* Cleared first: the decision's own event is not news to this screen. */
 	end_question(p);
-	if (approval_decide(p->approvals, id, allow, scope) == 0) {
+	if (approval_decide_as(p->approvals, id, allow, scope,
+	                       gw_terminal_who(p->fd, who, sizeof(who))) == 0) {
 		tty_write(p, "tollgate: ");
 		tty_write(p, said);
 		tty_write(p, "\n");
