@@ -50,7 +50,7 @@
  * grows the log by at most DNS_FOLD_ROWS + 1 rows a minute per client).
  * Up to DNS_FOLD_CLIENTS clients are tracked at once.
  */
-#define DNS_FOLD_ROWS 100
+#define DNS_FOLD_ROWS 256
 #define DNS_FOLD_WINDOW 60.0
 #define DNS_FOLD_CLIENTS 1024
 #define DNS_FOLD_BITS 16384 /* folded names, hashed: their distinct count */
