@@ -43,6 +43,17 @@
 #define PENDING_MAX 10000 /* questions waiting (upstream, approval) in all */
 #define AUDIT_AGG_MAX 1024
 #define AUDIT_BUCKETS 1024
+/*
+ * Folding (docs/audit.md): a client may start DNS_FOLD_ROWS distinct rows
+ * per DNS_FOLD_WINDOW seconds; past that its answers are only counted, and
+ * one dns.folded row per window says how many (so a flood of unique names
+ * grows the log by at most DNS_FOLD_ROWS + 1 rows a minute per client).
+ * Up to DNS_FOLD_CLIENTS clients are tracked at once.
+ */
+#define DNS_FOLD_ROWS 256
+#define DNS_FOLD_WINDOW 60.0
+#define DNS_FOLD_CLIENTS 1024
+#define DNS_FOLD_BITS 16384 /* folded names, hashed: their distinct count */
 
 struct dns_server;
 struct dns_req;
@@ -150,6 +161,17 @@ struct audit_agg {
 	unsigned long count;
 };
 
+/* One client's row budget in the current fold window. */
+struct dns_fold {
+	LIST_ENTRY(dns_fold) link;
+	char client[64];
+	double window_start;             /* CLOCK_MONOTONIC seconds */
+	unsigned long rows;              /* rows started in this window */
+	unsigned long folded;            /* answers past the budget, counted only */
+	unsigned long refused;           /* ... of which refused */
+	uint8_t seen[DNS_FOLD_BITS / 8]; /* folded names, hashed */
+};
+
 struct client_stats {
 	char client[64];
 	struct dns_stats st;
@@ -177,6 +199,8 @@ struct dns_server {
 	TAILQ_HEAD(, audit_agg) agg_order;
 	size_t nagg;
 	struct event *agg_timer;
+	LIST_HEAD(, dns_fold) folds;
+	size_t nfolds;
 
 	uint8_t tcp_msg[DNS_WIRE_MSG_MAX];
 	uint8_t out[DNS_WIRE_MSG_MAX + 2];
@@ -331,6 +355,115 @@ agg_write(struct dns_server *s, struct audit_agg *g)
 		log_warnx("dns: audit queue full: a row was lost");
 }
 
+/* Distinct names among the folded: bits set, so a lower bound (hash collisions). */
+static unsigned long
+fold_distinct(const struct dns_fold *f)
+{
+	unsigned long n = 0;
+
+	for (size_t i = 0; i < sizeof(f->seen); i++)
+		n += (unsigned long)__builtin_popcount(f->seen[i]);
+	return n;
+}
+
+static void
+fold_write(struct dns_server *s, const struct dns_fold *f)
+{
+	char detail[256];
+	struct audit_event ev = {0};
+
+	if (s->gw->audit == NULL || f->folded == 0)
+		return;
+	snprintf(detail, sizeof(detail),
+	         "{\"count\":%lu,\"distinct_names\":%lu,\"refused\":%lu,\"rows\":%lu,"
+	         "\"window_s\":%.0f}",
+	         f->folded, fold_distinct(f), f->refused, f->rows, DNS_FOLD_WINDOW);
+	ev.kind = "dns.folded";
+	ev.sandbox = f->client;
+	ev.reason = "row-budget";
+	ev.detail = detail;
+	if (audit_append(s->gw->audit, &ev) != 0)
+		log_warnx("dns: audit queue full: a row was lost");
+}
+
+/* Ends the windows that are over (all of them with force): summary rows, then freed. */
+static void
+fold_expire(struct dns_server *s, bool force)
+{
+	double now = gw_clock_mono();
+	struct dns_fold *f, *next;
+
+	for (f = LIST_FIRST(&s->folds); f != NULL; f = next) {
+		next = LIST_NEXT(f, link);
+		if (!force && now - f->window_start < DNS_FOLD_WINDOW)
+			continue;
+		fold_write(s, f);
+		LIST_REMOVE(f, link);
+		s->nfolds--;
+		free(f);
+	}
+}
+
+static bool
+fold_pending(const struct dns_server *s)
+{
+	const struct dns_fold *f;
+
+	LIST_FOREACH(f, &s->folds, link)
+	{
+		if (f->folded > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether this answer may start a row of its own: true while its client has
+ * budget left in its window; else it is counted into the window's summary.
+ */
+static bool
+fold_admit(struct dns_server *s, const char *client, const char *host, const char *decision)
+{
+	struct dns_fold *f;
+	uint32_t h;
+
+	LIST_FOREACH(f, &s->folds, link)
+	{
+		if (strcmp(f->client, client) == 0)
+			break;
+	}
+	if (f != NULL && gw_clock_mono() - f->window_start >= DNS_FOLD_WINDOW) {
+		fold_write(s, f);
+		LIST_REMOVE(f, link);
+		s->nfolds--;
+		free(f);
+		f = NULL;
+	}
+	if (f == NULL) {
+		if (s->nfolds >= DNS_FOLD_CLIENTS)
+			fold_expire(s, false);
+		if (s->nfolds >= DNS_FOLD_CLIENTS)
+			return true; /* untracked: its rows are written (docs/audit.md) */
+		f = calloc(1, sizeof(*f));
+		if (f == NULL)
+			return true;
+		snprintf(f->client, sizeof(f->client), "%s", client);
+		f->window_start = gw_clock_mono();
+		LIST_INSERT_HEAD(&s->folds, f, link);
+		s->nfolds++;
+	}
+	if (f->rows < DNS_FOLD_ROWS) {
+		f->rows++;
+		return true;
+	}
+	f->folded++;
+	if (strcmp(decision, "allow") != 0)
+		f->refused++;
+	h = hash_str(2166136261u, host) % DNS_FOLD_BITS;
+	f->seen[h / 8] |= (uint8_t)(1u << (h % 8));
+	return false;
+}
+
 static void
 agg_flush_all(struct dns_server *s)
 {
@@ -348,7 +481,16 @@ agg_flush_all(struct dns_server *s)
 static void
 agg_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
-	agg_flush_all(arg);
+	struct dns_server *s = arg;
+
+	agg_flush_all(s);
+	fold_expire(s, false);
+	/* A folding client's summary is due when its window ends. */
+	if (fold_pending(s)) {
+		struct timeval tv = gw_clock_timeval(s->cfg.audit_window);
+
+		evtimer_add(s->agg_timer, &tv);
+	}
 }
 
 static void
@@ -374,6 +516,13 @@ audit_answer(struct dns_server *s, const struct dns_req *r, const struct answer_
 			return;
 		}
 	}
+	if (!fold_admit(s, r->client, host, n->decision)) {
+		if (!evtimer_pending(s->agg_timer, NULL)) {
+			tv = gw_clock_timeval(s->cfg.audit_window);
+			evtimer_add(s->agg_timer, &tv);
+		}
+		return;
+	}
 	if (s->nagg >= AUDIT_AGG_MAX)
 		agg_flush_all(s);
 	g = calloc(1, sizeof(*g));
@@ -395,7 +544,7 @@ audit_answer(struct dns_server *s, const struct dns_req *r, const struct answer_
 	g->hnext = s->agg_buckets[h % AUDIT_BUCKETS];
 	s->agg_buckets[h % AUDIT_BUCKETS] = g;
 	TAILQ_INSERT_TAIL(&s->agg_order, g, order);
-	if (s->nagg++ == 0) {
+	if (s->nagg++ == 0 && !evtimer_pending(s->agg_timer, NULL)) {
 		tv = gw_clock_timeval(s->cfg.audit_window);
 		evtimer_add(s->agg_timer, &tv);
 	}
@@ -1564,6 +1713,7 @@ dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg, struc
 	LIST_INIT(&s->pending);
 	TAILQ_INIT(&s->lru);
 	TAILQ_INIT(&s->agg_order);
+	LIST_INIT(&s->folds);
 	while (n < s->cfg.cache_entries && n < (1u << 24))
 		n <<= 1;
 	s->nbuckets = n;
@@ -1599,6 +1749,7 @@ dns_server_free(struct dns_server *s)
 	while ((e = TAILQ_FIRST(&s->lru)) != NULL)
 		cache_entry_free(s, e);
 	agg_flush_all(s);
+	fold_expire(s, true);
 	if (s->agg_timer != NULL)
 		event_free(s->agg_timer);
 	while (s->stats != NULL) {

@@ -18,6 +18,7 @@
 #include "exec/artifact.h"
 #include "exec/gate.h"
 #include "exec/job.h"
+#include "exec/redact.h"
 #include "exec/runtime.h"
 #include "exec/session.h"
 #include "exec/vault.h"
@@ -27,11 +28,15 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
+#include "policy/policy.h"
 
 /* How often the whole sandbox's CPU time is checked against its limit. */
 #define JOB_CPU_CHECK_SECONDS 0.2
 /* RLIMIT_CPU counts whole seconds per process; the cgroup total gets as much slack. */
 #define JOB_CPU_SLACK_SECONDS 0.5
+/* The command line in a sandbox.start row: this many arguments and bytes at most. */
+#define JOB_AUDIT_ARGS_MAX 64
+#define JOB_AUDIT_ARGV_BYTES 4096
 
 struct exec_job {
 	struct gw_context *gw;
@@ -191,6 +196,94 @@ job_publish(struct exec_job *j, enum gw_event_type type, json_t *p)
 	json_decref(p);
 }
 
+/* One argument, redacted, into a buffer bounded by what the row has left. */
+struct arg_buf {
+	char buf[JOB_AUDIT_ARGV_BYTES];
+	size_t len;
+	bool cut;
+};
+
+static int
+arg_buf_write(void *arg, const uint8_t *p, size_t n)
+{
+	struct arg_buf *b = arg;
+	size_t room = sizeof(b->buf) - b->len;
+
+	if (n > room) {
+		n = room;
+		b->cut = true;
+	}
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/*
+ * The command line for the sandbox.start row: argv as a JSON array with
+ * every vault value (and its encoded forms) redacted by the same redactor
+ * as the output, at most JOB_AUDIT_ARGS_MAX arguments and
+ * JOB_AUDIT_ARGV_BYTES bytes ("argv_truncated" says when cut). NULL when
+ * the redactor cannot be built: then the row has no argv at all.
+ */
+static json_t *
+argv_for_audit(char *const *argv, const struct vault_inject *secrets, bool *truncated)
+{
+	struct redact *set = NULL;
+	struct redact_stream *rs = NULL;
+	struct arg_buf *b = calloc(1, sizeof(*b));
+	json_t *arr = json_array();
+	size_t total = 0;
+
+	*truncated = false;
+	if (b == NULL || arr == NULL)
+		goto fail;
+	if (vault_inject_count(secrets) > 0) {
+		set = redact_new();
+		if (set == NULL || vault_inject_redact(secrets, set) != 0 ||
+		    redact_compile(set) != 0 || redact_stream_new(set, arg_buf_write, b, &rs) != 0)
+			goto fail;
+	}
+	for (size_t i = 0; argv != NULL && argv[i] != NULL; i++) {
+		size_t n = strlen(argv[i]);
+		json_t *v;
+
+		if (i >= JOB_AUDIT_ARGS_MAX || total >= JOB_AUDIT_ARGV_BYTES) {
+			*truncated = true;
+			break;
+		}
+		b->len = 0;
+		b->cut = false;
+		if (rs != NULL) {
+			if (redact_stream_feed(rs, (const uint8_t *)argv[i], n) != 0 ||
+			    redact_stream_finish(rs) != 0)
+				goto fail;
+		} else {
+			arg_buf_write(b, (const uint8_t *)argv[i], n);
+		}
+		if (b->len > JOB_AUDIT_ARGV_BYTES - total) {
+			/* Cut where the row ends (a marker may be cut, never a value). */
+			b->len = JOB_AUDIT_ARGV_BYTES - total;
+			b->cut = true;
+		}
+		total += b->len;
+		*truncated |= b->cut;
+		v = json_stringn(b->buf, b->len);
+		if (v == NULL)
+			v = json_string("(not UTF-8)");
+		json_array_append_new(arr, v);
+	}
+	redact_stream_free(rs);
+	redact_free(set);
+	free(b);
+	return arr;
+fail:
+	redact_stream_free(rs);
+	redact_free(set);
+	free(b);
+	json_decref(arr);
+	return NULL;
+}
+
 static void
 report_start(struct exec_job *j)
 {
@@ -198,8 +291,26 @@ report_start(struct exec_job *j)
 
 	if (p != NULL && j->spec.detail != NULL)
 		json_object_update(p, j->spec.detail);
-	if (j->spec.session == NULL)
-		exec_job_audit_sandbox(j->gw->audit, "sandbox.start", j->sandbox_id, p);
+	if (j->spec.session == NULL) {
+		json_t *row = p != NULL ? json_deep_copy(p) : NULL;
+		struct policy *pol = j->spec.policy != NULL ? j->spec.policy : j->gw->policy;
+		char digest[65];
+		bool truncated = false;
+		json_t *argv = argv_for_audit(j->spec.sandbox.argv, j->spec.secrets, &truncated);
+
+		/* The row, not the bus: the command line and policy are the record's. */
+		if (row != NULL && argv != NULL) {
+			json_object_set_new(row, "argv", argv);
+			argv = NULL;
+			if (truncated)
+				json_object_set_new(row, "argv_truncated", json_true());
+		}
+		json_decref(argv);
+		if (row != NULL && policy_digest(pol, digest) == 0)
+			json_object_set_new(row, "policy_sha256", json_string(digest));
+		exec_job_audit_sandbox(j->gw->audit, "sandbox.start", j->sandbox_id, row);
+		json_decref(row);
+	}
 	job_publish(j, GW_EV_EXECUTION_STARTED, p);
 }
 

@@ -16,7 +16,6 @@
 #include "exec/artifact.h"
 #include "gateway/bridges.h"
 #include "gateway/core/fdio.h"
-#include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -63,6 +62,17 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	if (p == NULL || gw_events_publish(bus, type, info->client, p) != 0)
 		log_warnx("events: approval %llu not published", (unsigned long long)info->id);
 	json_decref(p);
+}
+
+const char *
+gw_terminal_who(int fd, char *buf, size_t len)
+{
+	char tty[64];
+
+	if (ttyname_r(fd, tty, sizeof(tty)) != 0)
+		snprintf(tty, sizeof(tty), "?");
+	snprintf(buf, len, "terminal uid=%u tty=%s", (unsigned)getuid(), tty);
+	return buf;
 }
 
 int

@@ -5,6 +5,8 @@
 #ifndef TOLLGATE_BRIDGES_H
 #define TOLLGATE_BRIDGES_H
 
+#include <stddef.h>
+
 #include "gateway/core/events.h"
 
 struct approvals;
@@ -46,5 +48,13 @@ int gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const c
  * errno.
  */
 int gw_bridge_approvals(struct gw_events *bus, struct approvals *a);
+
+/*
+ * Who decides at a terminal, as approval_decide_as names it: "terminal
+ * uid=N tty=PATH" (the real uid; the device fd is open on, "?" when it is
+ * not a terminal), written into buf (GW_WHO_MAX bytes is enough). Returns buf.
+ */
+#define GW_WHO_MAX 128
+const char *gw_terminal_who(int fd, char *buf, size_t len);
 
 #endif

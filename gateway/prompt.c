@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "exec/pty.h"
+#include "gateway/bridges.h"
 #include "gateway/core/log.h"
 #include "gateway/prompt.h"
 #include "policy/approval.h"
@@ -256,6 +257,7 @@ answer_key(struct gw_prompt *p, char c)
 	bool allow;
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	const char *said;
+	char who[GW_WHO_MAX];
 
 	switch (c) {
 	case 'o':
@@ -277,7 +279,8 @@ answer_key(struct gw_prompt *p, char c)
 	tty_write(p, "\r\n");
 	/* Cleared first: the decision's own event is not news to this screen. */
 	end_question(p, false);
-	if (approval_decide(p->approvals, id, allow, scope) == 0) {
+	if (approval_decide_as(p->approvals, id, allow, scope,
+	                       gw_terminal_who(p->fd, who, sizeof(who))) == 0) {
 		tty_write(p, "tollgate: ");
 		tty_write(p, said);
 		tty_write(p, "\r\n");

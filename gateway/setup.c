@@ -190,6 +190,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	if ((parts & GW_SETUP_APPROVALS) && (approvals_new(gw->base, &gw->approvals) != 0 ||
 	                                     gw_bridge_approvals(gw->events, gw->approvals) < 0))
 		return gw_fail(f->cmd, "cannot create the approvals registry");
+	if (gw->approvals != NULL)
+		approvals_set_audit(gw->approvals, gw->audit);
 	if ((parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT)) &&
 	    start_control(gw, s, f, parts) != 0)
 		return GW_EXIT_FAILURE;

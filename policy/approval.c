@@ -6,14 +6,18 @@
 #include "policy/approval.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <time.h>
 
 #include <event2/event.h>
+#include <jansson.h>
 
 #include "gateway/core/clock.h"
+#include "gateway/core/log.h"
+#include "policy/audit.h"
 
 /* Decisions remembered with scope client/always; the oldest go past this. */
 #define REMEMBERED_MAX 4096
@@ -95,6 +99,7 @@ struct approvals {
 	void *notify_arg;
 	approval_always_cb always;
 	void *always_arg;
+	struct audit *audit; /* where each approval's end is a row; may be NULL */
 };
 
 /* Unique per process and never reused, even across registries. */
@@ -233,6 +238,12 @@ approvals_set_notify(struct approvals *a, approval_notify_cb cb, void *arg)
 {
 	a->notify = cb;
 	a->notify_arg = arg;
+}
+
+void
+approvals_set_audit(struct approvals *a, struct audit *audit)
+{
+	a->audit = audit;
 }
 
 void
@@ -433,14 +444,86 @@ approval_free_one(struct approval *ap)
  * the approval is no longer findable, and a waiter cancelled meanwhile is
  * simply taken off the list.
  */
+/*
+ * The row of an approval's end (docs/audit.md): who decided, the scope and
+ * how long the request waited; timeouts, abandoned and stopped ones too.
+ * who is one of the forms approval_decide_as documents, or NULL.
+ */
+/*
+ * who as members: its first word is "by" (the channel), each "key=value"
+ * after it a member of its own ("uid", "tty", "session"); "client=" takes
+ * the rest of the string, since an MCP client's name may hold spaces.
+ */
+static void
+who_members(json_t *d, const char *who)
+{
+	const char *p = who, *end, *eq;
+
+	end = strchr(p, ' ');
+	json_object_set_new(d, "by", json_stringn(p, end != NULL ? (size_t)(end - p) : strlen(p)));
+	while (end != NULL) {
+		char key[16];
+		size_t klen;
+
+		p = end + 1;
+		eq = strchr(p, '=');
+		if (eq == NULL)
+			return;
+		end = strncmp(p, "client=", 7) == 0 ? NULL : strchr(eq, ' ');
+		klen = (size_t)(eq - p);
+		if (klen == 0 || klen >= sizeof(key))
+			return;
+		memcpy(key, p, klen);
+		key[klen] = '\0';
+		json_object_set_new(
+		    d, key,
+		    json_stringn(eq + 1, end != NULL ? (size_t)(end - eq - 1) : strlen(eq + 1)));
+	}
+}
+
+static void
+audit_end(struct approvals *a, const struct approval *ap, enum approval_event ev, bool allow,
+          enum approval_scope scope, const char *who, const char *reason)
+{
+	struct audit_event row = {0};
+	double waited = (gw_clock_real() - ap->info.created) * 1e3;
+	json_t *d;
+	char *detail = NULL;
+
+	if (a->audit == NULL)
+		return;
+	/* jansson escapes who: an MCP client's name is the client's to choose. */
+	d = json_pack("{s:I, s:I, s:I}", "id", (json_int_t)ap->info.id, "waited_ms",
+	              (json_int_t)(waited > 0 ? waited : 0), "waiters",
+	              (json_int_t)ap->info.waiters);
+	if (d != NULL && ev == APPROVAL_EVENT_DECIDED) {
+		json_object_set_new(d, "scope", json_string(approval_scope_name(scope)));
+		who_members(d, who != NULL ? who : "unnamed");
+	}
+	detail = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
+	json_decref(d);
+	row.kind = "approval";
+	row.sandbox = ap->info.client;
+	row.host = ap->info.host;
+	row.port = ap->info.port;
+	row.decision = ev == APPROVAL_EVENT_GONE ? NULL : allow ? "allow" : "deny";
+	row.reason = reason;
+	row.detail = detail;
+	if (audit_append(a->audit, &row) != 0)
+		log_warnx("approvals: the audit queue is full; approval %llu not audited",
+		          (unsigned long long)ap->info.id);
+	free(detail);
+}
+
 static void
 approval_finish(struct approval *ap, enum approval_event ev, enum approval_outcome outcome,
-                bool allow, enum approval_scope scope)
+                bool allow, enum approval_scope scope, const char *who, const char *reason)
 {
 	struct approvals *a = ap->reg;
 	struct approval_wait *w;
 	struct approval_info info;
 
+	audit_end(a, ap, ev, allow, scope, who, reason);
 	TAILQ_REMOVE(&a->pending, ap, entry);
 	event_del(ap->timer);
 	ap->dispatching = true;
@@ -472,7 +555,8 @@ approval_timer_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(ap->timer, &tv);
 		return;
 	}
-	approval_finish(ap, APPROVAL_EVENT_TIMEOUT, APPROVAL_TIMEOUT, false, APPROVAL_SCOPE_ONCE);
+	approval_finish(ap, APPROVAL_EVENT_TIMEOUT, APPROVAL_TIMEOUT, false, APPROVAL_SCOPE_ONCE,
+	                NULL, "approval-timeout");
 }
 
 static void
@@ -674,7 +758,7 @@ wait_remove(struct approval_wait *w, bool hold)
 		ap->held = true;
 	if (TAILQ_EMPTY(&ap->waiters) && !ap->held && !ap->dispatching)
 		approval_finish(ap, APPROVAL_EVENT_GONE, APPROVAL_DENIED, false,
-		                APPROVAL_SCOPE_ONCE);
+		                APPROVAL_SCOPE_ONCE, NULL, "abandoned");
 }
 
 void
@@ -706,6 +790,13 @@ always_pattern(const struct approval_info *info, char *buf, size_t len)
 
 int
 approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope)
+{
+	return approval_decide_as(a, id, allow, scope, NULL);
+}
+
+int
+approval_decide_as(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope,
+                   const char *who)
 {
 	struct approval *ap;
 	enum approval_outcome outcome = allow ? APPROVAL_APPROVED : APPROVAL_DENIED;
@@ -743,7 +834,8 @@ approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scop
 		if (!connection)
 			grant_add(a, ap->info.client, ap->info.host, APPROVAL_DNS_GRANT_WINDOW);
 	}
-	approval_finish(ap, APPROVAL_EVENT_DECIDED, outcome, allow, scope);
+	approval_finish(ap, APPROVAL_EVENT_DECIDED, outcome, allow, scope, who,
+	                allow ? "approved" : "denied");
 
 	if (scope == APPROVAL_SCOPE_ONCE)
 		return 0;
@@ -761,9 +853,10 @@ approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scop
 		}
 		if (ap == NULL)
 			break;
+		/* The same person's decision covers it: the row says whose. */
 		approval_finish(ap, APPROVAL_EVENT_DECIDED,
-		                known == 1 ? APPROVAL_APPROVED : APPROVAL_DENIED, known == 1,
-		                scope);
+		                known == 1 ? APPROVAL_APPROVED : APPROVAL_DENIED, known == 1, scope,
+		                who, known == 1 ? "approved" : "denied");
 	}
 	return 0;
 }
@@ -833,7 +926,7 @@ approvals_free(struct approvals *a)
 	while ((ap = TAILQ_FIRST(&a->pending)) != NULL) {
 		ap->announced = false;
 		approval_finish(ap, APPROVAL_EVENT_DECIDED, APPROVAL_DENIED, false,
-		                APPROVAL_SCOPE_ONCE);
+		                APPROVAL_SCOPE_ONCE, "gateway", "stopped");
 	}
 	while ((w = TAILQ_FIRST(&a->answered)) != NULL) {
 		TAILQ_REMOVE(&a->answered, w, entry);

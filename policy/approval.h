@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 
 struct event_base;
+struct audit;
 struct approvals;
 struct approval_wait;
 
@@ -75,6 +76,13 @@ void approvals_free(struct approvals *a);
 void approvals_set_notify(struct approvals *a, approval_notify_cb cb, void *arg);
 void approvals_set_always(struct approvals *a, approval_always_cb cb, void *arg);
 /*
+ * Every approval's end becomes an "approval" row in audit (decided, timed
+ * out, abandoned by its last waiter, or stopped with the gateway): who
+ * decided, the scope and how long it waited. audit may be NULL (no rows)
+ * and must outlive the registry.
+ */
+void approvals_set_audit(struct approvals *a, struct audit *audit);
+/*
  * Any number of channels may listen (the control socket's subscribers, a
  * terminal prompt). Listeners are told from the event loop, never from
  * inside approval_request, so a listener may decide at once. Returns a
@@ -129,8 +137,14 @@ void approval_wait_detach(struct approval_wait *w);
 /*
  * Decides a pending approval. 0, or -ENOENT when there is no such id. The
  * waiters' callbacks run before it returns. A client or always decision also
- * decides the other pending approvals it covers.
+ * decides the other pending approvals it covers. who says who decided, for
+ * the audit row (docs/audit.md): "terminal uid=N tty=PATH", "control
+ * uid=N", "ui uid=N session=S", "mcp client=NAME", "model"; NULL is
+ * written "unnamed". The registry copies it; it must hold no secret.
  */
+int approval_decide_as(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope,
+                       const char *who);
+/* approval_decide_as with no name (tests). */
 int approval_decide(struct approvals *a, uint64_t id, bool allow, enum approval_scope scope);
 
 /*

@@ -384,6 +384,18 @@ audit_hash_to_hex(const uint8_t h[AUDIT_HASH_LEN], char hex[AUDIT_HASH_HEX_LEN +
 	gw_hex_encode(h, AUDIT_HASH_LEN, hex);
 }
 
+void
+audit_sha256_hex(const void *data, size_t len, char hex[AUDIT_HASH_HEX_LEN + 1])
+{
+	uint8_t md[AUDIT_HASH_LEN];
+	SHA256_CTX ctx;
+
+	SHA256_Init(&ctx);
+	SHA256_Update(&ctx, data != NULL ? data : "", len);
+	SHA256_Final(md, &ctx);
+	gw_hex_encode(md, sizeof(md), hex);
+}
+
 int
 audit_hash_from_hex(const char *hex, size_t len, uint8_t h[AUDIT_HASH_LEN])
 {

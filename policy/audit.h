@@ -120,6 +120,12 @@ void audit_hasher_free(struct audit_hasher *h);
 int audit_hasher_row(struct audit_hasher *h, const struct audit_row *row,
                      const uint8_t prev[AUDIT_HASH_LEN], uint8_t out[AUDIT_HASH_LEN]);
 void audit_hash_to_hex(const uint8_t h[AUDIT_HASH_LEN], char hex[AUDIT_HASH_HEX_LEN + 1]);
+/*
+ * The SHA-256 of len bytes as 64 lower-case digits: for what a row may name
+ * only by its digest (a query string, the effective policy). data may be
+ * NULL when len is 0.
+ */
+void audit_sha256_hex(const void *data, size_t len, char hex[AUDIT_HASH_HEX_LEN + 1]);
 /* Lower-case hex only. 0 or -EINVAL. */
 int audit_hash_from_hex(const char *hex, size_t len, uint8_t h[AUDIT_HASH_LEN]);
 

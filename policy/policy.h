@@ -177,6 +177,16 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, struct pol
 struct policy *policy_merge(const struct policy *base, const struct policy *overlay);
 
 /*
+ * The SHA-256 of the policy's canonical form (docs/audit.md, "the policy's
+ * digest"): its rules as "host|cidr ACTION PATTERN" lines, sorted and
+ * without duplicates, then its default and ask timeout, then one line per
+ * client section with that section's own digest. Where a rule came from
+ * (file, flag) does not count, nor the order rules were given in: two
+ * policies that decide alike by their rules hash alike. 0, or -ENOMEM/-EIO.
+ */
+int policy_digest(const struct policy *p, char hex[65]);
+
+/*
  * The decision for a normalised host and port (1..65535). A name: deny rules,
  * then allow rules, then ask rules that match name and port; then
  * port-not-allowed (deny) when an allow rule matches the name on other ports

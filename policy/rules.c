@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/hex.h"
 
 enum pattern_kind { PATTERN_EXACT, PATTERN_SUFFIX, PATTERN_ANY };
 
@@ -968,4 +969,112 @@ policy_client_by_name(const struct policy *p, const char *name)
 			return policy_ref(p->clients[i].effective);
 	}
 	return NULL;
+}
+
+/* ---- the digest ---------------------------------------------------------------- */
+
+struct digest_lines {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void
+digest_line(struct digest_lines *d, const char *fmt, ...)
+{
+	va_list ap;
+	char *line = NULL;
+	int n;
+
+	if (d->oom)
+		return;
+	va_start(ap, fmt);
+	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		d->oom = true;
+		return;
+	}
+	if (d->n == d->cap) {
+		size_t cap = d->cap != 0 ? d->cap * 2 : 64;
+		char **v = realloc(d->v, cap * sizeof(*v));
+
+		if (v == NULL) {
+			free(line);
+			d->oom = true;
+			return;
+		}
+		d->v = v;
+		d->cap = cap;
+	}
+	d->v[d->n++] = line;
+}
+
+static int
+digest_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+policy_digest(const struct policy *p, char hex[65])
+{
+	struct digest_lines d = {0};
+	EVP_MD_CTX *ctx = NULL;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int rc = 0;
+
+	for (size_t l = 0; p != NULL && l < p->nlayers; l++) {
+		const struct ruleset *rs = p->layers[l];
+
+		for (size_t i = 0; i < rs->nrules; i++)
+			digest_line(&d, "host %s %s\n", policy_verdict_name(rs->rules[i].action),
+			            rs->rules[i].text);
+		for (size_t i = 0; i < rs->ncidrs; i++)
+			digest_line(&d, "cidr %s %s\n", policy_verdict_name(rs->cidrs[i].action),
+			            rs->cidrs[i].text);
+	}
+	for (size_t i = 0; p != NULL && i < p->nclients; i++) {
+		char sub[65];
+
+		rc = policy_digest(p->clients[i].section, sub);
+		if (rc != 0)
+			goto out;
+		digest_line(&d, "section %s %s\n", p->clients[i].name, sub);
+	}
+	if (d.oom) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	qsort(d.v, d.n, sizeof(*d.v), digest_cmp);
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		rc = -EIO;
+		goto out;
+	}
+	for (size_t i = 0; i < d.n; i++) {
+		if (i > 0 && strcmp(d.v[i], d.v[i - 1]) == 0)
+			continue;
+		EVP_DigestUpdate(ctx, d.v[i], strlen(d.v[i]));
+	}
+	{
+		char tail[96];
+
+		snprintf(tail, sizeof(tail), "default %s\nask_timeout_ms %.0f\n",
+		         policy_verdict_name(p != NULL ? policy_default(p) : POLICY_DENY),
+		         (p != NULL ? policy_ask_timeout(p) : 60.0) * 1e3);
+		EVP_DigestUpdate(ctx, tail, strlen(tail));
+	}
+	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32) {
+		rc = -EIO;
+		goto out;
+	}
+	gw_hex_encode(md, mdlen, hex);
+out:
+	EVP_MD_CTX_free(ctx);
+	for (size_t i = 0; i < d.n; i++)
+		free(d.v[i]);
+	free(d.v);
+	return rc;
 }

@@ -97,6 +97,13 @@ enum proxy_conn_state {
 	PROXY_CONN_LINGER,   /* refusal written: reading what the client still sends */
 };
 
+enum proxy_audit_state {
+	PROXY_AUDIT_NONE,  /* no row for this request yet */
+	PROXY_AUDIT_ASKED, /* an ask row: the final row is owed */
+	PROXY_AUDIT_HELD,  /* allowed: the row waits for the outcome */
+	PROXY_AUDIT_DONE,  /* the final decision row is written */
+};
+
 /* Called when the upstream connection for the current request is open. */
 typedef void (*proxy_target_cb)(struct proxy_conn *c, int fd);
 
@@ -125,7 +132,22 @@ struct proxy_conn {
 	struct policy *policy;   /* the policy this request is decided by (a reference) */
 	struct policy_host host;
 	int port;
-	bool decision_audited;
+	/*
+	 * The request's audit rows (docs/audit.md): an allow is held until the
+	 * outcome is known, so the request's final decision row says what
+	 * happened (allow, or deny/error with the reason and the rule that
+	 * had allowed it).
+	 */
+	enum proxy_audit_state audit_state;
+	char held_reason[32];
+	char held_rule[256];
+	/* Absolute-form: method, path without its query, the query's SHA-256
+	 * (never the query itself: it may carry tokens) and the status. */
+	char method[32];
+	char path[256];
+	char query_sha256[65];
+	int status;
+	char sni[256];      /* the ClientHello's server_name, when one was seen */
 	bool stats_allowed; /* this request counts as allowed in the proxy's stats */
 	bool stats_refused; /* ... or as refused */
 	struct dns_query *query;
@@ -164,6 +186,18 @@ void proxy_conn_touch(struct proxy_conn *c);
 void proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
                           const char *rule);
 void proxy_audit_connection(struct proxy_conn *c, const char *reason);
+/*
+ * The request's final decision row, once: decision "allow" (the held allow
+ * row, now that the request reached its upstream), or "deny"/"error" with
+ * the reason and why, naming the rule that had allowed it. Nothing when
+ * the final row is written already.
+ */
+void proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reason,
+                         const char *why);
+/* "error" for a failure on the way (resolution, upstream), else "deny". */
+const char *proxy_refusal_decision(const char *reason);
+/* Resets the per-request audit fields (a new request on the connection). */
+void proxy_audit_reset(struct proxy_conn *c);
 /* The request is refused (once counted; an allowed one moves over). */
 void proxy_stats_refused(struct proxy_conn *c);
 

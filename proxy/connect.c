@@ -204,10 +204,9 @@ target_ask(struct proxy_conn *c)
 	if (c->wait == NULL && errno == ENOSPC) {
 		char why[128];
 
-		/* The "ask" row is written already: this one says how it ended. */
+		/* The "ask" row is written already: the refusal's says how it ended. */
 		snprintf(why, sizeof(why), "this client has %d approvals pending already",
 		         APPROVAL_PENDING_PER_CLIENT);
-		proxy_audit_decision(c, "deny", "too-many-pending", why);
 		proxy_refuse(c, 429, "too-many-pending", why);
 		return;
 	}
@@ -308,7 +307,7 @@ static void on_peek_read(evutil_socket_t fd, short what, void *arg);
 static void
 sni_refuse(struct proxy_conn *c, const char *why)
 {
-	proxy_audit_decision(c, "deny", "sni-mismatch", why);
+	proxy_audit_outcome(c, "deny", "sni-mismatch", why);
 	log_debug("proxy: %s: %s -> %s:%d tunnel closed: sni-mismatch: %s", c->peer, c->client,
 	          c->host.text, c->port, why);
 	proxy_conn_close(c, "sni-mismatch");
@@ -343,6 +342,7 @@ peek_judge(struct proxy_conn *c, bool eof)
 		sni_refuse(c, "malformed ClientHello");
 		return;
 	case PROXY_SNI_FOUND:
+		snprintf(c->sni, sizeof(c->sni), "%s", name);
 		if (policy_host_parse(name, strlen(name), &sni) != 0) {
 			sni_refuse(c, "server_name is not a valid host name");
 			return;
@@ -372,6 +372,7 @@ peek_judge(struct proxy_conn *c, bool eof)
 		break;
 	}
 	log_debug("%s: %s: first bytes %s", __func__, c->peer, proxy_sni_result_name(r));
+	proxy_audit_outcome(c, "allow", NULL, NULL);
 	if (c->peek_len == 0) {
 		free(c->peek);
 		c->peek = NULL;

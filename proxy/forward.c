@@ -19,6 +19,7 @@
 
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "policy/audit.h"
 #include "proxy/conn.h"
 
 #define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */
@@ -287,8 +288,7 @@ fwd_fail(struct proxy_forward *f, int status, const char *reason, const char *wh
 
 	drop_upstream(f);
 	if (!f->response_started) {
-		c->decision_audited = true; /* the request was decided; this is its outcome */
-		proxy_refuse(c, status, reason, why);
+		proxy_refuse(c, status, reason, why); /* the request's final row says so */
 		return;
 	}
 	log_info("proxy: %s: %s:%d: %s", c->peer, c->host.text, c->port, why);
@@ -563,8 +563,11 @@ read_response_head(struct proxy_forward *f)
 		evbuffer_free(f->replay);
 		f->replay = NULL;
 	}
-	if (r->status >= 200)
+	if (r->status >= 200) {
 		f->phase = FWD_RESPONSE_BODY;
+		c->status = r->status;
+		proxy_audit_outcome(c, "allow", NULL, NULL);
+	}
 	return 0;
 }
 
@@ -664,6 +667,29 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 
 /* ---- start ------------------------------------------------------------------------- */
 
+/*
+ * What the audit rows say of the request: method, path up to its query
+ * (cut at 255 bytes), and the query only as its SHA-256: a query often
+ * carries a token, and the log must never hold one.
+ */
+static void
+request_describe(struct proxy_conn *c, const struct proxy_head *h)
+{
+	const char *q = memchr(h->path, '?', h->path_len);
+	size_t plen = q != NULL ? (size_t)(q - h->path) : h->path_len;
+
+	snprintf(c->method, sizeof(c->method), "%s", h->method);
+	if (plen >= sizeof(c->path))
+		plen = sizeof(c->path) - 1;
+	memcpy(c->path, h->path, plen);
+	c->path[plen] = '\0';
+	if (plen == 0)
+		snprintf(c->path, sizeof(c->path), "/");
+	c->query_sha256[0] = '\0';
+	if (q != NULL)
+		audit_sha256_hex(q + 1, h->path_len - plen - 1, c->query_sha256);
+}
+
 void
 proxy_forward_start(struct proxy_conn *c)
 {
@@ -685,6 +711,7 @@ proxy_forward_start(struct proxy_conn *c)
 	f->head_request = strcmp(h->method, "HEAD") == 0;
 	f->client_minor = h->version_minor;
 	f->client_close = h->connection_close;
+	request_describe(c, h);
 	if (h->chunked)
 		body_init(&f->req, BODY_CHUNKED, 0);
 	else if (h->has_content_length)

@@ -111,8 +111,8 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 
 	if (why == NULL)
 		why = reason;
-	if (!c->decision_audited)
-		proxy_audit_decision(c, "deny", reason, why);
+	if (c->audit_state != PROXY_AUDIT_DONE)
+		proxy_audit_outcome(c, proxy_refusal_decision(reason), reason, why);
 	else if (status == 403)
 		proxy_stats_refused(c);
 	if (c->host.text[0] != '\0')

@@ -234,23 +234,64 @@ publish_decision(struct proxy_conn *c, const char *decision, const char *reason,
 	json_decref(p);
 }
 
-void
-proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
-                     const char *rule)
+/* Appends ,"key":"value" (value escaped) when value is set. */
+static void
+json_member(char *buf, size_t len, size_t *pos, const char *key, const char *value)
+{
+	int n;
+
+	if (value == NULL || value[0] == '\0' || *pos >= len)
+		return;
+	n = snprintf(buf + *pos, len - *pos, ",\"%s\":\"", key);
+	if (n < 0 || (size_t)n >= len - *pos)
+		return;
+	*pos += (size_t)n;
+	json_put(buf, len, pos, value);
+	if (*pos + 2 < len) {
+		buf[(*pos)++] = '"';
+		buf[*pos] = '\0';
+	}
+}
+
+/* What every row of a request carries: the forwarded request's method,
+ * path and query hash, the status, the SNI seen, and the client's address. */
+static void
+request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
+{
+	json_member(buf, len, pos, "peer", c->peer);
+	if (proxy_conn_transparent(c))
+		json_member(buf, len, pos, "mode", "transparent");
+	json_member(buf, len, pos, "method", c->method);
+	json_member(buf, len, pos, "path", c->path);
+	json_member(buf, len, pos, "query_sha256", c->query_sha256);
+	json_member(buf, len, pos, "sni", c->sni);
+	if (c->status > 0 && *pos < len) {
+		int n = snprintf(buf + *pos, len - *pos, ",\"status\":%d", c->status);
+
+		if (n > 0 && (size_t)n < len - *pos)
+			*pos += (size_t)n;
+	}
+}
+
+static void
+audit_decision_row(struct proxy_conn *c, const char *decision, const char *reason, const char *rule,
+                   const char *why)
 {
 	struct audit *a = c->proxy->gw->audit;
-	char detail[768];
+	char detail[1536];
 	size_t pos = 0;
 
-	c->decision_audited = true;
-	stats_count_decision(c, decision);
-	publish_decision(c, decision, reason != NULL ? reason : "", rule);
 	if (a == NULL)
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
 	json_put(detail, sizeof(detail), &pos, rule != NULL ? rule : "");
-	snprintf(detail + pos, sizeof(detail) - pos, "\",\"peer\":\"%s\"%s}", c->peer,
-	         proxy_conn_transparent(c) ? ",\"mode\":\"transparent\"" : "");
+	if (pos + 1 < sizeof(detail)) {
+		detail[pos++] = '"';
+		detail[pos] = '\0';
+	}
+	json_member(detail, sizeof(detail), &pos, "why", why);
+	request_members(c, detail, sizeof(detail), &pos);
+	snprintf(detail + pos, sizeof(detail) - pos, "}");
 	struct audit_event ev = {
 	    .kind = "decision",
 	    .sandbox = c->client,
@@ -265,20 +306,106 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 }
 
 void
+proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *reason,
+                     const char *rule)
+{
+	stats_count_decision(c, decision);
+	publish_decision(c, decision, reason != NULL ? reason : "", rule);
+	if (strcmp(decision, "allow") == 0) {
+		/* The outcome decides what the row says (proxy_audit_outcome). */
+		snprintf(c->held_reason, sizeof(c->held_reason), "%s",
+		         reason != NULL ? reason : "");
+		snprintf(c->held_rule, sizeof(c->held_rule), "%s", rule != NULL ? rule : "");
+		c->audit_state = PROXY_AUDIT_HELD;
+		return;
+	}
+	audit_decision_row(c, decision, reason, rule, NULL);
+	c->audit_state = strcmp(decision, "ask") == 0 ? PROXY_AUDIT_ASKED : PROXY_AUDIT_DONE;
+}
+
+const char *
+proxy_refusal_decision(const char *reason)
+{
+	static const char *const errors[] = {"resolve-failed", "upstream-unreachable",
+	                                     "upstream-timeout", "out of memory"};
+
+	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
+		if (strcmp(reason, errors[i]) == 0)
+			return "error";
+	}
+	return "deny";
+}
+
+void
+proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reason, const char *why)
+{
+	bool deny = strcmp(decision, "deny") == 0;
+
+	switch (c->audit_state) {
+	case PROXY_AUDIT_DONE:
+		return;
+	case PROXY_AUDIT_NONE:
+		/* Refused before any decision (a malformed head, no policy). */
+		proxy_audit_decision(c, decision, reason, why);
+		break;
+	case PROXY_AUDIT_HELD:
+		if (!deny && strcmp(decision, "allow") == 0) {
+			audit_decision_row(c, "allow", c->held_reason, c->held_rule, NULL);
+			break;
+		}
+		/* Allowed by name, refused after: the bus hears the refusal too. */
+		if (deny) {
+			proxy_stats_refused(c);
+			publish_decision(c, decision, reason, why);
+		}
+		audit_decision_row(c, decision, reason, c->held_rule, why);
+		break;
+	case PROXY_AUDIT_ASKED:
+		/* The approvals registry published how the approval ended; a
+		 * request past the pending cap never had an approval. */
+		if (deny)
+			proxy_stats_refused(c);
+		if (deny && strcmp(reason, "too-many-pending") == 0)
+			publish_decision(c, decision, reason, why);
+		audit_decision_row(c, decision, reason, why, NULL);
+		break;
+	}
+	c->audit_state = PROXY_AUDIT_DONE;
+}
+
+void
+proxy_audit_reset(struct proxy_conn *c)
+{
+	c->audit_state = PROXY_AUDIT_NONE;
+	c->held_reason[0] = '\0';
+	c->held_rule[0] = '\0';
+	c->method[0] = '\0';
+	c->path[0] = '\0';
+	c->query_sha256[0] = '\0';
+	c->status = 0;
+	c->sni[0] = '\0';
+}
+
+void
 proxy_audit_connection(struct proxy_conn *c, const char *reason)
 {
 	struct audit *a = c->proxy->gw->audit;
-	char detail[512];
+	char detail[1536];
+	size_t pos;
+	int n;
 
 	c->connection_pending = false;
 	stats_count_bytes(c);
 	if (a == NULL)
 		return;
-	snprintf(detail, sizeof(detail),
-	         "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"duration_ms\":%.0f,"
-	         "\"upstream\":\"%s\",\"peer\":\"%s\"}",
-	         (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
-	         gw_clock_ms_since(&c->started), c->upstream, c->peer);
+	n = snprintf(detail, sizeof(detail),
+	             "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"duration_ms\":%.0f,"
+	             "\"upstream\":\"%s\"",
+	             (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
+	             gw_clock_ms_since(&c->started), c->upstream);
+	pos = n > 0 && (size_t)n < sizeof(detail) ? (size_t)n : 0;
+	request_members(c, detail, sizeof(detail), &pos);
+	snprintf(detail + pos, sizeof(detail) - pos, "}");
 	struct audit_event ev = {
 	    .kind = "connection",
 	    .sandbox = c->client,
@@ -380,6 +507,13 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 
 	if (reason != NULL)
 		log_debug("%s: %s: %s", __func__, c->peer, reason);
+	/* Ended before its outcome: through to the upstream (a tunnel whose
+	 * client never spoke), or not (the client left while it was decided). */
+	if (c->audit_state == PROXY_AUDIT_HELD && (c->connection_pending || c->ufd >= 0))
+		proxy_audit_outcome(c, "allow", NULL, NULL);
+	else if (c->audit_state == PROXY_AUDIT_HELD || c->audit_state == PROXY_AUDIT_ASKED)
+		proxy_audit_outcome(c, "error", reason != NULL ? reason : "closed",
+		                    "the request ended before it reached its upstream");
 	if (c->connection_pending)
 		proxy_audit_connection(c, reason != NULL ? reason : "closed");
 	proxy_target_cancel(c);
@@ -434,8 +568,8 @@ on_conn_timer(evutil_socket_t fd, short what, void *arg)
 	case PROXY_CONN_PEEK:
 		if (c->head_started) {
 			/* A ClientHello started and did not complete in time. */
-			proxy_audit_decision(c, "deny", "sni-mismatch",
-			                     "no complete ClientHello in time");
+			proxy_audit_outcome(c, "deny", "sni-mismatch",
+			                    "no complete ClientHello in time");
 			proxy_conn_close(c, "sni-timeout");
 			return;
 		}
@@ -572,7 +706,7 @@ proxy_conn_read_head(struct proxy_conn *c)
 		return;
 	}
 	c->state = PROXY_CONN_HEAD;
-	c->decision_audited = false;
+	proxy_audit_reset(c);
 	c->stats_allowed = false;
 	c->stats_refused = false;
 	c->host.text[0] = '\0';

@@ -83,6 +83,7 @@ on_tls_target(struct proxy_conn *c, int fd)
 	}
 	c->state = PROXY_CONN_RELAY;
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
+	proxy_audit_outcome(c, "allow", NULL, NULL);
 	/* The held ClientHello goes first: the upstream sees the client's own bytes. */
 	proxy_relay_start_up(c->relay); /* may close c: nothing after this */
 }
@@ -124,6 +125,7 @@ hello_judge(struct proxy_conn *c, bool eof)
 		hello_refuse(c, "malformed-host", "server_name is not a valid host name");
 		return;
 	}
+	snprintf(c->sni, sizeof(c->sni), "%s", sni.text);
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
 	/* The client's socket is still read while deciding, to see it leave. */
@@ -174,7 +176,7 @@ proxy_transparent_tls_start(struct proxy_conn *c)
 	struct proxy *p = c->proxy;
 
 	c->state = PROXY_CONN_HELLO;
-	c->decision_audited = false;
+	proxy_audit_reset(c);
 	c->stats_allowed = false;
 	c->stats_refused = false;
 	c->host.text[0] = '\0';

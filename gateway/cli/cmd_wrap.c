@@ -119,6 +119,14 @@ wrap_elicit_cancel(void *arg, long long id, const char *reason)
 	mcp_wrap_request_cancel(st->relay, id, reason);
 }
 
+static const char *
+wrap_client_name(void *arg)
+{
+	struct wrap_state *st = arg;
+
+	return mcp_wrap_client_name(st->relay);
+}
+
 static bool
 wrap_client_elicits(void *arg)
 {
@@ -396,6 +404,7 @@ run_wrap(int argc, char **argv)
 	    .request = wrap_elicit_request,
 	    .cancel = wrap_elicit_cancel,
 	    .client_elicits = wrap_client_elicits,
+	    .client_name = wrap_client_name,
 	};
 	struct wrap_flags f = {0};
 	struct wrap_state st = {0};

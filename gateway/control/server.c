@@ -54,6 +54,7 @@ struct control_client {
 	int bus_sub;  /* the event bus subscription, 0 when none */
 	bool closing; /* close once the output is written */
 	bool dead;    /* to be freed by the reaper, outside any callback chain */
+	uid_t uid;    /* the peer's, from SO_PEERCRED: who decides, in audit rows */
 };
 
 struct gw_control {
@@ -407,33 +408,6 @@ decider_name_ok(const json_t *j)
 	return true;
 }
 
-/* The audit row of a person's decision: who decided is this channel, or the
- * client it speaks for (by, and session when given; both checked names). */
-static void
-audit_decision(struct gw_context *ctx, const struct approval_info *info, bool allow,
-               enum approval_scope scope, const char *by, const char *session)
-{
-	struct audit_event ev = {0};
-	char detail[200];
-
-	if (ctx->audit == NULL)
-		return;
-	snprintf(detail, sizeof(detail), "{\"id\":%llu,\"scope\":\"%s\",\"by\":\"%s\"%s%s%s}",
-	         (unsigned long long)info->id, approval_scope_name(scope),
-	         by != NULL ? by : "control socket", session != NULL ? ",\"session\":\"" : "",
-	         session != NULL ? session : "", session != NULL ? "\"" : "");
-	ev.kind = "approval";
-	ev.sandbox = info->client;
-	ev.host = info->host;
-	ev.port = info->port;
-	ev.decision = allow ? "allow" : "deny";
-	ev.reason = allow ? "approved" : "denied";
-	ev.detail = detail;
-	if (audit_append(ctx->audit, &ev) != 0)
-		log_warnx("control: the audit queue is full; approval %llu not audited",
-		          (unsigned long long)info->id);
-}
-
 static void
 answer_decide(struct control_client *cl, json_t *req, bool allow)
 {
@@ -444,8 +418,7 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 	json_t *jby = json_object_get(req, "by");
 	json_t *jsession = json_object_get(req, "session");
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
-	struct approval_info info;
-	bool found;
+	char who[96];
 	json_int_t id;
 	int rc;
 
@@ -471,8 +444,15 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 		             op);
 		return;
 	}
-	found = approvals_get(cl->ctl->ctx->approvals, (uint64_t)id, &info) == 0;
-	rc = approval_decide(cl->ctl->ctx->approvals, (uint64_t)id, allow, scope);
+	/* Who decided, for the registry's approval row: this channel and its
+	 * peer's uid, or the client it speaks for (both names checked above). */
+	if (jby != NULL)
+		snprintf(who, sizeof(who), "%s%s%s uid=%u", json_string_value(jby),
+		         jsession != NULL ? " session=" : "",
+		         jsession != NULL ? json_string_value(jsession) : "", (unsigned)cl->uid);
+	else
+		snprintf(who, sizeof(who), "control uid=%u", (unsigned)cl->uid);
+	rc = approval_decide_as(cl->ctl->ctx->approvals, (uint64_t)id, allow, scope, who);
 	if (rc == -ENOENT) {
 		client_error(cl, "no pending approval %lld", (long long)id);
 		return;
@@ -483,9 +463,6 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 	}
 	log_info("approval %lld: %s (scope %s) through the control socket", (long long)id,
 	         allow ? "approved" : "denied", approval_scope_name(scope));
-	if (found)
-		audit_decision(cl->ctl->ctx, &info, allow, scope, json_string_value(jby),
-		               json_string_value(jsession));
 	client_send(cl, json_pack("{s:b, s:I, s:s, s:s}", "ok", 1, "id", id, "decision",
 	                          allow ? "approve" : "deny", "scope", approval_scope_name(scope)));
 }
@@ -721,13 +698,14 @@ control_listener_cb(enum approval_event event, const struct approval_info *info,
 }
 
 static bool
-peer_is_owner(int fd)
+peer_is_owner(int fd, uid_t *uid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return false;
+	*uid = cred.uid;
 	return cred.uid == geteuid();
 }
 
@@ -740,7 +718,9 @@ accept_client(struct gw_control *c, int fd)
 
 	/* The socket is 0600 in a 0700 directory; the credential check also
 	 * covers a descriptor passed on by its owner to someone else. */
-	if (!peer_is_owner(fd)) {
+	uid_t uid = (uid_t)-1;
+
+	if (!peer_is_owner(fd, &uid)) {
 		log_warnx("control: refused a client of another uid");
 		close(fd);
 		return;
@@ -759,6 +739,7 @@ accept_client(struct gw_control *c, int fd)
 		return;
 	}
 	cl->ctl = c;
+	cl->uid = uid;
 	cl->bev = bufferevent_socket_new(c->ctx->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (cl->bev == NULL) {
 		close(fd);

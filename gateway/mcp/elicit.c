@@ -47,6 +47,17 @@ elicit_unlink(struct mcp_elicit *e)
 	}
 }
 
+/* Who decided, for the approval row: the MCP client, by the name its
+ * initialize gave in clientInfo ("?" when it gave none). */
+static const char *
+elicit_who(struct mcp_elicit_channel *ch, char *buf, size_t len)
+{
+	const char *name = ch->ops.client_name != NULL ? ch->ops.client_name(ch->arg) : NULL;
+
+	snprintf(buf, len, "mcp client=%s", name != NULL && name[0] != '\0' ? name : "?");
+	return buf;
+}
+
 /* The user's answer decides the approval; cancel (or no answer) leaves it pending. */
 static void
 on_elicit_response(const json_t *result, const json_t *error, void *arg)
@@ -56,6 +67,7 @@ on_elicit_response(const json_t *result, const json_t *error, void *arg)
 	uint64_t id = e->approval;
 	bool allow;
 	int scope;
+	char who[160];
 
 	/* A freed channel left its requests to the transport's last call. */
 	if (ch == NULL) {
@@ -71,7 +83,8 @@ on_elicit_response(const json_t *result, const json_t *error, void *arg)
 	}
 	if (ch->ops.answered != NULL)
 		ch->ops.answered(ch->arg, allow);
-	if (approval_decide(ch->approvals, id, allow, (enum approval_scope)scope) != 0)
+	if (approval_decide_as(ch->approvals, id, allow, (enum approval_scope)scope,
+	                       elicit_who(ch, who, sizeof(who))) != 0)
 		log_info("elicit: approval %llu was decided before the answer came",
 		         (unsigned long long)id);
 }
@@ -191,6 +204,14 @@ serve_cancel(void *arg, long long id, const char *reason)
 	mcp_server_request_cancel(ctx->server, id, reason);
 }
 
+static const char *
+serve_client_name(void *arg)
+{
+	struct mcp_serve_ctx *ctx = arg;
+
+	return mcp_server_client_name(ctx->server);
+}
+
 static bool
 serve_client_elicits(void *arg)
 {
@@ -240,6 +261,7 @@ serve_elicit_start(struct mcp_serve_ctx *ctx)
 	    .request = serve_request,
 	    .cancel = serve_cancel,
 	    .client_elicits = serve_client_elicits,
+	    .client_name = serve_client_name,
 	    .concerns = serve_concerns,
 	    .asked = serve_asked,
 	    .answered = serve_answered,

@@ -211,6 +211,15 @@ mcp_caps_elicit_form(const json_t *init_params)
 	       (json_object_get(el, "form") != NULL || json_object_get(el, "url") == NULL);
 }
 
+void
+mcp_caps_client_name(const json_t *init_params, char *buf, size_t len)
+{
+	const char *name =
+	    json_string_value(json_object_get(json_object_get(init_params, "clientInfo"), "name"));
+
+	snprintf(buf, len, "%s", name != NULL ? name : "");
+}
+
 json_t *
 mcp_elicit_approval_params(const struct approval_info *info)
 {
@@ -623,6 +632,7 @@ struct mcp_server {
 	int log_level; /* messages above this severity index are dropped */
 	bool input_ended, done_reported;
 	bool client_elicitation; /* initialize declared capabilities.elicitation */
+	char client_name[64];    /* initialize's clientInfo.name */
 };
 
 static void
@@ -889,6 +899,7 @@ handle_request(struct mcp_server *s, const json_t *msg)
 		}
 		/* Form elicitation: declared as {} (2025-06-18) or {"form": {}}. */
 		s->client_elicitation = mcp_caps_elicit_form(params);
+		mcp_caps_client_name(params, s->client_name, sizeof(s->client_name));
 		r = json_pack("{s:s, s:o, s:o}", "protocolVersion",
 		              mcp_version_negotiate(json_string_value(pv)), "capabilities",
 		              server_capabilities(), "serverInfo", server_info(s));
@@ -968,6 +979,12 @@ handle_response(struct mcp_server *s, const json_t *msg)
 	*pp = r->next;
 	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
 	free(r);
+}
+
+const char *
+mcp_server_client_name(const struct mcp_server *s)
+{
+	return s != NULL ? s->client_name : "";
 }
 
 bool

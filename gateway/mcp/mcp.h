@@ -87,6 +87,9 @@ int mcp_hash_canonical(const json_t *v, char hex[65]);
 struct approval_info;
 /* Whether initialize's params declare form-mode elicitation. */
 bool mcp_caps_elicit_form(const json_t *init_params);
+/* initialize's params.clientInfo.name into buf (cut to len, "" when none):
+ * who decides an approval by elicitation, for its audit row. */
+void mcp_caps_client_name(const json_t *init_params, char *buf, size_t len);
 /* elicitation/create's params for a pending approval: once / session / deny. */
 json_t *mcp_elicit_approval_params(const struct approval_info *info);
 /*
@@ -115,6 +118,9 @@ struct mcp_elicit_ops {
 	bool (*concerns)(void *arg, const struct approval_info *info, bool pending);
 	void (*asked)(void *arg);                /* a question went out; may be NULL */
 	void (*answered)(void *arg, bool allow); /* the user decided; may be NULL */
+	/* The client's name from initialize's clientInfo, for the audit row of
+	 * its decisions (NULL or "" when unknown); may be NULL. */
+	const char *(*client_name)(void *arg);
 };
 struct approvals;
 /* 0 or negative errno (*out NULL). ops is copied; arg is every op's. */
@@ -213,6 +219,8 @@ long long mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *param
                            void *arg);
 void mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason);
 bool mcp_wrap_client_elicits(const struct mcp_wrap *w);
+/* The client's clientInfo.name from its initialize ("" before). */
+const char *mcp_wrap_client_name(const struct mcp_wrap *w);
 /* Whether a tool name passes the allow and deny lists. */
 bool mcp_wrap_tool_visible(const struct mcp_wrap_config *cfg, const char *name);
 
@@ -274,6 +282,8 @@ long long mcp_server_request(struct mcp_server *s, const char *method, json_t *p
 void mcp_server_request_cancel(struct mcp_server *s, long long id, const char *reason);
 /* Whether the client declared the elicitation capability (and is still reading). */
 bool mcp_server_client_elicits(const struct mcp_server *s);
+/* The client's clientInfo.name from its initialize ("" before). */
+const char *mcp_server_client_name(const struct mcp_server *s);
 /* A notifications/message at level, when the client's level lets it through. */
 void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
 /* The same with a JSON value as its data (a reference is taken). */

@@ -912,8 +912,8 @@ decide(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool allow)
 		return;
 	}
 	if (ctx->gw->approvals == NULL ||
-	    approval_decide(ctx->gw->approvals, (uint64_t)json_integer_value(id), allow, scope) !=
-	        0) {
+	    approval_decide_as(ctx->gw->approvals, (uint64_t)json_integer_value(id), allow, scope,
+	                       "model") != 0) {
 		mcp_call_fail(c, "no pending approval %lld (decided, timed out or never asked)",
 		              (long long)json_integer_value(id));
 		return;

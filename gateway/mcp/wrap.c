@@ -63,6 +63,7 @@ struct mcp_wrap {
 	struct own_request *own; /* unanswered */
 	long long next_own;
 	bool client_elicits; /* its initialize declared form elicitation */
+	char client_name[64]; /* its initialize's clientInfo.name */
 	bool client_ended;
 	struct mcp_wrap_config cfg;
 	struct mcp_chan *client; /* reads the client, writes to it */
@@ -417,6 +418,12 @@ mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason)
 	free(r);
 }
 
+const char *
+mcp_wrap_client_name(const struct mcp_wrap *w)
+{
+	return w != NULL ? w->client_name : "";
+}
+
 bool
 mcp_wrap_client_elicits(const struct mcp_wrap *w)
 {
@@ -453,8 +460,11 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 	if (kind == MCP_KIND_RESPONSE && own_response(w, msg))
 		goto out; /* an answer to tollgate, not to the server */
 	method = json_string_value(json_object_get(msg, "method"));
-	if (kind == MCP_KIND_REQUEST && strcmp(method, "initialize") == 0)
+	if (kind == MCP_KIND_REQUEST && strcmp(method, "initialize") == 0) {
 		w->client_elicits = mcp_caps_elicit_form(json_object_get(msg, "params"));
+		mcp_caps_client_name(json_object_get(msg, "params"), w->client_name,
+		                     sizeof(w->client_name));
+	}
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "tools/call") == 0) {
 		client_tools_call(w, msg, line, len);
 		goto out;

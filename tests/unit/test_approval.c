@@ -26,7 +26,9 @@
 
 #include "gateway/control/control.h"
 #include "gateway/core/gateway.h"
+#include "fixture_audit.h"
 #include "policy/approval.h"
+#include "policy/audit.h"
 
 struct outcome_rec {
 	int calls;
@@ -1346,6 +1348,163 @@ test_control_other_uid_refused(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* ---- the approval rows ------------------------------------------------------ */
+
+struct approval_rows {
+	int n;
+	char decision[8][16];
+	char reason[8][32];
+	char detail[8][512];
+};
+
+static int
+collect_approval_row(const struct audit_row *row, void *arg)
+{
+	struct approval_rows *r = arg;
+
+	if (strcmp(row->kind, "approval") != 0 || r->n >= 8)
+		return 0;
+	snprintf(r->decision[r->n], sizeof(r->decision[0]), "%s",
+	         row->decision != NULL ? row->decision : "-");
+	snprintf(r->reason[r->n], sizeof(r->reason[0]), "%s", row->reason);
+	snprintf(r->detail[r->n], sizeof(r->detail[0]), "%s", row->detail);
+	r->n++;
+	return 0;
+}
+
+static json_t *
+detail_of(const struct approval_rows *r, int i)
+{
+	json_t *j = json_loads(r->detail[i], 0, NULL);
+
+	assert_non_null(j);
+	return j;
+}
+
+/* The approval rows in fx's database, after the store is flushed and freed. */
+static void
+read_approval_rows(struct fixture_audit *fx, struct approval_rows *rows)
+{
+	struct audit_reader *reader = NULL;
+	struct audit_filter filter = {0};
+	char err[256];
+
+	assert_int_equal(audit_reader_open(fx->path, &reader, err, sizeof(err)), 0);
+	assert_int_equal(
+	    audit_query(reader, &filter, collect_approval_row, rows, NULL, err, sizeof(err)), 0);
+	audit_reader_free(reader);
+}
+
+/*
+ * Every way an approval ends is a row naming who decided (with the key=value
+ * parts of who as members of their own), the scope and the wait: decisions
+ * through two channels, an abandoned approval, and the ones still pending
+ * when the registry stops.
+ */
+static void
+test_approval_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_audit *fx = NULL;
+	struct audit *audit = NULL;
+	struct outcome_rec r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0};
+	struct approval_rows rows = {0};
+	struct approval_info info[4];
+	char err[256];
+	json_t *d;
+
+	assert_int_equal(fixture_audit_setup((void **)&fx), 0);
+	assert_int_equal(audit_open(fx->path, &audit, err, sizeof(err)), 0);
+	approvals_set_audit(f->a, audit);
+
+	assert_non_null(approval_request(f->a, "c1", "a.test", 443, NULL, 30, record_cb, &r1));
+	assert_non_null(approval_request(f->a, "c1", "b.test", 443, NULL, 30, record_cb, &r2));
+	assert_non_null(approval_request(f->a, "c1", "b.test", 80, NULL, 30, record_cb, &r3));
+	assert_int_equal(approvals_list(f->a, info, 4), 3);
+	run_for(f->base, 0.05);
+	assert_int_equal(approval_decide_as(f->a, info[0].id, true, APPROVAL_SCOPE_ONCE,
+	                                    "ui session=s-1a2b3c4d uid=1000"),
+	                 0);
+	assert_int_equal(approval_decide_as(f->a, info[1].id, false, APPROVAL_SCOPE_CLIENT,
+	                                    "mcp client=Claude Desktop 1.2"),
+	                 0);
+	assert_int_equal(approval_decide_as(f->a, info[1].id, false, APPROVAL_SCOPE_ONCE, "model"),
+	                 -ENOENT);
+	/* One abandoned by its only waiter; c.test and b.test:80 stay pending. */
+	assert_non_null(approval_request(f->a, "c2", "c.test", 443, NULL, 30, record_cb, &r4));
+	run_for(f->base, 0.05);
+	approval_wait_cancel(approval_request(f->a, "c2", "d.test", 443, NULL, 30, record_cb, &r4));
+	end_test(f);
+	audit_free(audit);
+	read_approval_rows(fx, &rows);
+
+	assert_int_equal(rows.n, 5);
+	d = detail_of(&rows, 0);
+	assert_string_equal(rows.decision[0], "allow");
+	assert_string_equal(rows.reason[0], "approved");
+	assert_string_equal(json_string_value(json_object_get(d, "by")), "ui");
+	assert_string_equal(json_string_value(json_object_get(d, "session")), "s-1a2b3c4d");
+	assert_string_equal(json_string_value(json_object_get(d, "uid")), "1000");
+	assert_string_equal(json_string_value(json_object_get(d, "scope")), "once");
+	assert_true(json_integer_value(json_object_get(d, "waited_ms")) >= 40);
+	json_decref(d);
+	d = detail_of(&rows, 1);
+	assert_string_equal(rows.decision[1], "deny");
+	assert_string_equal(rows.reason[1], "denied");
+	assert_string_equal(json_string_value(json_object_get(d, "by")), "mcp");
+	assert_string_equal(json_string_value(json_object_get(d, "client")), "Claude Desktop 1.2");
+	assert_string_equal(json_string_value(json_object_get(d, "scope")), "client");
+	json_decref(d);
+	/* The abandoned one was never decided: no decision, no "by". */
+	assert_string_equal(rows.decision[2], "-");
+	assert_string_equal(rows.reason[2], "abandoned");
+	d = detail_of(&rows, 2);
+	assert_null(json_object_get(d, "by"));
+	json_decref(d);
+	/* b.test:80 and c.test were pending when the registry went: stopped. */
+	for (int i = 3; i < 5; i++) {
+		assert_string_equal(rows.reason[i], "stopped");
+		d = detail_of(&rows, i);
+		assert_string_equal(json_string_value(json_object_get(d, "by")), "gateway");
+		json_decref(d);
+	}
+	assert_int_equal(r1.outcome, APPROVAL_APPROVED);
+	assert_int_equal(r2.outcome, APPROVAL_DENIED);
+	fixture_audit_verify_rows(fx->path, 5);
+	fixture_audit_teardown((void **)&fx);
+}
+
+/* A timeout's row says how long the request waited, and that no one decided. */
+static void
+test_approval_timeout_row(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_audit *fx = NULL;
+	struct audit *audit = NULL;
+	struct outcome_rec r = {0};
+	struct approval_rows rows = {0};
+	char err[256];
+	json_t *d;
+
+	assert_int_equal(fixture_audit_setup((void **)&fx), 0);
+	assert_int_equal(audit_open(fx->path, &audit, err, sizeof(err)), 0);
+	approvals_set_audit(f->a, audit);
+	assert_non_null(approval_request(f->a, "c1", "a.test", 443, NULL, 0.2, record_cb, &r));
+	run_until(f->base, &r.calls, 5);
+	assert_int_equal(r.outcome, APPROVAL_TIMEOUT);
+	end_test(f);
+	audit_free(audit);
+	read_approval_rows(fx, &rows);
+	assert_int_equal(rows.n, 1);
+	assert_string_equal(rows.decision[0], "deny");
+	assert_string_equal(rows.reason[0], "approval-timeout");
+	d = detail_of(&rows, 0);
+	assert_true(json_integer_value(json_object_get(d, "waited_ms")) >= 150);
+	assert_null(json_object_get(d, "by"));
+	json_decref(d);
+	fixture_audit_teardown((void **)&fx);
+}
+
 int
 main(void)
 {
@@ -1370,6 +1529,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_waiter_cancels_another_waiter, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pending_cap_per_client, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_approval_rows, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_approval_timeout_row, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_control_socket_mode_and_cleanup, ctl_setup,
 	                                    ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_pending_and_approve, ctl_setup,

@@ -25,8 +25,10 @@
 #include "dns/server.h"
 #include "dns/wire.h"
 #include "gateway/core/gateway.h"
+#include "policy/audit.h"
 #include "policy/policy.h"
 
+#include "fixture_audit.h"
 #include "fixture_dns.h"
 #include "fixture_net.h"
 
@@ -314,6 +316,64 @@ test_parse_rcode(void **state)
 	assert_int_equal(dns_server_parse_rcode("servfail", &rc), -EINVAL);
 }
 
+struct kind_count {
+	int dns, folded;
+	char folded_detail[256];
+};
+
+static int
+count_kinds(const struct audit_row *row, void *arg)
+{
+	struct kind_count *k = arg;
+
+	if (strcmp(row->kind, "dns") == 0)
+		k->dns++;
+	if (strcmp(row->kind, "dns.folded") == 0) {
+		k->folded++;
+		snprintf(k->folded_detail, sizeof(k->folded_detail), "%s", row->detail);
+	}
+	return 0;
+}
+
+/*
+ * A flood of unique names from one client: 256 dns rows (its budget for the
+ * window), then one dns.folded row for the rest, written when the server
+ * stops. Every answer is still given.
+ */
+static void
+test_audit_rows_folded_per_client(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_audit *fx = NULL;
+	struct audit_reader *reader = NULL;
+	struct audit_filter filter = {0};
+	struct kind_count k = {0};
+	char err[256], name[64];
+	uint8_t q[512], a[1500];
+
+	assert_int_equal(fixture_audit_setup((void **)&fx), 0);
+	assert_int_equal(audit_open(fx->path, &f->dns.gw.audit, err, sizeof(err)), 0);
+	for (int i = 0; i < 300; i++) {
+		size_t qlen;
+
+		snprintf(name, sizeof(name), "n%d.flood.test", i);
+		qlen = fixture_dns_query(q, (uint16_t)i, name, DNS_WIRE_TYPE_A);
+		assert_true(fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a)) >= 12);
+	}
+	dns_server_free(f->dns.server);
+	f->dns.server = NULL;
+	audit_free(f->dns.gw.audit);
+	f->dns.gw.audit = NULL;
+	assert_int_equal(audit_reader_open(fx->path, &reader, err, sizeof(err)), 0);
+	assert_int_equal(audit_query(reader, &filter, count_kinds, &k, NULL, err, sizeof(err)), 0);
+	audit_reader_free(reader);
+	assert_int_equal(k.dns, 256);
+	assert_int_equal(k.folded, 1);
+	assert_non_null(strstr(k.folded_detail, "\"count\":44,"));
+	assert_non_null(strstr(k.folded_detail, "\"refused\":44,"));
+	fixture_audit_teardown((void **)&fx);
+}
+
 int
 main(void)
 {
@@ -326,6 +386,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_listener_set_policy_remove, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_free_with_listener, setup, teardown),
 	    cmocka_unit_test(test_parse_rcode),
+	    cmocka_unit_test_setup_teardown(test_audit_rows_folded_per_client, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
