@@ -46,6 +46,9 @@ expect_eq "the sandboxed request completes: the origin answered" "$(cat "$TEST_T
 
 expect_match "the timeline shows the connection" "$(get timeline_row)" "connection \| origin.test \| $HTTP_PORT \| allow"
 expect_match "the timeline is the sandbox's" "$(get timeline_sandbox)" '^sb-'
+expect_match "the timeline shows the sandbox's command (sandbox.start's argv)" "$(get timeline_summary)" \
+	"command curl -sS -m 80 -o /dev/null"
+expect_match "the timeline shows the sandbox's policy digest" "$(get timeline_summary)" "policy [0-9a-f]{12}"
 expect_match "the timeline draws the sandbox's events" "$(get timeline_dots)" '^[1-9][0-9]*$'
 expect_match "the timeline row opens the audit row with its chain position" "$(get timeline_detail)" \
 	'row \(chain position\)[0-9]+.*hash[0-9a-f]{64}'

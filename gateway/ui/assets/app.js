@@ -225,8 +225,11 @@ function summarize(sandbox, rows) {
   add("sandbox", sandbox);
   if (start && start.detail) {
     const d = start.detail;
-    if (d.command) add("command", Array.isArray(d.command) ? d.command.join(" ") : d.command);
+    // sandbox.start's argv (vault values already redacted by the writer).
+    const cmd = d.argv || d.command;
+    if (cmd) add("command", (Array.isArray(cmd) ? cmd.join(" ") : String(cmd)) + (d.argv_truncated ? " …" : ""));
     if (d.limits) add("limits", JSON.stringify(d.limits));
+    if (d.policy_sha256) add("policy", d.policy_sha256.slice(0, 12));
   }
   if (end && end.detail) {
     if ("exit_status" in end.detail) add("exit status", end.detail.exit_status);
