@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "gateway/cli/cli.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/hex.h"
@@ -18,7 +20,7 @@ extern const struct gw_command gw_command_audit;
 
 static const struct gw_command cmd_verify = {
     .name = "audit verify",
-    .usage = "usage: tollgate audit verify [--db FILE] [--anchor HASH]\n"
+    .usage = "usage: tollgate audit verify [--db FILE] [--anchor HASH] [--json]\n"
              "\n"
              "Checks the audit log's hash chain from its first row to its head.\n"
              "Exit 0 with the number of rows checked and the head's hash: keep that\n"
@@ -28,7 +30,10 @@ static const struct gw_command cmd_verify = {
              "\n"
              "  --db FILE, --audit FILE   the log (default $TOLLGATE_HOME/audit.db)\n"
              "  --anchor HASH             also require a row with this hash (a head\n"
-             "                            printed by an earlier verify)\n",
+             "                            printed by an earlier verify)\n"
+             "  --json                    one JSON object: {\"ok\", \"rows_checked\",\n"
+             "                            \"head_id\", \"head_hash\", \"anchor\",\n"
+             "                            \"first_bad_id\", \"error\"}\n",
 };
 
 static const struct gw_command cmd_append = {
@@ -67,6 +72,33 @@ resolve_db(const char *cmd, const char *given, bool create, char *buf, size_t le
 
 /* ---- tollgate audit verify ----------------------------------------------------- */
 
+/* The answer both ways: a broken chain is a result too, its line also on stderr. */
+static void
+print_verify_json(const struct audit_verify_result *res, const char *anchor)
+{
+	bool ok = res->first_bad_id < 0;
+	json_t *o =
+	    json_pack("{s:b, s:I}", "ok", ok, "rows_checked", (json_int_t)res->rows_checked);
+
+	if (o == NULL) {
+		gw_print_json(cmd_verify.name, NULL);
+		return;
+	}
+	if (ok) {
+		json_object_set_new(o, "head_id", json_integer(res->head_id));
+		json_object_set_new(o, "head_hash", json_string(res->head_hash));
+	} else {
+		json_object_set_new(o, "first_bad_id",
+		                    res->first_bad_id > 0 ? json_integer(res->first_bad_id)
+		                                          : json_null());
+		json_object_set_new(o, "error", json_string(res->what));
+	}
+	json_object_set_new(o, "anchor", anchor != NULL ? json_string(anchor) : json_null());
+	if (anchor != NULL)
+		json_object_set_new(o, "anchor_found", json_boolean(res->anchor_found));
+	gw_print_json(cmd_verify.name, o);
+}
+
 static int
 run_verify(int argc, char **argv)
 {
@@ -74,12 +106,14 @@ run_verify(int argc, char **argv)
 	    {"db", required_argument, NULL, 'd'},
 	    {"audit", required_argument, NULL, 'd'},
 	    {"anchor", required_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
 	    {0},
 	};
 	struct audit_verify_result res;
 	char path[PATH_MAX], err[1024], anchor[AUDIT_HASH_HEX_LEN + 1];
 	uint8_t h[AUDIT_HASH_LEN];
 	const char *db = NULL, *anchor_arg = NULL;
+	bool json = false;
 	int c, rc;
 
 	gw_getopt_reset();
@@ -93,6 +127,9 @@ run_verify(int argc, char **argv)
 			break;
 		case 'a':
 			anchor_arg = optarg;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
@@ -116,6 +153,8 @@ run_verify(int argc, char **argv)
 		fprintf(stderr, "tollgate: audit verify: %s\n", err);
 		return 1;
 	}
+	if (json)
+		print_verify_json(&res, anchor_arg != NULL ? anchor : NULL);
 	if (res.first_bad_id >= 0) {
 		if (res.first_bad_id > 0)
 			fprintf(stderr,
@@ -128,6 +167,8 @@ run_verify(int argc, char **argv)
 			        res.what, (unsigned long long)res.rows_checked);
 		return 1;
 	}
+	if (json)
+		return GW_EXIT_OK;
 	printf("ok: %llu rows checked, chain intact\n", (unsigned long long)res.rows_checked);
 	printf("head: row %lld sha256 %s\n", (long long)res.head_id, res.head_hash);
 	if (anchor_arg != NULL)
