@@ -833,6 +833,25 @@ out:
 	return 0;
 }
 
+/*
+ * jansson reports a trailing comma at the bracket after it ("unexpected token
+ * near ']'"); people look for the comma. Its offset in buf, or -1.
+ */
+static long
+trailing_comma_at(const char *buf, size_t len, const json_error_t *jerr)
+{
+	size_t i = jerr->position > 0 && (size_t)jerr->position <= len ? (size_t)jerr->position : 0;
+
+	while (i > 0 && strchr(" \t\r\n", buf[i - 1]) != NULL)
+		i--;
+	if (i == 0 || (buf[i - 1] != ']' && buf[i - 1] != '}'))
+		return -1;
+	i--;
+	while (i > 0 && strchr(" \t\r\n", buf[i - 1]) != NULL)
+		i--;
+	return i > 0 && buf[i - 1] == ',' ? (long)(i - 1) : -1;
+}
+
 int
 policy_load_buffer(const char *name, const char *buf, size_t len, struct policy **out, char *err,
                    size_t errlen)
@@ -855,6 +874,22 @@ policy_load_buffer(const char *name, const char *buf, size_t len, struct policy 
 		return -EFBIG;
 	}
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL && trailing_comma_at(buf, len, &jerr) >= 0) {
+		long at = trailing_comma_at(buf, len, &jerr);
+		int line = 1, col = 1;
+
+		for (long i = 0; i < at; i++) {
+			if (buf[i] == '\n') {
+				line++;
+				col = 1;
+			} else if (((unsigned char)buf[i] & 0xc0) != 0x80) {
+				col++; /* columns count characters, as jansson's do */
+			}
+		}
+		snprintf(err, errlen, "%s:%d:%d: invalid JSON: trailing comma (JSON allows none)",
+		         ld.name, line, col);
+		return -EINVAL;
+	}
 	if (root == NULL) {
 		snprintf(err, errlen, "%s:%d:%d: invalid JSON: %s", ld.name,
 		         jerr.line < 1 ? 1 : jerr.line, jerr.column < 1 ? 1 : jerr.column,

@@ -5,11 +5,13 @@
  */
 #include "policy/policy.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -226,8 +228,100 @@ struct pattern {
 	char text[POLICY_HOST_MAX + 32];
 };
 
+/* Room for a mistake's explanation that quotes the pattern back. */
+#define PATTERN_WHY_MAX (2 * POLICY_HOST_MAX + 160)
+
+/*
+ * A URL where a host belongs ("https://x/path"): the suggestion is the
+ * authority without scheme, userinfo (which may hold a password), path or the
+ * scheme's own port. false when s is not one.
+ */
+static bool
+url_mistake(const char *s, char *why, size_t whylen)
+{
+	const char *sep = strstr(s, "://"), *auth, *end, *at, *colon;
+	size_t scheme_len, alen;
+	bool https, http;
+
+	if (sep == NULL || sep == s)
+		return false;
+	scheme_len = (size_t)(sep - s);
+	for (size_t i = 0; i < scheme_len; i++) {
+		if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '-' && s[i] != '.')
+			return false;
+	}
+	https = scheme_len == 5 && strncasecmp(s, "https", 5) == 0;
+	http = scheme_len == 4 && strncasecmp(s, "http", 4) == 0;
+	auth = sep + 3;
+	alen = strcspn(auth, "/?#");
+	end = auth + alen;
+	at = memrchr(auth, '@', alen);
+	if (at != NULL)
+		auth = at + 1;
+	alen = (size_t)(end - auth);
+	colon = memrchr(auth, ':', alen);
+	/* The scheme's own port is what a pattern without one covers already. */
+	if (colon != NULL && auth[0] != '[' &&
+	    ((https && (size_t)(end - colon) == 4 && strncmp(colon, ":443", 4) == 0) ||
+	     (http && (size_t)(end - colon) == 3 && strncmp(colon, ":80", 3) == 0)))
+		alen = (size_t)(colon - auth);
+	if (alen == 0 || alen > POLICY_HOST_MAX + 6)
+		snprintf(why, whylen, "a pattern is a host, not a URL");
+	else
+		snprintf(why, whylen, "a pattern is a host, not a URL: use %.*s", (int)alen, auth);
+	return true;
+}
+
+/*
+ * "a.com,b.com": one rule names one host. origin says which door the pattern
+ * came through, so the advice names that door's way of giving several.
+ */
+static bool
+comma_mistake(const char *s, const char *origin, char *why, size_t whylen)
+{
+	const char *comma = strchr(s, ',');
+	int first = comma != NULL ? (int)(comma - s) : 0;
+	const char *second = comma != NULL ? comma + 1 : "";
+	int second_len = (int)strcspn(second, ",");
+
+	if (comma == NULL)
+		return false;
+	if (first == 0 || second_len == 0 || first > POLICY_HOST_MAX ||
+	    second_len > POLICY_HOST_MAX)
+		snprintf(why, whylen, "a pattern is one host, not a comma list");
+	else if (origin != NULL && strncmp(origin, "--", 2) == 0)
+		snprintf(why, whylen,
+		         "a pattern is one host, not a comma list: repeat the flag, "
+		         "%s %.*s %s %.*s",
+		         origin, first, s, origin, second_len, second);
+	else
+		snprintf(why, whylen,
+		         "a pattern is one host, not a comma list: give each its own entry, "
+		         "\"%.*s\", \"%.*s\"",
+		         first, s, second_len, second);
+	return true;
+}
+
+/* A pattern as quoted back in an error: never a URL's userinfo, which may be a password. */
 static const char *
-pattern_parse(const char *s, struct pattern *out)
+shown_pattern(const char *s)
+{
+	const char *sep;
+
+	if (s == NULL)
+		return "";
+	sep = strstr(s, "://");
+	if (sep != NULL && memchr(sep, '@', strcspn(sep + 3, "/?#") + 3) != NULL)
+		return "(a URL with a user name, not shown)";
+	return s;
+}
+
+/*
+ * Why s is not a HOST[:PORT] pattern, or NULL with *out filled. The answer
+ * is a constant or why (of whylen, PATTERN_WHY_MAX fits every message).
+ */
+static const char *
+pattern_parse(const char *s, const char *origin, struct pattern *out, char *why_buf, size_t whylen)
 {
 	struct pattern pt;
 	struct policy_host h;
@@ -238,6 +332,8 @@ pattern_parse(const char *s, struct pattern *out)
 	memset(&pt, 0, sizeof(pt));
 	if (s == NULL || *s == '\0')
 		return "empty pattern";
+	if (url_mistake(s, why_buf, whylen) || comma_mistake(s, origin, why_buf, whylen))
+		return why_buf;
 	slen = strlen(s);
 	if (s[0] == '[')
 		return "an IP address is not a host pattern; use an address rule "
@@ -305,12 +401,12 @@ int
 policy_pattern_normalise(const char *pattern, char *buf, size_t len, char *err, size_t errlen)
 {
 	struct pattern pt;
-	const char *why = pattern_parse(pattern, &pt);
+	char why_buf[PATTERN_WHY_MAX];
+	const char *why = pattern_parse(pattern, NULL, &pt, why_buf, sizeof(why_buf));
 	int n;
 
 	if (why != NULL) {
-		gw_set_err(err, errlen, "'%s': malformed pattern: %s", pattern != NULL ? pattern : "",
-		        why);
+		gw_set_err(err, errlen, "'%s': malformed pattern: %s", shown_pattern(pattern), why);
 		return -EINVAL;
 	}
 	n = snprintf(buf, len, "%s", pt.text);
@@ -408,6 +504,7 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
                 const char *origin, char *err, size_t errlen)
 {
 	struct pattern pt;
+	char why_buf[PATTERN_WHY_MAX];
 	const char *why;
 	int rc;
 
@@ -415,11 +512,14 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 		gw_set_err(err, errlen, "a rule is allow, deny or ask");
 		return -EINVAL;
 	}
-	why = pattern_parse(pattern, &pt);
+	why = pattern_parse(pattern, origin, &pt, why_buf, sizeof(why_buf));
 	if (why != NULL) {
-		gw_set_err(err, errlen, "'%s': malformed pattern: %s (expected HOST[:PORT], e.g. "
-		                     "example.com, *.example.com:443, *:*)",
-		        pattern != NULL ? pattern : "", why);
+		/* A mistake that names its own fix needs no list of the forms. */
+		gw_set_err(err, errlen, "'%s': malformed pattern: %s%s", shown_pattern(pattern),
+		           why,
+		           why == why_buf ? ""
+		                          : " (expected HOST[:PORT], e.g. example.com, "
+		                            "*.example.com:443, *:*)");
 		return -EINVAL;
 	}
 	/*

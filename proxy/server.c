@@ -26,6 +26,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
+#include "policy/policy.h"
 #include "proxy/conn.h"
 
 void
@@ -857,6 +858,41 @@ listener_add(struct proxy *p, struct evconnlistener *lev, struct proxy_listener 
 	TAILQ_INSERT_TAIL(&p->listeners, l, entry);
 }
 
+/*
+ * Why addrport is not an ADDR:PORT to listen on, for a person: the common
+ * slip is a name (localhost:3128), which would need a lookup to bind.
+ */
+static void
+listen_form_error(const char *addrport, char *err, size_t errlen)
+{
+	static const char forms[] = "127.0.0.1:3128, [::1]:3128 or 0.0.0.0:3128";
+	const char *colon = strrchr(addrport, ':'), *host = addrport, *why;
+	struct policy_addr addr;
+	size_t hlen;
+	int port;
+
+	if (colon == NULL || strchr(addrport, ']') > colon) {
+		gw_set_err(err, errlen, "'%s' is not ADDR:PORT: give a port too, as in %s",
+		           addrport, forms);
+		return;
+	}
+	hlen = (size_t)(colon - addrport);
+	if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+		host++;
+		hlen -= 2;
+	}
+	why = policy_port_why(colon + 1, strlen(colon + 1), &port);
+	if (hlen > 0 && policy_addr_parse(host, hlen, &addr) != 0 &&
+	    memchr(host, ':', hlen) == NULL)
+		gw_set_err(err, errlen, "'%s': ADDR is an IP address, not a name: %s", addrport,
+		           forms);
+	else if (why != NULL)
+		gw_set_err(err, errlen, "'%s': %s", addrport, why);
+	else
+		gw_set_err(err, errlen, "'%s' is not ADDR:PORT (%s; IPv6 in brackets)", addrport,
+		           forms);
+}
+
 int
 proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 {
@@ -871,7 +907,7 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 
 	if (colon == NULL || (bracket != NULL && colon < bracket) ||
 	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)&ss, &sslen) != 0) {
-		gw_set_err(err, errlen, "'%s' is not ADDR:PORT", addrport);
+		listen_form_error(addrport, err, errlen);
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));

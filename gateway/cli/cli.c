@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
 
@@ -318,4 +320,20 @@ gw_nofile_limit(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
 		return 0;
 	return (unsigned long)rl.rlim_cur;
+}
+
+int
+gw_print_json(const char *cmd, json_t *obj)
+{
+	int rc = 0;
+
+	/* Out of memory, or a string that is not UTF-8 (jansson takes no other). */
+	if (obj == NULL)
+		return gw_fail(cmd, "cannot encode the answer as JSON");
+	/* ASCII only: a name a sandbox chose reaches no terminal as raw bytes. */
+	if (json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) != 0 ||
+	    putchar('\n') == EOF || fflush(stdout) != 0)
+		rc = gw_fail(cmd, "cannot write the answer: %s", strerror(errno));
+	json_decref(obj);
+	return rc;
 }

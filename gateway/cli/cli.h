@@ -68,6 +68,14 @@ int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf,
 /* The same line as gw_fail; returns GW_EXIT_NOT_DONE. */
 int gw_not_done(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * --json output: dumps obj on stdout as one compact line and takes the
+ * reference (obj may be NULL: allocation failed). 0, or GW_EXIT_FAILURE
+ * after one line on stderr naming cmd.
+ */
+typedef struct json_t json_t;
+int gw_print_json(const char *cmd, json_t *obj);
+
 struct gw_control_endpoint;
 /*
  * The gateways such a command talks to (gateways.c): the socket named by

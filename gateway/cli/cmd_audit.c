@@ -5,9 +5,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "gateway/cli/cli.h"
 #include "gateway/core/clock.h"
@@ -18,7 +23,7 @@ extern const struct gw_command gw_command_audit;
 
 static const struct gw_command cmd_verify = {
     .name = "audit verify",
-    .usage = "usage: tollgate audit verify [--db FILE] [--anchor HASH]\n"
+    .usage = "usage: tollgate audit verify [--db FILE] [--anchor HASH] [--json]\n"
              "\n"
              "Checks the audit log's hash chain from its first row to its head.\n"
              "Exit 0 with the number of rows checked and the head's hash: keep that\n"
@@ -28,7 +33,10 @@ static const struct gw_command cmd_verify = {
              "\n"
              "  --db FILE, --audit FILE   the log (default $TOLLGATE_HOME/audit.db)\n"
              "  --anchor HASH             also require a row with this hash (a head\n"
-             "                            printed by an earlier verify)\n",
+             "                            printed by an earlier verify)\n"
+             "  --json                    one JSON object: {\"ok\", \"rows_checked\",\n"
+             "                            \"head_id\", \"head_hash\", \"anchor\",\n"
+             "                            \"first_bad_id\", \"error\"}\n",
 };
 
 static const struct gw_command cmd_append = {
@@ -67,6 +75,33 @@ resolve_db(const char *cmd, const char *given, bool create, char *buf, size_t le
 
 /* ---- tollgate audit verify ----------------------------------------------------- */
 
+/* The answer both ways: a broken chain is a result too, its line also on stderr. */
+static void
+print_verify_json(const struct audit_verify_result *res, const char *anchor)
+{
+	bool ok = res->first_bad_id < 0;
+	json_t *o =
+	    json_pack("{s:b, s:I}", "ok", ok, "rows_checked", (json_int_t)res->rows_checked);
+
+	if (o == NULL) {
+		gw_print_json(cmd_verify.name, NULL);
+		return;
+	}
+	if (ok) {
+		json_object_set_new(o, "head_id", json_integer(res->head_id));
+		json_object_set_new(o, "head_hash", json_string(res->head_hash));
+	} else {
+		json_object_set_new(o, "first_bad_id",
+		                    res->first_bad_id > 0 ? json_integer(res->first_bad_id)
+		                                          : json_null());
+		json_object_set_new(o, "error", json_string(res->what));
+	}
+	json_object_set_new(o, "anchor", anchor != NULL ? json_string(anchor) : json_null());
+	if (anchor != NULL)
+		json_object_set_new(o, "anchor_found", json_boolean(res->anchor_found));
+	gw_print_json(cmd_verify.name, o);
+}
+
 static int
 run_verify(int argc, char **argv)
 {
@@ -74,12 +109,14 @@ run_verify(int argc, char **argv)
 	    {"db", required_argument, NULL, 'd'},
 	    {"audit", required_argument, NULL, 'd'},
 	    {"anchor", required_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
 	    {0},
 	};
 	struct audit_verify_result res;
 	char path[PATH_MAX], err[1024], anchor[AUDIT_HASH_HEX_LEN + 1];
 	uint8_t h[AUDIT_HASH_LEN];
 	const char *db = NULL, *anchor_arg = NULL;
+	bool json = false;
 	int c, rc;
 
 	gw_getopt_reset();
@@ -93,6 +130,9 @@ run_verify(int argc, char **argv)
 			break;
 		case 'a':
 			anchor_arg = optarg;
+			break;
+		case 'j':
+			json = true;
 			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
@@ -116,6 +156,8 @@ run_verify(int argc, char **argv)
 		fprintf(stderr, "tollgate: audit verify: %s\n", err);
 		return 1;
 	}
+	if (json)
+		print_verify_json(&res, anchor_arg != NULL ? anchor : NULL);
 	if (res.first_bad_id >= 0) {
 		if (res.first_bad_id > 0)
 			fprintf(stderr,
@@ -128,6 +170,8 @@ run_verify(int argc, char **argv)
 			        res.what, (unsigned long long)res.rows_checked);
 		return 1;
 	}
+	if (json)
+		return GW_EXIT_OK;
 	printf("ok: %llu rows checked, chain intact\n", (unsigned long long)res.rows_checked);
 	printf("head: row %lld sha256 %s\n", (long long)res.head_id, res.head_hash);
 	if (anchor_arg != NULL)
@@ -246,11 +290,251 @@ on_stop_signal(int sig)
 	stop_requested = 1;
 }
 
+/*
+ * The table for people. The store measures the columns (audit_table_measure);
+ * this file lays them out: the matched rule from the row's detail as the last
+ * column, local time with --local, and at a terminal every line cut to its
+ * width (cells end in an ellipsis, nothing wraps) and denials in red.
+ */
+enum { COL_RULE = AUDIT_NCOLS, NCOLS };
+
+static const char *const col_names[NCOLS] = {
+    "ID", "TIME", "KIND", "SANDBOX", "HOST", "PORT", "DECISION", "REASON", "RULE",
+};
+/* Narrowest a text column is squeezed to at a terminal, ellipsis included:
+ * the headers still read whole. */
+#define COL_MIN 8
+/* What RULE keeps before the other columns stop giving way. */
+#define RULE_WANT 24
+/* Longest line (bytes) the table builds; a cell is at most this long too. */
+#define LINE_MAX_BYTES 4096
+
 struct printer {
 	struct audit_table table;
+	int width[NCOLS];
+	int columns; /* the terminal's width; 0: not a terminal, nothing is cut */
+	bool colour;
+	bool local;
 	bool json;
 	bool follow;
 };
+
+/* Characters of a UTF-8 string, as a terminal counts them (one per code point). */
+static int
+utf8_chars(const char *s, size_t len)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Appends s to line[*pos] as a cell of width characters: control bytes as
+ * '?' (a log must not drive the terminal), cut with an ellipsis when longer
+ * and cut is set, padded unless last.
+ */
+static void
+put_cell(char *line, size_t *pos, const char *s, size_t len, int width, bool right, bool last,
+         bool cut)
+{
+	int chars, shown;
+
+	if (s == NULL || len == 0) {
+		s = "-";
+		len = 1;
+	}
+	chars = utf8_chars(s, len);
+	shown = cut && chars > width ? width - 1 : chars;
+	if (right)
+		for (int i = chars; i < width && *pos < LINE_MAX_BYTES; i++)
+			line[(*pos)++] = ' ';
+	for (size_t i = 0, n = 0; i < len && *pos + 4 < LINE_MAX_BYTES; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c & 0xc0) != 0x80 && (int)n++ == shown)
+			break;
+		line[(*pos)++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
+	}
+	if (shown < chars && *pos + 4 < LINE_MAX_BYTES) {
+		memcpy(line + *pos, "\u2026", 3);
+		*pos += 3;
+	}
+	if (last)
+		return;
+	for (int i = right || shown < chars ? width : chars; i < width + 2 && *pos < LINE_MAX_BYTES;
+	     i++)
+		line[(*pos)++] = ' ';
+}
+
+/* The stored UTC time as local time, same form with its offset: 2026-11-22T04:47:17.123+01:00. */
+static void
+local_time(const char *ts, size_t len, char *buf, size_t buflen)
+{
+	char copy[64], zone[8];
+	int64_t ms;
+	time_t secs;
+	struct tm tm;
+
+	if (len >= sizeof(copy)) {
+		snprintf(buf, buflen, "?");
+		return;
+	}
+	memcpy(copy, ts, len);
+	copy[len] = '\0';
+	if (audit_parse_ts(copy, &ms) != 0 || ms <= 0) {
+		snprintf(buf, buflen, "%s", copy); /* shown as stored: tampered or old */
+		return;
+	}
+	secs = (time_t)(ms / 1000);
+	if (localtime_r(&secs, &tm) == NULL || strftime(zone, sizeof(zone), "%z", &tm) != 5) {
+		snprintf(buf, buflen, "%s", copy);
+		return;
+	}
+	snprintf(buf, buflen, "%04d-%02d-%02dT%02d:%02d:%02d.%03d%.3s:%.2s", tm.tm_year + 1900,
+	         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000),
+	         zone, zone + 3);
+}
+
+/* detail's "rule", into buf; "" when the row has none. */
+static void
+row_rule(const struct audit_row *row, char *buf, size_t buflen)
+{
+	json_t *detail, *rule;
+
+	buf[0] = '\0';
+	if (row->detail == NULL || row->detail_len == 0)
+		return;
+	detail = json_loadb(row->detail, row->detail_len, 0, NULL);
+	rule = json_object_get(detail, "rule");
+	if (json_is_string(rule))
+		snprintf(buf, buflen, "%s", json_string_value(rule));
+	json_decref(detail);
+}
+
+/*
+ * At a terminal narrower than the table, the widest text columns give way
+ * (to COL_MIN) until the table and RULE_WANT of RULE fit; what still does
+ * not is cut at the end of the line.
+ */
+static void
+fit_columns(struct printer *p)
+{
+	static const int squeezable[] = {AUDIT_COL_HOST, AUDIT_COL_SANDBOX, AUDIT_COL_REASON,
+	                                 AUDIT_COL_KIND, AUDIT_COL_DECISION};
+	int total;
+
+	if (p->columns <= 0)
+		return;
+	for (;;) {
+		int widest = -1;
+
+		total = 0;
+		for (int i = 0; i < COL_RULE; i++)
+			total += p->width[i] + 2;
+		if (total + RULE_WANT <= p->columns)
+			break;
+		for (size_t k = 0; k < sizeof(squeezable) / sizeof(squeezable[0]); k++) {
+			int c = squeezable[k];
+
+			if (p->width[c] > COL_MIN && (widest < 0 || p->width[c] > p->width[widest]))
+				widest = c;
+		}
+		if (widest < 0)
+			break;
+		p->width[widest]--;
+	}
+	p->width[COL_RULE] = p->columns - total > COL_MIN ? p->columns - total : COL_MIN;
+}
+
+static void
+emit_line(const struct printer *p, const char *line, size_t len, bool red)
+{
+	bool cut = false;
+
+	/* A terminal narrower than even the squeezed table: the line's end goes. */
+	if (p->columns > 0 && utf8_chars(line, len) > p->columns) {
+		size_t i = 0;
+
+		for (int n = 0; i < len; i++) {
+			if (((unsigned char)line[i] & 0xc0) != 0x80 && n++ == p->columns - 1)
+				break;
+		}
+		len = i;
+		cut = true;
+	}
+	if (red)
+		fputs("\033[31m", stdout);
+	fwrite(line, 1, len, stdout);
+	if (cut)
+		fputs("\u2026", stdout);
+	if (red)
+		fputs("\033[0m", stdout);
+	fputc('\n', stdout);
+}
+
+static void
+print_header(const struct printer *p)
+{
+	char line[LINE_MAX_BYTES];
+	size_t pos = 0;
+	bool cut = p->columns > 0;
+
+	for (int i = 0; i < NCOLS; i++)
+		put_cell(line, &pos, col_names[i], strlen(col_names[i]), p->width[i],
+		         i == AUDIT_COL_ID || i == AUDIT_COL_PORT, i == NCOLS - 1, cut);
+	emit_line(p, line, pos, false);
+}
+
+static void
+print_table_row(const struct printer *p, const struct audit_row *row)
+{
+	char line[LINE_MAX_BYTES], id[24], port[24], when[64], rule[1024];
+	size_t pos = 0;
+	bool cut = p->columns > 0;
+
+	snprintf(id, sizeof(id), "%lld", (long long)row->id);
+	snprintf(port, sizeof(port), "%lld", (long long)row->port);
+	if (p->local && row->ts != NULL)
+		local_time(row->ts, row->ts_len, when, sizeof(when));
+	else
+		snprintf(when, sizeof(when), "%.*s", (int)(row->ts != NULL ? row->ts_len : 0),
+		         row->ts != NULL ? row->ts : "");
+	row_rule(row, rule, sizeof(rule));
+	put_cell(line, &pos, id, strlen(id), p->width[AUDIT_COL_ID], true, false, cut);
+	put_cell(line, &pos, when, strlen(when), p->width[AUDIT_COL_TS], false, false, cut);
+	put_cell(line, &pos, row->kind, row->kind_len, p->width[AUDIT_COL_KIND], false, false, cut);
+	put_cell(line, &pos, row->sandbox, row->sandbox_len, p->width[AUDIT_COL_SANDBOX], false,
+	         false, cut);
+	put_cell(line, &pos, row->host, row->host_len, p->width[AUDIT_COL_HOST], false, false, cut);
+	put_cell(line, &pos, row->port != 0 ? port : NULL, row->port != 0 ? strlen(port) : 0,
+	         p->width[AUDIT_COL_PORT], true, false, cut);
+	put_cell(line, &pos, row->decision, row->decision_len, p->width[AUDIT_COL_DECISION], false,
+	         false, cut);
+	put_cell(line, &pos, row->reason, row->reason_len, p->width[AUDIT_COL_REASON], false, false,
+	         cut);
+	put_cell(line, &pos, rule, strlen(rule), p->width[COL_RULE], false, true, cut);
+	emit_line(p, line, pos,
+	          p->colour && row->decision != NULL && row->decision_len == 4 &&
+	              memcmp(row->decision, "deny", 4) == 0);
+}
+
+/* Colour only for a person: a terminal, and NO_COLOR (no-color.org) unset or empty. */
+static void
+setup_terminal(struct printer *p)
+{
+	const char *no_color = getenv("NO_COLOR");
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO))
+		return;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		p->columns = ws.ws_col;
+	p->colour = no_color == NULL || *no_color == '\0';
+}
 
 static int
 print_row(const struct audit_row *row, void *arg)
@@ -261,7 +545,7 @@ print_row(const struct audit_row *row, void *arg)
 		if (audit_json_row(stdout, row) != 0)
 			return 1;
 	} else {
-		audit_table_row(&p->table, row);
+		print_table_row(p, row);
 	}
 	/* Followers read lines as they come; otherwise stdio's buffer is fine. */
 	if (p->follow && fflush(stdout) != 0)
@@ -289,17 +573,12 @@ static int
 run_audit(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"db", required_argument, NULL, 'd'},
-	    {"audit", required_argument, NULL, 'd'},
-	    {"since", required_argument, NULL, 'S'},
-	    {"sandbox", required_argument, NULL, 's'},
-	    {"host", required_argument, NULL, 'H'},
-	    {"decision", required_argument, NULL, 'D'},
-	    {"kind", required_argument, NULL, 'k'},
-	    {"limit", required_argument, NULL, 'n'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"follow", no_argument, NULL, 'f'},
-	    {0},
+	    {"db", required_argument, NULL, 'd'},    {"audit", required_argument, NULL, 'd'},
+	    {"since", required_argument, NULL, 'S'}, {"sandbox", required_argument, NULL, 's'},
+	    {"host", required_argument, NULL, 'H'},  {"decision", required_argument, NULL, 'D'},
+	    {"kind", required_argument, NULL, 'k'},  {"limit", required_argument, NULL, 'n'},
+	    {"json", no_argument, NULL, 'j'},        {"follow", no_argument, NULL, 'f'},
+	    {"local", no_argument, NULL, 'L'},       {0},
 	};
 	struct audit_filter f = {0};
 	struct printer p = {.table.out = stdout};
@@ -354,6 +633,9 @@ run_audit(int argc, char **argv)
 		case 'f':
 			p.follow = true;
 			break;
+		case 'L':
+			p.local = true;
+			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
 		default:
@@ -384,7 +666,14 @@ run_audit(int argc, char **argv)
 		if (rc != 0)
 			goto out;
 		f.until_id = max_id;
-		audit_table_header(&p.table);
+		memcpy(p.width, p.table.width, sizeof(p.table.width));
+		/* Local time carries its offset where UTC has a Z: "+01:00" is 5 more. */
+		if (p.local && p.width[AUDIT_COL_TS] < 29)
+			p.width[AUDIT_COL_TS] = 29;
+		p.width[COL_RULE] = (int)strlen(col_names[COL_RULE]);
+		setup_terminal(&p);
+		fit_columns(&p);
+		print_header(&p);
 	}
 	rc = audit_query(r, &f, print_row, &p, &max_id, err, sizeof(err));
 	if (rc > 0) {
@@ -414,13 +703,15 @@ const struct gw_command gw_command_audit = {
     .summary = "show, follow and verify the audit log",
     .usage = "usage: tollgate audit [--db FILE] [--since 10m|2h|ISO-8601] [--sandbox ID]\n"
              "                      [--host H] [--decision D] [--kind K] [--limit N]\n"
-             "                      [--json] [--follow]\n"
+             "                      [--json] [--follow] [--local]\n"
              "       tollgate audit verify [--db FILE] [--anchor HASH]\n"
              "       tollgate audit append --kind KIND [...]   (for tests and scripts)\n"
              "\n"
              "Shows the audit log, oldest row first: an aligned table, or with --json one\n"
              "object per line (id, ts, kind, sandbox, host, port, decision, reason,\n"
-             "detail, hash). Times are UTC.\n"
+             "detail, hash). The table's last column is the rule that decided. Times are\n"
+             "UTC unless --local. At a terminal each line is cut to its width (a cell\n"
+             "too long ends in an ellipsis) and denials are red unless NO_COLOR is set.\n"
              "\n"
              "  --db FILE, --audit FILE   the log (default $TOLLGATE_HOME/audit.db)\n"
              "  --since WHEN              rows from this time: a duration ago (30s, 10m, 2h,\n"
@@ -434,6 +725,8 @@ const struct gw_command gw_command_audit = {
              "  --json                    JSON lines instead of a table\n"
              "  -f, --follow              then print new rows as they are committed,\n"
              "                            until SIGINT or SIGTERM (exit 0)\n"
+             "  --local                   the table's times in local time, with their\n"
+             "                            offset (--json stays UTC)\n"
              "\n"
              "Exit status: 0; 1 when the log cannot be read (or, for verify, does not\n"
              "verify); 125 for bad usage.\n",

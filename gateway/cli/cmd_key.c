@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exec/artifact.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/fdio.h"
@@ -21,7 +23,7 @@ static int run_show(int argc, char **argv);
 static const struct gw_command cmd_show = {
     .name = "key show",
     .run = run_show,
-    .usage = "usage: tollgate key show [--pubkey-out FILE]\n"
+    .usage = "usage: tollgate key show [--pubkey-out FILE] [--json]\n"
              "\n"
              "Prints the public key that signs artifacts (PEM) and, on a last line,\n"
              "'fingerprint: sha256:HEX', the SHA-256 of the key's DER form. The key pair is\n"
@@ -29,10 +31,12 @@ static const struct gw_command cmd_show = {
              "$TOLLGATE_HOME/" EXEC_KEY_PUBLIC_NAME ". The private key is never printed.\n"
              "\n"
              "  --pubkey-out FILE   also write the public key (PEM) to FILE, for\n"
-             "                      'tollgate verify --pubkey FILE' on another machine\n",
+             "                      'tollgate verify --pubkey FILE' on another machine\n"
+             "  --json              one JSON object: {\"public_key_pem\", \"fingerprint\"\n"
+             "                      (\"sha256:HEX\"), \"key_sha256\" (HEX), \"public_key_file\"}\n",
 };
 
-enum { OPT_PUBKEY_OUT = 0x100 };
+enum { OPT_PUBKEY_OUT = 0x100, OPT_JSON };
 
 static int
 write_file(const char *path, const char *text, size_t len)
@@ -53,12 +57,14 @@ run_show(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"pubkey-out", required_argument, NULL, OPT_PUBKEY_OUT},
+	    {"json", no_argument, NULL, OPT_JSON},
 	    {NULL, 0, NULL, 0},
 	};
 	struct exec_key *key = NULL;
 	const char *out_path = NULL;
 	char home[PATH_MAX], err[PATH_MAX + 256], fp[EXEC_SHA256_HEX_LEN + 1], *pem = NULL;
 	size_t len = 0;
+	bool json = false;
 	int c, rc = GW_EXIT_FAILURE;
 
 	gw_getopt_reset();
@@ -68,9 +74,12 @@ run_show(int argc, char **argv)
 			break;
 		if (c == GW_OPT_HELP)
 			return GW_EXIT_OK;
-		if (c != OPT_PUBKEY_OUT)
+		if (c == OPT_JSON)
+			json = true;
+		else if (c == OPT_PUBKEY_OUT)
+			out_path = optarg;
+		else
 			return GW_EXIT_FAILURE;
-		out_path = optarg;
 	}
 	if (optind != argc)
 		return gw_fail(cmd_show.name, "unexpected argument '%s'", argv[optind]);
@@ -89,6 +98,16 @@ run_show(int argc, char **argv)
 			gw_fail(cmd_show.name, "--pubkey-out %s: %s", out_path, strerror(-wrc));
 			goto out;
 		}
+	}
+	if (json) {
+		char file[PATH_MAX + 64];
+
+		snprintf(file, sizeof(file), "%s/%s", home, EXEC_KEY_PUBLIC_NAME);
+		rc = gw_print_json(cmd_show.name,
+		                   json_pack("{s:s%, s:s+, s:s, s:s}", "public_key_pem", pem, len,
+		                             "fingerprint", "sha256:", fp, "key_sha256", fp,
+		                             "public_key_file", file));
+		goto out;
 	}
 	fputs(pem, stdout);
 	printf("fingerprint: sha256:%s\n", fp);
@@ -110,7 +129,7 @@ run_key(int argc, char **argv)
 const struct gw_command gw_command_key = {
     .name = "key",
     .summary = "show the public key that signs artifacts",
-    .usage = "usage: tollgate key show [--pubkey-out FILE]\n"
+    .usage = "usage: tollgate key show [--pubkey-out FILE] [--json]\n"
              "\n"
              "  show   print the artifact-signing public key (PEM) and its SHA-256\n"
              "         fingerprint; the key pair is made on first use\n"

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "gateway/cli/cli.h"
 #include "gateway/control/reload.h"
 #include "policy/policy.h"
@@ -21,11 +23,16 @@ static int run_test(int argc, char **argv);
 static const struct gw_command cmd_check = {
     .name = "policy check",
     .run = run_check,
-    .usage = "usage: tollgate policy check FILE\n"
-             "\n"
-             "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
-             "when it is valid; prints one line 'tollgate: policy check: FILE:LINE:COL: ...'\n"
-             "on stderr and exits 1 when it is not (or cannot be read); exits 125 on bad usage.\n",
+    .usage =
+        "usage: tollgate policy check [--json] FILE\n"
+        "\n"
+        "Validates a policy file (docs/policy.md). Prints 'FILE: ok (...)' and exits 0\n"
+        "when it is valid; prints one line 'tollgate: policy check: FILE:LINE:COL: ...'\n"
+        "on stderr and exits 1 when it is not (or cannot be read); exits 125 on bad usage.\n"
+        "\n"
+        "  --json   one JSON object on stdout, also when the file is not valid:\n"
+        "           {\"file\", \"valid\", \"rules\", \"address_rules\", \"client_sections\",\n"
+        "           \"default\", \"ask_timeout\"} or {\"file\", \"valid\": false, \"error\"}\n",
 };
 
 static const struct gw_command cmd_test = {
@@ -46,34 +53,63 @@ static const struct gw_command cmd_test = {
              "  --client NAME          decide for the file's client section NAME\n"
              "  --source ADDR          decide for a proxy client connecting from ADDR (the\n"
              "                         section its address selects, as `tollgate proxy` does)\n"
+             "  --json                 one JSON object: {\"host\", \"port\", \"verdict\",\n"
+             "                         \"reason\", \"rule\"}\n"
              "\n"
              "An IP literal host is decided by address rules only. Exits 0 when a decision\n"
              "was printed, 125 for a malformed host, a bad flag or a bad policy file.\n",
 };
 
+enum { OPT_JSON = 0x200 };
+
 static int
 run_check(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {NULL, 0, NULL, 0},
+	};
 	struct policy *p = NULL;
 	struct policy_stats st;
 	char err[1024];
+	bool json = false;
 	int c, rc;
 
 	gw_getopt_reset();
-	c = gw_getopt(argc, argv, "", NULL, &cmd_check);
-	if (c == GW_OPT_HELP)
-		return GW_EXIT_OK;
-	if (c != -1)
-		return GW_EXIT_FAILURE;
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &cmd_check);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_EXIT_OK;
+		if (c != OPT_JSON)
+			return GW_EXIT_FAILURE;
+		json = true;
+	}
 	if (argc - optind != 1)
 		return gw_fail(cmd_check.name,
 		               "expected one FILE (see 'tollgate policy check --help')");
 	rc = policy_load_file(argv[optind], &p, err, sizeof(err));
 	if (rc != 0) {
 		gw_fail(cmd_check.name, "%s", err);
+		if (json)
+			gw_print_json(cmd_check.name,
+			              json_pack("{s:s, s:b, s:s}", "file", argv[optind], "valid", 0,
+			                        "error", err));
 		return POLICY_CHECK_INVALID;
 	}
 	policy_get_stats(p, &st);
+	if (json) {
+		rc = gw_print_json(
+		    cmd_check.name,
+		    json_pack("{s:s, s:b, s:I, s:I, s:I, s:s, s:f}", "file", argv[optind], "valid",
+		              1, "rules", (json_int_t)st.rules, "address_rules",
+		              (json_int_t)st.cidrs, "client_sections", (json_int_t)st.clients,
+		              "default", policy_verdict_name(policy_default(p)), "ask_timeout",
+		              policy_ask_timeout(p)));
+		policy_free(p);
+		return rc;
+	}
 	printf("%s: ok (%zu rule%s, %zu address rule%s, %zu client section%s, default %s, "
 	       "ask timeout %gs)\n",
 	       argv[optind], st.rules, st.rules == 1 ? "" : "s", st.cidrs, st.cidrs == 1 ? "" : "s",
@@ -95,11 +131,18 @@ enum {
 	OPT_SOURCE,
 };
 
-static void
-print_decision(const struct policy_decision *d)
+static int
+print_decision(const struct policy_decision *d, const struct policy_host *host, int port, bool json)
 {
+	if (json)
+		return gw_print_json(
+		    cmd_test.name,
+		    json_pack("{s:s, s:i, s:s, s:s, s:s}", "host", host->text, "port", port,
+		              "verdict", policy_verdict_name(d->verdict), "reason",
+		              policy_reason_name(d->reason, d->verdict), "rule", d->rule));
 	printf("%s %s: %s\n", policy_verdict_name(d->verdict),
 	       policy_reason_name(d->reason, d->verdict), d->rule);
+	return GW_EXIT_OK;
 }
 
 static int
@@ -115,6 +158,7 @@ run_test(int argc, char **argv)
 	    {"default", required_argument, NULL, OPT_DEFAULT},
 	    {"client", required_argument, NULL, OPT_CLIENT},
 	    {"source", required_argument, NULL, OPT_SOURCE},
+	    {"json", no_argument, NULL, OPT_JSON},
 	    {NULL, 0, NULL, 0},
 	};
 	struct policy *flags = policy_new(), *merged = NULL, *client = NULL;
@@ -123,6 +167,7 @@ run_test(int argc, char **argv)
 	struct policy_decision d;
 	struct policy_host host;
 	char err[1024], origin[32];
+	bool json = false;
 	int c, rc = GW_EXIT_FAILURE, port;
 
 	if (flags == NULL)
@@ -177,6 +222,9 @@ run_test(int argc, char **argv)
 			break;
 		case OPT_CLIENT:
 			client_name = optarg;
+			break;
+		case OPT_JSON:
+			json = true;
 			break;
 		case OPT_SOURCE:
 			if (policy_addr_parse(optarg, strlen(optarg), &source_addr) != 0) {
@@ -240,8 +288,7 @@ run_test(int argc, char **argv)
 	/* An allowed IP literal is the address the proxy would connect to: check it too. */
 	if (d.verdict == POLICY_ALLOW && host.kind != POLICY_HOST_NAME)
 		policy_decide_addr(client, &host.addr, &d);
-	print_decision(&d);
-	rc = GW_EXIT_OK;
+	rc = print_decision(&d, &host, port, json);
 out:
 	policy_free(client);
 	policy_free(merged);
@@ -260,11 +307,11 @@ run_policy(int argc, char **argv)
 const struct gw_command gw_command_policy = {
     .name = "policy",
     .summary = "check a policy file, or test what it decides for a host",
-    .usage = "usage: tollgate policy check FILE\n"
+    .usage = "usage: tollgate policy check [--json] FILE\n"
              "       tollgate policy test [--policy FILE] [--allow P]... [--deny P]...\n"
              "                            [--ask P]... [--allow-cidr C]... [--deny-cidr C]...\n"
              "                            [--default deny|ask] [--client NAME | --source ADDR]\n"
-             "                            HOST[:PORT]\n"
+             "                            [--json] HOST[:PORT]\n"
              "\n"
              "  check   validate a policy file: exit 0 when valid, 1 when not\n"
              "  test    print the decision (allow, deny or ask), its reason and its rule\n"

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "exec/runtime.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/fdio.h"
@@ -24,7 +26,7 @@ extern const struct gw_command gw_command_validate;
 /* What is kept of the checker's output: its first error is near the top. */
 #define VALIDATE_OUTPUT_MAX 65536
 
-enum { OPT_LANG = 0x100, OPT_CODE, OPT_TIMEOUT };
+enum { OPT_LANG = 0x100, OPT_CODE, OPT_TIMEOUT, OPT_JSON };
 
 /* The code as the checker's stdin: a sealed-off memory file, read from 0. */
 static int
@@ -141,6 +143,7 @@ run_validate(int argc, char **argv)
 	    {"lang", required_argument, NULL, OPT_LANG},
 	    {"code", required_argument, NULL, OPT_CODE},
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"json", no_argument, NULL, OPT_JSON},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *lang_name = NULL, *code = NULL, *timeout = "30s", *checker[6];
@@ -148,6 +151,7 @@ run_validate(int argc, char **argv)
 	enum exec_lang lang;
 	double secs;
 	long line;
+	bool json = false;
 	int c, fd = -1, status, rc = GW_EXIT_FAILURE;
 
 	gw_getopt_reset();
@@ -165,6 +169,8 @@ run_validate(int argc, char **argv)
 			code = optarg;
 		else if (c == OPT_TIMEOUT)
 			timeout = optarg;
+		else if (c == OPT_JSON)
+			json = true;
 	}
 	if (lang_name == NULL)
 		return gw_fail(CMD, "--lang python|node|sh is required");
@@ -206,6 +212,11 @@ run_validate(int argc, char **argv)
 		gw_fail(CMD, "cannot start the sandbox: %s", strerror(-status));
 		goto out;
 	}
+	if (status == 0 && json) {
+		rc = gw_print_json(
+		    CMD, json_pack("{s:b, s:s}", "valid", 1, "lang", exec_runtime_lang_name(lang)));
+		goto out;
+	}
 	if (status == 0) {
 		printf("valid\n");
 		rc = GW_EXIT_OK;
@@ -217,8 +228,14 @@ run_validate(int argc, char **argv)
 	}
 	if (status != GW_EXIT_FAILURE && status < 126 &&
 	    exec_runtime_parse_check(lang, out, &line, msg, sizeof(msg)) == 0) {
-		printf("%ld: %s\n", line, msg);
 		rc = VALIDATE_INVALID;
+		/* A message quoting code that is not UTF-8 cannot be JSON: 125, said on stderr. */
+		if (json && gw_print_json(CMD, json_pack("{s:b, s:s, s:i, s:s}", "valid", 0, "lang",
+		                                         exec_runtime_lang_name(lang), "line",
+		                                         (int)line, "message", msg)) != 0)
+			rc = GW_EXIT_FAILURE;
+		else if (!json)
+			printf("%ld: %s\n", line, msg);
 		goto out;
 	}
 	/* tollgate run's own error, or a checker that said something unexpected. */
@@ -236,6 +253,7 @@ const struct gw_command gw_command_validate = {
     .name = "validate",
     .summary = "check a snippet's syntax inside a sandbox",
     .usage = "usage: tollgate validate --lang python|node|sh (--code TEXT | FILE)\n"
+             "                         [--timeout D] [--json]\n"
              "\n"
              "Checks the code's syntax without running it, inside a sandbox with no\n"
              "network (as 'tollgate run --no-network'): python3's compile(), node\n"
@@ -245,6 +263,8 @@ const struct gw_command gw_command_validate = {
              "\n"
              "  --lang L            python, node or sh\n"
              "  --code TEXT         the code (else read from FILE, at most 128 KiB)\n"
-             "  --timeout DURATION  for the check (30s)\n",
+             "  --timeout DURATION  for the check (30s)\n"
+             "  --json              one JSON object: {\"valid\", \"lang\"} and, when not\n"
+             "                      valid, \"line\" and \"message\"\n",
     .run = run_validate,
 };

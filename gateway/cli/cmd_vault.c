@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <openssl/crypto.h>
 
 #include "exec/redact.h"
@@ -26,6 +27,7 @@ enum {
 	OPT_REPLACE,
 	OPT_AUDIT,
 	OPT_BACKEND,
+	OPT_JSON,
 };
 
 static int run_add(int argc, char **argv);
@@ -53,10 +55,14 @@ static const struct gw_command cmd_add = {
 static const struct gw_command cmd_list = {
     .name = "vault list",
     .run = run_list,
-    .usage = "usage: tollgate vault list [--namespace NS] [--backend file|env]\n"
+    .usage = "usage: tollgate vault list [--namespace NS] [--backend file|env] [--json]\n"
              "\n"
              "Prints the names of the secrets in a namespace, one a line, sorted. Never\n"
-             "values. --backend env lists TOLLGATE_SECRET_<NS>_<NAME> variables instead.\n",
+             "values. --backend env lists TOLLGATE_SECRET_<NS>_<NAME> variables instead.\n"
+             "\n"
+             "  --namespace NS   the namespace (default: default)\n"
+             "  --backend B      file (default) or env\n"
+             "  --json           one JSON object: {\"namespace\", \"backend\", \"names\": [...]}\n",
 };
 
 static const struct gw_command cmd_delete = {
@@ -72,6 +78,7 @@ struct vault_flags {
 	const char *audit_path;
 	const char *backend;
 	bool replace;
+	bool json;
 	const char *name;
 };
 
@@ -139,6 +146,9 @@ parse(int argc, char **argv, const struct gw_command *cmd, const struct option *
 			break;
 		case OPT_BACKEND:
 			f->backend = optarg;
+			break;
+		case OPT_JSON:
+			f->json = true;
 			break;
 		default:
 			return gw_fail(cmd->name, "unexpected flag");
@@ -310,10 +320,12 @@ out:
 	return rc;
 }
 
+/* arg: the JSON array of names, or NULL for lines. */
 static int
 print_name(const char *name, void *arg)
 {
-	(void)arg;
+	if (arg != NULL)
+		return json_array_append_new(arg, json_string(name)) == 0 ? 0 : -ENOMEM;
 	return puts(name) < 0 ? -EIO : 0;
 }
 
@@ -323,10 +335,12 @@ run_list(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"namespace", required_argument, NULL, OPT_NAMESPACE},
 	    {"backend", required_argument, NULL, OPT_BACKEND},
+	    {"json", no_argument, NULL, OPT_JSON},
 	    {NULL, 0, NULL, 0},
 	};
 	struct vault_flags f = {0};
 	struct vault *v = NULL;
+	json_t *names = NULL;
 	char err[512];
 	int rc;
 
@@ -346,11 +360,25 @@ run_list(int argc, char **argv)
 		return gw_fail(cmd_list.name, "--backend: '%s': expected file or env", f.backend);
 	}
 	err[0] = '\0';
-	rc = vault_list(v, f.ns, print_name, NULL, err, sizeof(err));
+	if (f.json) {
+		names = json_array();
+		if (names == NULL) {
+			rc = gw_fail(cmd_list.name, "out of memory");
+			goto out;
+		}
+	}
+	rc = vault_list(v, f.ns, print_name, names, err, sizeof(err));
 	if (rc != 0)
 		rc = gw_fail(cmd_list.name, "%s", err[0] != '\0' ? err : strerror(-rc));
+	else if (names != NULL)
+		rc = gw_print_json(cmd_list.name,
+		                   json_pack("{s:s, s:s, s:O}", "namespace", f.ns, "backend",
+		                             f.backend != NULL ? f.backend : "file", "names",
+		                             names));
 	else if (fflush(stdout) != 0)
 		rc = gw_fail(cmd_list.name, "stdout: %s", strerror(errno));
+out:
+	json_decref(names);
 	vault_free(v);
 	return rc;
 }
@@ -404,7 +432,7 @@ const struct gw_command gw_command_vault = {
     .name = "vault",
     .summary = "store secrets for sandboxes (add, list, delete)",
     .usage = "usage: tollgate vault add NAME [--namespace NS] [--replace] [--audit FILE]\n"
-             "       tollgate vault list [--namespace NS] [--backend file|env]\n"
+             "       tollgate vault list [--namespace NS] [--backend file|env] [--json]\n"
              "       tollgate vault delete NAME [--namespace NS] [--audit FILE]\n"
              "\n"
              "  add      store the value read from stdin (never from argv)\n"

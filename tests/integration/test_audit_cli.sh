@@ -63,13 +63,13 @@ run_rc rc "$T" audit
 expect_eq "table: exit 0" "$rc" 0
 expect_eq "table: a header and 6 rows" "$(wc -l <<<"$OUT")" 7
 header=$(head -n1 <<<"$OUT")
-expect_match "table: header" "$header" '^ID +TIME +KIND +SANDBOX +HOST +PORT +DECISION +REASON$'
+expect_match "table: header" "$header" '^ID +TIME +KIND +SANDBOX +HOST +PORT +DECISION +REASON +RULE$'
 # Every row's HOST cell starts where the header's does.
 col=$(awk 'NR==1{print index($0,"HOST")}' <<<"$OUT")
 bad=$(awk -v c="$col" 'NR>1 && (substr($0,c-1,1)!=" " || substr($0,c,1)==" "){print NR}' <<<"$OUT")
 expect_eq "table: columns aligned" "$bad" ""
 expect_match "table: a row" "$(sed -n 4p <<<"$OUT")" \
-	'^ *3 +20[0-9-]+T[0-9:.]+Z +decision +sb1 +api\.example\.com +443 +allow +allow \*\.example\.com \(policy\.json:3:5\)$'
+	'^ *3 +20[0-9-]+T[0-9:.]+Z +decision +sb1 +api\.example\.com +443 +allow +allow \*\.example\.com \(policy\.json:3:5\) +-$'
 
 # ---- JSON lines ------------------------------------------------------------------------------
 run_rc rc "$T" audit --json
