@@ -19,6 +19,8 @@
 
 #include <event2/event.h>
 
+#include "gateway/core/log.h"
+
 /* Typed bytes the sandbox has not taken yet; past it the terminal is not read. */
 #define PTY_INPUT_MAX 4096
 
@@ -212,6 +214,8 @@ set_raw(struct exec_pty *pty)
 	exec_pty_set_modes(pty->term, &t, false);
 	pty->raw = true;
 	raw_pty = pty;
+	/* tollgate's own lines on that terminal need their carriage return. */
+	log_set_crlf(isatty(STDERR_FILENO) == 1);
 }
 
 static void
@@ -221,6 +225,7 @@ set_cooked(struct exec_pty *pty)
 		return;
 	exec_pty_set_modes(pty->term, &pty->saved, false);
 	pty->raw = false;
+	log_set_crlf(false);
 	if (raw_pty == pty)
 		raw_pty = NULL;
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -64,13 +66,53 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	json_decref(p);
 }
 
+/* The controlling terminal's device number (/proc/self/stat's tty_nr), or 0. */
+static dev_t
+controlling_tty(void)
+{
+	char stat[1024], *close_paren;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), tty_nr = 0, rc;
+	size_t n = 0;
+
+	if (fd < 0)
+		return 0;
+	rc = gw_read_capped(fd, stat, sizeof(stat) - 1, &n);
+	close(fd);
+	if (rc != 0 || n == 0)
+		return 0;
+	stat[n] = '\0';
+	/* The command name may hold ')': the fields start after the last one. */
+	close_paren = strrchr(stat, ')');
+	if (close_paren == NULL || sscanf(close_paren + 1, " %*c %*d %*d %*d %d", &tty_nr) != 1)
+		return 0;
+	return (dev_t)(unsigned)tty_nr;
+}
+
 const char *
 gw_terminal_who(int fd, char *buf, size_t len)
 {
-	char tty[64];
+	char tty[64] = "?";
+	dev_t ctty;
+	struct stat st;
 
-	if (ttyname_r(fd, tty, sizeof(tty)) != 0)
+	/*
+	 * The prompt reads /dev/tty, whose name says nothing of which terminal:
+	 * the record names the device itself, found among stdin, stdout and
+	 * stderr, else by its number (a pseudo-terminal's /dev/pts/N).
+	 */
+	if (ttyname_r(fd, tty, sizeof(tty)) != 0 || strcmp(tty, "/dev/tty") == 0) {
 		snprintf(tty, sizeof(tty), "?");
+		ctty = controlling_tty();
+		for (int i = 0; ctty != 0 && i < 3; i++) {
+			if (fstat(i, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == ctty &&
+			    ttyname_r(i, tty, sizeof(tty)) == 0)
+				break;
+			snprintf(tty, sizeof(tty), "?");
+		}
+		if (strcmp(tty, "?") == 0 && major(ctty) >= 136 && major(ctty) <= 143)
+			snprintf(tty, sizeof(tty), "/dev/pts/%u",
+			         (major(ctty) - 136) * 256 + minor(ctty));
+	}
 	snprintf(buf, len, "terminal uid=%u tty=%s", (unsigned)getuid(), tty);
 	return buf;
 }

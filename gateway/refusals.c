@@ -16,6 +16,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/log.h"
 #include "gateway/core/refusal.h"
 #include "policy/approval.h"
 
@@ -39,7 +40,7 @@ static void
 say(struct gw_refusals *r, const char *text)
 {
 	char line[1100];
-	int n = snprintf(line, sizeof(line), "tollgate: %s\n", text);
+	int n = snprintf(line, sizeof(line), "tollgate: %s%s", text, log_eol());
 
 	if (n < 0)
 		return;

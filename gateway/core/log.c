@@ -15,6 +15,7 @@
 
 static enum log_level log_verbosity = LOG_LEVEL_INFO;
 static bool log_json;
+static bool log_crlf; /* stderr is a raw terminal: log_set_crlf */
 
 void
 log_init(enum log_level verbosity, bool json)
@@ -27,6 +28,18 @@ void
 log_set_verbosity(enum log_level verbosity)
 {
 	log_verbosity = verbosity;
+}
+
+void
+log_set_crlf(bool on)
+{
+	log_crlf = on;
+}
+
+const char *
+log_eol(void)
+{
+	return log_crlf ? "\r\n" : "\n";
 }
 
 enum log_level
@@ -92,9 +105,9 @@ vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 		fprintf(stderr, "{\"ts\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", when,
 		        ts.tv_nsec / 1000000, level_name(level));
 		put_json_string(stderr, msg);
-		fputs("\"}\n", stderr);
+		fprintf(stderr, "\"}%s", log_eol());
 	} else {
-		fprintf(stderr, "tollgate: %s\n", msg);
+		fprintf(stderr, "tollgate: %s%s", msg, log_eol());
 	}
 }
 

@@ -12,6 +12,13 @@ enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBU
 /* verbosity: LOG_LEVEL_INFO by default; json: one object per line. */
 void log_init(enum log_level verbosity, bool json);
 void log_set_verbosity(enum log_level verbosity);
+/*
+ * While stderr is a terminal in raw mode (run's pty relay), a bare "\n"
+ * moves down without returning to the first column: then lines end in
+ * "\r\n". log_eol() is the line end every stderr writer should use.
+ */
+void log_set_crlf(bool on);
+const char *log_eol(void);
 enum log_level log_get_verbosity(void);
 
 /* log_warn appends ": strerror(errno)"; the x forms do not. */

@@ -110,6 +110,15 @@ expect_eq "elicitation answered deny: the gate refuses the model's domain" \
 expect_eq "elicitation answered once: the fetch goes through" \
 	"$(py "$(step elicit-once)" 'd["structured"]["stdout"].strip()')" "200"
 expect_eq "the origin saw exactly the one approved fetch" "$(($(fetches) - before))" 1
+if command -v sqlite3 >/dev/null; then
+	rows=$(sqlite3 "$AUDIT" "select decision || ' ' || detail from events where kind='approval' and detail like '%\"by\":\"mcp\"%'")
+	expect_match "the audit log names the MCP client that denied" "$rows" \
+		'deny [^'$'\n'']*"by":"mcp","client":"tollgate-trust-serve"'
+	expect_match "the audit log names the MCP client that allowed" "$rows" \
+		'allow [^'$'\n'']*"scope":"once","by":"mcp","client":"tollgate-trust-serve"'
+else
+	echo "note: sqlite3 (the CLI) is not installed: the approval rows are not read back"
+fi
 
 # ---- --model-approves: the operator gives the model the approval tools ------------------
 set +e

@@ -111,9 +111,28 @@ flood='i=0; while [ $i -lt 200000 ]; do echo "o spam $i"; printf o; i=$((i+1)); 
 flood+="curl -sS -m 40 -o /dev/null -w 'CURL %{http_code}\n' http://origin.test:$port/hello.txt; kill \$! 2>/dev/null; echo DONE"
 drive ask "expect:tollgate: allow origin.test:$port for" 'sleep:2.5' "check:$TEST_TMP/pending_has" \
 	'send:o' 'expect:tollgate: allowed once' 'expect:CURL 200' 'expect:DONE' -- \
-	"$TOLLGATE" run --ask "origin.test:$port" --resolve origin.test:127.0.0.1 \
+	"$TOLLGATE" run --audit "$TEST_TMP/ask.db" --ask "origin.test:$port" --resolve origin.test:127.0.0.1 \
 	--allow-cidr 127.0.0.1/32 --ask-timeout 30s --timeout 50 -- sh -c "$flood"
 check_run ask 0
+# tollgate's own lines (the log's "waits for approval", refusal lines) end in
+# \r\n while the terminal is raw: no bare \n, which would draw a staircase.
+checks=$((checks + 1))
+if python3 - "$TEST_TMP/ask.screen" <<'EOF'; then pass "ask: every line on the raw terminal ends in CR LF"; else fail "ask: a bare LF (a staircase) on the raw terminal"; fi
+import re, sys
+screen = open(sys.argv[1], "rb").read()
+bare = [m.start() for m in re.finditer(rb"(?<!\r)\n", screen)]
+if bare:
+    print("bare LF near:", screen[max(0, bare[0] - 60):bare[0] + 1], file=sys.stderr)
+sys.exit(1 if bare else 0)
+EOF
+# The audit row says the person at the terminal decided: by, uid and tty.
+if command -v sqlite3 >/dev/null; then
+	row=$(sqlite3 "$TEST_TMP/ask.db" "select decision || ' ' || detail from events where kind='approval' and host='origin.test'")
+	expect_match "ask: the approval row names the terminal, its uid and tty" "$row" \
+		"^allow .*\"by\":\"terminal\".*\"uid\":\"$(id -u)\".*\"tty\":\"/dev/pts/[0-9]+\""
+else
+	echo "note: sqlite3 (the CLI) is not installed: the approval row is not read back"
+fi
 checks=$((checks + 1))
 if python3 - "$TEST_TMP/ask.screen" "$port" <<'EOF'; then pass "ask: the question and its choices are drawn whole"; else fail "ask: the question was broken up"; fi
 import re, sys
