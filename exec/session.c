@@ -24,6 +24,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
+#include "policy/policy.h"
 
 struct exec_session {
 	struct event_base *base;
@@ -241,7 +242,12 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	{
 		json_t *detail = json_pack("{s:s, s:I}", "session", s->id, "idle_ms",
 		                           (json_int_t)s->opts.idle_ms);
+		char digest[65];
 
+		/* No command line: a session's commands are its jobs' rows. */
+		if (detail != NULL && opts->policy != NULL &&
+		    policy_digest(opts->policy, digest) == 0)
+			json_object_set_new(detail, "policy_sha256", json_string(digest));
 		exec_job_audit_sandbox(s->opts.audit, "sandbox.start", s->sandbox_id, detail);
 		json_decref(detail);
 		s->started = true;

@@ -13,6 +13,8 @@
 
 #include "exec/exec.h"
 
+struct policy;
+
 struct event_base;
 struct gw_events;
 struct audit;
@@ -34,6 +36,9 @@ struct exec_session_opts {
 	/* The sandbox.start and sandbox.end rows of the kept sandbox (its
 	 * commands' rows and events are their jobs': exec/job.h); may be NULL. */
 	struct audit *audit;
+	/* The session's effective policy, borrowed for exec_session_new: its
+	 * digest goes into the sandbox.start row (policy_digest); may be NULL. */
+	const struct policy *policy;
 };
 
 /* One execution. fds are lent for the call (the caller closes them); -1 is

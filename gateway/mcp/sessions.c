@@ -211,6 +211,7 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	opts.attach_arg = ms;
 	opts.bus = ctx->gw->events;
 	opts.audit = ctx->gw->audit; /* its sandbox.start and sandbox.end rows */
+	opts.policy = ms->policy;
 	if (exec_session_new(ctx->gw->base, &opts, on_session_ended, ms, &ms->es, err,
 	                     sizeof(err)) != 0) {
 		session_free_unstarted(ms);

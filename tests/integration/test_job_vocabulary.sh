@@ -92,6 +92,9 @@ expect_eq "serve fresh: the end's members, as run's" "$(q "$SERVE_DB" "select de
 expect_eq "serve session: sandbox.start at create, one start and end per call, sandbox.end at its end" \
 	"$(kinds "$sess_sb")" \
 	"sandbox.start execution.started execution.completed execution.started execution.completed sandbox.end"
+expect_match "serve fresh and session: sandbox.start carries the policy's digest" \
+	"$(q "$SERVE_DB" "select group_concat(json_extract(detail, '\$.policy_sha256'), ',') from events where kind = 'sandbox.start' and sandbox in ('$fresh_sb', '$sess_sb')")" \
+	'^[0-9a-f]{64},[0-9a-f]{64}$'
 expect_eq "serve session: its calls name it and count" \
 	"$(q "$SERVE_DB" "select group_concat(json_extract(detail, '\$.session') = '$sid' and json_extract(detail, '\$.door') = 'serve', ',') || '|' || group_concat(json_extract(detail, '\$.execution'), ',') from events where kind = 'execution.started' and sandbox = '$sess_sb'")" "1,1|1,2"
 expect_eq "serve session: sandbox.end says why and how many" \
