@@ -240,60 +240,23 @@ gw_home_dir(char *buf, size_t len)
 	return 0;
 }
 
-/* mkdir -p with the given mode for the last component. */
-static int
-mkdir_parents(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-	int n;
-
-	n = snprintf(tmp, sizeof(tmp), "%s", path);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	for (char *p = tmp + 1; *p != '\0'; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, mode) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /*
  * Files are made under TOLLGATE_HOME: a home reached through another user's
- * symlink would put keys and logs where that user chose. Checked before
- * mkdir (which follows links) and again after.
+ * symlink would put keys and logs where that user chose. Each missing
+ * directory is made in its checked parent's fd (gw_safepath_mkdirs), never
+ * by a path that a link could steer.
  */
-static int
-home_path_ok(const char *home)
-{
-	char err[PATH_MAX + 128], base[NAME_MAX + 1];
-	int dirfd, rc;
-
-	rc = gw_safepath_resolve(home, &dirfd, base, sizeof(base), err, sizeof(err));
-	if (rc == 0)
-		close(dirfd);
-	if (rc == -EPERM)
-		log_warnx("TOLLGATE_HOME: %s", err);
-	return rc == -ENOENT ? 0 : rc;
-}
-
 int
 gw_home_ensure(char *buf, size_t len)
 {
+	char err[PATH_MAX + 128];
 	int rc;
 
 	rc = gw_home_dir(buf, len);
 	if (rc == 0)
-		rc = home_path_ok(buf);
-	if (rc == 0)
-		rc = mkdir_parents(buf, 0700);
-	if (rc == 0)
-		rc = home_path_ok(buf);
+		rc = gw_safepath_mkdirs(buf, 0700, err, sizeof(err));
+	if (rc == -EPERM || rc == -ELOOP)
+		log_warnx("TOLLGATE_HOME: %s", err);
 	return rc;
 }
 

@@ -14,7 +14,9 @@
 
 #include "exec/artifact.h"
 #include "gateway/cli/cli.h"
+#include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/safepath.h"
 
 extern const struct gw_command gw_command_key;
 
@@ -38,17 +40,20 @@ static const struct gw_command cmd_show = {
 
 enum { OPT_PUBKEY_OUT = 0x100, OPT_JSON };
 
+/* As run's --json-status: another user's symlink on the way is refused. */
 static int
-write_file(const char *path, const char *text, size_t len)
+write_file(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
 	int fd, rc;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	fd = gw_safepath_open_output(path, 0644, err, errlen);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	rc = gw_write_all(fd, text, len);
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
+	if (rc != 0)
+		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 	return rc;
 }
 
@@ -92,10 +97,8 @@ run_show(int argc, char **argv)
 		goto out;
 	}
 	if (out_path != NULL) {
-		int wrc = write_file(out_path, pem, len);
-
-		if (wrc != 0) {
-			gw_fail(cmd_show.name, "--pubkey-out %s: %s", out_path, strerror(-wrc));
+		if (write_file(out_path, pem, len, err, sizeof(err)) != 0) {
+			gw_fail(cmd_show.name, "--pubkey-out: %s", err);
 			goto out;
 		}
 	}

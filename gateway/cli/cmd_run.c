@@ -354,25 +354,19 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the summary --------------------------------------------------------- */
 
-/*
- * Opened by gw_safepath_open (another user's symlink on the way is refused,
- * the last name never followed), and cut only once fstat says it is a
- * regular file: a FIFO or device named here is written, never truncated.
- */
+/* Another user's symlink on the way is refused (gw_safepath_open_output). */
 static void
 write_json_file(json_t *o, const char *path)
 {
 	char err[PATH_MAX + 160];
-	struct stat st;
 	int fd;
 
-	fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_NOCTTY, 0644, err, sizeof(err));
+	fd = gw_safepath_open_output(path, 0644, err, sizeof(err));
 	if (fd < 0) {
 		gw_fail(CMD, "--json-status %s: %s", path, err);
 		return;
 	}
-	if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
-	    json_dumpfd(o, fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	if (json_dumpfd(o, fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
 		gw_fail(CMD, "--json-status %s: cannot write it", path);
 	close(fd);
 }

@@ -242,6 +242,81 @@ gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t err
 	return gw_safepath_open_at(AT_FDCWD, path, flags, mode, err, errlen);
 }
 
+/* gw_safepath_mkdirs for path's first len bytes; depth bounds the recursion. */
+static int
+mkdirs_n(const char *path, size_t len, mode_t mode, int depth, char *err, size_t errlen)
+{
+	char sub[PATH_MAX], base[NAME_MAX + 1];
+	int dirfd = -1, rc;
+
+	if (len == 0 || len >= sizeof(sub))
+		return -ENAMETOOLONG;
+	if (depth > PATH_MAX / 2) {
+		gw_set_err(err, errlen, "%s: too many components", path);
+		return -ELOOP;
+	}
+	memcpy(sub, path, len);
+	sub[len] = '\0';
+	rc = gw_safepath_resolve(sub, &dirfd, base, sizeof(base), err, errlen);
+	if (rc == -ENOENT) {
+		/* The parent is missing too: make it first (trailing slashes skipped). */
+		size_t cut = len;
+
+		while (cut > 0 && sub[cut - 1] == '/')
+			cut--;
+		while (cut > 0 && sub[cut - 1] != '/')
+			cut--;
+		while (cut > 1 && sub[cut - 1] == '/')
+			cut--;
+		if (cut == 0 || (cut == 1 && sub[0] == '/'))
+			return rc;
+		rc = mkdirs_n(path, cut, 0755, depth + 1, err, errlen);
+		if (rc == 0)
+			rc = gw_safepath_resolve(sub, &dirfd, base, sizeof(base), err, errlen);
+	}
+	if (rc != 0)
+		return rc;
+	if (strcmp(base, ".") != 0 && mkdirat(dirfd, base, mode) != 0 && errno != EEXIST) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s: %s", sub, strerror(errno));
+	}
+	close(dirfd);
+	if (rc == 0) {
+		/* What stands there now, walked again: a link raced in is judged. */
+		int fd = gw_safepath_open(sub, O_PATH | O_DIRECTORY, 0, err, errlen);
+
+		if (fd < 0)
+			return fd;
+		close(fd);
+	}
+	return rc;
+}
+
+int
+gw_safepath_mkdirs(const char *path, mode_t mode, char *err, size_t errlen)
+{
+	return mkdirs_n(path, strlen(path), mode, 0, err, errlen);
+}
+
+int
+gw_safepath_open_output(const char *path, mode_t mode, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_NOCTTY, mode, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0)) {
+		int rc = -errno;
+
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 int
 gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char *err, size_t errlen)
 {

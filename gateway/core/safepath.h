@@ -46,6 +46,22 @@ int gw_safepath_resolve_at(int atfd, const char *path, int *dirfd, char *base, s
  * Never truncates, creates or writes through a link.
  */
 int gw_safepath_open(const char *path, int flags, mode_t mode, char *err, size_t errlen);
+/*
+ * A file the caller names for tollgate to write (--json-status, --pubkey-out):
+ * gw_safepath_open(path, O_WRONLY | O_CREAT | O_NOCTTY, mode), then cut to
+ * nothing only when fstat says it is a regular file, so a FIFO or device
+ * named there is written, never truncated, and nothing through a link.
+ * The fd, or -errno with err set.
+ */
+int gw_safepath_open_output(const char *path, mode_t mode, char *err, size_t errlen);
+/*
+ * mkdir -p, one component at a time through gw_safepath_resolve: each
+ * missing directory is made with mkdirat in its checked parent's fd (the
+ * last with mode, the ones above it 0755), and what stands at a name is
+ * judged as the walk judges it, so another user's symlink on the way is
+ * refused and nothing is made where it points. 0, or -errno with err set.
+ */
+int gw_safepath_mkdirs(const char *path, mode_t mode, char *err, size_t errlen);
 /* The same from atfd, as gw_safepath_resolve_at. */
 int gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char *err,
                         size_t errlen);

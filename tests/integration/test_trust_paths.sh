@@ -2,7 +2,7 @@
 # Issue 12, "paths the caller names are not someone else's": another local
 # user (made here with useradd) plants symlinks in a world-writable directory
 # where the operator's --audit path, --control socket, TOLLGATE_HOME, or run's
-# --workdir, --out and --json-status pass, and inside a home that user owns. tollgate refuses
+# --workdir, --out and --json-status and key show's --pubkey-out pass, and inside a home that user owns. tollgate refuses
 # a symlink owned by neither root nor the caller with a clear error, and
 # writes nothing where it points; a symlink of root's own, a directory the
 # other user owns but the caller names directly, and SUDO_UID naming that
@@ -128,6 +128,14 @@ tg run --no-network --json-status "$SHARED/status.json" -- true
 expect_match "--json-status through another user's symlink is refused" "$err" \
 	"status.json is a symlink owned by uid $U"
 expect_eq "the file it points to is not truncated or written" "$(cat "$TEST_TMP/precious")" precious
+plant "$U" "$SHARED/pub.pem" "$TEST_TMP/precious"
+tg key show --pubkey-out "$SHARED/pub.pem"
+expect_match "key show --pubkey-out through another user's symlink is refused" "$err" \
+	"pub.pem is a symlink owned by uid $U"
+expect_eq "the file it points to is not truncated or written" "$(cat "$TEST_TMP/precious")" precious
+tg key show --pubkey-out "$TEST_TMP/pub.pem"
+expect_match "key show --pubkey-out to a plain path writes the PEM" "$(cat "$TEST_TMP/pub.pem")" \
+	"BEGIN PUBLIC KEY"
 
 # Inside a TOLLGATE_HOME that the other user owns (named directly, so usable):
 # the key and vault files replaced by links to a file they want overwritten.

@@ -186,6 +186,44 @@ test_open(void **state)
 	assert_int_equal(gw_safepath_open("", O_RDONLY, 0, err, sizeof(err)), -EINVAL);
 }
 
+/* mkdir -p through checked fds: new levels made, links of the caller's
+ * followed, another uid's refused with nothing made where it points. */
+static void
+test_mkdirs(void **state)
+{
+	char p[PATH_MAX], err[256];
+	struct stat st;
+
+	(void)state;
+	at(p, sizeof(p), "real/a/b/c");
+	assert_int_equal(gw_safepath_mkdirs(p, 0700, err, sizeof(err)), 0);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	at(p, sizeof(p), "real/a");
+	assert_int_equal(lstat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0755);
+	/* Again: all there already. */
+	at(p, sizeof(p), "real/a/b/c/");
+	assert_int_equal(gw_safepath_mkdirs(p, 0700, err, sizeof(err)), 0);
+	/* Through the caller's own link. */
+	at(p, sizeof(p), "rel/d/e");
+	assert_int_equal(gw_safepath_mkdirs(p, 0700, err, sizeof(err)), 0);
+	at(p, sizeof(p), "real/d/e");
+	assert_int_equal(lstat(p, &st), 0);
+	/* A file in the way. */
+	at(p, sizeof(p), "real/file/x/y");
+	assert_int_equal(gw_safepath_mkdirs(p, 0700, err, sizeof(err)), -ENOTDIR);
+	if (geteuid() == 0) {
+		at(p, sizeof(p), "other/planted/deeper");
+		assert_int_equal(gw_safepath_mkdirs(p, 0700, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "other is a symlink owned by uid 65534"));
+		at(p, sizeof(p), "real/planted");
+		assert_int_equal(lstat(p, &st), -1);
+		assert_int_equal(errno, ENOENT);
+	}
+}
+
 int
 main(void)
 {
@@ -193,6 +231,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sudo_uid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mkdirs, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
