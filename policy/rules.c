@@ -1147,7 +1147,8 @@ policy_digest(const struct policy *p, char hex[65])
 		rc = -ENOMEM;
 		goto out;
 	}
-	qsort(d.v, d.n, sizeof(*d.v), digest_cmp);
+	if (d.n > 1) /* an empty policy has no lines, and qsort takes no NULL */
+		qsort(d.v, d.n, sizeof(*d.v), digest_cmp);
 	ctx = EVP_MD_CTX_new();
 	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
 		rc = -EIO;

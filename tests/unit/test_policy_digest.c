@@ -51,6 +51,22 @@ digest_of(const struct policy *p, char out[65])
 	assert_int_equal(strlen(out), 64);
 }
 
+/* A policy with no rules (run --no-network, validate) has a digest too. */
+static void
+test_empty(void **state)
+{
+	static const char *const one[] = {"allow pypi.org"};
+	struct policy *e = build(NULL, 0, "flag"), *p = build(one, 1, "flag");
+	char de[65], dp[65];
+
+	(void)state;
+	digest_of(e, de);
+	digest_of(p, dp);
+	assert_string_not_equal(de, dp);
+	policy_free(e);
+	policy_free(p);
+}
+
 static void
 test_digest(void **state)
 {
@@ -103,6 +119,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_digest),
+	    cmocka_unit_test(test_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
