@@ -152,6 +152,11 @@ expect_eq "approved: the request goes through" "$(py "$(step approve_egress)" 'd
 expect_match "deny_egress says so" "$(py "$(step deny_egress)" 'd["decided"]')" '^denied'
 expect_eq "denied: the gate refuses it" "$(py "$(step deny_egress)" 'd["stdout"]')" "403"
 expect_eq "an unknown approval id: isError" "$(py "$(step stale)" 'd["isError"]')" "True"
+if command -v sqlite3 >/dev/null; then
+	expect_eq "the audit log names the model as the decider of both" \
+		"$(sqlite3 "$AUDIT" "select group_concat(decision, ',') from (select decision from events where kind = 'approval' and json_extract(detail, '\$.by') = 'model' order by id)")" \
+		"allow,deny"
+fi
 
 # ---- a bounded number of sandboxes and no queue: past it a call is refused at once ------
 # (test_serve_queue.sh has the queue behind them.)
