@@ -1079,6 +1079,9 @@ struct digest_lines {
 	bool oom;
 };
 
+static void digest_line(struct digest_lines *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static void
 digest_line(struct digest_lines *d, const char *fmt, ...)
 {
