@@ -203,7 +203,6 @@ enum {
 	AUDIT_NCOLS
 };
 struct audit_table {
-	FILE *out;
 	int width[AUDIT_NCOLS];
 };
 /*
@@ -213,9 +212,23 @@ struct audit_table {
  */
 int audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct audit_table *t,
                         int64_t *max_id, char *err, size_t errlen);
-void audit_table_header(const struct audit_table *t);
-/* Control characters are shown as '?': a log must not drive the terminal. */
-void audit_table_row(const struct audit_table *t, const struct audit_row *row);
+/* Characters of a UTF-8 string as a terminal counts them (one per code point). */
+int audit_utf8_chars(const char *s, size_t len);
+
+/* audit_table_cell's flags. */
+enum {
+	AUDIT_CELL_RIGHT = 1 << 0, /* right-aligned (numbers) */
+	AUDIT_CELL_LAST = 1 << 1,  /* no padding after it */
+	AUDIT_CELL_CUT = 1 << 2,   /* longer than width: cut, with an ellipsis */
+};
+/*
+ * Appends s (NULL or empty: "-") to line[*pos] (cap bytes in all; never
+ * past it) as a table cell of width characters, padded with two spaces of
+ * gap unless last. Control bytes are shown as '?': a log must not drive the
+ * terminal.
+ */
+void audit_table_cell(char *line, size_t cap, size_t *pos, const char *s, size_t len, int width,
+                      unsigned int flags);
 
 /*
  * One JSON object and a newline: id, ts, kind, sandbox, host, port,

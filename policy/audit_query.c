@@ -389,63 +389,49 @@ out:
 	return rc;
 }
 
-/* Prints s with control bytes as '?', padded to width characters (UTF-8). */
-static void
-put_cell(FILE *out, const char *s, size_t len, int width, bool right, bool last)
+int
+audit_utf8_chars(const char *s, size_t len)
 {
-	int chars = 0;
+	int n = 0;
 
-	if (s == NULL) {
+	for (size_t i = 0; i < len; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			n++;
+	}
+	return n;
+}
+
+void
+audit_table_cell(char *line, size_t cap, size_t *pos, const char *s, size_t len, int width,
+                 unsigned int flags)
+{
+	bool right = flags & AUDIT_CELL_RIGHT, cut = flags & AUDIT_CELL_CUT;
+	int chars, shown;
+
+	if (s == NULL || len == 0) {
 		s = "-";
 		len = 1;
 	}
-	for (size_t i = 0; i < len; i++) {
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			chars++;
-	}
+	chars = audit_utf8_chars(s, len);
+	shown = cut && chars > width ? width - 1 : chars;
 	if (right)
-		for (int i = chars; i < width; i++)
-			fputc(' ', out);
-	for (size_t i = 0; i < len; i++) {
+		for (int i = chars; i < width && *pos < cap; i++)
+			line[(*pos)++] = ' ';
+	for (size_t i = 0, n = 0; i < len && *pos + 4 < cap; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		fputc(c < 0x20 || c == 0x7f ? '?' : c, out);
+		if ((c & 0xc0) != 0x80 && (int)n++ == shown)
+			break;
+		line[(*pos)++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
 	}
-	if (last)
+	if (shown < chars && *pos + 4 < cap) {
+		memcpy(line + *pos, "\u2026", 3);
+		*pos += 3;
+	}
+	if (flags & AUDIT_CELL_LAST)
 		return;
-	if (!right)
-		for (int i = chars; i < width; i++)
-			fputc(' ', out);
-	fputs("  ", out);
-}
-
-void
-audit_table_header(const struct audit_table *t)
-{
-	for (int i = 0; i < AUDIT_NCOLS; i++)
-		put_cell(t->out, col_names[i], strlen(col_names[i]), t->width[i],
-		         i == AUDIT_COL_ID || i == AUDIT_COL_PORT, i == AUDIT_NCOLS - 1);
-	fputc('\n', t->out);
-}
-
-void
-audit_table_row(const struct audit_table *t, const struct audit_row *row)
-{
-	char id[24], port[24];
-
-	snprintf(id, sizeof(id), "%lld", (long long)row->id);
-	snprintf(port, sizeof(port), "%lld", (long long)row->port);
-	put_cell(t->out, id, strlen(id), t->width[AUDIT_COL_ID], true, false);
-	put_cell(t->out, row->ts, row->ts_len, t->width[AUDIT_COL_TS], false, false);
-	put_cell(t->out, row->kind, row->kind_len, t->width[AUDIT_COL_KIND], false, false);
-	put_cell(t->out, row->sandbox, row->sandbox_len, t->width[AUDIT_COL_SANDBOX], false, false);
-	put_cell(t->out, row->host, row->host_len, t->width[AUDIT_COL_HOST], false, false);
-	put_cell(t->out, row->port != 0 ? port : NULL, strlen(port), t->width[AUDIT_COL_PORT], true,
-	         false);
-	put_cell(t->out, row->decision, row->decision_len, t->width[AUDIT_COL_DECISION], false,
-	         false);
-	put_cell(t->out, row->reason, row->reason_len, t->width[AUDIT_COL_REASON], false, true);
-	fputc('\n', t->out);
+	for (int i = right || shown < chars ? width : chars; i < width + 2 && *pos < cap; i++)
+		line[(*pos)++] = ' ';
 }
 
 /* ---- JSON lines ----------------------------------------------------------- */

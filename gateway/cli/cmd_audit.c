@@ -319,55 +319,14 @@ struct printer {
 	bool follow;
 };
 
-/* Characters of a UTF-8 string, as a terminal counts them (one per code point). */
-static int
-utf8_chars(const char *s, size_t len)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		if (((unsigned char)s[i] & 0xc0) != 0x80)
-			n++;
-	}
-	return n;
-}
-
-/*
- * Appends s to line[*pos] as a cell of width characters: control bytes as
- * '?' (a log must not drive the terminal), cut with an ellipsis when longer
- * and cut is set, padded unless last.
- */
+/* One cell of the line (policy/audit.h's writer), cut when the terminal is narrow. */
 static void
 put_cell(char *line, size_t *pos, const char *s, size_t len, int width, bool right, bool last,
          bool cut)
 {
-	int chars, shown;
-
-	if (s == NULL || len == 0) {
-		s = "-";
-		len = 1;
-	}
-	chars = utf8_chars(s, len);
-	shown = cut && chars > width ? width - 1 : chars;
-	if (right)
-		for (int i = chars; i < width && *pos < LINE_MAX_BYTES; i++)
-			line[(*pos)++] = ' ';
-	for (size_t i = 0, n = 0; i < len && *pos + 4 < LINE_MAX_BYTES; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c & 0xc0) != 0x80 && (int)n++ == shown)
-			break;
-		line[(*pos)++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
-	}
-	if (shown < chars && *pos + 4 < LINE_MAX_BYTES) {
-		memcpy(line + *pos, "\u2026", 3);
-		*pos += 3;
-	}
-	if (last)
-		return;
-	for (int i = right || shown < chars ? width : chars; i < width + 2 && *pos < LINE_MAX_BYTES;
-	     i++)
-		line[(*pos)++] = ' ';
+	audit_table_cell(line, LINE_MAX_BYTES, pos, s, len, width,
+	                 (right ? AUDIT_CELL_RIGHT : 0) | (last ? AUDIT_CELL_LAST : 0) |
+	                     (cut ? AUDIT_CELL_CUT : 0));
 }
 
 /* The stored UTC time as local time, same form with its offset: 2026-11-22T04:47:17.123+01:00. */
@@ -456,7 +415,7 @@ emit_line(const struct printer *p, const char *line, size_t len, bool red)
 	bool cut = false;
 
 	/* A terminal narrower than even the squeezed table: the line's end goes. */
-	if (p->columns > 0 && utf8_chars(line, len) > p->columns) {
+	if (p->columns > 0 && audit_utf8_chars(line, len) > p->columns) {
 		size_t i = 0;
 
 		for (int n = 0; i < len; i++) {
@@ -581,7 +540,7 @@ run_audit(int argc, char **argv)
 	    {"local", no_argument, NULL, 'L'},       {0},
 	};
 	struct audit_filter f = {0};
-	struct printer p = {.table.out = stdout};
+	struct printer p = {0};
 	struct audit_reader *r = NULL;
 	struct sigaction sa;
 	char path[PATH_MAX], err[1024];
