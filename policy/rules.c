@@ -58,6 +58,19 @@ struct ruleset {
 	int refs;
 	struct host_rule *rules;
 	size_t nrules, caprules;
+	/*
+	 * The host rules by name, so that a decision costs one lookup per label
+	 * of the name asked about, whatever the number of rules (a blocklist of
+	 * 100 000 names): slots (index_cap, a power of two, open addressing)
+	 * hold the first rule + 1 of each (kind, host); next[] chains the rules
+	 * that share one, in the order they were added. "*" rules are listed
+	 * apart (any_first). Built as rules are pushed: a set is not changed
+	 * once shared, so readers never see it move.
+	 */
+	uint32_t *slots;
+	size_t index_cap;
+	uint32_t *next; /* caprules entries; 0: end of chain, else rule + 1 */
+	uint32_t any_first;
 	struct cidr_rule *cidrs;
 	size_t ncidrs, capcidrs;
 };
@@ -164,6 +177,8 @@ ruleset_free(struct ruleset *rs)
 		cidr_rule_clear(&rs->cidrs[i]);
 	free(rs->rules);
 	free(rs->cidrs);
+	free(rs->slots);
+	free(rs->next);
 	free(rs);
 }
 
@@ -460,6 +475,90 @@ own_layer(struct policy *p)
 	return rs;
 }
 
+/* ---- the host rule index ----------------------------------------------- */
+
+static uint32_t
+index_hash(enum pattern_kind kind, const char *host, size_t len)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)kind; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)host[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/* The slot of (kind, host): the one holding its chain, or the empty one it would take. */
+static size_t
+index_slot(const struct ruleset *rs, enum pattern_kind kind, const char *host, size_t len)
+{
+	size_t mask = rs->index_cap - 1, i = index_hash(kind, host, len) & mask;
+
+	for (;;) {
+		uint32_t v = rs->slots[i];
+		const struct host_rule *r;
+
+		if (v == 0)
+			return i;
+		r = &rs->rules[v - 1];
+		if (r->kind == kind && strncmp(r->host, host, len) == 0 && r->host[len] == '\0')
+			return i;
+		i = (i + 1) & mask;
+	}
+}
+
+/* Links rule n (already in rs->rules) into its chain, at the end. */
+static void
+index_link(struct ruleset *rs, size_t n)
+{
+	const struct host_rule *r = &rs->rules[n];
+	uint32_t *at;
+
+	rs->next[n] = 0;
+	if (r->kind == PATTERN_ANY) {
+		at = &rs->any_first;
+	} else {
+		size_t slot = index_slot(rs, r->kind, r->host, strlen(r->host));
+
+		at = &rs->slots[slot];
+	}
+	while (*at != 0)
+		at = &rs->next[*at - 1];
+	*at = (uint32_t)n + 1;
+}
+
+/*
+ * Room in the index for one more rule: next[] as long as rules[], the slots
+ * at most half full (rebuilt at twice the size). 0 or -ENOMEM.
+ */
+static int
+index_reserve(struct ruleset *rs)
+{
+	uint32_t *next, *slots;
+	size_t cap;
+
+	if (rs->caprules > UINT32_MAX - 1)
+		return -ENOMEM;
+	next = realloc(rs->next, rs->caprules * sizeof(*next));
+	if (next == NULL)
+		return -ENOMEM;
+	rs->next = next;
+	if ((rs->nrules + 1) * 2 <= rs->index_cap)
+		return 0;
+	cap = rs->index_cap == 0 ? 16 : rs->index_cap * 2;
+	slots = calloc(cap, sizeof(*slots));
+	if (slots == NULL)
+		return -ENOMEM;
+	free(rs->slots);
+	rs->slots = slots;
+	rs->index_cap = cap;
+	rs->any_first = 0;
+	for (size_t i = 0; i < rs->nrules; i++)
+		index_link(rs, i);
+	return 0;
+}
+
 static int
 push_rule(struct policy *p, enum policy_verdict action, enum pattern_kind kind, int port,
           const char *host, const char *text, const char *origin)
@@ -467,7 +566,8 @@ push_rule(struct policy *p, enum policy_verdict action, enum pattern_kind kind, 
 	struct host_rule r = { .action = action, .kind = kind, .port = port };
 	struct ruleset *rs = own_layer(p);
 
-	if (rs == NULL || grow((void **)&rs->rules, &rs->caprules, rs->nrules, sizeof(r)) != 0)
+	if (rs == NULL || grow((void **)&rs->rules, &rs->caprules, rs->nrules, sizeof(r)) != 0 ||
+	    index_reserve(rs) != 0)
 		return -ENOMEM;
 	r.host = strdup(host);
 	r.text = strdup(text);
@@ -476,7 +576,8 @@ push_rule(struct policy *p, enum policy_verdict action, enum pattern_kind kind, 
 		host_rule_clear(&r);
 		return -ENOMEM;
 	}
-	rs->rules[rs->nrules++] = r;
+	rs->rules[rs->nrules] = r;
+	index_link(rs, rs->nrules++);
 	return 0;
 }
 
@@ -840,24 +941,6 @@ policy_add_client(struct policy *p, const char *name, struct policy *section,
 /* ---- decisions ---------------------------------------------------------- */
 
 static bool
-host_matches(const struct host_rule *r, const char *host, size_t hlen)
-{
-	size_t slen;
-
-	switch (r->kind) {
-	case PATTERN_ANY:
-		return true;
-	case PATTERN_EXACT:
-		return strcmp(r->host, host) == 0;
-	case PATTERN_SUFFIX:
-		slen = strlen(r->host);
-		return hlen > slen + 1 && host[hlen - slen - 1] == '.' &&
-		       memcmp(host + hlen - slen, r->host, slen) == 0;
-	}
-	return false;
-}
-
-static bool
 port_matches(const struct host_rule *r, int port)
 {
 	if (r->port == POLICY_PORT_ANY)
@@ -926,12 +1009,61 @@ policy_decide_addr(const struct policy *p, const struct policy_addr *addr,
 		           "non-public address %s (no allow-cidr rule covers it)", text);
 }
 
+/*
+ * What policy_decide found: per verdict the earliest rule (by layer, then
+ * index) matching the name and the port, and the earliest allow rule that
+ * matches the name but not the port.
+ */
+struct host_match {
+	const struct host_rule *first[3];
+	uint64_t first_at[3];
+	const struct host_rule *other_port;
+	uint64_t other_at;
+};
+
+static void
+match_chain(struct host_match *m, const struct ruleset *rs, size_t layer, uint32_t v, int port)
+{
+	for (; v != 0; v = rs->next[v - 1]) {
+		const struct host_rule *r = &rs->rules[v - 1];
+		uint64_t at = ((uint64_t)layer << 32) | (v - 1);
+
+		if (port_matches(r, port)) {
+			if (m->first[r->action] == NULL || at < m->first_at[r->action]) {
+				m->first[r->action] = r;
+				m->first_at[r->action] = at;
+			}
+		} else if (r->action == POLICY_ALLOW && (m->other_port == NULL || at < m->other_at)) {
+			m->other_port = r;
+			m->other_at = at;
+		}
+	}
+}
+
+/* Every rule of rs that matches host: "*", the exact name, each "*.SUFFIX" of it. */
+static void
+match_ruleset(struct host_match *m, const struct ruleset *rs, size_t layer, const char *host,
+              size_t hlen, int port)
+{
+	if (rs->index_cap == 0)
+		return;
+	match_chain(m, rs, layer, rs->any_first, port);
+	match_chain(m, rs, layer, rs->slots[index_slot(rs, PATTERN_EXACT, host, hlen)], port);
+	/* "*.example.com" covers a.example.com, not example.com: a label must precede. */
+	for (size_t d = 1; d < hlen; d++) {
+		if (host[d] == '.')
+			match_chain(m, rs, layer,
+			            rs->slots[index_slot(rs, PATTERN_SUFFIX, host + d + 1, hlen - d - 1)],
+			            port);
+	}
+}
+
 void
 policy_decide(const struct policy *p, const struct policy_host *host, int port,
               struct policy_decision *out)
 {
-	const struct host_rule *first[3] = { NULL, NULL, NULL }; /* by verdict */
-	const struct host_rule *other_port = NULL;
+	struct host_match m = {0};
+	const struct host_rule *const *first = m.first;
 	size_t hlen;
 
 	if (host->kind != POLICY_HOST_NAME) {
@@ -955,20 +1087,8 @@ policy_decide(const struct policy *p, const struct policy_host *host, int port,
 		return;
 	}
 	hlen = strlen(host->text);
-	for (size_t l = 0; l < p->nlayers; l++) {
-		const struct ruleset *rs = p->layers[l];
-
-		for (size_t i = 0; i < rs->nrules; i++) {
-			const struct host_rule *r = &rs->rules[i];
-
-			if (first[r->action] != NULL || !host_matches(r, host->text, hlen))
-				continue;
-			if (port_matches(r, port))
-				first[r->action] = r;
-			else if (r->action == POLICY_ALLOW && other_port == NULL)
-				other_port = r;
-		}
-	}
+	for (size_t l = 0; l < p->nlayers; l++)
+		match_ruleset(&m, p->layers[l], l, host->text, hlen, port);
 	static const enum policy_verdict order[3] = { POLICY_DENY, POLICY_ALLOW, POLICY_ASK };
 	for (size_t o = 0; o < 3; o++) {
 		const struct host_rule *r = first[order[o]];
@@ -979,10 +1099,10 @@ policy_decide(const struct policy *p, const struct policy_host *host, int port,
 			return;
 		}
 	}
-	if (other_port != NULL) {
+	if (m.other_port != NULL) {
 		decide_set(out, POLICY_DENY, POLICY_REASON_PORT_NOT_ALLOWED,
-		           "allow %s (%s) does not cover port %d", other_port->text,
-		           other_port->origin, port);
+		           "allow %s (%s) does not cover port %d", m.other_port->text,
+		           m.other_port->origin, port);
 		return;
 	}
 	decide_set(out, p->def, POLICY_REASON_DEFAULT, "default %s", policy_verdict_name(p->def));

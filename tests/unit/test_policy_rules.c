@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -186,6 +188,16 @@ decide_str(const struct policy *p, const char *target, struct policy_decision *d
 	policy_decide(p, &h, port < 0 ? 443 : port, d);
 }
 
+static void
+decide_str_port(const struct policy *p, const char *name, int port, struct policy_decision *d)
+{
+	struct policy_host h;
+
+	if (policy_host_parse(name, strlen(name), &h) != 0)
+		fail_msg("test host '%s' is malformed", name);
+	policy_decide(p, &h, port, d);
+}
+
 static const struct decide_case decide_cases[] = {
 	/* exact names */
 	{ { "allow=example.com" }, "example.com", "allow", "allowed", "allow example.com (--allow)" },
@@ -304,6 +316,168 @@ test_decide(void **state)
 			         r, d.rule, c->verdict, c->reason, c->rule != NULL ? c->rule : "");
 		policy_free(p);
 	}
+}
+
+/*
+ * The rule index (rules found by name, label by label from the right) must
+ * decide as the plain reading of docs/policy.md does: every rule in order,
+ * the first of each verdict that covers name and port, deny > allow > ask.
+ * A reference written that plain way is compared with policy_decide on
+ * random rule sets over a few labels (so that rules collide and nest),
+ * split over two merged layers.
+ */
+struct ref_rule {
+	char pattern[64];
+	int action; /* POLICY_ALLOW, ... */
+	char host[48];
+	int kind; /* 0 exact, 1 suffix, 2 any */
+	int port; /* 0: 80 and 443, -1: any, else that port */
+};
+
+static bool
+ref_host_matches(const struct ref_rule *r, const char *host)
+{
+	size_t hl = strlen(host), sl = strlen(r->host);
+
+	if (r->kind == 2)
+		return true;
+	if (r->kind == 0)
+		return strcmp(r->host, host) == 0;
+	return hl > sl + 1 && host[hl - sl - 1] == '.' && strcmp(host + hl - sl, r->host) == 0;
+}
+
+static bool
+ref_port_matches(const struct ref_rule *r, int port)
+{
+	return r->port == -1 || (r->port == 0 ? port == 80 || port == 443 : r->port == port);
+}
+
+static void
+test_index_matches_scan(void **state)
+{
+	static const char *const labels[] = { "a", "b", "example", "com", "x" };
+	static const int ports[] = { 80, 443, 8443 };
+	unsigned int seed = 12345;
+
+	(void)state;
+	for (int round = 0; round < 200; round++) {
+		struct ref_rule rules[40];
+		size_t nrules = 1 + (size_t)(rand_r(&seed) % 40), split;
+		struct policy *base = policy_new(), *overlay = policy_new(), *p;
+		char err[256];
+
+		assert_non_null(base);
+		assert_non_null(overlay);
+		split = (size_t)rand_r(&seed) % (nrules + 1);
+		for (size_t i = 0; i < nrules; i++) {
+			struct ref_rule *r = &rules[i];
+			int nl = 1 + rand_r(&seed) % 3;
+			size_t off = 0;
+
+			r->kind = rand_r(&seed) % 10 == 0 ? 2 : rand_r(&seed) % 2;
+			r->action = (int[]){ POLICY_ALLOW, POLICY_DENY, POLICY_ASK }[rand_r(&seed) % 3];
+			r->host[0] = '\0';
+			for (int l = 0; l < nl; l++)
+				off += (size_t)snprintf(r->host + off, sizeof(r->host) - off, "%s%s",
+				                        l > 0 ? "." : "", labels[rand_r(&seed) % 5]);
+			switch (rand_r(&seed) % 3) {
+			case 0:
+				r->port = r->action == POLICY_DENY ? -1 : 0;
+				break;
+			case 1:
+				r->port = -1;
+				break;
+			default:
+				r->port = ports[rand_r(&seed) % 3];
+				break;
+			}
+			{
+				char port_text[16] = "";
+
+				if (r->port == -1)
+					snprintf(port_text, sizeof(port_text), ":*");
+				else if (r->port > 0)
+					snprintf(port_text, sizeof(port_text), ":%d", r->port);
+				snprintf(r->pattern, sizeof(r->pattern), "%s%s%s",
+				         r->kind == 2 ? "*" : r->kind == 1 ? "*." : "",
+				         r->kind == 2 ? "" : r->host, port_text);
+			}
+			assert_int_equal(policy_add_rule(i < split ? base : overlay, (enum policy_verdict)r->action,
+			                                 r->pattern, "t", err, sizeof(err)),
+			                 0);
+		}
+		p = policy_merge(base, overlay);
+		assert_non_null(p);
+		for (int q = 0; q < 30; q++) {
+			char host[64];
+			size_t off = 0;
+			int nl = 1 + rand_r(&seed) % 4, port = ports[rand_r(&seed) % 3];
+			const struct ref_rule *first[3] = { NULL, NULL, NULL }, *other = NULL, *want = NULL;
+			struct policy_decision d;
+			char want_rule[128];
+
+			for (int l = 0; l < nl; l++)
+				off += (size_t)snprintf(host + off, sizeof(host) - off, "%s%s", l > 0 ? "." : "",
+				                        labels[rand_r(&seed) % 5]);
+			for (size_t i = 0; i < nrules; i++) {
+				const struct ref_rule *r = &rules[i];
+
+				if (first[r->action] != NULL || !ref_host_matches(r, host))
+					continue;
+				if (ref_port_matches(r, port))
+					first[r->action] = r;
+				else if (r->action == POLICY_ALLOW && other == NULL)
+					other = r;
+			}
+			for (int o = 0; o < 3 && want == NULL; o++)
+				want = first[(int[]){ POLICY_DENY, POLICY_ALLOW, POLICY_ASK }[o]];
+			decide_str_port(p, host, port, &d);
+			if (want != NULL) {
+				snprintf(want_rule, sizeof(want_rule), "%s %s (t)",
+				         policy_verdict_name((enum policy_verdict)want->action), want->pattern);
+				if ((int)d.verdict != want->action || strcmp(d.rule, want_rule) != 0)
+					fail_msg("round %d: %s:%d: got '%s', want '%s'", round, host, port, d.rule,
+					         want_rule);
+			} else if (other != NULL) {
+				assert_int_equal(d.reason, POLICY_REASON_PORT_NOT_ALLOWED);
+				assert_non_null(strstr(d.rule, other->pattern));
+			} else {
+				assert_int_equal(d.reason, POLICY_REASON_DEFAULT);
+			}
+		}
+		policy_free(p);
+		policy_free(base);
+		policy_free(overlay);
+	}
+}
+
+/* A blocklist of 100 000 names decides each of them, and leaves the rest alone. */
+static void
+test_large_blocklist(void **state)
+{
+	struct policy *p = policy_new();
+	struct policy_decision d;
+	char name[64], err[256];
+
+	(void)state;
+	assert_non_null(p);
+	assert_int_equal(policy_add_rule(p, POLICY_ALLOW, "*", "t", err, sizeof(err)), 0);
+	for (int i = 0; i < 100000; i++) {
+		snprintf(name, sizeof(name), "%sbad%d.example", i % 2 ? "*." : "", i);
+		assert_int_equal(policy_add_rule(p, POLICY_DENY, name, "t", err, sizeof(err)), 0);
+	}
+	for (int i = 0; i < 100000; i += 997) {
+		snprintf(name, sizeof(name), "%sbad%d.example", i % 2 ? "www." : "", i);
+		decide_str_port(p, name, 443, &d);
+		assert_int_equal(d.verdict, POLICY_DENY);
+		/* the odd ones are "*.badN.example": the bare name is not covered */
+		snprintf(name, sizeof(name), "bad%d.example", i);
+		decide_str_port(p, name, 443, &d);
+		assert_int_equal(d.verdict, i % 2 ? POLICY_ALLOW : POLICY_DENY);
+	}
+	decide_str_port(p, "good.example", 443, &d);
+	assert_int_equal(d.verdict, POLICY_ALLOW);
+	policy_free(p);
 }
 
 static void
@@ -647,6 +821,8 @@ main(void)
 		cmocka_unit_test(test_bad_actions),
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_bad_port),
+		cmocka_unit_test(test_index_matches_scan),
+		cmocka_unit_test(test_large_blocklist),
 		cmocka_unit_test(test_decide_addr),
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_merge),
