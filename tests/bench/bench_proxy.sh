@@ -5,12 +5,13 @@
 #   tests/bench/bench_proxy.sh [BUILD_DIR]     (default: build; run as root)
 #
 # Phases: 1 GiB through one CONNECT tunnel; absolute-form HTTP under wrk -c16; a new
-# CONNECT tunnel per request from 16 clients; RSS per idle tunnel. CPU seconds per GiB and
+# CONNECT tunnel per request from 16 clients; latency of one request at a time (kept-alive
+# absolute form, and a new tunnel each), p50 and p99, less direct's; RSS per idle tunnel. CPU seconds per GiB and
 # per 1000 requests come from /proc/PID/stat of each proxy before and after each phase.
 # Knobs: WRK_SECONDS (10), CHURN_SECONDS (5), ROUNDS (2: wrk and churn runs per target),
 # FETCH_RUNS (3), IDLE_TUNNELS (10000, capped by the fd limit), PHASES ("fetch wrk churn
 # idle": a subset runs only those), BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and
-# its logs), BENCH_PERF_DIR=DIR (`perf record -g` of tollgate per phase into
+# its logs), LATENCY_REQS (2000 per target and round), BENCH_PERF_DIR=DIR (`perf record -g` of tollgate per phase into
 # DIR/tollgate-PHASE.data; the figures then carry perf's cost).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,7 +22,8 @@ wrk_secs=${WRK_SECONDS:-10}
 churn_secs=${CHURN_SECONDS:-5}
 fetch_runs=${FETCH_RUNS:-3}
 rounds=${ROUNDS:-2}
-phases=" ${PHASES:-fetch wrk churn idle} "
+phases=" ${PHASES:-fetch wrk churn latency idle} "
+lat_reqs=${LATENCY_REQS:-2000}
 phase() { [[ $phases == *" $1 "* ]]; }
 [[ -x $tollgate && -x $client ]] || {
 	echo "bench_proxy: build tollgate and bench_proxy_client first ($build)" >&2
@@ -231,6 +233,7 @@ via() { if [[ -n ${pport[$1]} ]]; then echo "-x 127.0.0.1:${pport[$1]}"; fi; }
 kv() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 
 declare -A r_fetch r_fetch_cpu r_fetch_all r_wrk r_wrk_cpu r_churn r_churn_cpu r_idle
+declare -A r_lka50 r_lka99 r_lnew50 r_lnew99
 echo "bench_proxy: $(nproc) cores, $(date -u +%FT%TZ), idle tunnels: $idle_n" >&2
 
 # Each phase runs the four targets in turn, ROUNDS times over, and keeps each target's
@@ -325,6 +328,34 @@ for _ in $(seq "$churn_rounds"); do
 	done
 done
 
+# --- latency: one request at a time, each timed; kept-alive absolute form (direct:
+# origin form on a kept-alive connection) and a new tunnel per request (direct: a new
+# connection). Each target's run with the lowest p50 is kept. ---
+lat_rounds=$rounds
+phase latency || lat_rounds=0
+for _ in $(seq "$lat_rounds"); do
+	for n in "${names[@]}"; do
+		# shellcheck disable=SC2046
+		out=$("$client" latency -a -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
+			$(via "$n") -n "$lat_reqs") || out="" # tinyproxy closes after each request
+		p50=$(kv p50_us <<<"$out")
+		echo "latency kept-alive $n: ${out:-failed}" >&2
+		if [[ -n $p50 ]] && { [[ -z ${r_lka50[$n]:-} ]] || better "${r_lka50[$n]}" "$p50"; }; then
+			r_lka50[$n]=$p50
+			r_lka99[$n]=$(kv p99_us <<<"$out")
+		fi
+		# shellcheck disable=SC2046
+		out=$("$client" latency -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
+			$(via "$n") -n "$lat_reqs") || out=""
+		p50=$(kv p50_us <<<"$out")
+		echo "latency new tunnel $n: ${out:-failed}" >&2
+		if [[ -n $p50 ]] && { [[ -z ${r_lnew50[$n]:-} ]] || better "${r_lnew50[$n]}" "$p50"; }; then
+			r_lnew50[$n]=$p50
+			r_lnew99[$n]=$(kv p99_us <<<"$out")
+		fi
+	done
+done
+
 # --- idle tunnels: RSS before and after, per tunnel (tinyproxy: a thread per
 # client and MaxClients-bound, so it is left out) ---
 idle_names=(tollgate squid)
@@ -380,5 +411,26 @@ printf '%-34s %12s %12s %12s %12s\n' "  tollgate / this (goal >= 2 Squid)" - 1 \
 	"$(ratio "${r_churn[tollgate]:--}" "${r_churn[tinyproxy]:--}")"
 printf '%-34s %12s %12s %12s %12s\n' "  proxy CPU s per 1000 requests" - \
 	"${r_churn_cpu[tollgate]:--}" "${r_churn_cpu[squid]:--}" "${r_churn_cpu[tinyproxy]:--}"
+added() { [[ $1 != - && $2 != - ]] && calc "round($1 - $2, 1)" 2>/dev/null || echo -; }
+printf '%-34s %12s %12s %12s %12s\n' "latency kept-alive, p50 us" \
+	"${r_lka50[direct]:--}" "${r_lka50[tollgate]:--}" "${r_lka50[squid]:--}" "${r_lka50[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  added p50 us (goal <= 50)" - \
+	"$(added "${r_lka50[tollgate]:--}" "${r_lka50[direct]:--}")" \
+	"$(added "${r_lka50[squid]:--}" "${r_lka50[direct]:--}")" \
+	"$(added "${r_lka50[tinyproxy]:--}" "${r_lka50[direct]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "  added p99 us" - \
+	"$(added "${r_lka99[tollgate]:--}" "${r_lka99[direct]:--}")" \
+	"$(added "${r_lka99[squid]:--}" "${r_lka99[direct]:--}")" \
+	"$(added "${r_lka99[tinyproxy]:--}" "${r_lka99[direct]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "latency new tunnel, p50 us" \
+	"${r_lnew50[direct]:--}" "${r_lnew50[tollgate]:--}" "${r_lnew50[squid]:--}" "${r_lnew50[tinyproxy]:--}"
+printf '%-34s %12s %12s %12s %12s\n' "  added p50 us" - \
+	"$(added "${r_lnew50[tollgate]:--}" "${r_lnew50[direct]:--}")" \
+	"$(added "${r_lnew50[squid]:--}" "${r_lnew50[direct]:--}")" \
+	"$(added "${r_lnew50[tinyproxy]:--}" "${r_lnew50[direct]:--}")"
+printf '%-34s %12s %12s %12s %12s\n' "  added p99 us" - \
+	"$(added "${r_lnew99[tollgate]:--}" "${r_lnew99[direct]:--}")" \
+	"$(added "${r_lnew99[squid]:--}" "${r_lnew99[direct]:--}")" \
+	"$(added "${r_lnew99[tinyproxy]:--}" "${r_lnew99[direct]:--}")"
 printf '%-34s %12s %12s %12s %12s\n' "$idle_n idle tunnels, KiB RSS each" - \
 	"${r_idle[tollgate]:--}" "${r_idle[squid]:--}" -

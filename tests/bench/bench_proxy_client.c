@@ -1,11 +1,17 @@
 /*
  * Load generator for tests/bench/bench_proxy.sh: plain-socket HTTP clients that go
  * direct or through a proxy's CONNECT tunnel, so both sides of a ratio use one client.
- * Modes: fetch (one big GET), churn (new tunnel per request, parallel), idle (hold tunnels).
+ * Modes: fetch (one big GET), churn (new tunnel per request, parallel), idle (hold tunnels),
+ * latency (one request at a time, each timed: p50/p90/p99).
  *
  *   bench_proxy_client fetch -o IP:PORT -h HOST:PORT -p PATH [-x IP:PORT]
  *   bench_proxy_client churn -o IP:PORT -h HOST:PORT -p PATH [-x IP:PORT] -c N -n REQS -t SECS
  *   bench_proxy_client idle  -h HOST:PORT -x IP:PORT -k COUNT -t SECS
+ *   bench_proxy_client latency -o IP:PORT -h HOST:PORT -p PATH [-x IP:PORT] [-a] -n REQS
+ *
+ * latency without -a opens a new connection (a new CONNECT tunnel with -x) for each
+ * request; with -a every request goes over one kept-alive connection, in absolute form
+ * (GET http://HOST:PORT/PATH) to the proxy -x, or in origin form to -o without -x.
  *
  * -o is where a direct request connects; -x, when given, is the proxy to CONNECT through
  * (to HOST:PORT). idle prints "ready N" once N tunnels are up, then holds them until its
@@ -40,6 +46,7 @@ struct opts {
 	long reqs;
 	long count;
 	long secs;
+	int absolute; /* latency -a */
 };
 
 struct churn_result {
@@ -380,11 +387,111 @@ run_idle(const struct opts *o)
 	return rc;
 }
 
+/*
+ * One GET on a connection that stays open: origin form to the origin, absolute form
+ * to a proxy. The body is read by its Content-Length, so the next request can follow.
+ */
+static int
+get_kept_alive(int fd, const struct opts *o)
+{
+	static char buf[BODY_BUF];
+	char req[1200];
+	const char *cl;
+	long long want, got;
+	size_t extra;
+	ssize_t hlen;
+	int rc;
+
+	if (o->via_proxy)
+		snprintf(req, sizeof(req), "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n", o->host,
+		         o->path, o->host);
+	else
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", o->path, o->host);
+	rc = send_all(fd, req, strlen(req));
+	if (rc < 0)
+		return rc;
+	hlen = read_head(fd, buf, HEAD_MAX, &extra);
+	if (hlen < 0)
+		return (int)hlen;
+	if (strncmp(buf + 8, " 200", 4) != 0)
+		return -EPROTO;
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	if (cl == NULL)
+		return -EPROTO;
+	want = strtoll(cl + 17, NULL, 10);
+	got = (long long)extra;
+	while (got < want) {
+		ssize_t n = recv_some(fd, buf, sizeof(buf));
+
+		if (n <= 0)
+			return n < 0 ? (int)n : -EPIPE;
+		got += n;
+	}
+	return got == want ? 0 : -EPROTO;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Requests one at a time (low load), each timed from first byte sent to last byte read. */
+static int
+run_latency(const struct opts *o)
+{
+	double *us = calloc((size_t)(o->reqs > 0 ? o->reqs : 1), sizeof(double)), sum = 0;
+	long n = 0;
+	int fd = -1, rc = 1;
+
+	if (us == NULL || o->reqs < 1)
+		goto out;
+	if (o->absolute) {
+		fd = connect_to(o->via_proxy ? &o->proxy : &o->origin);
+		if (fd < 0) {
+			fprintf(stderr, "bench_proxy_client: connect: %s\n", strerror(-fd));
+			goto out;
+		}
+	}
+	for (; n < o->reqs; n++) {
+		double t0 = now_s();
+		long long bytes;
+		int err;
+
+		if (o->absolute) {
+			err = get_kept_alive(fd, o);
+		} else {
+			int c = open_path(o);
+
+			err = c < 0 ? c : get_once(c, o, &bytes);
+			if (c >= 0)
+				close(c);
+		}
+		if (err < 0) {
+			fprintf(stderr, "bench_proxy_client: request %ld: %s\n", n + 1, strerror(-err));
+			goto out;
+		}
+		us[n] = (now_s() - t0) * 1e6;
+		sum += us[n];
+	}
+	qsort(us, (size_t)n, sizeof(us[0]), cmp_double);
+	printf("samples=%ld p50_us=%.1f p90_us=%.1f p99_us=%.1f mean_us=%.1f\n", n, us[n / 2],
+	       us[n * 9 / 10], us[n * 99 / 100], sum / (double)n);
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(us);
+	return rc;
+}
+
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: bench_proxy_client fetch|churn|idle -h HOST:PORT [-o IP:PORT] "
-	                "[-x IP:PORT] [-p PATH] [-c CLIENTS] [-n REQS] [-k COUNT] [-t SECS]\n");
+	fprintf(stderr, "usage: bench_proxy_client fetch|churn|idle|latency -h HOST:PORT [-o IP:PORT] "
+	                "[-x IP:PORT] [-a] [-p PATH] [-c CLIENTS] [-n REQS] [-k COUNT] [-t SECS]\n");
 	exit(125);
 }
 
@@ -401,7 +508,7 @@ main(int argc, char **argv)
 	mode = argv[1];
 	snprintf(o.path, sizeof(o.path), "/");
 	optind = 2;
-	while ((ch = getopt(argc, argv, "o:x:h:p:c:n:k:t:")) != -1) {
+	while ((ch = getopt(argc, argv, "o:x:h:p:c:n:k:t:a")) != -1) {
 		switch (ch) {
 		case 'o':
 			if (parse_addr(optarg, &o.origin) < 0)
@@ -411,6 +518,9 @@ main(int argc, char **argv)
 			if (parse_addr(optarg, &o.proxy) < 0)
 				usage();
 			o.via_proxy = 1;
+			break;
+		case 'a':
+			o.absolute = 1;
 			break;
 		case 'h':
 			snprintf(o.host, sizeof(o.host), "%s", optarg);
@@ -453,6 +563,8 @@ main(int argc, char **argv)
 		return run_churn(&o);
 	if (strcmp(mode, "idle") == 0 && o.via_proxy)
 		return run_idle(&o);
+	if (strcmp(mode, "latency") == 0)
+		return run_latency(&o);
 	usage();
 	return 125;
 }
