@@ -199,6 +199,18 @@ expect_eq "bad file: the old configuration stays (b.test allowed)" \
 	"$($RAW "$P" "CONNECT b.test:$H HTTP/1.1\r\nHost: b.test\r\n\r\n")" "200 -"
 expect_eq "bad file: the old configuration stays (a.test refused)" \
 	"$($RAW "$P" "CONNECT a.test:$H HTTP/1.1\r\nHost: a.test\r\n\r\n")" "403 denied"
+
+# Limits change live: "max-conns": 1 counts from the next connection.
+write_config b.test "$P"
+sed -i 's/"idle-timeout": 60,/"idle-timeout": 60, "max-conns": 1,/' "$CONF"
+kill -HUP "$PROXY_PID"
+wait_for 10 bash -c "[[ \$(grep -c 'proxy: reloaded' '$PROXY_LOG') -ge 2 ]]" || fail "no second reload logged"
+exec 3<>"/dev/tcp/127.0.0.1/$P"
+expect_eq "after reload: the new max-conns holds" \
+	"$($RAW "$P" "CONNECT b.test:$H HTTP/1.1\r\nHost: b.test\r\n\r\n")" "503 too-many-connections"
+exec 3>&-
+wait_for 10 bash -c "[[ \$($RAW $P 'CONNECT b.test:$H HTTP/1.1\r\nHost: b.test\r\n\r\n') == '200 -' ]]" &&
+	pass "after reload: one connection at a time is served" || fail "no connection served after max-conns 1"
 stop_proxy "$PROXY_PID"
 expect_eq "the proxy stops cleanly after its reloads" "$STOP_RC" 0
 finish
