@@ -320,14 +320,14 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 			return 0;
 	} else {
 		text = value_text(cfg, opt->name, v);
-		if (text == NULL) {
+		if (text == NULL && (json_is_string(v) || json_is_number(v)))
+			report_at(cfg, how, opt->name, index, false, "out of memory");
+		else if (text == NULL)
 			report_at(cfg, how, opt->name, index, false,
-			          json_is_string(v) || json_is_number(v)
-			              ? "out of memory"
-			              : "\"%s\": expected a string or a number%s",
-			          opt->name, index >= 0 ? "" : ", or an array of them");
+			          "\"%s\": expected a string or a number%s", opt->name,
+			          index >= 0 ? "" : ", or an array of them");
+		if (text == NULL)
 			return -EINVAL;
-		}
 	}
 	gw_fail_capture(msg, sizeof(msg));
 	rc = how->flag(opt->val, text, how->arg);
