@@ -335,11 +335,20 @@ apply_config(struct proxy_flags *f)
 	return 0;
 }
 
+static bool
+flag_seen(const struct proxy_flags *f, int val)
+{
+	for (size_t i = 0; i < f->nseen; i++) {
+		if (f->seen[i] == val)
+			return true;
+	}
+	return false;
+}
+
 /* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
 static int
 parse_flags(int argc, char **argv, struct proxy_flags *f)
 {
-	size_t i;
 	int c;
 
 	gw_getopt_reset();
@@ -353,10 +362,8 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 			f->bad_usage = true;
 			return GW_EXIT_FAILURE;
 		}
-		for (i = 0; i < f->nseen && f->seen[i] != c; i++)
-			;
 		/* The file may not name --config: no skipping those keys. */
-		if (i == f->nseen && c != OPT_CONFIG && c != OPT_CHECK_CONFIG &&
+		if (!flag_seen(f, c) && c != OPT_CONFIG && c != OPT_CHECK_CONFIG &&
 		    f->nseen < sizeof(f->seen) / sizeof(f->seen[0]))
 			f->seen[f->nseen++] = c;
 		if (proxy_flag(f, c) != 0)
@@ -435,16 +442,6 @@ key_is_live(const char *key)
 {
 	for (size_t i = 0; live_keys[i] != NULL; i++) {
 		if (strcmp(live_keys[i], key) == 0)
-			return true;
-	}
-	return false;
-}
-
-static bool
-flag_seen(const struct proxy_flags *f, int val)
-{
-	for (size_t i = 0; i < f->nseen; i++) {
-		if (f->seen[i] == val)
 			return true;
 	}
 	return false;
