@@ -273,6 +273,37 @@ locate(const struct loader *ld, bool want_key)
 	return pos;
 }
 
+int
+policy_json_span(const char *text, size_t len, const struct policy_json_step *path, size_t depth,
+                 bool want_key, size_t *start, size_t *end)
+{
+	struct loader ld = {.text = text, .len = len};
+	size_t pos;
+
+	*start = *end = 0;
+	if (depth == 0 || depth > PATH_DEPTH_MAX)
+		return -ENOENT;
+	for (size_t d = 0; d < depth; d++)
+		ld.path[d] = (struct path_elem){.key = path[d].key, .index = path[d].index};
+	ld.depth = depth;
+	pos = locate(&ld, want_key);
+	if (pos == 0)
+		return -ENOENT;
+	*start = pos;
+	if (want_key)
+		skip_string(text, len, &pos);
+	else
+		skip_value(text, len, &pos);
+	*end = pos;
+	return 0;
+}
+
+void
+policy_json_linecol(const char *text, size_t off, unsigned int *line, unsigned int *col)
+{
+	offset_linecol(text, off, line, col);
+}
+
 /* Replaces control characters so that a message stays one line. */
 static void
 one_line(char *s)

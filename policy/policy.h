@@ -170,6 +170,23 @@ int policy_load_buffer(const char *name, const char *buf, size_t len, struct pol
                        char *err, size_t errlen);
 
 /*
+ * Where a value is in JSON text that jansson accepted (the loader's own
+ * walk, for other JSON files that want FILE:LINE:COL errors: tollgate
+ * proxy's --config). path holds depth keys, a NULL key meaning the array
+ * index of the same step. [*start, *end) are the byte offsets of the value
+ * (of its key when want_key: then *end is the key's end); 0 with both set,
+ * or -ENOENT when the walk fails (both 0 then).
+ */
+struct policy_json_step {
+	const char *key;
+	size_t index;
+};
+int policy_json_span(const char *text, size_t len, const struct policy_json_step *path,
+                     size_t depth, bool want_key, size_t *start, size_t *end);
+/* Line and column (in characters, as jansson counts them) of byte offset off of text. */
+void policy_json_linecol(const char *text, size_t off, unsigned int *line, unsigned int *col);
+
+/*
  * A new policy: overlay's rules on top of base's. Deny rules of either win,
  * then allow rules of either, then ask rules; the default and ask timeout are
  * the overlay's where it set them. Used for per-sandbox and per-client rules.

@@ -37,6 +37,11 @@ void proxy_config_defaults(struct proxy_config *cfg);
 int proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **out);
 /* Closes every connection (their audit rows are written) and listener. Accepts NULL. */
 void proxy_free(struct proxy *p);
+/*
+ * New limits and timeouts (SIGHUP): limits count from the next connection,
+ * a timeout from the next time a connection's timer is set.
+ */
+void proxy_set_config(struct proxy *p, const struct proxy_config *cfg);
 
 /*
  * Listens on "ADDR:PORT" ("[V6]:PORT"); clients are told apart by source

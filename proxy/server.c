@@ -848,6 +848,12 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 	return 0;
 }
 
+void
+proxy_set_config(struct proxy *p, const struct proxy_config *cfg)
+{
+	p->cfg = *cfg;
+}
+
 static void
 listener_add(struct proxy *p, struct evconnlistener *lev, struct proxy_listener *l)
 {

@@ -41,13 +41,29 @@ gw_getopt_reset(void)
 static int vreport(int status, const char *cmd, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* gw_fail_capture's buffer: a config file places the message at its key. */
+static char *capture_buf;
+static size_t capture_len;
+
+void
+gw_fail_capture(char *buf, size_t len)
+{
+	capture_buf = len > 0 ? buf : NULL;
+	capture_len = len;
+	if (capture_buf != NULL)
+		capture_buf[0] = '\0';
+}
+
 static int
 vreport(int status, const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
+	if (capture_buf != NULL && capture_buf[0] == '\0')
+		snprintf(capture_buf, capture_len, "%s", msg);
+	else if (capture_buf == NULL)
+		fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
 	return status;
 }
 

@@ -58,6 +58,12 @@ unsigned long gw_nofile_limit(void);
 
 /* Prints "tollgate: CMD: message" on stderr and returns GW_EXIT_FAILURE. */
 int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * While buf is set (NULL: no more), gw_fail and gw_not_done keep the first
+ * message (without "tollgate: CMD: ") in buf instead of printing: a
+ * configuration file's loader reports it at the offending key.
+ */
+void gw_fail_capture(char *buf, size_t len);
 
 /*
  * The exit status of the commands that ask running gateways (pending,

@@ -16,6 +16,7 @@
 #include "dns/resolve.h"
 #include "dns/server.h"
 #include "gateway/cli/cli.h"
+#include "gateway/cli/config_file.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
 #include "gateway/core/clock.h"
@@ -34,7 +35,8 @@ extern const struct gw_command gw_command_proxy;
 
 /*
  * Long options only. To add one: a value in this enum, a line in
- * proxy_options[], a case in parse_flags() and a line in the usage text.
+ * proxy_options[], a case in proxy_flag() and a line in the usage text;
+ * its --config key comes with it (SIGHUP: see live_keys).
  * The policy, name and audit flags are the gateway's (gateway/setup.h).
  */
 enum {
@@ -54,6 +56,8 @@ enum {
 	OPT_DNS_DENY_RCODE,
 	OPT_DNS_ASK_WAIT,
 	OPT_DNS_STEER,
+	OPT_CONFIG,
+	OPT_CHECK_CONFIG,
 };
 
 static const struct option proxy_options[] = {
@@ -77,6 +81,8 @@ static const struct option proxy_options[] = {
     {"dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE},
     {"dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT},
     {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
     {NULL, 0, NULL, 0},
 };
 
@@ -91,6 +97,13 @@ struct proxy_flags {
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
+	/* --config and --check-config (config_file.h) */
+	const char *config_path;
+	struct gw_config *config;
+	bool check_config, in_file, log_errors, bad_usage;
+	int config_errors;
+	int seen[64]; /* the flags the command line gave: they override the file */
+	size_t nseen;
 };
 
 /* The loop's state for signal handlers. */
@@ -99,6 +112,12 @@ struct proxy_run {
 	struct gw_setup setup; /* the proxy, the DNS server, the control socket */
 	struct event *grace_timer;
 	double grace;
+	/* SIGHUP with --config parses the command line again over the new file.
+	 * The first flags live to the end (what cannot change points into
+	 * them); current is the last reload's, or the first. */
+	int argc;
+	char **argv;
+	struct proxy_flags *first, *current;
 };
 
 static int
@@ -167,22 +186,21 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 	return gw_fail("proxy", "unexpected flag");
 }
 
-/* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
+/*
+ * One flag, from the command line or a key of --config: the cases read
+ * getopt's optarg, which config_flag sets as getopt does, so each flag has
+ * one handler and a flag added here has its key. 0 or GW_EXIT_FAILURE
+ * after one line.
+ */
 static int
-parse_flags(int argc, char **argv, struct proxy_flags *f)
+proxy_flag(struct proxy_flags *f, int c)
 {
 	double secs;
-	int c, rc;
+	int rc = 0;
 
-	for (;;) {
-		c = gw_getopt(argc, argv, "v", proxy_options, &gw_command_proxy);
-		if (c == -1)
-			break;
-		if (c == GW_OPT_HELP)
-			return GW_OPT_HELP;
-		if (c == GW_OPT_ERROR)
-			return GW_EXIT_FAILURE;
-		rc = 0;
+	/* A block of its own: the cases keep the indentation of the getopt loop
+	 * they were written in. */
+	{
 		switch (c) {
 		case OPT_LISTEN:
 			if (f->nlisten >= PROXY_LISTEN_MAX)
@@ -242,22 +260,253 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 		case OPT_DNS_STEER:
 			rc = parse_dns_flag(c, optarg, f);
 			break;
+		case OPT_CONFIG:
+		case OPT_CHECK_CONFIG:
+			if (f->in_file)
+				return gw_fail("proxy", "--%s: not in a configuration file",
+				               c == OPT_CONFIG ? "config" : "check-config");
+			if (c == OPT_CONFIG)
+				f->config_path = optarg;
+			else
+				f->check_config = true;
+			break;
 		default:
 			rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				return gw_fail("proxy", "unexpected flag");
 		}
-		if (rc != 0)
+	}
+	return rc != 0 ? GW_EXIT_FAILURE : 0;
+}
+
+static int
+config_flag(int val, char *value, void *arg)
+{
+	optarg = value;
+	return proxy_flag(arg, val);
+}
+
+static void
+config_report(const char *line, void *arg)
+{
+	struct proxy_flags *f = arg;
+
+	if (f->log_errors)
+		log_warnx("proxy: %s", line);
+	else
+		gw_fail("proxy", "%s", line);
+}
+
+/* --config's keys for the flags the command line did not give. 0 or GW_EXIT_FAILURE. */
+static int
+apply_config(struct proxy_flags *f)
+{
+	struct gw_config_apply how = {
+	    .options = proxy_options,
+	    .skip = f->seen,
+	    .nskip = f->nseen,
+	    .flag = config_flag,
+	    .report = config_report,
+	    .arg = f,
+	};
+	struct policy *inline_policy, *merged;
+	char err[1024];
+
+	if (f->config == NULL &&
+	    gw_config_load(f->config_path, &f->config, err, sizeof(err)) != 0) {
+		config_report(err, f);
+		f->config_errors++;
+		return GW_EXIT_FAILURE;
+	}
+	f->in_file = true;
+	f->config_errors += gw_config_apply(f->config, &how);
+	f->in_file = false;
+	if (f->config_errors > 0)
+		return GW_EXIT_FAILURE;
+	/* An inline policy stands where a --policy file would: under the flags' rules. */
+	inline_policy = gw_config_policy(f->config);
+	if (inline_policy != NULL) {
+		merged = policy_merge(inline_policy, f->gw.rules);
+		if (merged == NULL)
+			return gw_fail("proxy", "out of memory");
+		policy_free(f->gw.rules);
+		f->gw.rules = merged;
+	}
+	return 0;
+}
+
+static bool
+flag_seen(const struct proxy_flags *f, int val)
+{
+	for (size_t i = 0; i < f->nseen; i++) {
+		if (f->seen[i] == val)
+			return true;
+	}
+	return false;
+}
+
+/* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
+static int
+parse_flags(int argc, char **argv, struct proxy_flags *f)
+{
+	int c;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "v", proxy_options, &gw_command_proxy);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_OPT_HELP;
+		if (c == GW_OPT_ERROR) {
+			f->bad_usage = true;
+			return GW_EXIT_FAILURE;
+		}
+		/* The file may not name --config: no skipping those keys. */
+		if (!flag_seen(f, c) && c != OPT_CONFIG && c != OPT_CHECK_CONFIG &&
+		    f->nseen < sizeof(f->seen) / sizeof(f->seen[0]))
+			f->seen[f->nseen++] = c;
+		if (proxy_flag(f, c) != 0)
 			return GW_EXIT_FAILURE;
 	}
-	if (optind < argc)
+	if (optind < argc) {
+		f->bad_usage = true;
 		return gw_fail("proxy", "unexpected argument '%s'", argv[optind]);
+	}
+	if (f->config_path != NULL && apply_config(f) != 0)
+		return GW_EXIT_FAILURE;
 	if (f->nlisten == 0)
 		return gw_fail("proxy", "--listen ADDR:PORT is required");
 	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
 	    f->cfg.sni_timeout <= 0)
 		return gw_fail("proxy", "timeouts must be more than 0");
 	return 0;
+}
+
+/* Defaults, before the command line and --config. 0 or GW_EXIT_FAILURE. */
+static int
+flags_init(struct proxy_flags *f)
+{
+	proxy_config_defaults(&f->cfg);
+	/* The default fits the fds: two a connection (client, upstream), 128 spare. */
+	if (gw_nofile_limit() > 256 && f->cfg.max_conns > (gw_nofile_limit() - 128) / 2)
+		f->cfg.max_conns = (unsigned int)((gw_nofile_limit() - 128) / 2);
+	f->grace = 10;
+	dns_server_config_defaults(&f->dns);
+	if (gw_setup_flags_init(&f->gw, "proxy") != 0)
+		return gw_fail("proxy", "out of memory");
+	f->gw.proxy_cfg = &f->cfg;
+	f->gw.dns_cfg = &f->dns;
+	return 0;
+}
+
+/* A reload's flags (the first ones go with gw_setup_free). Accepts NULL. */
+static void
+flags_free(struct proxy_flags *f)
+{
+	if (f == NULL)
+		return;
+	policy_free(f->gw.rules);
+	gw_config_free(f->config);
+	free(f);
+}
+
+/*
+ * What SIGHUP changes in a running proxy; a change to any other key is
+ * reported and waits for a restart (listeners, DNS, audit, control
+ * socket, pins, ...: a key added later is among them until listed here).
+ */
+static const char *const live_keys[] = {
+    "policy",
+    "allow",
+    "deny",
+    "ask",
+    "allow-cidr",
+    "deny-cidr",
+    "default",
+    "ask-timeout",
+    "verbose",
+    "max-conns",
+    "max-conns-per-client",
+    "head-timeout",
+    "idle-timeout",
+    "connect-timeout",
+    "sni-timeout",
+    "allow-no-sni",
+    "grace",
+    NULL,
+};
+
+static bool
+key_is_live(const char *key)
+{
+	for (size_t i = 0; live_keys[i] != NULL; i++) {
+		if (strcmp(live_keys[i], key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * SIGHUP with --config: the new file and the same command line, parsed
+ * and checked whole, then swapped in; a bad file changes nothing. Open
+ * connections keep their policy reference and go on.
+ */
+static void
+reload_config(struct proxy_run *run)
+{
+	struct proxy_flags *nf = NULL, *old = run->current;
+	struct gw_config *fresh = NULL;
+	struct policy *policy = NULL;
+	char err[1024];
+
+	if (gw_config_load(old->config_path, &fresh, err, sizeof(err)) != 0) {
+		log_warnx("proxy: reload failed, the old configuration stays in force: %s", err);
+		return;
+	}
+	for (const struct option *o = proxy_options; o->name != NULL; o++) {
+		if (key_is_live(o->name) || flag_seen(old, o->val) ||
+		    !gw_config_changed(old->config, fresh, o->name))
+			continue;
+		log_warnx("proxy: reload: \"%s\" changed in %s: restart to apply it (the running "
+		          "value stays)",
+		          o->name, old->config_path);
+		if (gw_config_keep(fresh, old->config, o->name) != 0) {
+			log_warnx("proxy: reload failed: out of memory");
+			gw_config_free(fresh);
+			return;
+		}
+	}
+	nf = calloc(1, sizeof(*nf));
+	if (nf == NULL || flags_init(nf) != 0) {
+		log_warnx("proxy: reload failed: out of memory");
+		gw_config_free(fresh);
+		goto out;
+	}
+	nf->config = fresh;
+	nf->log_errors = true;
+	if (parse_flags(run->argc, run->argv, nf) != 0) {
+		log_warnx("proxy: reload failed, the old configuration stays in force");
+		goto out;
+	}
+	if (gw_policy_build(nf->gw.policy_path, nf->gw.rules, &policy, err, sizeof(err)) != 0) {
+		log_warnx("proxy: reload failed, the old configuration stays in force: %s", err);
+		goto out;
+	}
+	policy_free(run->gw.policy);
+	run->gw.policy = policy;
+	run->gw.policy_path = nf->gw.policy_path;
+	run->gw.flags_policy = nf->gw.rules;
+	proxy_set_config(run->setup.proxy, &nf->cfg);
+	log_set_verbosity(nf->verbosity > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+	run->grace = nf->grace;
+	run->current = nf;
+	nf = NULL;
+	if (old != run->first)
+		flags_free(old);
+	log_info("proxy: reloaded %s", run->current->config_path);
+out:
+	flags_free(nf);
 }
 
 static void
@@ -267,6 +516,10 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 	int rc;
 
+	if (run->first->config_path != NULL) {
+		reload_config(run);
+		return;
+	}
 	rc = gw_policy_reload(&run->gw, err, sizeof(err));
 	if (rc == -ENOENT && run->gw.policy_path == NULL)
 		log_info("proxy: SIGHUP: no --policy file to reload");
@@ -326,6 +579,28 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 	proxy_stop_accepting(run->setup.proxy);
 }
 
+/*
+ * --check-config: the flags and the file went through their handlers in
+ * parse_flags (rc is its result); the policy is built as at start, nothing
+ * is bound. 0 valid, 1 not, GW_EXIT_FAILURE for a bad command line.
+ */
+static int
+check_config(struct proxy_flags *f, int rc)
+{
+	struct policy *policy = NULL;
+	char err[1024];
+
+	if (rc != 0)
+		return f->bad_usage ? GW_EXIT_FAILURE : GW_EXIT_NOT_DONE;
+	if (gw_policy_build(f->gw.policy_path, f->gw.rules, &policy, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "%s", err);
+		return GW_EXIT_NOT_DONE;
+	}
+	policy_free(policy);
+	printf("%s: ok\n", f->config_path != NULL ? f->config_path : "command line");
+	return GW_EXIT_OK;
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -335,19 +610,18 @@ run_proxy(int argc, char **argv)
 	char err[512];
 	int rc, exit_code = GW_EXIT_FAILURE;
 
-	proxy_config_defaults(&f.cfg);
-	/* The default fits the fds: two a connection (client, upstream), 128 spare. */
-	if (gw_nofile_limit() > 256 && f.cfg.max_conns > (gw_nofile_limit() - 128) / 2)
-		f.cfg.max_conns = (unsigned int)((gw_nofile_limit() - 128) / 2);
-	f.grace = 10;
-	dns_server_config_defaults(&f.dns);
-	if (gw_setup_flags_init(&f.gw, "proxy") != 0)
-		return gw_fail("proxy", "out of memory");
-	f.gw.proxy_cfg = &f.cfg;
-	f.gw.dns_cfg = &f.dns;
+	if (flags_init(&f) != 0)
+		return GW_EXIT_FAILURE;
+	run.argc = argc;
+	run.argv = argv;
+	run.first = run.current = &f;
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
+		goto out;
+	}
+	if (f.check_config) {
+		exit_code = check_config(&f, rc);
 		goto out;
 	}
 	if (rc != 0)
@@ -404,6 +678,9 @@ out:
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
+	if (run.current != &f)
+		flags_free(run.current);
+	gw_config_free(f.config);
 	return exit_code;
 }
 
@@ -437,6 +714,12 @@ const struct gw_command gw_command_proxy = {
         "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
         "  --log-format text|json   stderr log format (text)\n"
-        "  -v, --verbose            debug logging\n",
+        "  -v, --verbose            debug logging\n"
+        "configuration file (docs/operations.md):\n"
+        "  --config FILE            JSON (comments allowed) with a key per flag,\n"
+        "                           e.g. \"max-conns\": 100; flags given here win;\n"
+        "                           SIGHUP reloads it\n"
+        "  --check-config           check the file (or the flags) and exit: 0 valid,\n"
+        "                           1 not, with FILE:LINE:COL errors\n",
     .run = run_proxy,
 };
