@@ -54,6 +54,9 @@ enum {
 	OPT_DNS_DENY_RCODE,
 	OPT_DNS_ASK_WAIT,
 	OPT_DNS_STEER,
+	OPT_UPSTREAM_PROXY,
+	OPT_UPSTREAM_PROXY_AUTH_FILE,
+	OPT_UPSTREAM_PROXY_CHECK_DNS,
 };
 
 static const struct option proxy_options[] = {
@@ -77,6 +80,9 @@ static const struct option proxy_options[] = {
     {"dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE},
     {"dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT},
     {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
+    {"upstream-proxy", required_argument, NULL, OPT_UPSTREAM_PROXY},
+    {"upstream-proxy-auth-file", required_argument, NULL, OPT_UPSTREAM_PROXY_AUTH_FILE},
+    {"upstream-proxy-check-dns", no_argument, NULL, OPT_UPSTREAM_PROXY_CHECK_DNS},
     {NULL, 0, NULL, 0},
 };
 
@@ -91,6 +97,9 @@ struct proxy_flags {
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
+	const char *upstream_proxy; /* --upstream-proxy URL */
+	const char *upstream_auth_file;
+	struct proxy_parent *parent; /* built from the two above (and the environment) */
 };
 
 /* The loop's state for signal handlers. */
@@ -167,6 +176,43 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 	return gw_fail("proxy", "unexpected flag");
 }
 
+#define UPSTREAM_AUTH_ENV "TOLLGATE_UPSTREAM_PROXY_AUTH"
+
+/*
+ * --upstream-proxy and its credentials: the file, else the environment
+ * (dropped from it once read). Never the command line: other users read
+ * that in ps. 0 or GW_EXIT_FAILURE.
+ */
+static int
+parse_parent(struct proxy_flags *f)
+{
+	const char *env = getenv(UPSTREAM_AUTH_ENV);
+	char err[PATH_MAX + 256];
+
+	if (f->upstream_proxy == NULL) {
+		if (f->upstream_auth_file != NULL || f->cfg.parent_check_dns)
+			return gw_fail("proxy", "--upstream-proxy-auth-file and "
+			                        "--upstream-proxy-check-dns need --upstream-proxy");
+		return 0;
+	}
+	if (proxy_parent_new(f->upstream_proxy, &f->parent, err, sizeof(err)) != 0)
+		return gw_fail("proxy", "--upstream-proxy: %s", err);
+	if (f->upstream_auth_file != NULL) {
+		if (proxy_parent_load_credentials(f->parent, f->upstream_auth_file, err,
+		                                  sizeof(err)) != 0)
+			return gw_fail("proxy", "--upstream-proxy-auth-file %s", err);
+	} else if (env != NULL && proxy_parent_set_credentials(f->parent, env, strlen(env), err,
+	                                                       sizeof(err)) != 0) {
+		return gw_fail("proxy", "%s: %s", UPSTREAM_AUTH_ENV, err);
+	}
+	if (env != NULL) {
+		explicit_bzero((char *)env, strlen(env));
+		unsetenv(UPSTREAM_AUTH_ENV);
+	}
+	f->cfg.parent = f->parent;
+	return 0;
+}
+
 /* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
 static int
 parse_flags(int argc, char **argv, struct proxy_flags *f)
@@ -234,6 +280,15 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 		case OPT_GRACE:
 			rc = parse_seconds("--grace", optarg, &f->grace);
 			break;
+		case OPT_UPSTREAM_PROXY:
+			f->upstream_proxy = optarg;
+			break;
+		case OPT_UPSTREAM_PROXY_AUTH_FILE:
+			f->upstream_auth_file = optarg;
+			break;
+		case OPT_UPSTREAM_PROXY_CHECK_DNS:
+			f->cfg.parent_check_dns = true;
+			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
 		case OPT_DNS_NEGATIVE_TTL:
@@ -257,7 +312,7 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
 	    f->cfg.sni_timeout <= 0)
 		return gw_fail("proxy", "timeouts must be more than 0");
-	return 0;
+	return parse_parent(f);
 }
 
 static void
@@ -384,6 +439,10 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "cannot install signal handlers");
 		goto out;
 	}
+	if (f.parent != NULL)
+		log_info("proxy: every allowed connection goes through the parent proxy %s%s",
+		         proxy_parent_name(f.parent),
+		         f.cfg.parent_check_dns ? " (origin names checked here too)" : "");
 	log_info("proxy: ready (control socket %s)", gw_control_path(run.setup.control));
 	if (event_base_dispatch(run.gw.base) != 0) {
 		gw_fail("proxy", "event loop failed");
@@ -404,6 +463,7 @@ out:
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
+	proxy_parent_free(f.parent);
 	return exit_code;
 }
 
@@ -435,6 +495,14 @@ const struct gw_command gw_command_proxy = {
         "  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
         "  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
         "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
+        "parent proxy (docs/operations.md):\n"
+        "  --upstream-proxy http://HOST:PORT  open every allowed connection by CONNECT\n"
+        "                           through this proxy (it resolves origin names)\n"
+        "  --upstream-proxy-auth-file FILE  its Basic credentials, user:password, in\n"
+        "                           a file only you can read (or in the environment,\n"
+        "                           TOLLGATE_UPSTREAM_PROXY_AUTH); never in the URL\n"
+        "  --upstream-proxy-check-dns  resolve origin names here too and refuse one\n"
+        "                           with any address the policy refuses\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n",
