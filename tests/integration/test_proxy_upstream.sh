@@ -50,6 +50,7 @@ start_proxy child --upstream-proxy "http://parent.test:$PARENT_PORT" \
 	--allow "origin.test:$O" --allow "origin.test:$TLS_PORT" --allow "denied-at-parent.test:$O" \
 	--connect-timeout 3s
 CHILD_PORT=$PROXY_PORT
+CHILD_PID=$PROXY_PID
 CHILD_LOG=$PROXY_LOG
 CHILD_DB=$TEST_TMP/child.db
 expect_match "child: start-up names the parent" "$(cat "$CHILD_LOG")" \
@@ -95,12 +96,16 @@ expect_eq "child: its connection rows name the parent as the upstream" \
 out=$($RAW --body "$CHILD_PORT" "GET http://denied-at-parent.test:$O/ HTTP/1.1\r\nHost: x\r\n\r\n")
 expect_match "parent's 403: the child's 502 parent-refused" "$out" "^502 parent-refused"
 expect_match "parent's 403: the status is named" "$out" "refused CONNECT denied-at-parent.test:$O with status 403"
+wait_for 10 child_has "reason='parent-refused'" || true
+expect_eq "parent's 403: audited by the child as an error naming the status" \
+	"$(audit_count "$CHILD_DB" "kind='decision' and decision='error' and reason='parent-refused' and detail like '%with status 403%'")" 1
 
 # Wrong credentials, from the environment: 502 naming the parent's 407.
 TOLLGATE_UPSTREAM_PROXY_AUTH="corp:$BAD_PW" start_proxy wrongpw \
 	--upstream-proxy "http://127.0.0.1:$PARENT_PORT" --allow "origin.test:$O" \
 	--allow "origin.test:$TLS_PORT"
 WRONG_PORT=$PROXY_PORT
+WRONG_PID=$PROXY_PID
 out=$(curl -sS --max-time 20 -x "http://127.0.0.1:$WRONG_PORT" -D - "http://origin.test:$O/headers" \
 	2>&1 | tr -d '\r' || true)
 expect_match "wrong password: 502" "$out" "HTTP/1.1 502"
@@ -170,6 +175,10 @@ expect_eq "check-dns: a loopback answer is refused here" "$out" "403 non-public-
 
 # No secret anywhere: logs, audit databases, what curl printed.
 stop_proxy "$PROXY_PID"
+stop_proxy "$CHILD_PID"
+expect_eq "child: a clean exit after SIGTERM (no leak under ASan)" "$STOP_RC" 0
+stop_proxy "$WRONG_PID"
+expect_eq "wrong-password child: a clean exit after SIGTERM" "$STOP_RC" 0
 for db in "$TEST_TMP"/*.db; do sqlite3 "$db" .dump >"$db.dump" 2>/dev/null || true; done
 leaks=$(grep -rl -e "$GOOD_PW" -e "$BAD_PW" "$TEST_TMP"/*.log "$TEST_TMP"/*.dump \
 	"$TEST_TMP"/*.err "$TEST_TMP/stdout.txt" 2>/dev/null || true)
