@@ -165,13 +165,22 @@ expect_match "mute parent: the reason says it did not answer CONNECT" "$out" \
 	"did not answer CONNECT origin.test:$O within 1 s"
 
 # --upstream-proxy-check-dns: the child resolves the origin too, and refuses
-# a name with a non-public address before the parent is asked.
+# a name with an address the policy refuses before the parent is asked.
 start_proxy checkdns --upstream-proxy "http://127.0.0.1:$PARENT_PORT" \
 	--upstream-proxy-auth-file "$TEST_TMP/auth" --upstream-proxy-check-dns \
-	--resolve origin.test:127.0.0.1 --allow "origin.test:$O"
-before=$(audit_count "$PARENT_DB" "1")
-out=$($RAW "$PROXY_PORT" "GET http://origin.test:$O/ HTTP/1.1\r\nHost: x\r\n\r\n")
-expect_eq "check-dns: a loopback answer is refused here" "$out" "403 non-public-address"
+	--resolve origin.test:127.0.0.1 --resolve loopback.test:127.0.0.2 \
+	--resolve mixed.test:127.0.0.1 --resolve mixed.test:127.0.0.2 --allow-cidr 127.0.0.1/32 \
+	--allow "origin.test:$O" --allow "loopback.test:$O" --allow "mixed.test:$O"
+out=$($RAW "$PROXY_PORT" "GET http://loopback.test:$O/ HTTP/1.1\r\nHost: x\r\n\r\n")
+expect_eq "check-dns: a refused address is refused here" "$out" "403 non-public-address"
+# Without a parent the refused address would only be skipped; the parent may pick it.
+out=$($RAW --body "$PROXY_PORT" "GET http://mixed.test:$O/ HTTP/1.1\r\nHost: x\r\n\r\n")
+expect_match "check-dns: one refused address among allowed ones refuses the name" "$out" \
+	"^403 non-public-address.*the parent proxy may connect to any of them"
+out=$(curl -sS --max-time 20 -x "http://127.0.0.1:$PROXY_PORT" "http://origin.test:$O/headers" \
+	| tr -d '\r' | head -n1)
+expect_eq "check-dns: a name whose addresses pass goes through the parent" "$out" \
+	"GET /headers HTTP/1.1"
 
 # No secret anywhere: logs, audit databases, what curl printed.
 stop_proxy "$PROXY_PID"
@@ -186,6 +195,7 @@ expect_eq "no password in any log, audit database or output" "$leaks" ""
 b64=$(printf 'corp:%s' "$GOOD_PW" | base64 -w0)
 leaks=$(grep -rl -e "$b64" "$TEST_TMP"/*.log "$TEST_TMP"/*.dump 2>/dev/null || true)
 expect_eq "no Basic credentials in any log or audit database" "$leaks" ""
-expect_eq "check-dns: the parent was not asked" "$(audit_count "$PARENT_DB" "1")" "$before"
+expect_eq "check-dns: the parent was never asked for the refused name" \
+	"$(audit_count "$PARENT_DB" "host in ('loopback.test', 'mixed.test')")" 0
 
 finish
