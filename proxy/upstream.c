@@ -502,8 +502,9 @@ proxy_parent_new(const char *url, struct proxy_parent **out, char *err, size_t e
 	auth = url + sizeof(scheme) - 1;
 	len = strcspn(auth, "/?#");
 	end = auth + len;
-	if (memchr(auth, '@', len) != NULL) {
-		/* Never quote it: what stands before the '@' may be a password. */
+	if (strchr(url, '@') != NULL) {
+		/* Never quote it: what stands before an '@' may be a password
+		 * (wherever it stands: "http://u/p@h" is a typo away from one). */
 		gw_set_err(err, errlen,
 		           "credentials do not belong in the URL, where every local user can read "
 		           "them in the process list: put user:password in a file only you can "

@@ -37,6 +37,7 @@ static const struct url_case url_cases[] = {
     {"http://bad_name:8080", NULL, "bad_name"},
     {"http://corp:s3cret-pw@proxy:8080", NULL, "--upstream-proxy-auth-file"},
     {"http://s3cret-pw@proxy:8080", NULL, "TOLLGATE_UPSTREAM_PROXY_AUTH"},
+    {"http://corp/s3cret-pw@proxy:8080", NULL, "--upstream-proxy-auth-file"},
 };
 
 static void
