@@ -254,15 +254,41 @@ void proxy_relay_pool_free(struct proxy *p);
 /* upstream.c */
 /*
  * Connects to addrs in turn, each with timeout seconds. cb gets an open
- * nonblocking socket and the index of its address, or fd -1 and an error:
- * -ETIMEDOUT when every attempt timed out, else the last error.
+ * nonblocking socket and the address it reached ("ADDR:PORT"), or fd -1 and
+ * an error: -ETIMEDOUT when every attempt timed out, else the last error.
+ * why is NULL for a direct connect (the caller words its refusal), else a
+ * line for it that names no credentials.
  */
-typedef void (*proxy_upstream_cb)(int fd, int err, size_t idx, void *arg);
+typedef void (*proxy_upstream_cb)(int fd, int err, const char *upstream, const char *why,
+                                  void *arg);
 struct proxy_upstream *proxy_upstream_connect(struct event_base *base,
                                               const struct policy_addr *addrs, size_t n, int port,
                                               double timeout, proxy_upstream_cb cb, void *arg);
+/*
+ * The same through a parent proxy: resolves the parent's name (when it is
+ * one) with resolver, connects to its addresses in turn (not judged by the
+ * policy: the operator named it), sends CONNECT host:port (with the
+ * parent's credentials) and waits up to timeout for its answer. cb gets a
+ * socket that reaches host:port through the parent, upstream being the
+ * parent's address; or fd -1, err and why: -ETIMEDOUT (no connection or no
+ * answer in time), -EPROTO (the parent refused: why names its status),
+ * else the connect's error. NULL when it cannot start (cb not called).
+ */
+struct proxy_upstream *proxy_upstream_via_parent(struct event_base *base,
+                                                 struct dns_resolver *resolver,
+                                                 const struct proxy_parent *parent,
+                                                 const char *host, int port, double timeout,
+                                                 proxy_upstream_cb cb, void *arg);
 /* cb is not called. Accepts NULL. */
 void proxy_upstream_cancel(struct proxy_upstream *u);
+/*
+ * The parent's answer to CONNECT, as much of it as buf holds (untrusted
+ * bytes; pure): the length of its head once complete, with *status set;
+ * 0 while more is needed; -EBADMSG when malformed; -E2BIG when
+ * PROXY_PARENT_REPLY_MAX bytes hold no end.
+ */
+#define PROXY_PARENT_REPLY_MAX 8192
+long proxy_parent_reply_parse(const char *buf, size_t len, int *status);
 int proxy_sockaddr_from(const struct policy_addr *a, int port, struct sockaddr_storage *ss,
                         socklen_t *len);
 /* "ADDR:PORT" or "[V6]:PORT". */

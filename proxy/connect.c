@@ -50,12 +50,21 @@ refusal_reason(const struct policy_decision *d)
 }
 
 static void
-on_upstream(int fd, int err, size_t idx, void *arg)
+on_upstream(int fd, int err, const char *upstream, const char *why_parent, void *arg)
 {
 	struct proxy_conn *c = arg;
 	char why[640];
 
 	c->connecting = NULL;
+	if (fd < 0 && why_parent != NULL) {
+		if (err == -ETIMEDOUT)
+			proxy_refuse(c, 504, "upstream-timeout", why_parent);
+		else
+			proxy_refuse(c, 502,
+			             err == -EPROTO ? "parent-refused" : "upstream-unreachable",
+			             why_parent);
+		return;
+	}
 	if (fd < 0) {
 		if (err == -ETIMEDOUT) {
 			snprintf(why, sizeof(why), "no answer from %s port %d within %.0f s",
@@ -69,7 +78,7 @@ on_upstream(int fd, int err, size_t idx, void *arg)
 		return;
 	}
 	c->ufd = fd;
-	proxy_format_hostport(&c->addrs[idx], c->port, c->upstream, sizeof(c->upstream));
+	snprintf(c->upstream, sizeof(c->upstream), "%s", upstream);
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
 	proxy_conn_touch(c);
 	c->bytes_up = c->bytes_down = 0;
@@ -77,11 +86,28 @@ on_upstream(int fd, int err, size_t idx, void *arg)
 	c->on_target(c, fd);
 }
 
+/* Allowed: the connection opens, straight or through the parent proxy. */
+static void
+target_connect(struct proxy_conn *c)
+{
+	struct proxy *p = c->proxy;
+
+	if (p->cfg.parent != NULL)
+		c->connecting = proxy_upstream_via_parent(p->gw->base, p->gw->resolver,
+		                                          p->cfg.parent, c->host.text, c->port,
+		                                          p->cfg.connect_timeout, on_upstream, c);
+	else
+		c->connecting = proxy_upstream_connect(p->gw->base, c->addrs, c->naddrs, c->port,
+		                                       p->cfg.connect_timeout, on_upstream, c);
+	if (c->connecting == NULL)
+		proxy_refuse(c, 502, "upstream-unreachable", "cannot start a connection");
+}
+
 /* Every resolved address is judged again: rebinding and SSRF stop here. */
 static void
 target_check_addrs(struct proxy_conn *c, const struct policy_addr *addrs, size_t n)
 {
-	struct policy_decision d = {0};
+	struct policy_decision d = {0}, refused = {0};
 	size_t kept = 0;
 
 	for (size_t i = 0; i < n && kept < DNS_RESOLVE_MAX_ADDRS; i++) {
@@ -92,10 +118,25 @@ target_check_addrs(struct proxy_conn *c, const struct policy_addr *addrs, size_t
 			c->addrs[kept++] = addrs[i];
 			continue;
 		}
+		refused = d;
 		if (policy_addr_format(&addrs[i], text, sizeof(text)) == 0)
 			log_debug("%s: %s: %s dropped: %s", __func__, c->host.text, text, d.rule);
 	}
 	c->naddrs = kept;
+	if (kept < n && kept > 0 && c->proxy->cfg.parent != NULL) {
+		char why[640];
+
+		/* The parent picks the address: each one must pass. */
+		snprintf(why, sizeof(why),
+		         "%s resolves to an address the policy refuses (%s), and the parent "
+		         "proxy may connect to any of them",
+		         c->host.text, refused.rule);
+		proxy_refuse(c, 403,
+		             refused.reason == POLICY_REASON_NON_PUBLIC ? "non-public-address"
+		                                                        : "denied",
+		             why);
+		return;
+	}
 	if (kept == 0) {
 		char why[640];
 
@@ -106,10 +147,7 @@ target_check_addrs(struct proxy_conn *c, const struct policy_addr *addrs, size_t
 		             why);
 		return;
 	}
-	c->connecting = proxy_upstream_connect(c->proxy->gw->base, c->addrs, c->naddrs, c->port,
-	                                       c->proxy->cfg.connect_timeout, on_upstream, c);
-	if (c->connecting == NULL)
-		proxy_refuse(c, 502, "upstream-unreachable", "cannot start a connection");
+	target_connect(c);
 }
 
 static void
@@ -142,6 +180,11 @@ target_resolve(struct proxy_conn *c)
 	}
 	if (c->host.kind != POLICY_HOST_NAME) {
 		target_check_addrs(c, &c->host.addr, 1);
+		return;
+	}
+	if (c->proxy->cfg.parent != NULL && !c->proxy->cfg.parent_check_dns) {
+		/* The parent resolves the name: docs/proxy.md says what is not checked here. */
+		target_connect(c);
 		return;
 	}
 	if (r == NULL) {

@@ -14,6 +14,7 @@
 struct gw_context;
 struct policy;
 struct proxy;
+struct proxy_parent;
 
 struct proxy_config {
 	unsigned int max_conns;            /* client connections in all (503 past it) */
@@ -23,11 +24,41 @@ struct proxy_config {
 	double connect_timeout; /* seconds per upstream address */
 	double sni_timeout;     /* seconds to complete a ClientHello once it started */
 	bool allow_no_sni;      /* a ClientHello without server_name to a named host */
+	/* NULL: connect to origins directly. Else every allowed connection is a
+	 * CONNECT through this parent proxy; the caller's, outliving the proxy. */
+	const struct proxy_parent *parent;
+	/* With a parent: still resolve origin names here and refuse one with any
+	 * address the policy refuses (the parent's own lookup may differ). */
+	bool parent_check_dns;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
- * 10 s connect, 5 s SNI, no SNI-less TLS to a named host. */
+ * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, no parent. */
 void proxy_config_defaults(struct proxy_config *cfg);
+
+/*
+ * A parent proxy (--upstream-proxy, docs/proxy.md "Through a parent proxy"),
+ * with the Basic credentials it wants, if any. Credentials are a secret:
+ * no function here puts them in an error line, and they are wiped on free.
+ *
+ * proxy_parent_new parses "http://HOST:PORT" (a trailing "/" allowed; HOST a
+ * name or an IP literal, [V6] bracketed). A URL with user information is
+ * refused: credentials never come from a command line. 0, or -EINVAL / -ENOMEM
+ * with a one-line reason in err that never quotes what came before an '@'.
+ */
+int proxy_parent_new(const char *url, struct proxy_parent **out, char *err, size_t errlen);
+/* "user:password" (len bytes; one trailing newline dropped) for Basic auth.
+ * 0 or -EINVAL with err (which never quotes them). */
+int proxy_parent_set_credentials(struct proxy_parent *p, const char *userpass, size_t len,
+                                 char *err, size_t errlen);
+/* The same, read from path: a regular file of at most 1 KiB that only its
+ * owner, the caller, may read (as ssh wants of a key). 0 or -errno, err set. */
+int proxy_parent_load_credentials(struct proxy_parent *p, const char *path, char *err,
+                                  size_t errlen);
+/* "HOST:PORT", for logs. */
+const char *proxy_parent_name(const struct proxy_parent *p);
+/* Wipes the credentials and frees. Accepts NULL. */
+void proxy_parent_free(struct proxy_parent *p);
 
 /*
  * A proxy on gw's event loop, deciding with gw->policy (read at every

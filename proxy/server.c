@@ -39,6 +39,8 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->connect_timeout = 10;
 	cfg->sni_timeout = 5;
 	cfg->allow_no_sni = false;
+	cfg->parent = NULL;
+	cfg->parent_check_dns = false;
 }
 
 /* ---- audit -------------------------------------------------------------- */
@@ -328,7 +330,7 @@ const char *
 proxy_refusal_decision(const char *reason)
 {
 	static const char *const errors[] = {"resolve-failed", "upstream-unreachable",
-	                                     "upstream-timeout", "out of memory"};
+	                                     "upstream-timeout", "parent-refused", "out of memory"};
 
 	for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
 		if (strcmp(reason, errors[i]) == 0)

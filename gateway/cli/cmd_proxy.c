@@ -58,6 +58,9 @@ enum {
 	OPT_DNS_STEER,
 	OPT_CONFIG,
 	OPT_CHECK_CONFIG,
+	OPT_UPSTREAM_PROXY,
+	OPT_UPSTREAM_PROXY_AUTH_FILE,
+	OPT_UPSTREAM_PROXY_CHECK_DNS,
 };
 
 static const struct option proxy_options[] = {
@@ -83,6 +86,9 @@ static const struct option proxy_options[] = {
     {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
+    {"upstream-proxy", required_argument, NULL, OPT_UPSTREAM_PROXY},
+    {"upstream-proxy-auth-file", required_argument, NULL, OPT_UPSTREAM_PROXY_AUTH_FILE},
+    {"upstream-proxy-check-dns", no_argument, NULL, OPT_UPSTREAM_PROXY_CHECK_DNS},
     {NULL, 0, NULL, 0},
 };
 
@@ -104,6 +110,12 @@ struct proxy_flags {
 	int config_errors;
 	int seen[64]; /* the flags the command line gave: they override the file */
 	size_t nseen;
+	const char *upstream_proxy; /* --upstream-proxy URL */
+	const char *upstream_auth_file;
+	struct proxy_parent *parent; /* built from the two above (and the environment) */
+	/* A reload's flags: the running parent, kept (its credentials were read once,
+	 * and the environment's are gone); NULL otherwise. */
+	struct proxy_parent *kept_parent;
 };
 
 /* The loop's state for signal handlers. */
@@ -186,6 +198,43 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 	return gw_fail("proxy", "unexpected flag");
 }
 
+#define UPSTREAM_AUTH_ENV "TOLLGATE_UPSTREAM_PROXY_AUTH"
+
+/*
+ * --upstream-proxy and its credentials: the file, else the environment
+ * (dropped from it once read). Never the command line: other users read
+ * that in ps. 0 or GW_EXIT_FAILURE.
+ */
+static int
+parse_parent(struct proxy_flags *f)
+{
+	const char *env = getenv(UPSTREAM_AUTH_ENV);
+	char err[PATH_MAX + 256];
+
+	if (f->upstream_proxy == NULL) {
+		if (f->upstream_auth_file != NULL || f->cfg.parent_check_dns)
+			return gw_fail("proxy", "--upstream-proxy-auth-file and "
+			                        "--upstream-proxy-check-dns need --upstream-proxy");
+		return 0;
+	}
+	if (proxy_parent_new(f->upstream_proxy, &f->parent, err, sizeof(err)) != 0)
+		return gw_fail("proxy", "--upstream-proxy: %s", err);
+	if (f->upstream_auth_file != NULL) {
+		if (proxy_parent_load_credentials(f->parent, f->upstream_auth_file, err,
+		                                  sizeof(err)) != 0)
+			return gw_fail("proxy", "--upstream-proxy-auth-file %s", err);
+	} else if (env != NULL && proxy_parent_set_credentials(f->parent, env, strlen(env), err,
+	                                                       sizeof(err)) != 0) {
+		return gw_fail("proxy", "%s: %s", UPSTREAM_AUTH_ENV, err);
+	}
+	if (env != NULL) {
+		explicit_bzero((char *)env, strlen(env));
+		unsetenv(UPSTREAM_AUTH_ENV);
+	}
+	f->cfg.parent = f->parent;
+	return 0;
+}
+
 /*
  * One flag, from the command line or a key of --config: the cases read
  * getopt's optarg, which config_flag sets as getopt does, so each flag has
@@ -251,6 +300,15 @@ proxy_flag(struct proxy_flags *f, int c)
 			break;
 		case OPT_GRACE:
 			rc = parse_seconds("--grace", optarg, &f->grace);
+			break;
+		case OPT_UPSTREAM_PROXY:
+			f->upstream_proxy = optarg;
+			break;
+		case OPT_UPSTREAM_PROXY_AUTH_FILE:
+			f->upstream_auth_file = optarg;
+			break;
+		case OPT_UPSTREAM_PROXY_CHECK_DNS:
+			f->cfg.parent_check_dns = true;
 			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
@@ -380,7 +438,11 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
 	    f->cfg.sni_timeout <= 0)
 		return gw_fail("proxy", "timeouts must be more than 0");
-	return 0;
+	if (f->kept_parent != NULL) {
+		f->cfg.parent = f->kept_parent;
+		return 0;
+	}
+	return parse_parent(f);
 }
 
 /* Defaults, before the command line and --config. 0 or GW_EXIT_FAILURE. */
@@ -485,6 +547,7 @@ reload_config(struct proxy_run *run)
 	}
 	nf->config = fresh;
 	nf->log_errors = true;
+	nf->kept_parent = run->first->parent;
 	if (parse_flags(run->argc, run->argv, nf) != 0) {
 		log_warnx("proxy: reload failed, the old configuration stays in force");
 		goto out;
@@ -658,6 +721,10 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "cannot install signal handlers");
 		goto out;
 	}
+	if (f.parent != NULL)
+		log_info("proxy: every allowed connection goes through the parent proxy %s%s",
+		         proxy_parent_name(f.parent),
+		         f.cfg.parent_check_dns ? " (origin names checked here too)" : "");
 	log_info("proxy: ready (control socket %s)", gw_control_path(run.setup.control));
 	if (event_base_dispatch(run.gw.base) != 0) {
 		gw_fail("proxy", "event loop failed");
@@ -681,6 +748,7 @@ out:
 	if (run.current != &f)
 		flags_free(run.current);
 	gw_config_free(f.config);
+	proxy_parent_free(f.parent);
 	return exit_code;
 }
 
@@ -712,6 +780,14 @@ const struct gw_command gw_command_proxy = {
         "  --dns-deny-rcode nxdomain|refused  answer to a denied name (nxdomain)\n"
         "  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
         "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
+        "parent proxy (docs/operations.md):\n"
+        "  --upstream-proxy http://HOST:PORT  open every allowed connection by CONNECT\n"
+        "                           through this proxy (it resolves origin names)\n"
+        "  --upstream-proxy-auth-file FILE  its Basic credentials, user:password, in\n"
+        "                           a file only you can read (or in the environment,\n"
+        "                           TOLLGATE_UPSTREAM_PROXY_AUTH); never in the URL\n"
+        "  --upstream-proxy-check-dns  resolve origin names here too and refuse one\n"
+        "                           with any address the policy refuses\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n"

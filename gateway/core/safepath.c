@@ -364,3 +364,30 @@ gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const c
 	gw_set_err(err, errlen, "%s: %s", shown, strerror(-rc));
 	return rc;
 }
+
+int
+gw_safepath_check_private(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0) {
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		gw_set_err(err, errlen, "%s: not a regular file", path);
+		return -EACCES;
+	}
+	if (st.st_uid != geteuid()) {
+		gw_set_err(err, errlen, "%s: owned by uid %u, not by this user; refused", path,
+		           (unsigned int)st.st_uid);
+		return -EACCES;
+	}
+	if ((st.st_mode & 077) != 0) {
+		gw_set_err(err, errlen,
+		           "%s: group or others have access (mode %04o); refused, chmod 600 it",
+		           path, (unsigned int)(st.st_mode & 07777));
+		return -EACCES;
+	}
+	return 0;
+}

@@ -78,4 +78,12 @@ int gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char
 int gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const char *shown,
                         char *err, size_t errlen);
 
+/*
+ * A file tollgate reads a secret from (a parent proxy's credentials) must be
+ * private, as ssh wants of a key: a regular file owned by the effective uid
+ * that group and others cannot reach. 0, or -EACCES (-errno when fstat
+ * fails) with err naming path and what is wrong (mode, owner).
+ */
+int gw_safepath_check_private(int fd, const char *path, char *err, size_t errlen);
+
 #endif
