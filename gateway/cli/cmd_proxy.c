@@ -22,6 +22,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/metrics.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -31,6 +32,7 @@
 extern const struct gw_command gw_command_proxy;
 
 #define PROXY_LISTEN_MAX 16
+#define PROXY_METRICS_LISTEN_MAX 4
 
 /*
  * Long options only. To add one: a value in this enum, a line in
@@ -54,6 +56,7 @@ enum {
 	OPT_DNS_DENY_RCODE,
 	OPT_DNS_ASK_WAIT,
 	OPT_DNS_STEER,
+	OPT_METRICS_LISTEN,
 };
 
 static const struct option proxy_options[] = {
@@ -77,6 +80,7 @@ static const struct option proxy_options[] = {
     {"dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE},
     {"dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT},
     {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {NULL, 0, NULL, 0},
 };
 
@@ -91,12 +95,15 @@ struct proxy_flags {
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
+	const char *metrics_listen[PROXY_METRICS_LISTEN_MAX]; /* GET /metrics (gateway/metrics.h) */
+	size_t nmetrics_listen;
 };
 
 /* The loop's state for signal handlers. */
 struct proxy_run {
 	struct gw_context gw;
 	struct gw_setup setup; /* the proxy, the DNS server, the control socket */
+	struct gw_metrics *metrics;
 	struct event *grace_timer;
 	double grace;
 };
@@ -234,6 +241,12 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 		case OPT_GRACE:
 			rc = parse_seconds("--grace", optarg, &f->grace);
 			break;
+		case OPT_METRICS_LISTEN:
+			if (f->nmetrics_listen >= PROXY_METRICS_LISTEN_MAX)
+				return gw_fail("proxy", "--metrics-listen: at most %d",
+				               PROXY_METRICS_LISTEN_MAX);
+			f->metrics_listen[f->nmetrics_listen++] = optarg;
+			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
 		case OPT_DNS_NEGATIVE_TTL:
@@ -326,6 +339,27 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 	proxy_stop_accepting(run->setup.proxy);
 }
 
+/* --metrics-listen: GET /metrics on the loop. 0 or GW_EXIT_FAILURE. */
+static int
+start_metrics(struct proxy_run *run, const struct proxy_flags *f)
+{
+	struct gw_metrics_sources src = {
+	    .proxy = run->setup.proxy,
+	    .dns = run->setup.dns,
+	    .approvals = run->gw.approvals,
+	    .audit = run->gw.audit,
+	};
+	char err[512];
+
+	if (gw_metrics_new(run->gw.base, &src, &run->metrics) != 0)
+		return gw_fail("proxy", "out of memory");
+	for (size_t i = 0; i < f->nmetrics_listen; i++) {
+		if (gw_metrics_listen(run->metrics, f->metrics_listen[i], err, sizeof(err)) != 0)
+			return gw_fail("proxy", "--metrics-listen %s", err);
+	}
+	return 0;
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -375,6 +409,8 @@ run_proxy(int argc, char **argv)
 		}
 	}
 
+	if (f.nmetrics_listen > 0 && start_metrics(&run, &f) != 0)
+		goto out;
 	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
@@ -403,6 +439,7 @@ out:
 	signal(SIGINT, SIG_IGN);
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
+	gw_metrics_free(run.metrics); /* it reads the parts freed next */
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
 	return exit_code;
 }
@@ -436,6 +473,7 @@ const struct gw_command gw_command_proxy = {
         "  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
         "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
+        "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n",
     .run = run_proxy,
