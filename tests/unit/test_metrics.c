@@ -3,6 +3,7 @@
  * histograms behind it (gateway/core/histogram.h): label escaping, bucket
  * placement at the bounds, cumulative buckets, and value formatting.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,10 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmocka.h>
+#include <event2/event.h>
 
 #include "gateway/core/histogram.h"
 #include "gateway/metrics.h"
+#include "loop_guard.h"
 
 static const struct {
 	const char *value;
@@ -156,6 +164,88 @@ test_render_without_sources(void **state)
 	gw_metrics_text_free(&t);
 }
 
+/* ---- the endpoint on a listening socket made elsewhere (socket activation) -- */
+
+struct client {
+	char buf[65536];
+	size_t len;
+	bool done;
+};
+
+static void
+on_client_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *cl = arg;
+	ssize_t n = recv(fd, cl->buf + cl->len, sizeof(cl->buf) - 1 - cl->len, MSG_DONTWAIT);
+
+	if (n > 0) {
+		cl->len += (size_t)n;
+		cl->buf[cl->len] = '\0';
+	} else if (n == 0 || cl->len + 1 >= sizeof(cl->buf)) {
+		cl->done = true;
+	}
+}
+
+/* request over a fresh connection to the endpoint on lfd; the answer in cl. */
+static void
+ask(struct event_base *base, int port, const char *request, struct client *cl)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct event *ev;
+
+	memset(cl, 0, sizeof(*cl));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(send(fd, request, strlen(request), 0), (ssize_t)strlen(request));
+	ev = event_new(base, fd, EV_READ | EV_PERSIST, on_client_readable, cl);
+	event_add(ev, NULL);
+	assert_true(run_until(base, &cl->done));
+	event_free(ev);
+	close(fd);
+}
+
+static void
+test_listen_fd(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	struct event_base *base = event_base_new();
+	struct gw_metrics_sources src = {0};
+	struct gw_metrics *m = NULL;
+	struct client cl;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_non_null(base);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+	assert_int_equal(gw_metrics_new(base, &src, &m), 0);
+	assert_int_equal(gw_metrics_listen_fd(m, -1), -EINVAL);
+	assert_int_equal(gw_metrics_listen_fd(m, lfd), 0);
+
+	ask(base, ntohs(sin.sin_port), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &cl);
+	assert_non_null(strstr(cl.buf, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(
+	    strstr(cl.buf, "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
+	assert_non_null(strstr(cl.buf, "\r\n\r\n# HELP process_open_fds"));
+	ask(base, ntohs(sin.sin_port), "HEAD /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n", &cl);
+	assert_non_null(strstr(cl.buf, "HTTP/1.1 200 OK\r\n"));
+	assert_null(strstr(cl.buf, "# HELP"));
+	ask(base, ntohs(sin.sin_port), "GET /metricsx HTTP/1.1\r\nHost: x\r\n\r\n", &cl);
+	assert_non_null(strstr(cl.buf, "HTTP/1.1 404 "));
+	ask(base, ntohs(sin.sin_port), "DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &cl);
+	assert_non_null(strstr(cl.buf, "HTTP/1.1 405 "));
+	assert_non_null(strstr(cl.buf, "Allow: GET, HEAD\r\n"));
+	ask(base, ntohs(sin.sin_port), "GET /metrics HTTP/1.1\r\n\r\n", &cl);
+	assert_non_null(strstr(cl.buf, "HTTP/1.1 400 "));
+	gw_metrics_free(m);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -167,6 +257,7 @@ main(void)
 	    cmocka_unit_test(test_histogram_cumulative),
 	    cmocka_unit_test(test_histogram_bounds_capped),
 	    cmocka_unit_test(test_render_without_sources),
+	    cmocka_unit_test(test_listen_fd),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
