@@ -187,4 +187,6 @@ wait_for 30 prom_sees 'tollgate_dns_queries_total{answer="deny"}' 2 &&
 	pass "Prometheus holds the DNS counter" || fail "Prometheus: DNS counter not seen"
 
 stop_proxy "$PROXY_PID"
+expect_eq "the proxy exits cleanly on SIGTERM" "$STOP_RC" 0
+grep -q "runtime error\|Sanitizer" "$PROXY_LOG" && fail "sanitizer report: $(grep -m3 'runtime error\|Sanitizer' "$PROXY_LOG")"
 finish
