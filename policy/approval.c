@@ -100,7 +100,11 @@ struct approvals {
 	approval_always_cb always;
 	void *always_arg;
 	struct audit *audit; /* where each approval's end is a row; may be NULL */
+	struct approvals_metrics metrics;
 };
+
+/* Seconds a person takes: a glance at the terminal up to the longest timeout. */
+static const double wait_bounds[] = {0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600};
 
 /* Unique per process and never reused, even across registries. */
 static uint64_t approval_next_id = 1;
@@ -516,6 +520,35 @@ audit_end(struct approvals *a, const struct approval *ap, enum approval_event ev
 }
 
 static void
+metrics_count_end(struct approvals *a, const struct approval *ap, enum approval_event ev,
+                  bool allow)
+{
+	double waited = gw_clock_real() - ap->info.created;
+	enum approval_end e = APPROVAL_END_GONE;
+
+	if (ev == APPROVAL_EVENT_DECIDED)
+		e = allow ? APPROVAL_END_APPROVED : APPROVAL_END_DENIED;
+	else if (ev == APPROVAL_EVENT_TIMEOUT)
+		e = APPROVAL_END_TIMEOUT;
+	a->metrics.ended[e]++;
+	gw_hist_observe(&a->metrics.wait, waited > 0 ? waited : 0);
+}
+
+const struct approvals_metrics *
+approvals_get_metrics(const struct approvals *a)
+{
+	return &a->metrics;
+}
+
+const char *
+approval_end_name(enum approval_end e)
+{
+	static const char *const names[] = {"approved", "denied", "timeout", "gone"};
+
+	return e < APPROVAL_END_COUNT ? names[e] : "?";
+}
+
+static void
 approval_finish(struct approval *ap, enum approval_event ev, enum approval_outcome outcome,
                 bool allow, enum approval_scope scope, const char *who, const char *reason)
 {
@@ -524,6 +557,7 @@ approval_finish(struct approval *ap, enum approval_event ev, enum approval_outco
 	struct approval_info info;
 
 	audit_end(a, ap, ev, allow, scope, who, reason);
+	metrics_count_end(a, ap, ev, allow);
 	TAILQ_REMOVE(&a->pending, ap, entry);
 	event_del(ap->timer);
 	ap->dispatching = true;
@@ -908,6 +942,7 @@ approvals_new(struct event_base *base, struct approvals **out)
 	TAILQ_INIT(&a->remembered);
 	TAILQ_INIT(&a->grants);
 	TAILQ_INIT(&a->listeners);
+	gw_hist_init(&a->metrics.wait, wait_bounds, sizeof(wait_bounds) / sizeof(wait_bounds[0]));
 	*out = a;
 	return 0;
 }

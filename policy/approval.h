@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/core/histogram.h"
 #include "policy/policy.h"
 
 struct event_base;
@@ -160,5 +161,25 @@ int approvals_remembered(const struct approvals *a, const char *client, const ch
 size_t approvals_list(const struct approvals *a, struct approval_info *out, size_t max);
 /* One pending approval by id: 0, or -ENOENT. */
 int approvals_get(const struct approvals *a, uint64_t id, struct approval_info *out);
+
+/*
+ * For the metrics endpoint: approvals ended by how (approved, denied, timed
+ * out, gone: the last waiter left) and how long each was pending, from its
+ * creation to its end, in seconds. Never NULL, valid until approvals_free.
+ */
+enum approval_end {
+	APPROVAL_END_APPROVED,
+	APPROVAL_END_DENIED,
+	APPROVAL_END_TIMEOUT,
+	APPROVAL_END_GONE,
+	APPROVAL_END_COUNT
+};
+struct approvals_metrics {
+	uint64_t ended[APPROVAL_END_COUNT];
+	struct gw_hist wait; /* seconds */
+};
+const struct approvals_metrics *approvals_get_metrics(const struct approvals *a);
+/* "approved", "denied", "timeout", "gone". */
+const char *approval_end_name(enum approval_end e);
 
 #endif

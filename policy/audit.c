@@ -512,6 +512,10 @@ prepare(struct audit *a, sqlite3_stmt **st, const char *sql, char *err, size_t e
 
 static void *writer_main(void *arg);
 
+/* Seconds a batch takes: a sub-millisecond commit up to a stalled disk. */
+static const double write_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                      0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
 /*
  * Runs after each commit, in the committing thread. Replaces SQLite's
  * autocheckpoint: after an open has rebuilt the -shm index, SQLite counts
@@ -566,6 +570,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	a->opt = *o;
 	a->dirfd = -1;
 	pthread_mutex_init(&a->mu, NULL);
+	gw_hist_init(&a->stats.write, write_bounds, sizeof(write_bounds) / sizeof(write_bounds[0]));
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->wake, &ca);
@@ -902,6 +907,7 @@ audit_get_stats(struct audit *a, struct audit_stats *out)
 {
 	pthread_mutex_lock(&a->mu);
 	*out = a->stats;
+	out->queue_depth = a->count;
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -1092,11 +1098,13 @@ static int
 write_taken(struct audit *a, struct queued_row *batch, size_t n)
 {
 	struct queued_row *q, *next;
-	struct timespec cpu0, cpu1;
+	struct timespec cpu0, cpu1, wall0;
+	double wall;
 	char err[512];
 	int rc;
 
 	err[0] = '\0';
+	clock_gettime(CLOCK_MONOTONIC, &wall0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	if (a->hasher == NULL)
 		a->hasher = audit_hasher_new();
@@ -1107,6 +1115,7 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 		rc = write_batch(a, batch, err, sizeof(err));
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+	wall = gw_clock_since(&wall0);
 	for (q = batch; q != NULL; q = next) {
 		next = q->next;
 		free(q);
@@ -1129,6 +1138,7 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 	if (rc == 0) {
 		a->stats.committed += n;
 		a->stats.batches++;
+		gw_hist_observe(&a->stats.write, wall);
 	} else {
 		a->stats.failed += n;
 	}

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gateway/core/histogram.h"
+
 /* One event. Every string may be NULL; the store copies what it keeps. */
 struct audit_event {
 	const char *kind;    /* "decision", "connection", "dns", "approval",
@@ -86,6 +88,8 @@ struct audit_stats {
 	uint64_t failed;        /* lost to a failed transaction (logged) */
 	uint64_t batches;       /* transactions committed */
 	uint64_t writer_cpu_us; /* CPU time the writer thread spent on batches */
+	size_t queue_depth;     /* rows waiting for the writer now */
+	struct gw_hist write;   /* seconds each batch took to write and commit */
 };
 void audit_get_stats(struct audit *a, struct audit_stats *out);
 

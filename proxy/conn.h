@@ -73,6 +73,7 @@ struct proxy {
 	struct proxy_client_stats *stats; /* per client, kept until proxy_free */
 	size_t nstats;
 	struct proxy_stats total;
+	struct proxy_metrics metrics;
 	uint64_t next_id;
 	bool stopping;
 	bool drained; /* drained_cb was called */

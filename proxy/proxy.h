@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/core/histogram.h"
+
 struct gw_context;
 struct policy;
 struct proxy;
@@ -79,6 +81,14 @@ void proxy_set_config(struct proxy *p, const struct proxy_config *cfg);
  * address and the policy file's client sections. 0 or negative errno, err set.
  */
 int proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen);
+/*
+ * The address check proxy_listen makes, for other listeners of the same
+ * form (--metrics-listen): an IP address and a port, never a name. 0, or
+ * -EINVAL with err saying what form was expected.
+ */
+struct sockaddr_storage;
+int proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *sslen, char *err,
+                       size_t errlen);
 
 /*
  * A sandbox's listeners: sockets made elsewhere (e.g. inside a sandbox's
@@ -171,6 +181,34 @@ void proxy_total_stats(const struct proxy *p, struct proxy_stats *out);
 void proxy_stats_foreach(const struct proxy *p,
                          void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
                          void *arg);
+
+/*
+ * What the metrics endpoint reads (gateway/metrics.c), counted in the loop's
+ * thread: every decision row by decision and reason (an "ask" row, then the
+ * request's final row), at most PROXY_METRICS_REASONS pairs told apart (the
+ * reasons are the proxy's own words, a bounded set; later pairs count in
+ * requests_other); the time from the upstream's connect to the request's
+ * end for each request that reached its upstream.
+ */
+#define PROXY_METRICS_REASONS 64
+struct proxy_request_count {
+	char decision[8];
+	char reason[32];
+	uint64_t n;
+};
+struct proxy_metrics {
+	struct proxy_request_count requests[PROXY_METRICS_REASONS];
+	size_t nrequests;
+	uint64_t requests_other;
+	struct gw_hist duration; /* seconds */
+};
+/* The counters above; never NULL, valid until proxy_free. */
+const struct proxy_metrics *proxy_get_metrics(const struct proxy *p);
+/* Tunnels open now: CONNECT or transparent TLS past its decision (a scan of
+ * the connections: for a scrape, not for the hot path). */
+size_t proxy_tunnel_count(const struct proxy *p);
+/* --max-conns. */
+unsigned int proxy_max_conns(const struct proxy *p);
 
 /* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
 void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);

@@ -276,6 +276,60 @@ request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
 	}
 }
 
+/*
+ * One more decision row for the metrics. A short scan: the pairs are the
+ * proxy's own words, a few dozen at most, and this runs once a row.
+ */
+static void
+metrics_count_request(struct proxy_metrics *m, const char *decision, const char *reason)
+{
+	struct proxy_request_count *rc;
+
+	if (reason == NULL)
+		reason = "";
+	for (size_t i = 0; i < m->nrequests; i++) {
+		rc = &m->requests[i];
+		if (strcmp(rc->reason, reason) == 0 && strcmp(rc->decision, decision) == 0) {
+			rc->n++;
+			return;
+		}
+	}
+	if (m->nrequests >= PROXY_METRICS_REASONS) {
+		m->requests_other++;
+		return;
+	}
+	rc = &m->requests[m->nrequests++];
+	snprintf(rc->decision, sizeof(rc->decision), "%s", decision);
+	snprintf(rc->reason, sizeof(rc->reason), "%s", reason);
+	rc->n = 1;
+}
+
+const struct proxy_metrics *
+proxy_get_metrics(const struct proxy *p)
+{
+	return &p->metrics;
+}
+
+size_t
+proxy_tunnel_count(const struct proxy *p)
+{
+	const struct proxy_conn *c;
+	size_t n = 0;
+
+	TAILQ_FOREACH(c, &p->conns, entry)
+	{
+		if (c->state == PROXY_CONN_PEEK || c->state == PROXY_CONN_RELAY)
+			n++;
+	}
+	return n;
+}
+
+unsigned int
+proxy_max_conns(const struct proxy *p)
+{
+	return p->cfg.max_conns;
+}
+
 static void
 audit_decision_row(struct proxy_conn *c, const char *decision, const char *reason, const char *rule,
                    const char *why)
@@ -284,6 +338,7 @@ audit_decision_row(struct proxy_conn *c, const char *decision, const char *reaso
 	char detail[1536];
 	size_t pos = 0;
 
+	metrics_count_request(&c->proxy->metrics, decision, reason);
 	if (a == NULL)
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
@@ -399,6 +454,7 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 
 	c->connection_pending = false;
 	stats_count_bytes(c);
+	gw_hist_observe(&c->proxy->metrics.duration, gw_clock_since(&c->started));
 	if (a == NULL)
 		return;
 	n = snprintf(detail, sizeof(detail),
@@ -832,6 +888,10 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 
 /* ---- the proxy ----------------------------------------------------------- */
 
+/* Seconds: a fast API call up to a long download or tunnel. */
+static const double duration_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                         1,     2.5,  5,     10,   30,  60,   300};
+
 int
 proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **out)
 {
@@ -846,6 +906,8 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 		proxy_config_defaults(&p->cfg);
 	TAILQ_INIT(&p->listeners);
 	TAILQ_INIT(&p->conns);
+	gw_hist_init(&p->metrics.duration, duration_bounds,
+	             sizeof(duration_bounds) / sizeof(duration_bounds[0]));
 	*out = p;
 	return 0;
 }
@@ -902,22 +964,33 @@ listen_form_error(const char *addrport, char *err, size_t errlen)
 }
 
 int
+proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *sslen, char *err,
+                   size_t errlen)
+{
+	const char *colon = strrchr(addrport, ':');
+	const char *bracket = strrchr(addrport, ']');
+
+	*sslen = sizeof(*ss);
+	if (colon == NULL || (bracket != NULL && colon < bracket) ||
+	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)ss, sslen) != 0) {
+		listen_form_error(addrport, err, errlen);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
 proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
 	struct proxy_listener *l;
 	struct evconnlistener *lev;
-	const char *colon = strrchr(addrport, ':');
-	const char *bracket = strrchr(addrport, ']');
 	char bound[80];
 	int rc = 0;
 
-	if (colon == NULL || (bracket != NULL && colon < bracket) ||
-	    evutil_parse_sockaddr_port(addrport, (struct sockaddr *)&ss, &sslen) != 0) {
-		listen_form_error(addrport, err, errlen);
+	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
 		return -EINVAL;
-	}
 	l = calloc(1, sizeof(*l));
 	if (l == NULL || gw_accept_pause_new(p->gw->base, &l->pause) != 0) {
 		free(l);

@@ -23,6 +23,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/metrics.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -32,6 +33,7 @@
 extern const struct gw_command gw_command_proxy;
 
 #define PROXY_LISTEN_MAX 16
+#define PROXY_METRICS_LISTEN_MAX 4
 
 /*
  * Long options only. To add one: a value in this enum, a line in
@@ -61,6 +63,7 @@ enum {
 	OPT_UPSTREAM_PROXY,
 	OPT_UPSTREAM_PROXY_AUTH_FILE,
 	OPT_UPSTREAM_PROXY_CHECK_DNS,
+	OPT_METRICS_LISTEN,
 };
 
 static const struct option proxy_options[] = {
@@ -89,6 +92,7 @@ static const struct option proxy_options[] = {
     {"upstream-proxy", required_argument, NULL, OPT_UPSTREAM_PROXY},
     {"upstream-proxy-auth-file", required_argument, NULL, OPT_UPSTREAM_PROXY_AUTH_FILE},
     {"upstream-proxy-check-dns", no_argument, NULL, OPT_UPSTREAM_PROXY_CHECK_DNS},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {NULL, 0, NULL, 0},
 };
 
@@ -116,12 +120,15 @@ struct proxy_flags {
 	/* A reload's flags: the running parent, kept (its credentials were read once,
 	 * and the environment's are gone); NULL otherwise. */
 	struct proxy_parent *kept_parent;
+	const char *metrics_listen[PROXY_METRICS_LISTEN_MAX]; /* GET /metrics (gateway/metrics.h) */
+	size_t nmetrics_listen;
 };
 
 /* The loop's state for signal handlers. */
 struct proxy_run {
 	struct gw_context gw;
 	struct gw_setup setup; /* the proxy, the DNS server, the control socket */
+	struct gw_metrics *metrics;
 	struct event *grace_timer;
 	double grace;
 	/* SIGHUP with --config parses the command line again over the new file.
@@ -309,6 +316,12 @@ proxy_flag(struct proxy_flags *f, int c)
 			break;
 		case OPT_UPSTREAM_PROXY_CHECK_DNS:
 			f->cfg.parent_check_dns = true;
+			break;
+		case OPT_METRICS_LISTEN:
+			if (f->nmetrics_listen >= PROXY_METRICS_LISTEN_MAX)
+				return gw_fail("proxy", "--metrics-listen: at most %d",
+				               PROXY_METRICS_LISTEN_MAX);
+			f->metrics_listen[f->nmetrics_listen++] = optarg;
 			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
@@ -664,6 +677,27 @@ check_config(struct proxy_flags *f, int rc)
 	return GW_EXIT_OK;
 }
 
+/* --metrics-listen: GET /metrics on the loop. 0 or GW_EXIT_FAILURE. */
+static int
+start_metrics(struct proxy_run *run, const struct proxy_flags *f)
+{
+	struct gw_metrics_sources src = {
+	    .proxy = run->setup.proxy,
+	    .dns = run->setup.dns,
+	    .approvals = run->gw.approvals,
+	    .audit = run->gw.audit,
+	};
+	char err[512];
+
+	if (gw_metrics_new(run->gw.base, &src, &run->metrics) != 0)
+		return gw_fail("proxy", "out of memory");
+	for (size_t i = 0; i < f->nmetrics_listen; i++) {
+		if (gw_metrics_listen(run->metrics, f->metrics_listen[i], err, sizeof(err)) != 0)
+			return gw_fail("proxy", "--metrics-listen %s", err);
+	}
+	return 0;
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -712,6 +746,8 @@ run_proxy(int argc, char **argv)
 		}
 	}
 
+	if (f.nmetrics_listen > 0 && start_metrics(&run, &f) != 0)
+		goto out;
 	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
@@ -744,6 +780,7 @@ out:
 	signal(SIGINT, SIG_IGN);
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
+	gw_metrics_free(run.metrics); /* it reads the parts freed next */
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
 	if (run.current != &f)
 		flags_free(run.current);
@@ -789,6 +826,7 @@ const struct gw_command gw_command_proxy = {
         "  --upstream-proxy-check-dns  resolve origin names here too and refuse one\n"
         "                           with any address the policy refuses\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
+        "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n"
         "configuration file (docs/operations.md):\n"
