@@ -23,10 +23,14 @@ struct proxy_config {
 	double connect_timeout; /* seconds per upstream address */
 	double sni_timeout;     /* seconds to complete a ClientHello once it started */
 	bool allow_no_sni;      /* a ClientHello without server_name to a named host */
+	/* Report mode for clients whose policy sets no "mode": what the policy
+	 * would refuse goes through, audited as would-deny; the address and SNI
+	 * checks stay enforced (docs/operations.md, "Report mode"). */
+	bool report_mode;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
- * 10 s connect, 5 s SNI, no SNI-less TLS to a named host. */
+ * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, enforce mode. */
 void proxy_config_defaults(struct proxy_config *cfg);
 
 /*
@@ -135,6 +139,18 @@ void proxy_total_stats(const struct proxy *p, struct proxy_stats *out);
 void proxy_stats_foreach(const struct proxy *p,
                          void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
                          void *arg);
+
+/*
+ * The access log (docs/operations.md, "Access log"): one JSON line per
+ * request, buffered and written on the loop. path "-" is standard output.
+ * Opening again replaces the log in use. 0 or negative errno, err set.
+ */
+int proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errlen);
+/* SIGHUP: opens the log's path anew (logrotate's create); nothing for
+ * standard output or no log. On failure the old file stays in use. */
+int proxy_access_log_reopen(struct proxy *p, char *err, size_t errlen);
+/* Lines written so far, and lines dropped (buffer full, write error). */
+void proxy_access_log_counts(const struct proxy *p, uint64_t *written, uint64_t *dropped);
 
 /* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
 void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);

@@ -54,6 +54,8 @@ enum {
 	OPT_DNS_DENY_RCODE,
 	OPT_DNS_ASK_WAIT,
 	OPT_DNS_STEER,
+	OPT_MODE,
+	OPT_ACCESS_LOG,
 };
 
 static const struct option proxy_options[] = {
@@ -77,6 +79,8 @@ static const struct option proxy_options[] = {
     {"dns-deny-rcode", required_argument, NULL, OPT_DNS_DENY_RCODE},
     {"dns-ask-wait", required_argument, NULL, OPT_DNS_ASK_WAIT},
     {"dns-steer", required_argument, NULL, OPT_DNS_STEER},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {NULL, 0, NULL, 0},
 };
 
@@ -88,6 +92,7 @@ struct proxy_flags {
 	int verbosity;
 	struct proxy_config cfg;
 	double grace;
+	const char *access_log;                   /* FILE, "-" (stdout) or NULL */
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
@@ -234,6 +239,20 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 		case OPT_GRACE:
 			rc = parse_seconds("--grace", optarg, &f->grace);
 			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "report") == 0)
+				f->cfg.report_mode = true;
+			else if (strcmp(optarg, "enforce") == 0)
+				f->cfg.report_mode = false;
+			else
+				return gw_fail("proxy", "--mode: '%s' is not enforce or report",
+				               optarg);
+			break;
+		case OPT_ACCESS_LOG:
+			if (optarg[0] == '\0')
+				return gw_fail("proxy", "--access-log: expected a file name or -");
+			f->access_log = optarg;
+			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
 		case OPT_DNS_NEGATIVE_TTL:
@@ -267,6 +286,9 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 	int rc;
 
+	if (proxy_access_log_reopen(run->setup.proxy, err, sizeof(err)) != 0)
+		log_warnx("proxy: SIGHUP: access log not reopened, still writing the old file: %s",
+		          err);
 	rc = gw_policy_reload(&run->gw, err, sizeof(err));
 	if (rc == -ENOENT && run->gw.policy_path == NULL)
 		log_info("proxy: SIGHUP: no --policy file to reload");
@@ -368,6 +390,11 @@ run_proxy(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (f.access_log != NULL &&
+	    proxy_access_log_open(run.setup.proxy, f.access_log, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "--access-log %s", err);
+		goto out;
+	}
 	for (size_t i = 0; i < f.ndns_listen; i++) {
 		if (dns_server_listen(run.setup.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
 			gw_fail("proxy", "--dns-listen %s", err);
@@ -419,6 +446,8 @@ const struct gw_command gw_command_proxy = {
         "policy:\n"
         "  --policy FILE            policy file (JSON; SIGHUP reloads it)\n" GW_SETUP_USAGE_RULES
         "  --allow-no-sni           let TLS without server_name reach a named host\n"
+        "  --mode enforce|report    report: let what the policy refuses through,\n"
+        "                           audited as would-deny (enforce)\n"
         "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
         "  --max-conns N            client connections in all (4096, or fewer\n"
         "                           when the open-file limit is lower)\n"
@@ -436,6 +465,7 @@ const struct gw_command gw_command_proxy = {
         "  --dns-ask-wait D         an ask name waits this long for a person (2s)\n"
         "  --dns-steer ADDR         answer allowed names with ADDR (transparent mode)\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
+        "  --access-log FILE|-      one JSON line per request (SIGHUP reopens FILE)\n"
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n",
     .run = run_proxy,

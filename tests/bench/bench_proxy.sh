@@ -11,7 +11,10 @@
 # FETCH_RUNS (3), IDLE_TUNNELS (10000, capped by the fd limit), PHASES ("fetch wrk churn
 # idle": a subset runs only those), BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and
 # its logs), BENCH_PERF_DIR=DIR (`perf record -g` of tollgate per phase into
-# DIR/tollgate-PHASE.data; the figures then carry perf's cost).
+# DIR/tollgate-PHASE.data; the figures then carry perf's cost),
+# TOLLGATE_BENCH_EXTRA_FLAGS="FLAGS" (added to tollgate proxy's command line, split at
+# spaces: a knob's cost is a run with it against a run without, e.g.
+# TOLLGATE_BENCH_EXTRA_FLAGS="--access-log /tmp/access.log").
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -127,12 +130,13 @@ pids+=("$!")
 printf '127.0.0.1 origin.test\n' >"$tmp/hosts"
 
 # --- tollgate ---
+read -r -a tg_extra <<<"${TOLLGATE_BENCH_EXTRA_FLAGS:-}"
 tp=$(port)
 TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \
 	--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8 \
 	--audit "$tmp/audit.db" --control "$tmp/tollgate.ctl" \
 	--max-conns $((idle_n + 1000)) --max-conns-per-client $((idle_n + 1000)) \
-	--idle-timeout 600s 2>"$tmp/tollgate.log" &
+	--idle-timeout 600s "${tg_extra[@]}" 2>"$tmp/tollgate.log" &
 tg_pid=$!
 pids+=("$tg_pid")
 
