@@ -358,7 +358,9 @@ proxy_access_log_request(struct proxy_conn *c)
 {
 	struct proxy_access_log *l = c->proxy->access_log;
 	const char *sandbox = c->listener != NULL ? c->listener->client_id : NULL;
-	bool reached = c->upstream[0] != '\0';
+	/* This request's upstream: c->upstream may still name a kept-alive
+	 * connection's earlier one. */
+	bool reached = c->connection_pending;
 	char now[40];
 	json_t *o;
 	size_t n;

@@ -411,9 +411,9 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	size_t pos;
 	int n;
 
+	proxy_access_log_request(c); /* it reads connection_pending */
 	c->connection_pending = false;
 	stats_count_bytes(c);
-	proxy_access_log_request(c);
 	if (a == NULL)
 		return;
 	n = snprintf(detail, sizeof(detail),
