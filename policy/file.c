@@ -490,8 +490,8 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 static const char top_keys[] =
     "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, "
     "filesystem";
-static const char client_keys[] = "name, comment, sources, user, password_sha256, default, "
-                                  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
+static const char client_keys[] = "name, comment, sources, user, password_sha256, mode, "
+                                  "default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
 
 static int
 load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
@@ -661,6 +661,19 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 				goto pop_out;
 			}
 			have_hash = true;
+		} else if (strcmp(key, "mode") == 0) {
+			/* Only a client section: report mode is the stand-alone proxy's. */
+			const char *m = json_is_string(v) ? json_string_value(v) : "";
+
+			if (strcmp(m, "report") == 0) {
+				policy_set_mode(section, POLICY_MODE_REPORT);
+			} else if (strcmp(m, "enforce") == 0) {
+				policy_set_mode(section, POLICY_MODE_ENFORCE);
+			} else {
+				rc = fail_at(ld, false,
+				             "\"mode\": expected \"enforce\" or \"report\"");
+				goto pop_out;
+			}
 		} else if (strcmp(key, "sources") == 0) {
 			json_t *item;
 			size_t i;

@@ -129,6 +129,17 @@ int policy_add_cidr(struct policy *p, enum policy_verdict action, const char *ci
 int policy_set_default(struct policy *p, enum policy_verdict v);
 void policy_set_ask_timeout(struct policy *p, double seconds);
 double policy_ask_timeout(const struct policy *p); /* default 60 */
+
+/*
+ * How a policy's refusals are applied (`tollgate proxy`, docs/operations.md
+ * "Report mode"): enforced, or let through and recorded as would-deny. Set
+ * by a client section's "mode" key; a merged policy takes the overlay's mode
+ * when it set one, else the base's.
+ */
+enum policy_mode { POLICY_MODE_ENFORCE = 0, POLICY_MODE_REPORT };
+void policy_set_mode(struct policy *p, enum policy_mode m);
+/* p's mode where one was set (on p or a policy it was merged from), else fallback. */
+enum policy_mode policy_mode(const struct policy *p, enum policy_mode fallback);
 enum policy_verdict policy_default(const struct policy *p);
 
 /*

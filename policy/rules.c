@@ -86,6 +86,8 @@ struct policy {
 	bool def_set;
 	double ask_timeout;
 	bool ask_timeout_set;
+	enum policy_mode mode;
+	bool mode_set;
 	struct policy_fs_entry *fs; /* the "filesystem" section (policy/fs.c) */
 	size_t nfs;
 };
@@ -688,6 +690,19 @@ policy_ask_timeout(const struct policy *p)
 	return p->ask_timeout;
 }
 
+void
+policy_set_mode(struct policy *p, enum policy_mode m)
+{
+	p->mode = m;
+	p->mode_set = true;
+}
+
+enum policy_mode
+policy_mode(const struct policy *p, enum policy_mode fallback)
+{
+	return p != NULL && p->mode_set ? p->mode : fallback;
+}
+
 enum policy_verdict
 policy_default(const struct policy *p)
 {
@@ -737,6 +752,8 @@ merge_rules(const struct policy *base, const struct policy *overlay)
 		m->def_set = base->def_set;
 		m->ask_timeout = base->ask_timeout;
 		m->ask_timeout_set = base->ask_timeout_set;
+		m->mode = base->mode;
+		m->mode_set = base->mode_set;
 	}
 	if (overlay != NULL) {
 		rc = append_rules(m, overlay);
@@ -749,6 +766,10 @@ merge_rules(const struct policy *base, const struct policy *overlay)
 		if (overlay->ask_timeout_set) {
 			m->ask_timeout = overlay->ask_timeout;
 			m->ask_timeout_set = true;
+		}
+		if (overlay->mode_set) {
+			m->mode = overlay->mode;
+			m->mode_set = true;
 		}
 	}
 out:
@@ -1266,6 +1287,9 @@ policy_digest(const struct policy *p, char hex[65])
 			goto out;
 		digest_line(&d, "section %s %s\n", p->clients[i].name, sub);
 	}
+	/* Only when set: a policy without report mode keeps the digest it had. */
+	if (p != NULL && p->mode_set)
+		digest_line(&d, "mode %s\n", p->mode == POLICY_MODE_REPORT ? "report" : "enforce");
 	if (d.oom) {
 		rc = -ENOMEM;
 		goto out;

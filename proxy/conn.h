@@ -25,6 +25,7 @@ struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
 struct proxy_upstream;
+struct proxy_access_log;
 
 enum proxy_listener_kind {
 	PROXY_LISTENER_PROXY,            /* CONNECT and absolute-form */
@@ -85,6 +86,7 @@ struct proxy {
 	size_t npipes;
 	void (*drained_cb)(void *arg);
 	void *drained_arg;
+	struct proxy_access_log *access_log; /* NULL: none (accesslog.c) */
 };
 
 enum proxy_conn_state {
@@ -140,6 +142,7 @@ struct proxy_conn {
 	 * had allowed it).
 	 */
 	enum proxy_audit_state audit_state;
+	bool held_would_deny; /* the held allow is report mode's would-deny */
 	char held_reason[32];
 	char held_rule[256];
 	/* Absolute-form: method, path without its query, the query's SHA-256
@@ -149,6 +152,18 @@ struct proxy_conn {
 	char query_sha256[65];
 	int status;
 	char sni[256];      /* the ClientHello's server_name, when one was seen */
+	/* What the access log says of the request (accesslog.c). */
+	struct timespec req_started; /* its head complete, or the connection accepted */
+	struct timespec ask_started;
+	double waited_ms;        /* an approval's wait, once it ended; negative: not yet */
+	bool asked;              /* it was held for a person */
+	bool is_connect;         /* a CONNECT (its head is freed once the tunnel opens) */
+	bool in_section;         /* decided by a client section (its name is in client) */
+	bool access_logged;      /* its line is written */
+	int client_status;       /* a refusal's status, or a tunnel's 200 */
+	char final_decision[16]; /* the final decision row's decision */
+	char final_reason[32];
+	char final_rule[256]; /* the rule that decided (a held one: the ask rule) */
 	bool stats_allowed; /* this request counts as allowed in the proxy's stats */
 	bool stats_refused; /* ... or as refused */
 	struct dns_query *query;
@@ -199,6 +214,11 @@ void proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char 
 const char *proxy_refusal_decision(const char *reason);
 /* Resets the per-request audit fields (a new request on the connection). */
 void proxy_audit_reset(struct proxy_conn *c);
+/*
+ * Report mode: an allowed request that an address rule would refuse. A held
+ * allow becomes a held would-deny naming that rule; nothing otherwise.
+ */
+void proxy_audit_would_deny(struct proxy_conn *c, const char *reason, const char *rule);
 /* The request is refused (once counted; an allowed one moves over). */
 void proxy_stats_refused(struct proxy_conn *c);
 
@@ -211,6 +231,18 @@ void proxy_stats_refused(struct proxy_conn *c);
 void proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why);
 /* The 503 for a connection over a limit, written straight to fd before closing it. */
 void proxy_refuse_fd(int fd, int status, const char *reason, const char *why);
+
+/* accesslog.c */
+/* A new request on c: its start is now, nothing noted yet. */
+void proxy_access_log_reset(struct proxy_conn *c);
+/* A decision row (audit_decision_row's arguments): "ask" marks the request
+ * held, any other is its final decision. */
+void proxy_access_log_note(struct proxy_conn *c, const char *decision, const char *reason,
+                           const char *rule);
+/* The request's line, once it has a final decision; nothing on a second call. */
+void proxy_access_log_request(struct proxy_conn *c);
+/* Writes what is buffered (waiting a little for a slow pipe) and closes. */
+void proxy_access_log_close(struct proxy *p);
 
 /* connect.c */
 void proxy_connect_start(struct proxy_conn *c);

@@ -12,6 +12,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
@@ -19,6 +20,20 @@
 #include "proxy/sni.h"
 
 static void target_resolve(struct proxy_conn *c);
+
+/*
+ * Report mode lets through what the policy would refuse; a non-public
+ * address is a safety check, not policy, and stays refused.
+ */
+static bool
+report_instead(const struct proxy_conn *c, const struct policy_decision *d)
+{
+	enum policy_mode fallback =
+	    c->proxy->cfg.report_mode ? POLICY_MODE_REPORT : POLICY_MODE_ENFORCE;
+
+	return d->reason != POLICY_REASON_NON_PUBLIC &&
+	       policy_mode(c->policy, fallback) == POLICY_MODE_REPORT;
+}
 
 void
 proxy_target_cancel(struct proxy_conn *c)
@@ -118,6 +133,11 @@ target_check_addrs(struct proxy_conn *c, const struct policy_addr *addrs, size_t
 			c->addrs[kept++] = addrs[i];
 			continue;
 		}
+		if (report_instead(c, &d)) {
+			proxy_audit_would_deny(c, refusal_reason(&d), d.rule);
+			c->addrs[kept++] = addrs[i];
+			continue;
+		}
 		refused = d;
 		if (policy_addr_format(&addrs[i], text, sizeof(text)) == 0)
 			log_debug("%s: %s: %s dropped: %s", __func__, c->host.text, text, d.rule);
@@ -203,6 +223,7 @@ on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
 	char rule[96];
 
 	c->wait = NULL; /* the registry frees it after this call */
+	c->waited_ms = gw_clock_ms_since(&c->ask_started);
 	switch (outcome) {
 	case APPROVAL_APPROVED:
 		snprintf(rule, sizeof(rule), "approved (scope %s)", approval_scope_name(scope));
@@ -297,6 +318,7 @@ select_policy(struct proxy_conn *c)
 	}
 	if (name != NULL)
 		snprintf(c->client, sizeof(c->client), "%s", name);
+	c->in_section = name != NULL;
 	return 0;
 }
 
@@ -338,6 +360,13 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 		return;
 	case POLICY_DENY:
 	default:
+		if (report_instead(c, &d)) {
+			proxy_audit_decision(c, "would-deny", refusal_reason(&d), d.rule);
+			log_debug("proxy: %s: %s -> %s:%d would be refused by %s (report mode)",
+			          c->peer, c->client, c->host.text, c->port, d.rule);
+			target_resolve(c);
+			return;
+		}
 		proxy_refuse(c, 403, refusal_reason(&d), d.rule);
 		return;
 	}
@@ -505,6 +534,7 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 		proxy_conn_close(c, "client-error");
 		return;
 	}
+	c->client_status = 200;
 	rc = proxy_relay_new(c, &c->relay);
 	if (rc != 0) {
 		proxy_conn_close(c, "out of memory");
@@ -523,5 +553,6 @@ proxy_connect_start(struct proxy_conn *c)
 	/* A CONNECT after forwarded requests: the kept upstream is no use now. */
 	proxy_forward_free(c->fwd);
 	c->fwd = NULL;
+	c->is_connect = true;
 	proxy_target_open(c, c->head->authority, c->head->authority_len, 0, on_tunnel_open);
 }

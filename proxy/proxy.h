@@ -32,10 +32,15 @@ struct proxy_config {
 	/* With a parent: still resolve origin names here and refuse one with any
 	 * address the policy refuses (the parent's own lookup may differ). */
 	bool parent_check_dns;
+	/* Report mode for clients whose policy sets no "mode": what the policy
+	 * would refuse goes through, audited as would-deny; the address and SNI
+	 * checks stay enforced (docs/operations.md, "Report mode"). */
+	bool report_mode;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
- * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, no parent. */
+ * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, no parent,
+ * enforce mode. */
 void proxy_config_defaults(struct proxy_config *cfg);
 
 /*
@@ -192,7 +197,7 @@ void proxy_stats_foreach(const struct proxy *p,
  */
 #define PROXY_METRICS_REASONS 64
 struct proxy_request_count {
-	char decision[8];
+	char decision[16]; /* allow, deny, ask, error, would-deny */
 	char reason[32];
 	uint64_t n;
 };
@@ -209,6 +214,18 @@ const struct proxy_metrics *proxy_get_metrics(const struct proxy *p);
 size_t proxy_tunnel_count(const struct proxy *p);
 /* --max-conns. */
 unsigned int proxy_max_conns(const struct proxy *p);
+
+/*
+ * The access log (docs/operations.md, "Access log"): one JSON line per
+ * request, buffered and written on the loop. path "-" is standard output.
+ * Opening again replaces the log in use. 0 or negative errno, err set.
+ */
+int proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errlen);
+/* SIGHUP: opens the log's path anew (logrotate's create); nothing for
+ * standard output or no log. On failure the old file stays in use. */
+int proxy_access_log_reopen(struct proxy *p, char *err, size_t errlen);
+/* Lines written so far, and lines dropped (buffer full, write error). */
+void proxy_access_log_counts(const struct proxy *p, uint64_t *written, uint64_t *dropped);
 
 /* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
 void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);

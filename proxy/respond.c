@@ -134,6 +134,7 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 		proxy_conn_close(c, reason);
 		return;
 	}
+	c->client_status = status;
 	c->state = PROXY_CONN_REFUSING;
 	/* Whatever else the client sends is not read: it is not going anywhere. */
 	bufferevent_disable(c->cbev, EV_READ);

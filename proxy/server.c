@@ -41,6 +41,7 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->allow_no_sni = false;
 	cfg->parent = NULL;
 	cfg->parent_check_dns = false;
+	cfg->report_mode = false;
 }
 
 /* ---- audit -------------------------------------------------------------- */
@@ -112,7 +113,7 @@ stats_add(struct proxy_conn *c, bool allowed, int delta)
 static void
 stats_count_decision(struct proxy_conn *c, const char *decision)
 {
-	if (strcmp(decision, "allow") == 0) {
+	if (strcmp(decision, "allow") == 0 || strcmp(decision, "would-deny") == 0) {
 		if (c->stats_allowed || c->stats_refused)
 			return;
 		c->stats_allowed = true;
@@ -339,6 +340,7 @@ audit_decision_row(struct proxy_conn *c, const char *decision, const char *reaso
 	size_t pos = 0;
 
 	metrics_count_request(&c->proxy->metrics, decision, reason);
+	proxy_access_log_note(c, decision, reason, rule);
 	if (a == NULL)
 		return;
 	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
@@ -369,8 +371,9 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 {
 	stats_count_decision(c, decision);
 	publish_decision(c, decision, reason != NULL ? reason : "", rule);
-	if (strcmp(decision, "allow") == 0) {
+	if (strcmp(decision, "allow") == 0 || strcmp(decision, "would-deny") == 0) {
 		/* The outcome decides what the row says (proxy_audit_outcome). */
+		c->held_would_deny = strcmp(decision, "would-deny") == 0;
 		snprintf(c->held_reason, sizeof(c->held_reason), "%s",
 		         reason != NULL ? reason : "");
 		snprintf(c->held_rule, sizeof(c->held_rule), "%s", rule != NULL ? rule : "");
@@ -408,7 +411,8 @@ proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reas
 		break;
 	case PROXY_AUDIT_HELD:
 		if (!deny && strcmp(decision, "allow") == 0) {
-			audit_decision_row(c, "allow", c->held_reason, c->held_rule, NULL);
+			audit_decision_row(c, c->held_would_deny ? "would-deny" : "allow",
+			                   c->held_reason, c->held_rule, NULL);
 			break;
 		}
 		/* Allowed by name, refused after: the bus hears the refusal too. */
@@ -432,9 +436,21 @@ proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reas
 }
 
 void
+proxy_audit_would_deny(struct proxy_conn *c, const char *reason, const char *rule)
+{
+	if (c->audit_state != PROXY_AUDIT_HELD || c->held_would_deny)
+		return;
+	c->held_would_deny = true;
+	snprintf(c->held_reason, sizeof(c->held_reason), "%s", reason);
+	snprintf(c->held_rule, sizeof(c->held_rule), "%s", rule);
+}
+
+void
 proxy_audit_reset(struct proxy_conn *c)
 {
 	c->audit_state = PROXY_AUDIT_NONE;
+	c->held_would_deny = false;
+	proxy_access_log_reset(c);
 	c->held_reason[0] = '\0';
 	c->held_rule[0] = '\0';
 	c->method[0] = '\0';
@@ -452,6 +468,7 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	size_t pos;
 	int n;
 
+	proxy_access_log_request(c); /* it reads connection_pending */
 	c->connection_pending = false;
 	stats_count_bytes(c);
 	gw_hist_observe(&c->proxy->metrics.duration, gw_clock_since(&c->started));
@@ -575,6 +592,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 		                    "the request ended before it reached its upstream");
 	if (c->connection_pending)
 		proxy_audit_connection(c, reason != NULL ? reason : "closed");
+	proxy_access_log_request(c); /* a refused request's, else written already */
 	proxy_target_cancel(c);
 	proxy_relay_free(c->relay);
 	proxy_forward_free(c->fwd);
@@ -677,6 +695,7 @@ dispatch_head(struct proxy_conn *c, size_t end)
 	}
 	evbuffer_remove(in, c->head_buf, end);
 	c->head_len = end;
+	clock_gettime(CLOCK_MONOTONIC, &c->req_started); /* not the keep-alive idle before */
 	if (proxy_conn_transparent(c))
 		rc = proxy_head_parse_origin(c->head_buf, end, c->head);
 	else
@@ -1186,6 +1205,7 @@ proxy_free(struct proxy *p)
 	p->drained_cb = NULL;
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		proxy_conn_close(c, "shutdown");
+	proxy_access_log_close(p); /* after the connections: their lines too */
 	listeners_free(p);
 	while (p->counts != NULL) {
 		struct proxy_client_count *cc = p->counts;

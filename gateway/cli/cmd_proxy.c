@@ -64,6 +64,8 @@ enum {
 	OPT_UPSTREAM_PROXY_AUTH_FILE,
 	OPT_UPSTREAM_PROXY_CHECK_DNS,
 	OPT_METRICS_LISTEN,
+	OPT_MODE,
+	OPT_ACCESS_LOG,
 };
 
 static const struct option proxy_options[] = {
@@ -93,6 +95,8 @@ static const struct option proxy_options[] = {
     {"upstream-proxy-auth-file", required_argument, NULL, OPT_UPSTREAM_PROXY_AUTH_FILE},
     {"upstream-proxy-check-dns", no_argument, NULL, OPT_UPSTREAM_PROXY_CHECK_DNS},
     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
     {NULL, 0, NULL, 0},
 };
 
@@ -104,6 +108,7 @@ struct proxy_flags {
 	int verbosity;
 	struct proxy_config cfg;
 	double grace;
+	const char *access_log;                   /* FILE, "-" (stdout) or NULL */
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
@@ -322,6 +327,20 @@ proxy_flag(struct proxy_flags *f, int c)
 				return gw_fail("proxy", "--metrics-listen: at most %d",
 				               PROXY_METRICS_LISTEN_MAX);
 			f->metrics_listen[f->nmetrics_listen++] = optarg;
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "report") == 0)
+				f->cfg.report_mode = true;
+			else if (strcmp(optarg, "enforce") == 0)
+				f->cfg.report_mode = false;
+			else
+				return gw_fail("proxy", "--mode: '%s' is not enforce or report",
+				               optarg);
+			break;
+		case OPT_ACCESS_LOG:
+			if (optarg[0] == '\0')
+				return gw_fail("proxy", "--access-log: expected a file name or -");
+			f->access_log = optarg;
 			break;
 		case OPT_DNS_LISTEN:
 		case OPT_DNS_TTL_CAP:
@@ -592,6 +611,9 @@ on_sighup(evutil_socket_t sig, short what, void *arg)
 	char err[512];
 	int rc;
 
+	if (proxy_access_log_reopen(run->setup.proxy, err, sizeof(err)) != 0)
+		log_warnx("proxy: SIGHUP: access log not reopened, still writing the old file: %s",
+		          err);
 	if (run->first->config_path != NULL) {
 		reload_config(run);
 		return;
@@ -739,6 +761,11 @@ run_proxy(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (f.access_log != NULL &&
+	    proxy_access_log_open(run.setup.proxy, f.access_log, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "--access-log %s", err);
+		goto out;
+	}
 	for (size_t i = 0; i < f.ndns_listen; i++) {
 		if (dns_server_listen(run.setup.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
 			gw_fail("proxy", "--dns-listen %s", err);
@@ -801,6 +828,8 @@ const struct gw_command gw_command_proxy = {
         "policy:\n"
         "  --policy FILE            policy file (JSON; SIGHUP reloads it)\n" GW_SETUP_USAGE_RULES
         "  --allow-no-sni           let TLS without server_name reach a named host\n"
+        "  --mode enforce|report    report: let what the policy refuses through,\n"
+        "                           audited as would-deny (enforce)\n"
         "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
         "  --max-conns N            client connections in all (4096, or fewer\n"
         "                           when the open-file limit is lower)\n"
@@ -827,6 +856,7 @@ const struct gw_command gw_command_proxy = {
         "                           with any address the policy refuses\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
         "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
+        "  --access-log FILE|-      one JSON line per request (SIGHUP reopens FILE)\n"
         "  --log-format text|json   stderr log format (text)\n"
         "  -v, --verbose            debug logging\n"
         "configuration file (docs/operations.md):\n"

@@ -114,6 +114,44 @@ test_full(void **state)
 	policy_free(p);
 }
 
+/* A client section's "mode": its effective policy carries it, others fall back. */
+static void
+test_client_mode(void **state)
+{
+	struct policy *p = load("{\"version\": 1, \"clients\": [\n"
+	                        " {\"name\": \"r\", \"sources\": [\"10.1.0.0/16\"], \"mode\": "
+	                        "\"report\"},\n"
+	                        " {\"name\": \"e\", \"sources\": [\"10.2.0.0/16\"], \"mode\": "
+	                        "\"enforce\"},\n"
+	                        " {\"name\": \"n\", \"sources\": [\"10.3.0.0/16\"]}]}");
+	struct policy *sel;
+	char plain[65], moded[65];
+
+	assert_int_equal(policy_mode(p, POLICY_MODE_ENFORCE), POLICY_MODE_ENFORCE);
+	assert_int_equal(policy_mode(p, POLICY_MODE_REPORT), POLICY_MODE_REPORT);
+	sel = policy_client_by_name(p, "r");
+	assert_int_equal(policy_mode(sel, POLICY_MODE_ENFORCE), POLICY_MODE_REPORT);
+	policy_free(sel);
+	sel = policy_client_by_name(p, "e");
+	assert_int_equal(policy_mode(sel, POLICY_MODE_REPORT), POLICY_MODE_ENFORCE);
+	policy_free(sel);
+	sel = policy_client_by_name(p, "n");
+	assert_int_equal(policy_mode(sel, POLICY_MODE_REPORT), POLICY_MODE_REPORT);
+	policy_free(sel);
+	policy_free(p);
+
+	/* The mode is part of what the digest covers: a switch shows in the audit. */
+	p = load(
+	    "{\"version\": 1, \"clients\": [{\"name\": \"r\", \"sources\": [\"10.1.0.0/16\"]}]}");
+	assert_int_equal(policy_digest(p, plain), 0);
+	policy_free(p);
+	p = load("{\"version\": 1, \"clients\": [{\"name\": \"r\", \"sources\": [\"10.1.0.0/16\"], "
+	         "\"mode\": \"report\"}]}");
+	assert_int_equal(policy_digest(p, moded), 0);
+	policy_free(p);
+	assert_string_not_equal(plain, moded);
+}
+
 static void
 test_minimal(void **state)
 {
@@ -193,8 +231,14 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1,\n \"clients\": [\n  {\"name\": \"a\",\n   \"sources\": [\"10.0.0.0/8\"],\n"
 	  "   \"version\": 1}]}",
 	  "t.json:5:4: unknown key \"version\" in a client section (expected one of: name, comment, "
-	  "sources, user, password_sha256, default, ask_timeout, allow, deny, ask, allow_cidr, "
-	  "deny_cidr)" },
+	  "sources, user, password_sha256, mode, default, ask_timeout, allow, deny, ask, "
+	  "allow_cidr, deny_cidr)" },
+	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
+	  "\"mode\": \"audit\"}]}",
+	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
+	{ "{\"version\": 1, \"mode\": \"report\"}",
+	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
@@ -652,6 +696,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_client_mode),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_filesystem),
 		cmocka_unit_test(test_error_positions_escaped),
