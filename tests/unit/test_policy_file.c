@@ -136,146 +136,145 @@ struct err_case {
 };
 
 static const struct err_case err_cases[] = {
-	{ "", "t.json:1:1: invalid JSON: '[' or '{' expected near end of file" },
-	{ "{", NULL },
-	{ "[]", "t.json:1:1: expected a JSON object ({\"version\": 1, ...})" },
-	{ "{}", "t.json:1:1: missing \"version\": expected \"version\": 1" },
-	{ "  {\"allow\": []}", "t.json:1:3: missing \"version\": expected \"version\": 1" },
-	{ "{\"version\": 2}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
-	{ "{\"version\": \"1\"}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
-	{ "{\"version\": 1.0}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
-	{ "{\"version\": 1,\n \"alow\": [\"a.com\"]}",
-	  "t.json:2:2: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
-	{ "{\"version\": 1,\n \"allow\": [\"a.com\",\n   \"a.*.b\"]}",
-	  "t.json:3:4: 'a.*.b': malformed pattern: '*' is allowed only as the whole host ('*') "
-	  "or as the whole first label ('*.example.com') (expected HOST[:PORT], e.g. "
-	  "example.com, *.example.com:443, *:*)" },
-	{ "{\"version\": 1, \"deny\": [\"*.\"]}", NULL },
-	{ "{\"version\": 1, \"ask\": [\"**.x\"]}", NULL },
-	{ "{\"version\": 1, \"allow\": [\"foo.com:99999\"]}",
-	  "t.json:1:26: 'foo.com:99999': malformed pattern: port out of range (1-65535) "
-	  "(expected HOST[:PORT], e.g. example.com, *.example.com:443, *:*)" },
-	{ "{\"version\": 1, \"allow\": \"a.com\"}",
-	  "t.json:1:25: \"allow\": expected an array of pattern strings (\"*.example.com:443\")" },
-	{ "{\"version\": 1, \"allow\": [\"a.com\", 5]}",
-	  "t.json:1:35: expected a string (a HOST[:PORT] pattern)" },
-	{ "{\"version\": 1, \"allow_cidr\": [\"10.0.0.1/8\"]}",
-	  "t.json:1:31: '10.0.0.1/8': malformed address rule: bits set after the prefix (did you "
-	  "mean the network address?)" },
-	{ "{\"version\": 1, \"deny_cidr\": {}}",
-	  "t.json:1:29: \"deny_cidr\": expected an array of address strings (\"10.0.0.0/8\")" },
-	{ "{\"version\": 1, \"default\": \"allow\"}",
-	  "t.json:1:27: \"default\": expected \"deny\" or \"ask\"" },
-	{ "{\"version\": 1, \"default\": null}",
-	  "t.json:1:27: \"default\": expected \"deny\" or \"ask\"" },
-	{ "{\"version\": 1, \"ask_timeout\": 0}",
-	  "t.json:1:31: \"ask_timeout\": expected a number of seconds, more than 0 and at most "
-	  "86400" },
-	{ "{\"version\": 1, \"ask_timeout\": -1}", NULL },
-	{ "{\"version\": 1, \"ask_timeout\": 86401}", NULL },
-	{ "{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL },
-	{ "{\"version\": 1, \"comment\": 5}", "t.json:1:27: \"comment\": expected a string" },
-	{ "{\"version\": 1, \"version\": 1}",
-	  "t.json:1:24: invalid JSON: duplicate object key near '\"version\"'" },
-	{ "{\"version\": 1,\n\"allow\": [\"a.com\",]}", NULL },
-	{ "{\"version\": 1} x", NULL },
-	{ "{\"version\": 1, \"allow\": [\"a\\u0000b\"]}", NULL },
-	{ "{\"version\": 1, \"clients\": {}}",
-	  "t.json:1:27: \"clients\": expected an array of client sections" },
-	{ "{\"version\": 1, \"clients\": [5]}",
-	  "t.json:1:28: expected an object (a client section)" },
-	{ "{\"version\": 1, \"clients\": [{}]}", "t.json:1:28: a client section needs \"name\"" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\"}]}",
-	  "t.json:1:28: client 'a': expected \"sources\" or \"user\" to select it" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a b\", \"sources\": [\"10.0.0.0/8\"]}]}",
-	  "t.json:1:37: \"name\": expected 1-63 letters, digits, '-', '_' or '.'" },
-	{ "{\"version\": 1,\n \"clients\": [\n  {\"name\": \"a\",\n   \"sources\": [\"10.0.0.0/8\"],\n"
-	  "   \"version\": 1}]}",
-	  "t.json:5:4: unknown key \"version\" in a client section (expected one of: name, comment, "
-	  "sources, user, password_sha256, default, ask_timeout, allow, deny, ask, allow_cidr, "
-	  "deny_cidr)" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
-	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
-	  "\"10.1/16\"]}]}",
-	  "t.json:1:68: '10.1/16': malformed address: expected an IPv4 dotted quad or an IPv6 "
-	  "address (no brackets), optionally followed by /PREFIX" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\"}]}",
-	  "t.json:1:28: client \"a\": \"user\" needs \"password_sha256\"" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
-	  "\"password_sha256\": \"" S3CRET_SHA256 "\"}]}",
-	  "t.json:1:28: client \"a\": \"password_sha256\" needs \"user\"" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\", \"password_sha256\": "
-	  "\"abc\"}]}",
-	  "t.json:1:74: \"password_sha256\": expected 64 hex digits (the SHA-256 of the password)" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a:b\"}]}",
-	  "t.json:1:50: \"user\": expected a proxy user name (1-128 characters, no ':' or control "
-	  "characters)" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\", \"password\": \"x\"}]}",
-	  NULL },
-	{ "{\"version\": 1, \"clients\": [\n {\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"]},\n"
-	  " {\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"]}]}",
-	  "t.json:3:2: client 'a' is defined twice" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
-	  "\"allow\": [\"*.\"]}]}",
-	  NULL },
-	/* Columns count characters, as jansson's do. */
-	{ "{\"version\": 1, \"comment\": \"\xc3\xa9\xc3\xa9\", \"alow\": 1}",
-	  "t.json:1:33: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
-	/* A key written with escapes is found where it is. */
-	{ "{\"version\": 1, \"\\u0061llow\": [\"*.\"]}", NULL },
-	{ "{\"version\": 1, \"al\\nlow\": 1}",
-	  "t.json:1:16: unknown key \"al?low\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
-	{ "{\"version\": 1, \"allow\": [\"a\\nb.com\"]}", NULL },
-	{ "\xef\xbb\xbf{\"version\": 1}", NULL },
-	{ "{\"version\": 1, \"allow\": [\"\xff\"]}", NULL },
-	/* The "filesystem" section: what the sandbox sees of the host's files. */
-	{ "{\"version\": 1, \"filesystem\": []}",
-	  "t.json:1:30: \"filesystem\": expected an object ({\"read\": [...], \"write\": [...]})" },
-	{ "{\"version\": 1, \"filesystem\": {\"exec\": []}}",
-	  "t.json:1:31: unknown key \"exec\" in \"filesystem\" (expected read or write)" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": \"/srv\"}}",
-	  "t.json:1:39: \"read\": expected an array of paths (\"/src\" or \"/src:/dest\")" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [5]}}",
-	  "t.json:1:40: expected a string (\"/src\" or \"/src:/dest\")" },
-	{ "{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv\",\n  \"srv\"]}}",
-	  "t.json:3:3: 'srv': SRC must be an absolute path" },
-	{ "{\"version\": 1, \"filesystem\": {\"write\": [\"/srv:dest\"]}}",
-	  "t.json:1:41: '/srv:dest': DEST must be an absolute path" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/proc\"]}}",
-	  "t.json:1:40: '/proc': without a DEST the path is also the one in the sandbox, which "
-	  "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, /tmp, /var/tmp, "
-	  "/run/tollgate, /work, /out)" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/tmp/x\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/dev\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/sys/fs\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/work\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/run\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/\"]}}",
-	  "t.json:1:40: '/srv:/': DEST cannot be / (the sandbox's own root)" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/usr/local/x\"]}}",
-	  "t.json:1:40: '/srv:/usr/local/x': DEST overlaps a system directory bound from the host "
-	  "(/usr, /bin, /sbin, /lib*, /etc, /opt)" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/../etc\"]}}",
-	  "t.json:1:40: '/srv:/data/../etc': DEST must be a plain path (no empty, '.' or '..' "
-	  "component, no trailing '/')" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data//x\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv/\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/.\"]}}", NULL },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\":/data\"]}}",
-	  "t.json:1:40: ':/data': SRC must be an absolute path" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/a\\tb:/data\"]}}", NULL },
-	{ "{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv:/data\"],\n  \"write\": "
-	  "[\"/home/u/cache:/data/cache\"]}}",
-	  "t.json:3:13: '/home/u/cache:/data/cache': /data/cache overlaps /data, bound already" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/a\", \"/b:/a\"]}}",
-	  "t.json:1:46: '/b:/a': /a overlaps /a, bound already" },
-	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
-	  "\"filesystem\": {}}]}",
-	  NULL },
+    {"", "t.json:1:1: invalid JSON: '[' or '{' expected near end of file"},
+    {"{", NULL},
+    {"[]", "t.json:1:1: expected a JSON object ({\"version\": 1, ...})"},
+    {"{}", "t.json:1:1: missing \"version\": expected \"version\": 1"},
+    {"  {\"allow\": []}", "t.json:1:3: missing \"version\": expected \"version\": 1"},
+    {"{\"version\": 2}", "t.json:1:13: \"version\": expected 1 (the only version so far)"},
+    {"{\"version\": \"1\"}", "t.json:1:13: \"version\": expected 1 (the only version so far)"},
+    {"{\"version\": 1.0}", "t.json:1:13: \"version\": expected 1 (the only version so far)"},
+    {"{\"version\": 1,\n \"alow\": [\"a.com\"]}",
+     "t.json:2:2: unknown key \"alow\" (expected one of: version, comment, default, "
+     "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)"},
+    {"{\"version\": 1,\n \"allow\": [\"a.com\",\n   \"a.*.b\"]}",
+     "t.json:3:4: 'a.*.b': malformed pattern: '*' is allowed only as the whole host ('*') "
+     "or as the whole first label ('*.example.com') (expected HOST[:PORT], e.g. "
+     "example.com, *.example.com:443, *:*)"},
+    {"{\"version\": 1, \"deny\": [\"*.\"]}", NULL},
+    {"{\"version\": 1, \"ask\": [\"**.x\"]}", NULL},
+    {"{\"version\": 1, \"allow\": [\"foo.com:99999\"]}",
+     "t.json:1:26: 'foo.com:99999': malformed pattern: port out of range (1-65535) "
+     "(expected HOST[:PORT], e.g. example.com, *.example.com:443, *:*)"},
+    {"{\"version\": 1, \"allow\": \"a.com\"}",
+     "t.json:1:25: \"allow\": expected an array of pattern strings (\"*.example.com:443\")"},
+    {"{\"version\": 1, \"allow\": [\"a.com\", 5]}",
+     "t.json:1:35: expected a string (a HOST[:PORT] pattern)"},
+    {"{\"version\": 1, \"allow_cidr\": [\"10.0.0.1/8\"]}",
+     "t.json:1:31: '10.0.0.1/8': malformed address rule: bits set after the prefix (did you "
+     "mean the network address?)"},
+    {"{\"version\": 1, \"deny_cidr\": {}}",
+     "t.json:1:29: \"deny_cidr\": expected an array of address strings (\"10.0.0.0/8\")"},
+    {"{\"version\": 1, \"default\": \"allow\"}",
+     "t.json:1:27: \"default\": expected \"deny\" or \"ask\""},
+    {"{\"version\": 1, \"default\": null}",
+     "t.json:1:27: \"default\": expected \"deny\" or \"ask\""},
+    {"{\"version\": 1, \"ask_timeout\": 0}",
+     "t.json:1:31: \"ask_timeout\": expected a number of seconds, more than 0 and at most "
+     "86400"},
+    {"{\"version\": 1, \"ask_timeout\": -1}", NULL},
+    {"{\"version\": 1, \"ask_timeout\": 86401}", NULL},
+    {"{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL},
+    {"{\"version\": 1, \"comment\": 5}", "t.json:1:27: \"comment\": expected a string"},
+    {"{\"version\": 1, \"version\": 1}",
+     "t.json:1:24: invalid JSON: duplicate object key near '\"version\"'"},
+    {"{\"version\": 1,\n\"allow\": [\"a.com\",]}", NULL},
+    {"{\"version\": 1} x", NULL},
+    {"{\"version\": 1, \"allow\": [\"a\\u0000b\"]}", NULL},
+    {"{\"version\": 1, \"clients\": {}}",
+     "t.json:1:27: \"clients\": expected an array of client sections"},
+    {"{\"version\": 1, \"clients\": [5]}", "t.json:1:28: expected an object (a client section)"},
+    {"{\"version\": 1, \"clients\": [{}]}", "t.json:1:28: a client section needs \"name\""},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\"}]}",
+     "t.json:1:28: client 'a': expected \"sources\" or \"user\" to select it"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a b\", \"sources\": [\"10.0.0.0/8\"]}]}",
+     "t.json:1:37: \"name\": expected 1-63 letters, digits, '-', '_' or '.'"},
+    {"{\"version\": 1,\n \"clients\": [\n  {\"name\": \"a\",\n   \"sources\": [\"10.0.0.0/8\"],\n"
+     "   \"version\": 1}]}",
+     "t.json:5:4: unknown key \"version\" in a client section (expected one of: name, comment, "
+     "sources, user, password_sha256, tls_subject, tls_cn, default, ask_timeout, allow, deny, "
+     "ask, allow_cidr, deny_cidr)"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
+     "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
+     "\"10.1/16\"]}]}",
+     "t.json:1:68: '10.1/16': malformed address: expected an IPv4 dotted quad or an IPv6 "
+     "address (no brackets), optionally followed by /PREFIX"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\"}]}",
+     "t.json:1:28: client \"a\": \"user\" needs \"password_sha256\""},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
+     "\"password_sha256\": \"" S3CRET_SHA256 "\"}]}",
+     "t.json:1:28: client \"a\": \"password_sha256\" needs \"user\""},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\", \"password_sha256\": "
+     "\"abc\"}]}",
+     "t.json:1:74: \"password_sha256\": expected 64 hex digits (the SHA-256 of the password)"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a:b\"}]}",
+     "t.json:1:50: \"user\": expected a proxy user name (1-128 characters, no ':' or control "
+     "characters)"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\", \"password\": \"x\"}]}",
+     NULL},
+    {"{\"version\": 1, \"clients\": [\n {\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"]},\n"
+     " {\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"]}]}",
+     "t.json:3:2: client 'a' is defined twice"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
+     "\"allow\": [\"*.\"]}]}",
+     NULL},
+    /* Columns count characters, as jansson's do. */
+    {"{\"version\": 1, \"comment\": \"\xc3\xa9\xc3\xa9\", \"alow\": 1}",
+     "t.json:1:33: unknown key \"alow\" (expected one of: version, comment, default, "
+     "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)"},
+    /* A key written with escapes is found where it is. */
+    {"{\"version\": 1, \"\\u0061llow\": [\"*.\"]}", NULL},
+    {"{\"version\": 1, \"al\\nlow\": 1}",
+     "t.json:1:16: unknown key \"al?low\" (expected one of: version, comment, default, "
+     "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)"},
+    {"{\"version\": 1, \"allow\": [\"a\\nb.com\"]}", NULL},
+    {"\xef\xbb\xbf{\"version\": 1}", NULL},
+    {"{\"version\": 1, \"allow\": [\"\xff\"]}", NULL},
+    /* The "filesystem" section: what the sandbox sees of the host's files. */
+    {"{\"version\": 1, \"filesystem\": []}",
+     "t.json:1:30: \"filesystem\": expected an object ({\"read\": [...], \"write\": [...]})"},
+    {"{\"version\": 1, \"filesystem\": {\"exec\": []}}",
+     "t.json:1:31: unknown key \"exec\" in \"filesystem\" (expected read or write)"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": \"/srv\"}}",
+     "t.json:1:39: \"read\": expected an array of paths (\"/src\" or \"/src:/dest\")"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [5]}}",
+     "t.json:1:40: expected a string (\"/src\" or \"/src:/dest\")"},
+    {"{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv\",\n  \"srv\"]}}",
+     "t.json:3:3: 'srv': SRC must be an absolute path"},
+    {"{\"version\": 1, \"filesystem\": {\"write\": [\"/srv:dest\"]}}",
+     "t.json:1:41: '/srv:dest': DEST must be an absolute path"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/proc\"]}}",
+     "t.json:1:40: '/proc': without a DEST the path is also the one in the sandbox, which "
+     "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, /tmp, /var/tmp, "
+     "/run/tollgate, /work, /out)"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/tmp/x\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/dev\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/sys/fs\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/work\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/run\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/\"]}}",
+     "t.json:1:40: '/srv:/': DEST cannot be / (the sandbox's own root)"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/usr/local/x\"]}}",
+     "t.json:1:40: '/srv:/usr/local/x': DEST overlaps a system directory bound from the host "
+     "(/usr, /bin, /sbin, /lib*, /etc, /opt)"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/../etc\"]}}",
+     "t.json:1:40: '/srv:/data/../etc': DEST must be a plain path (no empty, '.' or '..' "
+     "component, no trailing '/')"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data//x\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv/\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/data/.\"]}}", NULL},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\":/data\"]}}",
+     "t.json:1:40: ':/data': SRC must be an absolute path"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/a\\tb:/data\"]}}", NULL},
+    {"{\"version\": 1,\n \"filesystem\": {\"read\": [\"/srv:/data\"],\n  \"write\": "
+     "[\"/home/u/cache:/data/cache\"]}}",
+     "t.json:3:13: '/home/u/cache:/data/cache': /data/cache overlaps /data, bound already"},
+    {"{\"version\": 1, \"filesystem\": {\"read\": [\"/a\", \"/b:/a\"]}}",
+     "t.json:1:46: '/b:/a': /a overlaps /a, bound already"},
+    {"{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
+     "\"filesystem\": {}}]}",
+     NULL},
 };
 
 /* A valid "filesystem" section: read and write entries, DEST defaulting to SRC. */
