@@ -327,59 +327,66 @@ session_finish(struct proxy_tls_session *s)
 	session_free(s);
 }
 
+/* One refusal row; detail's members are the why, and the peer when known. */
 static void
-audit_refusal(struct proxy_tls_session *s, const char *reason, const char *why)
+append_refusal_row(struct audit *a, const char *client, const char *reason, const char *why,
+                   const char *peer)
 {
-	struct proxy_tls_ctx *t = s->listener->tls;
-	struct audit *a = s->proxy->gw->audit;
-	char more[96];
-	json_t *detail;
-	char *text;
+	json_t *detail = peer != NULL ? json_pack("{s:s, s:s, s:s}", "why", why, "peer", peer,
+	                                          "via", "tls")
+	                              : json_pack("{s:s, s:s}", "why", why, "via", "tls");
+	char *text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
+	struct audit_event ev = {
+	    .kind = "decision", .sandbox = client, .decision = "deny", .reason = reason,
+	    .detail = text};
 
-	if (gw_clock_since(&t->window) >= 60) {
-		if (t->suppressed > 0 && a != NULL) {
-			snprintf(more, sizeof(more),
-			         "%u more refused handshakes in the minute before", t->suppressed);
-			detail = json_pack("{s:s}", "why", more);
-			text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
-			struct audit_event folded = {.kind = "decision",
-			                             .sandbox = "tls",
-			                             .decision = "deny",
-			                             .reason = "tls-refused-folded",
-			                             .detail = text};
-			if (text != NULL && audit_append(a, &folded) != 0)
-				log_warnx("proxy: audit queue full: a TLS refusal row was lost");
-			free(text);
-			json_decref(detail);
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t->window);
-		t->audited = t->suppressed = 0;
-	}
-	if (a == NULL)
-		return;
-	if (t->audited >= TLS_AUDIT_PER_MINUTE) {
-		t->suppressed++;
-		return;
-	}
-	t->audited++;
-	detail = json_pack("{s:s, s:s, s:s}", "why", why, "peer", s->peer, "via", "tls");
-	text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
-	struct audit_event ev = {.kind = "decision",
-	                         .sandbox = s->addr,
-	                         .decision = "deny",
-	                         .reason = reason,
-	                         .detail = text};
 	if (text == NULL || audit_append(a, &ev) != 0)
 		log_warnx("proxy: audit queue full: a TLS refusal row was lost");
 	free(text);
 	json_decref(detail);
 }
 
+/*
+ * Whether this refusal may have its warning and audit row: anyone who can
+ * reach the port can make refusals, so a listener gives at most
+ * TLS_AUDIT_PER_MINUTE of them a minute and counts the rest in one row.
+ */
+static bool
+refusal_budget(struct proxy_tls_session *s)
+{
+	struct proxy_tls_ctx *t = s->listener->tls;
+	struct audit *a = s->proxy->gw->audit;
+	char more[96];
+
+	if (gw_clock_since(&t->window) >= 60) {
+		if (t->suppressed > 0) {
+			snprintf(more, sizeof(more), "%u more refused handshakes in the minute before",
+			         t->suppressed);
+			log_warnx("proxy: TLS: %s", more);
+			if (a != NULL)
+				append_refusal_row(a, "tls", "tls-refused-folded", more, NULL);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t->window);
+		t->audited = t->suppressed = 0;
+	}
+	if (t->audited >= TLS_AUDIT_PER_MINUTE) {
+		t->suppressed++;
+		return false;
+	}
+	t->audited++;
+	return true;
+}
+
 static void
 refuse_handshake(struct proxy_tls_session *s, const char *reason, const char *why)
 {
-	log_warnx("proxy: %s: TLS handshake refused: %s: %s", s->peer, reason, why);
-	audit_refusal(s, reason, why);
+	if (refusal_budget(s)) {
+		log_warnx("proxy: %s: TLS handshake refused: %s: %s", s->peer, reason, why);
+		if (s->proxy->gw->audit != NULL)
+			append_refusal_row(s->proxy->gw->audit, s->addr, reason, why, s->peer);
+	} else {
+		log_debug("%s: %s: %s: %s", __func__, s->peer, reason, why);
+	}
 	session_free(s);
 }
 

@@ -175,6 +175,33 @@ else
 	fail "TLS 1.1: a session was made"
 fi
 
+# --- a flood of refused handshakes is not a flood of rows ---------------------------
+# 130 handshakes without a certificate; with the 4 refused above, no split of
+# them into two minutes gets every one its own row (60 a minute, then one folded).
+python3 -c '
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+ctx.check_hostname = False
+for _ in range(130):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+    try:
+        t = ctx.wrap_socket(s)
+        t.sendall(b"GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        t.recv(100)
+    except (ssl.SSLError, OSError):
+        pass
+    s.close()
+' "$TP" "$PKI/ca.pem"
+refusals="reason in ('client-cert-missing','client-cert-refused','tls-handshake-failed')"
+n=$(audit_count "$DB" "kind='decision' and $refusals")
+expect_match "a flood of refused handshakes: rows are capped ($n for 134)" "$n" \
+	"^([6-9][0-9]|1[01][0-9]|12[01])$"
+n=$(grep -c "TLS handshake refused" "$PROXY_LOG" || true)
+expect_match "a flood of refused handshakes: warnings are capped ($n for 134)" "$n" \
+	"^([6-9][0-9]|1[01][0-9]|12[01])$"
+out=$(tproxy a "http://a.test:$HTTP_PORT/hello.txt")
+expect_eq "after the flood, cert A still gets through" "$out" "hello from the origin"
+
 # --- what the log and the audit say ----------------------------------------------
 stop_proxy "$PROXY_PID"
 n=$(audit_count "$DB" "kind='decision' and sandbox='ci-a' and host='a.test' and decision='allow'")
