@@ -204,6 +204,7 @@ expect_eq "after the flood, cert A still gets through" "$out" "hello from the or
 
 # --- what the log and the audit say ----------------------------------------------
 stop_proxy "$PROXY_PID"
+expect_eq "SIGTERM: the proxy exits 0 (under ASan: no leak, no error)" "$STOP_RC" 0
 n=$(audit_count "$DB" "kind='decision' and sandbox='ci-a' and host='a.test' and decision='allow'")
 expect_match "audit: section A's allowed requests name ci-a" "$n" "^[1-9]"
 n=$(audit_count "$DB" "kind='decision' and sandbox='ci-a' and host='b.test' and decision='deny'")
