@@ -491,7 +491,8 @@ static const char top_keys[] =
     "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, "
     "filesystem";
 static const char client_keys[] = "name, comment, sources, user, password_sha256, mode, "
-                                  "default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr";
+                                  "tls_subject, tls_cn, default, ask_timeout, allow, deny, ask, "
+                                  "allow_cidr, deny_cidr";
 
 static int
 load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
@@ -607,6 +608,23 @@ client_user_ok(const char *s)
 	return true;
 }
 
+/* A certificate subject or CN as the operator wrote it: printable, compared whole. */
+static bool
+client_tls_text_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 static int
 parse_sha256_hex(const char *s, unsigned char out[32])
 {
@@ -620,7 +638,7 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 	struct policy *section = NULL;
 	struct policy_cidr *sources = NULL;
 	size_t nsources = 0;
-	const char *name = NULL, *user = NULL;
+	const char *name = NULL, *user = NULL, *tls_subject = NULL, *tls_cn = NULL;
 	unsigned char hash[32];
 	bool have_hash = false;
 	char msg[512];
@@ -652,6 +670,25 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 				goto pop_out;
 			}
 			user = json_string_value(v);
+		} else if (strcmp(key, "tls_subject") == 0) {
+			if (!json_is_string(v) ||
+			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_SUBJECT_MAX)) {
+				rc = fail_at(ld, false,
+				             "\"tls_subject\": expected a certificate subject in "
+				             "RFC 2253 form (\"CN=ci-runner,O=example\"), 1-1024 "
+				             "characters, no control characters");
+				goto pop_out;
+			}
+			tls_subject = json_string_value(v);
+		} else if (strcmp(key, "tls_cn") == 0) {
+			if (!json_is_string(v) ||
+			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_CN_MAX)) {
+				rc = fail_at(ld, false,
+				             "\"tls_cn\": expected a certificate's commonName, "
+				             "1-64 characters, no control characters");
+				goto pop_out;
+			}
+			tls_cn = json_string_value(v);
 		} else if (strcmp(key, "password_sha256") == 0) {
 			if (!json_is_string(v) ||
 			    parse_sha256_hex(json_string_value(v), hash) != 0) {
@@ -735,8 +772,24 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		rc = fail_at(ld, false, "client \"%s\": \"password_sha256\" needs \"user\"", name);
 		goto out;
 	}
-	rc = policy_add_client(top, name, section, sources, nsources, user, have_hash ? hash : NULL,
-	                       msg, sizeof(msg));
+	if (tls_subject != NULL && tls_cn != NULL) {
+		rc = fail_at(ld, false,
+		             "client \"%s\": give \"tls_subject\" or \"tls_cn\", not both", name);
+		goto out;
+	}
+	if ((tls_subject != NULL || tls_cn != NULL) && user != NULL) {
+		/* One identity per section: a certificate, or a password, never both. */
+		rc = fail_at(ld, false,
+		             "client \"%s\": a section selected by a certificate takes no \"user\"",
+		             name);
+		goto out;
+	}
+	if (tls_subject != NULL || tls_cn != NULL)
+		rc = policy_add_client_tls(top, name, section, sources, nsources, tls_subject,
+		                           tls_cn, msg, sizeof(msg));
+	else
+		rc = policy_add_client(top, name, section, sources, nsources, user,
+		                       have_hash ? hash : NULL, msg, sizeof(msg));
 	if (rc != 0)
 		rc = fail_at(ld, false, "%s", msg);
 	goto out;

@@ -160,6 +160,23 @@ int policy_add_client(struct policy *p, const char *name, struct policy *section
                       const struct policy_cidr *sources, size_t nsources, const char *user,
                       const unsigned char *password_sha256, char *err, size_t errlen);
 
+/*
+ * A client section selected by the certificate a client showed on the
+ * proxy's TLS listener (--listen-tls): tls_subject is compared whole with
+ * the subject as OpenSSL prints it in RFC 2253 form
+ * ("CN=ci-runner,O=example"), tls_cn with the subject's one commonName.
+ * Give one of them (the other NULL). sources, when given, must hold the
+ * client's address too. Such a section is never selected by address or
+ * proxy user (policy_select_client skips it). Copies what it needs and
+ * takes its own reference to section. 0 or -EINVAL/-EEXIST (two sections
+ * for the same subject or CN) with err set.
+ */
+#define POLICY_TLS_SUBJECT_MAX 1024
+#define POLICY_TLS_CN_MAX 64
+int policy_add_client_tls(struct policy *p, const char *name, struct policy *section,
+                          const struct policy_cidr *sources, size_t nsources,
+                          const char *tls_subject, const char *tls_cn, char *err, size_t errlen);
+
 struct policy_stats {
 	size_t rules;   /* host rules (merged layers included, client sections not) */
 	size_t cidrs;   /* address rules, likewise */
@@ -245,6 +262,19 @@ void policy_decide_addr(const struct policy *p, const struct policy_addr *addr,
 struct policy *policy_select_client(const struct policy *p, const struct policy_addr *src,
                                     const char *user, const char *password,
                                     const char **name, bool *auth_required);
+/*
+ * The section for a client that showed a verified certificate with this
+ * subject (RFC 2253 text) and commonName (NULL when it has none, or more
+ * than one): a section whose tls_subject equals subject first, else one
+ * whose tls_cn equals cn; a section with sources must hold src as well.
+ * Returns the policy in force for it (a reference the caller frees) and
+ * sets *name to the section's name (it points into p); NULL when no
+ * section names this certificate: such a client is refused, never given
+ * the top level (a certificate the CA issued for something else must not
+ * become a proxy client by default).
+ */
+struct policy *policy_select_tls_client(const struct policy *p, const struct policy_addr *src,
+                                        const char *subject, const char *cn, const char **name);
 /*
  * The policy in force for the client section called name (a reference the
  * caller frees), or NULL when there is no such section. For tests and

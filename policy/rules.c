@@ -42,6 +42,9 @@ struct client_section {
 	struct policy_cidr *sources;
 	size_t nsources;
 	char *user; /* NULL: selected by source address only */
+	/* Selected by a client certificate (policy_select_tls_client) only. */
+	char *tls_subject;
+	char *tls_cn;
 	unsigned char password_sha256[32];
 	struct policy *section;   /* the section's own rules */
 	struct policy *effective; /* the top level with the section merged over it */
@@ -193,6 +196,8 @@ client_clear(struct client_section *c)
 		OPENSSL_cleanse(c->password_sha256, sizeof(c->password_sha256));
 		free(c->user);
 	}
+	free(c->tls_subject);
+	free(c->tls_cn);
 	policy_free(c->section);
 	policy_free(c->effective);
 }
@@ -800,10 +805,16 @@ push_client(struct policy *p, const struct client_section *src)
 		c.user = strdup(src->user);
 		memcpy(c.password_sha256, src->password_sha256, sizeof(c.password_sha256));
 	}
+	if (src->tls_subject != NULL)
+		c.tls_subject = strdup(src->tls_subject);
+	if (src->tls_cn != NULL)
+		c.tls_cn = strdup(src->tls_cn);
 	c.section = policy_ref(src->section);
 	c.effective = merge_rules(p, src->section);
 	if (c.name == NULL || (src->nsources > 0 && c.sources == NULL) ||
-	    (src->user != NULL && c.user == NULL) || c.effective == NULL) {
+	    (src->user != NULL && c.user == NULL) ||
+	    (src->tls_subject != NULL && c.tls_subject == NULL) ||
+	    (src->tls_cn != NULL && c.tls_cn == NULL) || c.effective == NULL) {
 		client_clear(&c);
 		return -ENOMEM;
 	}
@@ -956,6 +967,56 @@ policy_add_client(struct policy *p, const char *name, struct policy *section,
 		return -ENOMEM;
 	}
 	OPENSSL_cleanse(c.password_sha256, sizeof(c.password_sha256));
+	return 0;
+}
+
+static bool
+same_text(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+int
+policy_add_client_tls(struct policy *p, const char *name, struct policy *section,
+                      const struct policy_cidr *sources, size_t nsources, const char *tls_subject,
+                      const char *tls_cn, char *err, size_t errlen)
+{
+	struct client_section c;
+
+	if (name == NULL || *name == '\0' || section == NULL) {
+		gw_set_err(err, errlen, "a client section needs a name");
+		return -EINVAL;
+	}
+	if ((tls_subject == NULL) == (tls_cn == NULL)) {
+		gw_set_err(err, errlen,
+		           "client '%s': expected one of \"tls_subject\" or \"tls_cn\"", name);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->nclients; i++) {
+		const struct client_section *o = &p->clients[i];
+
+		if (strcmp(o->name, name) == 0) {
+			gw_set_err(err, errlen, "client '%s' is defined twice", name);
+			return -EEXIST;
+		}
+		if (same_text(o->tls_subject, tls_subject) || same_text(o->tls_cn, tls_cn)) {
+			gw_set_err(err, errlen,
+			           "clients '%s' and '%s' name the same certificate %s", o->name,
+			           name, tls_subject != NULL ? "subject" : "CN");
+			return -EEXIST;
+		}
+	}
+	memset(&c, 0, sizeof(c));
+	c.name = (char *)name;
+	c.sources = (struct policy_cidr *)sources;
+	c.nsources = nsources;
+	c.tls_subject = (char *)tls_subject;
+	c.tls_cn = (char *)tls_cn;
+	c.section = section;
+	if (push_client(p, &c) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -1171,6 +1232,8 @@ policy_select_client(const struct policy *p, const struct policy_addr *src, cons
 	*auth_required = false;
 	for (size_t i = 0; i < p->nclients; i++)
 		any_user = any_user || p->clients[i].user != NULL;
+	/* Sections for client certificates are skipped below: an address or
+	 * a password never stands for a certificate. */
 	/* Credentials are ignored when no section is selected by user. */
 	if (user != NULL && any_user) {
 		for (size_t i = 0; i < p->nclients; i++) {
@@ -1189,7 +1252,7 @@ policy_select_client(const struct policy *p, const struct policy_addr *src, cons
 	for (size_t i = 0; i < p->nclients; i++) {
 		const struct client_section *c = &p->clients[i];
 
-		if (!sources_contain(c, src))
+		if (c->tls_subject != NULL || c->tls_cn != NULL || !sources_contain(c, src))
 			continue;
 		if (c->user != NULL) {
 			/* This network's section needs credentials the client did not give. */
@@ -1200,6 +1263,28 @@ policy_select_client(const struct policy *p, const struct policy_addr *src, cons
 		return policy_ref(c->effective);
 	}
 	return policy_ref((struct policy *)p);
+}
+
+struct policy *
+policy_select_tls_client(const struct policy *p, const struct policy_addr *src, const char *subject,
+                         const char *cn, const char **name)
+{
+	const struct client_section *found = NULL;
+
+	*name = NULL;
+	/* The whole subject is the more specific claim, so it is looked for first. */
+	for (size_t i = 0; i < p->nclients && found == NULL; i++) {
+		if (same_text(p->clients[i].tls_subject, subject))
+			found = &p->clients[i];
+	}
+	for (size_t i = 0; i < p->nclients && found == NULL; i++) {
+		if (same_text(p->clients[i].tls_cn, cn))
+			found = &p->clients[i];
+	}
+	if (found == NULL || (found->nsources > 0 && !sources_contain(found, src)))
+		return NULL;
+	*name = found->name;
+	return policy_ref(found->effective);
 }
 
 struct policy *

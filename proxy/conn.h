@@ -24,6 +24,9 @@ struct evconnlistener;
 struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
+struct proxy_tls_ctx;
+struct proxy_tls_peer;
+struct proxy_tls_session;
 struct proxy_upstream;
 struct proxy_access_log;
 
@@ -41,6 +44,7 @@ struct proxy_listener {
 	int port;              /* transparent: the port it stands for */
 	char *client_id;       /* NULL: tell clients apart by address */
 	struct policy *policy; /* with client_id: the policy of every connection */
+	struct proxy_tls_ctx *tls; /* a TLS listener (tls.c): NULL for plain ones */
 	/*
 	 * The proxy's list holds one reference until the listener is removed,
 	 * each connection accepted on it one more: a connection reads its
@@ -87,6 +91,8 @@ struct proxy {
 	void (*drained_cb)(void *arg);
 	void *drained_arg;
 	struct proxy_access_log *access_log; /* NULL: none (accesslog.c) */
+	TAILQ_HEAD(, proxy_tls_session) tls_sessions; /* TLS clients (tls.c) */
+	size_t ntls;
 };
 
 enum proxy_conn_state {
@@ -127,6 +133,7 @@ struct proxy_conn {
 	struct policy_addr src;
 	char peer[64];   /* "ADDR:PORT" of the client, for logs */
 	char client[64]; /* who the client is: listener id, section or address */
+	struct proxy_tls_peer *tls; /* came through a TLS listener: its certificate; owned */
 
 	/* The request being decided or served. */
 	char *head_buf; /* the request head's bytes; head points into them */
@@ -191,6 +198,19 @@ struct proxy_conn {
 };
 
 /* server.c */
+/*
+ * A client connection on fd (owned from here on) from sa, accepted on l:
+ * under the connection limits (a 503 on fd past them), then its first
+ * request head. tls: the certificate of a client that came through a TLS
+ * listener (owned from here on), else NULL. 0, or -1 when refused.
+ */
+int proxy_conn_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa,
+                      struct proxy_tls_peer *tls);
+/* A listening socket on "ADDR:PORT" served by the proxy; *out is its listener. */
+int proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener **out,
+                        char *err, size_t errlen);
+/* After proxy_stop_accepting: calls the drained callback once nothing is left. */
+void proxy_check_drained(struct proxy *p);
 /* Logs, audits (a connection row when an upstream was open) and frees. */
 void proxy_conn_close(struct proxy_conn *c, const char *reason);
 /* Starts reading the next request head (after accept, or keep-alive). */

@@ -18,6 +18,7 @@
 #include "policy/approval.h"
 #include "proxy/conn.h"
 #include "proxy/sni.h"
+#include "proxy/tls.h"
 
 static void target_resolve(struct proxy_conn *c);
 
@@ -282,6 +283,34 @@ target_ask(struct proxy_conn *c)
 	         c->port);
 }
 
+/*
+ * A client of the TLS listener is who its certificate says, whatever its
+ * address or a Proxy-Authorization field claims; one no section names is
+ * refused rather than given the top level.
+ */
+static int
+select_tls_policy(struct proxy_conn *c, struct policy *gp)
+{
+	const char *name = NULL;
+	char why[POLICY_TLS_SUBJECT_MAX + 96];
+
+	if (c->head != NULL)
+		proxy_head_clear_secrets(c->head);
+	c->policy = policy_select_tls_client(gp, &c->src, c->tls->subject,
+	                                     c->tls->cn[0] != '\0' ? c->tls->cn : NULL, &name);
+	if (c->policy == NULL) {
+		snprintf(why, sizeof(why), "no client section for certificate %s",
+		         c->tls->subject[0] != '\0' ? c->tls->subject : "(subject too long)");
+		/* Said at once, as a refused handshake is: a CA issued it, so the
+		 * operator more likely forgot a section than faces an attack. */
+		log_warnx("proxy: %s: refused: %s", c->peer, why);
+		proxy_refuse(c, 403, "unknown-client", why);
+		return -1;
+	}
+	snprintf(c->client, sizeof(c->client), "%s", name);
+	return 0;
+}
+
 /* Picks the policy for this request: the listener's, or a client section. */
 static int
 select_policy(struct proxy_conn *c)
@@ -302,6 +331,8 @@ select_policy(struct proxy_conn *c)
 		proxy_refuse(c, 403, "denied", "no policy in force");
 		return -1;
 	}
+	if (c->tls != NULL)
+		return select_tls_policy(c, gp);
 	/* A transparent TLS connection has no head, so no credentials. */
 	c->policy = policy_select_client(gp, &c->src, h != NULL && h->has_auth ? h->user : NULL,
 	                                 h != NULL && h->has_auth ? h->password : NULL, &name,

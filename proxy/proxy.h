@@ -96,6 +96,24 @@ int proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *s
                        size_t errlen);
 
 /*
+ * A TLS listener on "ADDR:PORT" (--listen-tls): TLS 1.2 or later, and every
+ * client must show a certificate that client_ca_path's CAs signed, else the
+ * handshake is refused (a log line and an audit row say why) and no HTTP
+ * is read. Inside the session a client speaks the proxy protocol as on
+ * proxy_listen's listeners; the certificate's subject picks its client
+ * section (policy_select_tls_client), and a certificate no section names
+ * is refused 403 unknown-client. key_path is refused when group or others
+ * may open it. Paths are read now, once. 0 or negative errno, err set.
+ */
+struct proxy_tls_opts {
+	const char *cert_path;      /* PEM: the listener's certificate, then its chain */
+	const char *key_path;       /* PEM: its private key, unencrypted, mode 0600 or less */
+	const char *client_ca_path; /* PEM: the CAs that sign client certificates */
+};
+int proxy_listen_tls(struct proxy *p, const char *addrport, const struct proxy_tls_opts *o,
+                     char *err, size_t errlen);
+
+/*
  * A sandbox's listeners: sockets made elsewhere (e.g. inside a sandbox's
  * network namespace), already bound and listening, served until removed.
  * dns/server.h has the same calls for the DNS server (dns_listener_*).

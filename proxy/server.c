@@ -28,6 +28,7 @@
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/conn.h"
+#include "proxy/tls.h"
 
 void
 proxy_config_defaults(struct proxy_config *cfg)
@@ -565,13 +566,18 @@ listener_put(struct proxy_listener *l)
 		return;
 	listener_stop(l);
 	policy_free(l->policy);
+	proxy_tls_ctx_free(l->tls);
 	free(l->client_id);
 	free(l);
 }
 
-static void
-notify_drained(struct proxy *p)
+void
+proxy_check_drained(struct proxy *p)
 {
+	/* A TLS client's session outlives its connection while it still
+	 * writes the last bytes out (tls.c). */
+	if (!p->stopping || p->nconns > 0 || p->ntls > 0 || p->drained_cb == NULL || p->drained)
+		return;
 	p->drained = true;
 	p->drained_cb(p->drained_arg);
 }
@@ -613,13 +619,13 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	if (c->peek_ev != NULL)
 		event_free(c->peek_ev);
 	policy_free(c->policy);
+	free(c->tls);
 	count_put(p, c->count);
 	listener_put(c->listener);
 	TAILQ_REMOVE(&p->conns, c, entry);
 	p->nconns--;
 	free(c);
-	if (p->stopping && p->nconns == 0 && p->drained_cb != NULL && !p->drained)
-		notify_drained(p);
+	proxy_check_drained(p);
 }
 
 static void
@@ -828,27 +834,30 @@ describe_peer(const struct sockaddr *sa, struct proxy_conn *c)
 	snprintf(c->client, sizeof(c->client), "%s", text);
 }
 
-static void
-on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+int
+proxy_conn_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa,
+                  struct proxy_tls_peer *tls)
 {
-	struct proxy_listener *l = arg;
 	struct proxy *p = l->proxy;
 	struct proxy_client_count *cc;
 	struct proxy_conn *c;
 
 	if (p->stopping) {
 		close(fd);
-		return;
+		free(tls);
+		return -1;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		close(fd);
-		return;
+		free(tls);
+		return -1;
 	}
 	c->proxy = p;
 	c->listener = l;
 	c->cfd = fd;
 	c->ufd = -1;
+	c->tls = tls;
 	describe_peer(sa, c);
 	if (l->client_id != NULL)
 		snprintf(c->client, sizeof(c->client), "%s", l->client_id);
@@ -887,13 +896,26 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
 		proxy_transparent_tls_start(c);
 	else
 		proxy_conn_read_head(c);
-	return;
+	return 0;
 refuse:
 	/* Lingering a little would save the 503 from a reset, but an
 	 * overloaded proxy should not hold more sockets than it must. */
 	shutdown(fd, SHUT_WR);
 	close(fd);
+	free(c->tls);
 	free(c);
+	return -1;
+}
+
+static void
+on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
+{
+	struct proxy_listener *l = arg;
+
+	if (l->tls != NULL)
+		proxy_tls_accept(l, fd, sa);
+	else
+		proxy_conn_accept(l, fd, sa, NULL);
 }
 
 static void
@@ -927,6 +949,7 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 	TAILQ_INIT(&p->conns);
 	gw_hist_init(&p->metrics.duration, duration_bounds,
 	             sizeof(duration_bounds) / sizeof(duration_bounds[0]));
+	TAILQ_INIT(&p->tls_sessions);
 	*out = p;
 	return 0;
 }
@@ -1001,6 +1024,15 @@ proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *sslen
 int
 proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 {
+	struct proxy_listener *l;
+
+	return proxy_listener_bind(p, addrport, &l, err, errlen);
+}
+
+int
+proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener **out, char *err,
+                    size_t errlen)
+{
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
 	struct proxy_listener *l;
@@ -1028,6 +1060,7 @@ proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 		return rc != 0 ? rc : -EIO;
 	}
 	listener_add(p, lev, l);
+	*out = l;
 	sslen = sizeof(ss);
 	if (getsockname(evconnlistener_get_fd(lev), (struct sockaddr *)&ss, (socklen_t *)&sslen) ==
 	    0) {
@@ -1172,14 +1205,14 @@ proxy_stop_accepting(struct proxy *p)
 	 * and while connections still read them. */
 	TAILQ_FOREACH(l, &p->listeners, entry)
 	listener_stop(l);
+	proxy_tls_stop_accepting(p);
 	for (c = TAILQ_FIRST(&p->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
 		if (c->state == PROXY_CONN_HEAD || c->state == PROXY_CONN_HELLO ||
 		    c->state == PROXY_CONN_LINGER)
 			proxy_conn_close(c, "stopping");
 	}
-	if (p->nconns == 0 && p->drained_cb != NULL && !p->drained)
-		notify_drained(p);
+	proxy_check_drained(p);
 }
 
 size_t
@@ -1206,6 +1239,7 @@ proxy_free(struct proxy *p)
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		proxy_conn_close(c, "shutdown");
 	proxy_access_log_close(p); /* after the connections: their lines too */
+	proxy_tls_sessions_free(p); /* before the listeners their sessions point at */
 	listeners_free(p);
 	while (p->counts != NULL) {
 		struct proxy_client_count *cc = p->counts;

@@ -66,6 +66,10 @@ enum {
 	OPT_METRICS_LISTEN,
 	OPT_MODE,
 	OPT_ACCESS_LOG,
+	OPT_LISTEN_TLS,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_CLIENT_CA,
 };
 
 static const struct option proxy_options[] = {
@@ -97,6 +101,10 @@ static const struct option proxy_options[] = {
     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"mode", required_argument, NULL, OPT_MODE},
     {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
+    {"listen-tls", required_argument, NULL, OPT_LISTEN_TLS},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
     {NULL, 0, NULL, 0},
 };
 
@@ -109,6 +117,9 @@ struct proxy_flags {
 	struct proxy_config cfg;
 	double grace;
 	const char *access_log;                   /* FILE, "-" (stdout) or NULL */
+	const char *listen_tls[PROXY_LISTEN_MAX]; /* client certificates (docs/proxy.md) */
+	size_t nlisten_tls;
+	struct proxy_tls_opts tls;
 	const char *dns_listen[PROXY_LISTEN_MAX]; /* DNS server (dns/server.h) */
 	size_t ndns_listen;
 	struct dns_server_config dns;
@@ -208,6 +219,46 @@ parse_dns_flag(int c, const char *value, struct proxy_flags *f)
 		return 0;
 	}
 	return gw_fail("proxy", "unexpected flag");
+}
+
+/* The TLS listener's flags (--listen-tls, --tls-*). 0 or GW_EXIT_FAILURE. */
+static int
+parse_tls_flag(int c, const char *value, struct proxy_flags *f)
+{
+	switch (c) {
+	case OPT_LISTEN_TLS:
+		if (f->nlisten_tls >= PROXY_LISTEN_MAX)
+			return gw_fail("proxy", "--listen-tls: at most %d", PROXY_LISTEN_MAX);
+		f->listen_tls[f->nlisten_tls++] = value;
+		return 0;
+	case OPT_TLS_CERT:
+		f->tls.cert_path = value;
+		return 0;
+	case OPT_TLS_KEY:
+		f->tls.key_path = value;
+		return 0;
+	case OPT_TLS_CLIENT_CA:
+		f->tls.client_ca_path = value;
+		return 0;
+	}
+	return gw_fail("proxy", "unexpected flag");
+}
+
+/* 0 or GW_EXIT_FAILURE: the TLS flags come all together or not at all. */
+static int
+check_tls_flags(const struct proxy_flags *f)
+{
+	bool any =
+	    f->tls.cert_path != NULL || f->tls.key_path != NULL || f->tls.client_ca_path != NULL;
+
+	if (f->nlisten_tls == 0 && any)
+		return gw_fail("proxy",
+		               "--tls-cert, --tls-key and --tls-client-ca need --listen-tls");
+	if (f->nlisten_tls > 0 &&
+	    (f->tls.cert_path == NULL || f->tls.key_path == NULL || f->tls.client_ca_path == NULL))
+		return gw_fail("proxy",
+		               "--listen-tls needs --tls-cert, --tls-key and --tls-client-ca");
+	return 0;
 }
 
 #define UPSTREAM_AUTH_ENV "TOLLGATE_UPSTREAM_PROXY_AUTH"
@@ -360,6 +411,12 @@ proxy_flag(struct proxy_flags *f, int c)
 			else
 				f->check_config = true;
 			break;
+		case OPT_LISTEN_TLS:
+		case OPT_TLS_CERT:
+		case OPT_TLS_KEY:
+		case OPT_TLS_CLIENT_CA:
+			rc = parse_tls_flag(c, optarg, f);
+			break;
 		default:
 			rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -465,8 +522,10 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	}
 	if (f->config_path != NULL && apply_config(f) != 0)
 		return GW_EXIT_FAILURE;
-	if (f->nlisten == 0)
-		return gw_fail("proxy", "--listen ADDR:PORT is required");
+	if (f->nlisten == 0 && f->nlisten_tls == 0)
+		return gw_fail("proxy", "--listen ADDR:PORT (or --listen-tls) is required");
+	if (check_tls_flags(f) != 0)
+		return GW_EXIT_FAILURE;
 	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
 	    f->cfg.sni_timeout <= 0)
 		return gw_fail("proxy", "timeouts must be more than 0");
@@ -766,6 +825,13 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "--access-log %s", err);
 		goto out;
 	}
+	for (size_t i = 0; i < f.nlisten_tls; i++) {
+		if (proxy_listen_tls(run.setup.proxy, f.listen_tls[i], &f.tls, err, sizeof(err)) !=
+		    0) {
+			gw_fail("proxy", "--listen-tls: %s", err);
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < f.ndns_listen; i++) {
 		if (dns_server_listen(run.setup.dns, f.dns_listen[i], err, sizeof(err)) != 0) {
 			gw_fail("proxy", "--dns-listen %s", err);
@@ -821,6 +887,8 @@ const struct gw_command gw_command_proxy = {
     .summary = "run the egress proxy (HTTP CONNECT and absolute-form HTTP)",
     .usage =
         "usage: tollgate proxy --listen ADDR:PORT [--listen ...] [FLAGS]\n"
+        "       tollgate proxy --listen-tls ADDR:PORT --tls-cert FILE --tls-key FILE\n"
+        "                      --tls-client-ca FILE [FLAGS]\n"
         "\n"
         "An HTTP proxy that decides every CONNECT and http:// request by policy,\n"
         "checks resolved addresses and TLS SNI, and audits each decision.\n"
@@ -854,6 +922,12 @@ const struct gw_command gw_command_proxy = {
         "                           TOLLGATE_UPSTREAM_PROXY_AUTH); never in the URL\n"
         "  --upstream-proxy-check-dns  resolve origin names here too and refuse one\n"
         "                           with any address the policy refuses\n"
+        "client certificates (docs/proxy.md):\n"
+        "  --listen-tls ADDR:PORT   a TLS listener; clients show a certificate\n"
+        "                           whose subject picks their policy section\n"
+        "  --tls-cert FILE          the listener's certificate chain (PEM)\n"
+        "  --tls-key FILE           its private key (PEM, mode 0600)\n"
+        "  --tls-client-ca FILE     the CAs that sign client certificates (PEM)\n"
         "other:\n" GW_SETUP_USAGE_AUDIT GW_SETUP_USAGE_CONTROL
         "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
         "  --access-log FILE|-      one JSON line per request (SIGHUP reopens FILE)\n"

@@ -231,8 +231,8 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1,\n \"clients\": [\n  {\"name\": \"a\",\n   \"sources\": [\"10.0.0.0/8\"],\n"
 	  "   \"version\": 1}]}",
 	  "t.json:5:4: unknown key \"version\" in a client section (expected one of: name, comment, "
-	  "sources, user, password_sha256, mode, default, ask_timeout, allow, deny, ask, "
-	  "allow_cidr, deny_cidr)" },
+	  "sources, user, password_sha256, mode, tls_subject, tls_cn, default, ask_timeout, "
+	  "allow, deny, ask, allow_cidr, deny_cidr)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
 	  "\"mode\": \"audit\"}]}",
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
