@@ -2,7 +2,7 @@
  * `tollgate proxy`: the egress proxy on its own, for containers, VMs and CI
  * runners that set HTTP(S)_PROXY. Builds the gateway context (policy,
  * resolver, audit, approvals), runs the loop, reloads on SIGHUP and drains
- * on SIGTERM.
+ * on SIGTERM; tells systemd each step and serves the sockets it passes.
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,6 +17,7 @@
 #include "dns/server.h"
 #include "gateway/cli/cli.h"
 #include "gateway/cli/config_file.h"
+#include "gateway/cli/sdnotify.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
 #include "gateway/core/clock.h"
@@ -153,6 +154,7 @@ struct proxy_run {
 	int argc;
 	char **argv;
 	struct proxy_flags *first, *current;
+	struct gw_sd_sockets sd; /* passed by systemd (socket activation) */
 };
 
 static int
@@ -522,8 +524,6 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	}
 	if (f->config_path != NULL && apply_config(f) != 0)
 		return GW_EXIT_FAILURE;
-	if (f->nlisten == 0 && f->nlisten_tls == 0)
-		return gw_fail("proxy", "--listen ADDR:PORT (or --listen-tls) is required");
 	if (check_tls_flags(f) != 0)
 		return GW_EXIT_FAILURE;
 	if (f->cfg.head_timeout <= 0 || f->cfg.idle_timeout <= 0 || f->cfg.connect_timeout <= 0 ||
@@ -667,23 +667,29 @@ static void
 on_sighup(evutil_socket_t sig, short what, void *arg)
 {
 	struct proxy_run *run = arg;
+	const char *status = "policy reloaded";
 	char err[512];
 	int rc;
 
+	gw_sd_notify_reloading();
 	if (proxy_access_log_reopen(run->setup.proxy, err, sizeof(err)) != 0)
 		log_warnx("proxy: SIGHUP: access log not reopened, still writing the old file: %s",
 		          err);
 	if (run->first->config_path != NULL) {
 		reload_config(run);
+		gw_sd_notify("READY=1\nSTATUS=serving; configuration reloaded");
 		return;
 	}
 	rc = gw_policy_reload(&run->gw, err, sizeof(err));
-	if (rc == -ENOENT && run->gw.policy_path == NULL)
+	if (rc == -ENOENT && run->gw.policy_path == NULL) {
+		status = "no policy file to reload";
 		log_info("proxy: SIGHUP: no --policy file to reload");
-	else if (rc != 0)
+	} else if (rc != 0) {
+		status = "reload failed, the old policy stays in force";
 		log_warnx("proxy: reload failed, the old policy stays in force: %s", err);
-	else
+	} else
 		log_info("proxy: reloaded %s", run->gw.policy_path);
+	gw_sd_notify("READY=1\nSTATUS=serving; %s", status);
 }
 
 static void
@@ -725,6 +731,8 @@ on_sigterm(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	run->gw.stopping = true;
+	gw_sd_notify("STOPPING=1\nSTATUS=draining %zu connection(s), up to %.0f s",
+	             proxy_conn_count(run->setup.proxy), run->grace);
 	log_info("proxy: %s: no new connections; %zu open, waiting up to %.0f s",
 	         sig == SIGINT ? "SIGINT" : "SIGTERM", proxy_conn_count(run->setup.proxy),
 	         run->grace);
@@ -779,6 +787,80 @@ start_metrics(struct proxy_run *run, const struct proxy_flags *f)
 	return 0;
 }
 
+/*
+ * Socket activation: a socket systemd passed serves the --listen or
+ * --dns-listen address it is bound to (which is then not bound again), and
+ * one bound elsewhere its FileDescriptorName= role or the role of its kind
+ * (sdnotify.h). 0 or GW_EXIT_FAILURE.
+ */
+static int
+take_passed_sockets(struct proxy_flags *f, struct gw_sd_sockets *sd)
+{
+	char err[512];
+	size_t kept = 0;
+
+	if (gw_sd_sockets_take(sd, err, sizeof(err)) != 0)
+		return gw_fail("proxy", "socket activation: %s", err);
+	for (size_t i = 0; i < f->nlisten; i++)
+		if (gw_sd_sockets_claim(sd, GW_SD_ROLE_PROXY, f->listen[i]) == 0)
+			f->listen[kept++] = f->listen[i];
+	f->nlisten = kept;
+	kept = 0;
+	for (size_t i = 0; i < f->ndns_listen; i++)
+		if (gw_sd_sockets_claim(sd, GW_SD_ROLE_DNS, f->dns_listen[i]) == 0)
+			f->dns_listen[kept++] = f->dns_listen[i];
+	f->ndns_listen = kept;
+	gw_sd_sockets_claim_rest(sd);
+	if (f->nlisten == 0 && f->nlisten_tls == 0 && !gw_sd_sockets_have(sd, GW_SD_ROLE_PROXY))
+		return gw_fail("proxy", "--listen ADDR:PORT (or --listen-tls) is required");
+	return 0;
+}
+
+/* The passed sockets join the listeners bound by address. 0 or GW_EXIT_FAILURE. */
+static int
+serve_passed_sockets(struct proxy_run *run)
+{
+	char where[96];
+	int rc;
+
+	for (size_t i = 0; i < run->sd.n; i++) {
+		struct gw_sd_socket *sock = &run->sd.sock[i];
+
+		gw_sd_socket_describe(sock, where, sizeof(where));
+		switch (sock->role) {
+		case GW_SD_ROLE_PROXY:
+			rc = proxy_listener_add(run->setup.proxy, sock->fd, NULL, NULL, NULL);
+			break;
+		case GW_SD_ROLE_DNS:
+			rc = dns_listener_add(run->setup.dns, sock->fd, NULL, NULL, NULL);
+			break;
+		case GW_SD_ROLE_METRICS:
+			rc = gw_metrics_listen_fd(run->metrics, sock->fd);
+			break;
+		default:
+			/* A passed TLS listener needs proxy_listen_tls split into its
+			 * context and a listener on a given fd: not yet. */
+			return gw_fail("proxy", "socket activation: %s ('%s'): no %s listener here",
+			               where, sock->name, gw_sd_role_name(sock->role));
+		}
+		if (rc != 0)
+			return gw_fail("proxy", "socket activation: %s: %s", where, strerror(-rc));
+		sock->fd = -1; /* the listener's now */
+		log_info("proxy: %s on %s (passed by systemd)", gw_sd_role_name(sock->role), where);
+	}
+	return 0;
+}
+
+/* The loop runs, every listener with it: systemd may start what needs us. */
+static void
+on_loop_running(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_run *run = arg;
+
+	gw_sd_notify("READY=1\nSTATUS=serving; control socket %s",
+	             gw_control_path(run->setup.control));
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -786,6 +868,7 @@ run_proxy(int argc, char **argv)
 	struct proxy_run run = {0};
 	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
 	char err[512];
+	bool dns;
 	int rc, exit_code = GW_EXIT_FAILURE;
 
 	if (flags_init(&f) != 0)
@@ -809,10 +892,13 @@ run_proxy(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	run.grace = f.grace;
+	if (take_passed_sockets(&f, &run.sd) != 0)
+		goto out;
+	dns = f.ndns_listen > 0 || gw_sd_sockets_have(&run.sd, GW_SD_ROLE_DNS);
 	/* approvals: the control socket through which people list and decide them. */
 	if (gw_setup_start(&run.gw, &run.setup, &f.gw,
 	                   GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_CONTROL |
-	                       GW_SETUP_PROXY | (f.ndns_listen > 0 ? GW_SETUP_DNS : 0)) != 0)
+	                       GW_SETUP_PROXY | (dns ? GW_SETUP_DNS : 0)) != 0)
 		goto out;
 	for (size_t i = 0; i < f.nlisten; i++) {
 		if (proxy_listen(run.setup.proxy, f.listen[i], err, sizeof(err)) != 0) {
@@ -838,8 +924,10 @@ run_proxy(int argc, char **argv)
 			goto out;
 		}
 	}
-
-	if (f.nmetrics_listen > 0 && start_metrics(&run, &f) != 0)
+	if ((f.nmetrics_listen > 0 || gw_sd_sockets_have(&run.sd, GW_SD_ROLE_METRICS)) &&
+	    start_metrics(&run, &f) != 0)
+		goto out;
+	if (serve_passed_sockets(&run) != 0)
 		goto out;
 	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
@@ -855,6 +943,10 @@ run_proxy(int argc, char **argv)
 		         proxy_parent_name(f.parent),
 		         f.cfg.parent_check_dns ? " (origin names checked here too)" : "");
 	log_info("proxy: ready (control socket %s)", gw_control_path(run.setup.control));
+	if (event_base_once(run.gw.base, -1, EV_TIMEOUT, on_loop_running, &run, NULL) != 0) {
+		gw_fail("proxy", "out of memory");
+		goto out;
+	}
 	if (event_base_dispatch(run.gw.base) != 0) {
 		gw_fail("proxy", "event loop failed");
 		goto out;
@@ -879,6 +971,7 @@ out:
 		flags_free(run.current);
 	gw_config_free(f.config);
 	proxy_parent_free(f.parent);
+	gw_sd_sockets_close(&run.sd);
 	return exit_code;
 }
 
@@ -892,6 +985,9 @@ const struct gw_command gw_command_proxy = {
         "\n"
         "An HTTP proxy that decides every CONNECT and http:// request by policy,\n"
         "checks resolved addresses and TLS SNI, and audits each decision.\n"
+        "Under systemd: Type=notify, and sockets passed by socket activation\n"
+        "serve the --listen/--dns-listen address they are bound to (then --listen\n"
+        "may be left out; docs/operations.md).\n"
         "\n"
         "policy:\n"
         "  --policy FILE            policy file (JSON; SIGHUP reloads it)\n" GW_SETUP_USAGE_RULES
