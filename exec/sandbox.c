@@ -480,6 +480,13 @@ child_main(struct exec_plan *p)
 		got += (size_t)n;
 	}
 	p->hub_addr[sizeof(p->hub_addr) - 1] = '\0';
+	/*
+	 * Rootless, the gateway stays dumpable so that it can write our id maps
+	 * (exec/userns.c); the parent is done with us now. Without this the
+	 * command, the same uid as this init, could read init's /proc files.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		child_fail(p, "not dumpable", errno);
 
 	/* Now that the parent placed us in our cgroup, it becomes our root. */
 	if (unshare(CLONE_NEWCGROUP) != 0)
@@ -976,7 +983,15 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		goto out;
-	if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
+	if (exec_rootless() &&
+	    (spec->limits.ram_mb > 0 || spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)) {
+		static bool noted; /* once a process: the reason does not change */
+		const char *note = exec_rootless_limits_note();
+
+		if (note != NULL && !noted)
+			log_warnx("%s", note);
+		noted = true;
+	} else if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
 		log_warnx("run: no memory cgroup here: --ram limits each process only");
 	rc = exec_limits_plan(&spec->limits, exec_cgroup_has_memory(s->cg), &s->plan);
 	if (rc != 0) {

@@ -43,7 +43,8 @@ gid_t exec_sandbox_host_gid(void);
 /*
  * The one line that says which limits are weaker without a delegated
  * cgroup v2 subtree, or NULL when there is nothing to say (root, or a
- * delegated subtree with memory and pids). Static storage.
+ * delegated subtree with memory and pids). Static storage. exec/sandbox.c
+ * prints it once, with the first sandbox that asks for a limit.
  */
 const char *exec_rootless_limits_note(void);
 

@@ -163,7 +163,6 @@ static int
 enter_rootless(const struct gw_setup_flags *f)
 {
 	char home[PATH_MAX], ctl[PATH_MAX], err[512];
-	const char *note;
 
 	if (gw_home_dir(home, sizeof(home)) != 0 || setenv("TOLLGATE_HOME", home, 1) != 0)
 		return gw_fail(f->cmd, "cannot find TOLLGATE_HOME (set it)");
@@ -171,9 +170,6 @@ enter_rootless(const struct gw_setup_flags *f)
 		return gw_fail(f->cmd, "out of memory");
 	if (exec_rootless_enter(err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
-	note = exec_rootless_limits_note();
-	if (note != NULL)
-		log_warnx("%s", note);
 	return 0;
 }
 
