@@ -189,7 +189,7 @@ exec_rootless_limits_note(void)
 	if (!rootless || exec_cgroup_delegated())
 		return NULL;
 	return "rootless: no delegated cgroup v2 subtree with memory and pids (systemd user "
-	       "slice), so limits are rlimits: --ram caps each process's memory, not the "
-	       "sandbox's; --cpu each process's CPU time; --pids counts the sandbox user's "
-	       "processes (RLIMIT_NPROC, per uid)";
+	       "slice), so limits are rlimits: --ram caps each process's writable memory "
+	       "(RLIMIT_DATA), not the sandbox's; --cpu each process's CPU time; --pids "
+	       "counts the sandbox user's processes (RLIMIT_NPROC, per uid)";
 }
