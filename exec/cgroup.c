@@ -6,6 +6,7 @@
  * cpu.stat): moving a pid into any hierarchy costs an RCU grace period (below).
  */
 #include "exec/exec.h"
+#include "exec/userns.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -222,18 +223,40 @@ layout_one(const char *cgfile, const char *mnt, const char *controller, char *ou
 		out[0] = '\0';
 }
 
+/*
+ * Where V2_SHARED lives: the hierarchy's root for root; rootless, the
+ * subtree systemd delegates to the user (user@UID.service, whose processes
+ * sit in its init.scope, so its children may have controllers). Untested
+ * on the v1-only hosts tollgate's CI runs on. false when there is none.
+ */
+static bool
+shared_base(const struct cg_layout *lay, char *out, size_t len)
+{
+	unsigned int uid = (unsigned int)exec_rootless_host_uid();
+	int n;
+
+	if (lay->v2_mnt[0] == '\0')
+		return false;
+	if (!exec_rootless())
+		n = snprintf(out, len, "%s", lay->v2_mnt);
+	else
+		n = snprintf(out, len, "%s/user.slice/user-%u.slice/user@%u.service", lay->v2_mnt,
+		             uid, uid);
+	return n > 0 && (size_t)n < len && access(out, W_OK) == 0;
+}
+
 static void
 layout_get(struct cg_layout *lay)
 {
-	char cgfile[8192];
+	char cgfile[8192], base[PATH_MAX];
 
 	memset(lay, 0, sizeof(*lay));
 	if (read_small("/proc/self/cgroup", cgfile, sizeof(cgfile)) != 0)
 		return;
 	mount_points(lay);
 	layout_one(cgfile, lay->v2_mnt, "", lay->v2_parent, sizeof(lay->v2_parent));
-	if (lay->v2_parent[0] != '\0' &&
-	    snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, lay->v2_mnt) <
+	if (lay->v2_parent[0] != '\0' && shared_base(lay, base, sizeof(base)) &&
+	    snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, base) <
 	        (int)sizeof(lay->v2_shared) &&
 	    access(lay->v2_shared, W_OK) != 0)
 		lay->v2_shared[0] = '\0';
@@ -298,16 +321,15 @@ v2_enable(const char *parent, const char *controller)
 static bool
 v2_shared_parent(struct cg_layout *lay)
 {
-	const char *mnt = lay->v2_mnt;
-	char buf[512], path[PATH_MAX];
+	char base[PATH_MAX], buf[512], path[PATH_MAX];
 
-	if (mnt[0] == '\0')
+	if (!shared_base(lay, base, sizeof(base)))
 		return false;
-	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", mnt) >= (int)sizeof(path) ||
+	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", base) >= (int)sizeof(path) ||
 	    read_small(path, buf, sizeof(buf)) != 0 ||
 	    (!has_word(buf, "memory", ' ') && !has_word(buf, "pids", ' ')))
 		return false;
-	if (snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, mnt) >=
+	if (snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, base) >=
 	    (int)sizeof(lay->v2_shared))
 		return false;
 	if (mkdir(lay->v2_shared, 0755) != 0 && errno != EEXIST) {
@@ -444,6 +466,20 @@ out:
 	}
 	*out = cg;
 	return 0;
+}
+
+bool
+exec_cgroup_delegated(void)
+{
+	struct cg_layout lay;
+	char base[PATH_MAX], buf[512];
+
+	memset(&lay, 0, sizeof(lay));
+	mount_points(&lay);
+	if (!shared_base(&lay, base, sizeof(base)) ||
+	    read_at(base, "cgroup.controllers", buf, sizeof(buf)) != 0)
+		return false;
+	return has_word(buf, "memory", ' ') && has_word(buf, "pids", ' ');
 }
 
 bool

@@ -4,6 +4,7 @@
  * command's privileges go (raising RLIMIT_NOFILE may need them).
  */
 #include "exec/exec.h"
+#include "exec/userns.h"
 
 #include <errno.h>
 #include <sys/resource.h>
@@ -25,7 +26,10 @@ exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan 
 		/* tmpfs pages are memory too: without a memory cgroup to charge
 		 * them to, only their size bounds them. */
 		p->tmpfs_mb = l->ram_mb;
-		if (!have_memcg) {
+		/* Rootless, though, it is left out: it would stop those runtimes
+		 * (V8 cannot reserve its code range), and RLIMIT_DATA still
+		 * counts every private writable mapping (docs/run.md). */
+		if (!have_memcg && !exec_rootless()) {
 			p->rlim_as.rlim_cur = p->rlim_as.rlim_max = bytes;
 			p->set_as = true;
 		}

@@ -7,6 +7,7 @@
  * the parent opens and shapes the binds' mounts beforehand.
  */
 #include "exec/exec.h"
+#include "exec/userns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -332,6 +333,7 @@ attach_checked(int tree, const char *path, dev_t dev, ino_t ino, const char *mnt
 int
 exec_mounts_build(const struct exec_plan *p, const char **step)
 {
+	unsigned int setup_id = exec_rootless() ? EXEC_SANDBOX_UID : 0;
 	char hide[PATH_MAX], opts[64];
 	int rc;
 
@@ -346,13 +348,18 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	if (p->outdir[0] != '\0' &&
 	    attach_checked(p->out_tree, p->outdir, p->out_dev, p->out_ino, p->out_mnt) != 0)
 		FAIL("bind output directory");
-	if (mount("tollgate", p->root, "tmpfs", MS_NOSUID | MS_NODEV,
-	          "mode=0755,size=16m,uid=0,gid=0") != 0)
+	/*
+	 * Rootless, the sandbox's user is the only id its user namespace maps
+	 * (exec/userns.h): the set-up runs as it, still with every capability
+	 * there, and the tree it makes is remounted read-only at the end.
+	 */
+	snprintf(opts, sizeof(opts), "mode=0755,size=16m,uid=%u,gid=%u", setup_id, setup_id);
+	if (mount("tollgate", p->root, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 		FAIL("mount root tmpfs");
 	/* Root of the user namespace: files made from now on have a mapped owner. */
-	if (syscall(SYS_setresgid, 0, 0, 0) != 0)
+	if (syscall(SYS_setresgid, setup_id, setup_id, setup_id) != 0)
 		FAIL("setresgid 0");
-	if (syscall(SYS_setresuid, 0, 0, 0) != 0)
+	if (syscall(SYS_setresuid, setup_id, setup_id, setup_id) != 0)
 		FAIL("setresuid 0");
 	if (chdir(p->root) != 0)
 		FAIL("chdir new root");
@@ -507,7 +514,9 @@ open_home(const char *path, int *fd, char *err, size_t errlen)
 		return rc;
 	*fd = openat(dirfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (*fd < 0 && errno == ENOENT) {
-		if (fstat(dirfd, &st) == 0 && (st.st_uid == 0 || st.st_gid == 0)) {
+		/* Rootless, 0 is the user who started tollgate: theirs it stays. */
+		if (fstat(dirfd, &st) == 0 && (st.st_uid == 0 || st.st_gid == 0) &&
+		    !exec_rootless()) {
 			st.st_uid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID;
 			st.st_gid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
 		}
@@ -587,7 +596,9 @@ prepare_one(struct exec_plan_bind *b, const char *src, bool home, const char *hi
 			goto out;
 		}
 	}
-	if (b->writable && st.st_uid == 0) {
+	/* Rootless, uid 0 is the user's own (the host's root shows as the
+	 * overflow uid), and only the user's files are writable at all. */
+	if (b->writable && st.st_uid == 0 && !exec_rootless()) {
 		rc = -EPERM;
 		gw_set_err(err, errlen,
 		           "owned by root: what the sandbox writes belongs to the directory's "
@@ -598,7 +609,10 @@ prepare_one(struct exec_plan_bind *b, const char *src, bool home, const char *hi
 	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	if (!b->writable)
 		attr.attr_set |= MOUNT_ATTR_RDONLY;
-	if (st.st_uid != 0 && st.st_uid != uid) {
+	/* Rootless there is no privilege over the file system to idmap it
+	 * with: the user's files are the sandbox user's already, others' are
+	 * seen by their modes. */
+	if (st.st_uid != 0 && st.st_uid != uid && !exec_rootless()) {
 		/* Root's group is never the sandbox's: without its group mapped the
 		 * directory stays readable (by its mode) but, as the kernel refuses
 		 * writes to an inode with an unmapped id, not writable. */

@@ -1,14 +1,17 @@
 /*
  * The hub namespace every sandbox's veth ends in, the /30 address pool and
- * the small netlink and sysctl helpers the veth code shares. setns(2) on a
- * network namespace moves only the calling thread, and always comes back.
+ * the small netlink and sysctl helpers the veth code shares. Work inside
+ * another network namespace runs on a short-lived thread that enters it and
+ * ends there (exec_netns_run): the gateway's threads never move.
  */
 #include "exec/netns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +49,6 @@ struct hub_pending {
 #define HUB_PENDING_MAX_AGE 2.0
 
 struct exec_hub {
-	int own_fd; /* the gateway's own namespace: where every setns returns */
 	int hub_fd;
 	struct nl_sock *nl; /* NETLINK_ROUTE, made inside the hub */
 	struct exec_pool pool;
@@ -327,26 +329,46 @@ out:
 
 /* ---- the hub ------------------------------------------------------------ */
 
-int
-exec_netns_enter(int ns_fd)
+struct netns_job {
+	int ns_fd; /* the namespace to enter, or -1 for a new one */
+	int (*fn)(void *arg);
+	void *arg;
+	int rc;
+};
+
+static void *
+netns_thread(void *opaque)
 {
-	if (setns(ns_fd, CLONE_NEWNET) < 0)
-		return -errno;
-	return 0;
+	struct netns_job *job = opaque;
+
+	if (job->ns_fd >= 0 ? setns(job->ns_fd, CLONE_NEWNET) != 0 : unshare(CLONE_NEWNET) != 0)
+		job->rc = -errno;
+	else
+		job->rc = job->fn(job->arg);
+	/* The thread ends inside the namespace: nothing has to come back, which
+	 * rootless could not (the host's namespace is not its user namespace's). */
+	return NULL;
 }
 
 int
-exec_hub_leave(const struct exec_hub *h)
+exec_netns_run(int ns_fd, int (*fn)(void *arg), void *arg)
 {
-	if (setns(h->own_fd, CLONE_NEWNET) < 0) {
-		int rc = -errno;
+	struct netns_job job = {.ns_fd = ns_fd, .fn = fn, .arg = arg, .rc = 0};
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
 
-		/* Staying in another namespace fails closed (nothing but the
-		 * hub or a sandbox is reachable from there), but say so. */
-		log_warn("cannot return to the gateway's network namespace");
-		return rc;
-	}
-	return 0;
+	/* Signals stay with the gateway's own threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, NULL, netns_thread, &job);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	rc = pthread_join(t, NULL);
+	if (rc != 0)
+		return -rc;
+	return job.rc;
 }
 
 /*
@@ -452,57 +474,53 @@ out:
 	return rc;
 }
 
+struct hub_setup {
+	struct exec_hub *h;
+	char *err;
+	size_t errlen;
+};
+
+/* On the helper thread, inside the new namespace: hold it, configure it. */
+static int
+hub_setup_inside(void *arg)
+{
+	struct hub_setup *hs = arg;
+
+	hs->h->hub_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (hs->h->hub_fd < 0) {
+		snprintf(hs->err, hs->errlen, "hub: /proc/thread-self/ns/net: %s", strerror(errno));
+		return -errno;
+	}
+	return hub_configure(hs->h, hs->err, hs->errlen);
+}
+
 int
 exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t errlen)
 {
 	struct exec_hub *h = NULL;
-	bool inside = false;
+	struct hub_setup hs;
 	int rc = 0;
 
 	*out = NULL;
+	err[0] = '\0';
 	h = calloc(1, sizeof(*h));
 	if (h == NULL) {
 		snprintf(err, errlen, "hub: out of memory");
 		rc = -ENOMEM;
 		goto out;
 	}
-	h->own_fd = -1;
 	h->hub_fd = -1;
 	rc = exec_pool_init(&h->pool, pool_cidr, err, errlen);
 	if (rc < 0)
 		goto out;
-	/* thread-self: setns and unshare move only this thread. */
-	h->own_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (h->own_fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "hub: /proc/thread-self/ns/net: %s", strerror(errno));
-		goto out;
-	}
-	if (unshare(CLONE_NEWNET) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "hub: new network namespace: %s%s", strerror(errno),
-		         errno == EPERM ? " (needs root: CAP_SYS_ADMIN)" : "");
-		goto out;
-	}
-	inside = true;
-	h->hub_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (h->hub_fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "hub: /proc/thread-self/ns/net: %s", strerror(errno));
-		goto out;
-	}
-	rc = hub_configure(h, err, errlen);
-	if (rc < 0)
-		goto out;
+	hs.h = h;
+	hs.err = err;
+	hs.errlen = errlen;
+	rc = exec_netns_run(-1, hub_setup_inside, &hs);
+	if (rc < 0 && err[0] == '\0')
+		snprintf(err, errlen, "hub: new network namespace: %s%s", strerror(-rc),
+		         rc == -EPERM ? " (needs root: CAP_SYS_ADMIN)" : "");
 out:
-	if (inside) {
-		int lrc = exec_hub_leave(h);
-
-		if (lrc < 0 && rc == 0) {
-			snprintf(err, errlen, "hub: setns back: %s", strerror(-lrc));
-			rc = lrc;
-		}
-	}
 	if (rc < 0) {
 		exec_hub_free(h);
 		return rc;
@@ -522,30 +540,37 @@ exec_hub_free(struct exec_hub *h)
 	nl_socket_free(h->nl);
 	if (h->hub_fd >= 0)
 		close(h->hub_fd);
-	if (h->own_fd >= 0)
-		close(h->own_fd);
 	exec_pool_fini(&h->pool);
 	free(h);
+}
+
+struct hub_socket_args {
+	int domain, type, protocol;
+	int fd;
+};
+
+static int
+hub_socket_inside(void *arg)
+{
+	struct hub_socket_args *a = arg;
+
+	a->fd = socket(a->domain, a->type | SOCK_CLOEXEC, a->protocol);
+	return a->fd < 0 ? -errno : 0;
 }
 
 int
 exec_hub_socket(struct exec_hub *h, int domain, int type, int protocol)
 {
-	int fd, rc;
+	struct hub_socket_args a = {.domain = domain, .type = type, .protocol = protocol, .fd = -1};
+	int rc;
 
-	rc = exec_netns_enter(h->hub_fd);
-	if (rc < 0)
-		return rc;
-	fd = socket(domain, type | SOCK_CLOEXEC, protocol);
-	if (fd < 0)
-		fd = -errno;
-	rc = exec_hub_leave(h);
+	rc = exec_netns_run(h->hub_fd, hub_socket_inside, &a);
 	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
+		if (a.fd >= 0)
+			close(a.fd);
 		return rc;
 	}
-	return fd;
+	return a.fd;
 }
 
 int

@@ -55,8 +55,8 @@ struct exec_hub;
  * Creates the hub namespace (forwarding off, rp_filter strict, IPv6 off, lo
  * up, local delivery per interface: docs/network.md) with its own pool
  * (NULL: EXEC_POOL_DEFAULT). Close every gate before exec_hub_free. Needs CAP_SYS_ADMIN and
- * CAP_NET_ADMIN. The calling thread's namespace is remembered as "the
- * gateway's own" and every setns returns to it. 0 or negative errno, err set.
+ * CAP_NET_ADMIN (in the user namespace rootless mode made: exec/userns.h).
+ * No thread of the caller's changes namespace. 0 or negative errno, err set.
  */
 int exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t errlen);
 /* Closes the hub's fds; the kernel removes the namespace and its veths once
@@ -122,9 +122,14 @@ void exec_veth_detach(struct exec_hub *h, struct exec_veth *v);
 struct nl_sock;
 struct exec_pool *exec_hub_pool(struct exec_hub *h);
 struct nl_sock *exec_hub_nl(struct exec_hub *h);
-/* setns into ns_fd, or back to the gateway's own namespace. 0 or -errno. */
-int exec_netns_enter(int ns_fd);
-int exec_hub_leave(const struct exec_hub *h);
+/*
+ * Runs fn(arg) on a new thread that first enters the network namespace
+ * ns_fd (ns_fd < 0: a new one of its own) and then ends, never coming back:
+ * from rootless mode's user namespace the host's namespace could not be
+ * re-entered. Blocks until the thread is done. fn's result, or negative
+ * errno when the thread or the entry failed.
+ */
+int exec_netns_run(int ns_fd, int (*fn)(void *arg), void *arg);
 /* Writes value to /proc/sys/PATH in the calling thread's network
  * namespace. -ENOENT when the knob does not exist (e.g. no IPv6). */
 int exec_sysctl_write(const char *path, const char *value);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "exec/pty.h"
+#include "exec/userns.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
 
@@ -197,7 +198,8 @@ child_drop_privileges(const struct exec_plan *p, const char **step)
 			return -errno;
 		}
 	}
-	if (syscall(SYS_setgroups, 0, NULL) != 0) {
+	/* Rootless, setgroups is denied from the entry on (exec/userns.c). */
+	if (!exec_rootless() && syscall(SYS_setgroups, 0, NULL) != 0) {
 		*step = "setgroups";
 		return -errno;
 	}
@@ -478,6 +480,13 @@ child_main(struct exec_plan *p)
 		got += (size_t)n;
 	}
 	p->hub_addr[sizeof(p->hub_addr) - 1] = '\0';
+	/*
+	 * Rootless, the gateway stays dumpable so that it can write our id maps
+	 * (exec/userns.c); the parent is done with us now. Without this the
+	 * command, the same uid as this init, could read init's /proc files.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		child_fail(p, "not dumpable", errno);
 
 	/* Now that the parent placed us in our cgroup, it becomes our root. */
 	if (unshare(CLONE_NEWCGROUP) != 0)
@@ -567,14 +576,22 @@ write_id_maps(pid_t pid, uid_t work_uid, gid_t work_gid)
 	char path[64], map[128];
 	int rc;
 
-	snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_UID,
-	         (unsigned)work_uid);
+	/* Rootless, our 0 (the user) is the only id there is to map: the
+	 * sandbox's root stays unmapped. */
+	if (exec_rootless())
+		snprintf(map, sizeof(map), "%u %u 1\n", EXEC_SANDBOX_UID, (unsigned)work_uid);
+	else
+		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_UID,
+		         (unsigned)work_uid);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	rc = write_file(path, map);
 	if (rc != 0)
 		return rc;
-	snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_GID,
-	         (unsigned)work_gid);
+	if (exec_rootless())
+		snprintf(map, sizeof(map), "%u %u 1\n", EXEC_SANDBOX_GID, (unsigned)work_gid);
+	else
+		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_GID,
+		         (unsigned)work_gid);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 	return write_file(path, map);
 }
@@ -796,8 +813,8 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		snprintf(err, errlen, "mkdir %s: %s", s->plan.root, strerror(errno));
 		return rc;
 	}
-	*work_uid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID;
-	*work_gid = EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
+	*work_uid = exec_sandbox_host_uid();
+	*work_gid = exec_sandbox_host_gid();
 	if (spec->workdir == NULL) {
 		if (snprintf(s->plan.workdir, sizeof(s->plan.workdir), "%s/work", s->state_dir) >=
 		    (int)sizeof(s->plan.workdir))
@@ -824,7 +841,8 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		snprintf(err, errlen, "mkdir %s/mnt: %s", s->state_dir, strerror(errno));
 		return -EIO;
 	}
-	if (spec->workdir != NULL) {
+	/* Rootless, no other owner can be mapped: the user's own ids stay. */
+	if (spec->workdir != NULL && !exec_rootless()) {
 		if (st.st_uid != 0 && st.st_uid != EXEC_HOST_ID_BASE)
 			*work_uid = st.st_uid;
 		if (st.st_gid != 0 && st.st_gid != EXEC_HOST_ID_BASE)
@@ -965,7 +983,15 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		goto out;
-	if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
+	if (exec_rootless() &&
+	    (spec->limits.ram_mb > 0 || spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)) {
+		static bool noted; /* once a process: the reason does not change */
+		const char *note = exec_rootless_limits_note();
+
+		if (note != NULL && !noted)
+			log_warnx("%s", note);
+		noted = true;
+	} else if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
 		log_warnx("run: no memory cgroup here: --ram limits each process only");
 	rc = exec_limits_plan(&spec->limits, exec_cgroup_has_memory(s->cg), &s->plan);
 	if (rc != 0) {

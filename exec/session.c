@@ -21,6 +21,7 @@
 #include "exec/agent.h"
 #include "exec/job.h"
 #include "exec/session.h"
+#include "exec/userns.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
@@ -136,8 +137,8 @@ make_dirs(struct exec_session *s, char *err, size_t errlen)
 		gw_set_err(err, errlen, "session: work directory name too long");
 		return -ENAMETOOLONG;
 	}
-	if (mkdir(s->workdir, 0700) != 0 || chown(s->workdir, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID,
-	                                          EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID) != 0) {
+	if (mkdir(s->workdir, 0700) != 0 ||
+	    chown(s->workdir, exec_sandbox_host_uid(), exec_sandbox_host_gid()) != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "session: work directory %s: %s", s->workdir,
 		           strerror(errno));

@@ -184,42 +184,51 @@ out:
 	return rc;
 }
 
+struct sandbox_prep {
+	struct nl_sock **nl;
+	char *err;
+	size_t errlen;
+};
+
+/* On exec_netns_run's thread, inside the sandbox's namespace. */
+static int
+sandbox_prepare_inside(void *arg)
+{
+	static const char *const v6off[] = {
+	    "net/ipv6/conf/default/disable_ipv6",
+	    "net/ipv6/conf/all/disable_ipv6",
+	};
+	struct sandbox_prep *sp = arg;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(v6off) / sizeof(v6off[0]); i++) {
+		rc = exec_sysctl_write(v6off[i], "1");
+		if (rc == -ENOENT) /* no IPv6 in this kernel at all */
+			rc = 0;
+		if (rc < 0) {
+			snprintf(sp->err, sp->errlen, "sandbox: sysctl %s=1: %s", v6off[i],
+			         strerror(-rc));
+			return rc;
+		}
+	}
+	return exec_nl_open(sp->nl, sp->err, sp->errlen);
+}
+
 /*
  * In the sandbox's namespace, before its end of the veth exists: IPv6 off
  * (the "default" knob is what the new eth0 inherits, so it never gets even
  * a link-local address) and a netlink socket to configure it with later.
  */
 static int
-sandbox_prepare(struct exec_hub *h, int sandbox_netns_fd, struct nl_sock **nl, char *err,
-                size_t errlen)
+sandbox_prepare(int sandbox_netns_fd, struct nl_sock **nl, char *err, size_t errlen)
 {
-	static const char *const v6off[] = {
-	    "net/ipv6/conf/default/disable_ipv6",
-	    "net/ipv6/conf/all/disable_ipv6",
-	};
-	int rc, lrc;
+	struct sandbox_prep sp = {.nl = nl, .err = err, .errlen = errlen};
+	int rc;
 
-	rc = exec_netns_enter(sandbox_netns_fd);
-	if (rc < 0) {
+	err[0] = '\0';
+	rc = exec_netns_run(sandbox_netns_fd, sandbox_prepare_inside, &sp);
+	if (rc < 0 && err[0] == '\0')
 		snprintf(err, errlen, "sandbox network namespace: setns: %s", strerror(-rc));
-		return rc;
-	}
-	for (size_t i = 0; i < sizeof(v6off) / sizeof(v6off[0]); i++) {
-		rc = exec_sysctl_write(v6off[i], "1");
-		if (rc == -ENOENT) /* no IPv6 in this kernel at all */
-			rc = 0;
-		if (rc < 0) {
-			snprintf(err, errlen, "sandbox: sysctl %s=1: %s", v6off[i], strerror(-rc));
-			goto out;
-		}
-	}
-	rc = exec_nl_open(nl, err, errlen);
-out:
-	lrc = exec_hub_leave(h);
-	if (lrc < 0 && rc == 0) {
-		snprintf(err, errlen, "setns back from the sandbox: %s", strerror(-lrc));
-		rc = lrc;
-	}
 	return rc;
 }
 
@@ -306,7 +315,7 @@ exec_veth_attach(struct exec_hub *h, int sandbox_netns_fd, struct exec_veth *out
 	/* The hub is this process's own: names only need to be unique here. */
 	snprintf(out->ifname, sizeof(out->ifname), "tg%u", out->slot);
 
-	rc = sandbox_prepare(h, sandbox_netns_fd, &sandbox_nl, err, errlen);
+	rc = sandbox_prepare(sandbox_netns_fd, &sandbox_nl, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = create_pair(exec_hub_nl(h), out->ifname, sandbox_netns_fd, err, errlen);

@@ -6,6 +6,7 @@
 #include "gateway/setup.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "dns/server.h"
 #include "exec/exec.h"
 #include "exec/netns.h"
+#include "exec/userns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -150,6 +152,27 @@ start_control(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_f
 	return 0;
 }
 
+/*
+ * Started by a normal user: a user namespace stands in for root (docs/run.md,
+ * "Without root"). First, before any thread exists (the audit writer's is
+ * the first) and while getuid() still says who the user is, TOLLGATE_HOME
+ * and the control directory are pinned: inside, the process is uid 0 and
+ * would otherwise look for root's /var/lib/tollgate and /run/tollgate.
+ */
+static int
+enter_rootless(const struct gw_setup_flags *f)
+{
+	char home[PATH_MAX], ctl[PATH_MAX], err[512];
+
+	if (gw_home_dir(home, sizeof(home)) != 0 || setenv("TOLLGATE_HOME", home, 1) != 0)
+		return gw_fail(f->cmd, "cannot find TOLLGATE_HOME (set it)");
+	if (gw_control_dir(ctl, sizeof(ctl)) == 0 && setenv("TOLLGATE_CONTROL_DIR", ctl, 1) != 0)
+		return gw_fail(f->cmd, "out of memory");
+	if (exec_rootless_enter(err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "%s", err);
+	return 0;
+}
+
 int
 gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
                unsigned int parts)
@@ -159,9 +182,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	char err[512];
 
 	if (parts & GW_SETUP_SANDBOXES) {
-		if (geteuid() != 0)
-			return gw_fail(f->cmd,
-			               "needs root (namespaces, cgroups and the network gate)");
+		if (geteuid() != 0 && enter_rootless(f) != 0)
+			return GW_EXIT_FAILURE;
 		signal(SIGPIPE, SIG_IGN);
 		exec_cleanup_stale();
 	}

@@ -21,6 +21,7 @@
 #include "exec/gate.h"
 #include "exec/job.h"
 #include "exec/netns.h"
+#include "exec/userns.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/core/err.h"
@@ -198,9 +199,8 @@ name_home(struct wrap_flags *f)
 		goto out;
 	}
 	if (mkdirat(dirfd, f->name_home + strlen(home) + 1, 0700) == 0) {
-		if (fchownat(dirfd, f->name_home + strlen(home) + 1,
-		             EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID,
-		             EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (fchownat(dirfd, f->name_home + strlen(home) + 1, exec_sandbox_host_uid(),
+		             exec_sandbox_host_gid(), AT_SYMLINK_NOFOLLOW) != 0) {
 			gw_fail(CMD, "--name: %s: %s", f->name_home, strerror(errno));
 			goto out;
 		}

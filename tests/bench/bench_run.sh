@@ -4,9 +4,10 @@
 #
 #   sudo tests/bench/bench_run.sh [BUILD_DIR]      (default: build; needs root)
 #
-# 1. Wall time of `tollgate run -- true`, `bwrap --unshare-all --ro-bind / / true`
-#    and `unshare -n true`, interleaved round by round (build/bench_run_timer), with
-#    median, p90 and the ratio tollgate / bwrap (goal: median at most 2x).
+# 1. Wall time of `tollgate run -- true` (as root, and rootless as a user the
+#    bench creates and removes, through setpriv), `bwrap --unshare-all --ro-bind / /
+#    true` and `unshare -n true`, interleaved round by round (build/bench_run_timer),
+#    with median, p90 and the ratios against bwrap (goal: median at most 2x).
 # 2. Phases of tollgate's time from a few runs under `strace -f --seccomp-bpf`
 #    tracing only the marker system calls (tests/bench/run/phases.awk); strace
 #    slows every traced call, so the phases add up to more than an untraced run.
@@ -52,6 +53,22 @@ trap cleanup EXIT
 export TOLLGATE_HOME=$tmp/home
 cd "$tmp"
 
+# The rootless row's user (docs/run.md, "Without root"), removed on exit.
+rl_user=tgbench$$
+rootless=()
+if useradd -M -U -s /usr/sbin/nologin "$rl_user" >/dev/null 2>&1; then
+	trap 'cleanup; userdel "$rl_user" >/dev/null 2>&1 || true' EXIT
+	chmod 0711 "$tmp"
+	mkdir -p "$tmp/rootless"
+	chown "$rl_user:" "$tmp/rootless"
+	rootless=(tollgate-rootless setpriv --reuid "$rl_user" --regid "$(id -g "$rl_user")"
+		--init-groups env HOME="$tmp/rootless" TOLLGATE_HOME="$tmp/rootless/home"
+		"$tollgate" run -- true ::)
+	setpriv --reuid "$rl_user" --regid "$(id -g "$rl_user")" --init-groups \
+		env HOME="$tmp/rootless" TOLLGATE_HOME="$tmp/rootless/home" "$tollgate" run -- true \
+		</dev/null >/dev/null 2>&1 || { echo "== rootless: tollgate run fails here; no row"; rootless=(); }
+fi
+
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
 	"$(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== bwrap $(bwrap --version | awk '{print $2}'), $(unshare --version | head -1)"
@@ -62,6 +79,7 @@ echo "== 1. wall time: up to $rounds interleaved rounds, at most ${seconds}s"
 "$timer" -n "$rounds" -t "$seconds" -w 3 \
 	tollgate "$tollgate" run -- true :: \
 	tollgate-no-network "$tollgate" run --no-network -- true :: \
+	"${rootless[@]}" \
 	bwrap bwrap --unshare-all --ro-bind / / true :: \
 	unshare-n unshare -n true >"$tmp/timing.txt" 2>"$tmp/timing.err" </dev/null ||
 	{ cat "$tmp/timing.err" >&2; exit 1; }
@@ -74,6 +92,11 @@ awk '{
 	printf "ratio tollgate --no-network/bwrap: median %.2f, p90 %.2f\n",
 		v["tollgate-no-network", "median_ms"] / v["bwrap", "median_ms"],
 		v["tollgate-no-network", "p90_ms"] / v["bwrap", "p90_ms"]
+	if (v["tollgate-rootless", "median_ms"] != "")
+		printf "ratio tollgate rootless/bwrap: median %.2f, p90 %.2f; rootless/root: median %.2f (setpriv included)\n",
+			v["tollgate-rootless", "median_ms"] / v["bwrap", "median_ms"],
+			v["tollgate-rootless", "p90_ms"] / v["bwrap", "p90_ms"],
+			v["tollgate-rootless", "median_ms"] / v["tollgate", "median_ms"]
 	printf "ratio tollgate/unshare -n: median %.2f\n", v["tollgate", "median_ms"] / v["unshare-n", "median_ms"]
 }' "$tmp/timing.txt"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -7,6 +7,30 @@ TOLLGATE_SRC=${TOLLGATE_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TEST_NAME=$(basename "$0" .sh)
 TEST_TMP=$(mktemp -d "/tmp/tollgate-$TEST_NAME.XXXXXX")
 export TOLLGATE_HOME=$TEST_TMP/home
+
+# TOLLGATE_TEST_AS=USER runs every $TOLLGATE of the test as that user
+# (rootless mode, docs/run.md): a wrapper takes $TOLLGATE's place, and the
+# test's directory and TOLLGATE_HOME become the user's. test_rootless.sh
+# runs other tests this way.
+if [[ -n "${TOLLGATE_TEST_AS:-}" ]]; then
+	TOLLGATE_REAL=$TOLLGATE
+	chmod 0755 "$TEST_TMP"
+	mkdir -p "$TOLLGATE_HOME"
+	chown "$TOLLGATE_TEST_AS:" "$TEST_TMP" "$TOLLGATE_HOME"
+	cat >"$TEST_TMP/tollgate-as" <<WRAP
+#!/bin/sh
+exec setpriv --reuid '$TOLLGATE_TEST_AS' --regid "\$(id -g '$TOLLGATE_TEST_AS')" --init-groups \\
+	env -u XDG_RUNTIME_DIR HOME='$TEST_TMP' '$TOLLGATE_REAL' "\$@"
+WRAP
+	chmod 0755 "$TEST_TMP/tollgate-as"
+	TOLLGATE=$TEST_TMP/tollgate-as
+fi
+# Who owns what the sandbox's user writes, on the host: chown "$SANDBOX_OWNER" DIR.
+SANDBOX_OWNER=2000001000:2000001000
+[[ -z "${TOLLGATE_TEST_AS:-}" ]] || SANDBOX_OWNER="$(id -u "$TOLLGATE_TEST_AS"):$(id -g "$TOLLGATE_TEST_AS")"
+# as_test_user PATH...: gives what the test made to the TOLLGATE_TEST_AS
+# user, so that tollgate (and its sandbox) may write there; a no-op as root.
+as_test_user() { [[ -z "${TOLLGATE_TEST_AS:-}" ]] || chown -R "$TOLLGATE_TEST_AS:" "$@"; }
 failures=0
 checks=0
 _cleanups=()

@@ -55,15 +55,24 @@ run_rc --workdir "$TEST_TMP/does-not-exist" -- true
 expect_eq "missing --workdir exits 125" "$rc" 125
 expect_match "missing --workdir: says so" "$err" '^tollgate: run: .*does-not-exist.*No such file'
 
-# Without root: one line, 125. nobody must be able to reach the binary.
+# Without root: rootless mode (docs/run.md, "Without root"; test_rootless.sh
+# has the rest) where the kernel gives nobody a user namespace, else one
+# line, 125, naming what refused. nobody must be able to reach the binary.
 if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$TOLLGATE" 2>/dev/null; then
+	chmod 0711 "$TEST_TMP"
+	mkdir -m 0777 "$TEST_TMP/nobody"
 	set +e
-	err=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$TOLLGATE" run -- true 2>&1)
+	err=$(cd "$TEST_TMP/nobody" && TOLLGATE_HOME=$TEST_TMP/nobody/home \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$TOLLGATE" run --no-network -- true 2>&1)
 	rc=$?
 	set -e
-	expect_eq "without root exits 125" "$rc" 125
-	expect_match "without root: needs root, one line" "$err" '^tollgate: run: needs root[^
+	if setpriv --reuid=65534 --regid=65534 --clear-groups unshare --user true 2>/dev/null; then
+		expect_eq "without root: runs rootless" "$rc:$err" "0:"
+	else
+		expect_eq "without root, no user namespace: exits 125" "$rc" 125
+		expect_match "without root, no user namespace: one line" "$err" '^tollgate: run: rootless mode: [^
 ]*$'
+	fi
 else
 	echo "note: the binary is not reachable as nobody; the no-root check did not run"
 fi

@@ -40,7 +40,7 @@ expect_eq "no gate interface on the host" "$(gate_links)" "$links_before"
 # The same with --workdir: the directory stays, nothing else.
 work=$TEST_TMP/work
 mkdir -p "$work"
-chown 2000001000:2000001000 "$work"
+chown "$SANDBOX_OWNER" "$work"
 pids=()
 for ((i = 0; i < 5; i++)); do
 	"$TOLLGATE" run --no-network --workdir "$work" -- sh -c 'echo x >>/work/count' &
