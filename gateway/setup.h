@@ -97,6 +97,16 @@ struct gw_setup_flags {
 	/* Set by the command before gw_setup_start; NULL: the defaults. */
 	const struct proxy_config *proxy_cfg;
 	const struct dns_server_config *dns_cfg;
+	/*
+	 * What the command's sandboxes may be given, which the privileged
+	 * parent holds from the split on (exec/priv.h): run, wrap and serve
+	 * set it. NULL sandbox: no bind, no work directory, no home.
+	 */
+	const struct gw_sandbox_flags *sandbox;
+	const char *sandbox_home;        /* the home used without --home (wrap --name) */
+	const char *sandbox_outdir;      /* run --out DIR */
+	struct exec_limits sandbox_caps; /* serve's --max-*; 0: the flags' own */
+	bool sandbox_gate_workdirs;      /* serve: sessions and its own work dirs */
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */

@@ -269,6 +269,11 @@ run_serve(int argc, char **argv)
 	parts = GW_SETUP_SANDBOXES | GW_SETUP_APPROVALS | GW_SETUP_CONTROL;
 	if (!no_network)
 		parts |= GW_SETUP_GATE;
+	/* The privileged parent's ceiling: the operator's binds, home and caps. */
+	f.sandbox = &st.sb;
+	f.sandbox_caps =
+	    (struct exec_limits){.ram_mb = max_ram, .cpu_seconds = max_cpu, .pids = max_pids};
+	f.sandbox_gate_workdirs = true;
 	if (gw_setup_start(&st.gw, &st.setup, &f, parts) != 0)
 		goto out;
 	st.ctx.gw = &st.gw;
