@@ -158,10 +158,10 @@ exec_priv_gate_filter_load(void)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
-		                      SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+		                      SCMP_A0(SCMP_CMP_EQ, AF_PACKET, 0));
 	for (size_t i = 0; rc == 0 && i < sizeof(raw_families) / sizeof(raw_families[0]); i++)
 		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 2,
-		                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)raw_families[i]),
+		                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)raw_families[i], 0),
 		                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
 	if (rc == 0)
 		rc = seccomp_load(ctx);
