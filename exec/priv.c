@@ -6,6 +6,7 @@
 #include "exec/priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,6 +255,9 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 	mask = take_u32(r);
 	if (st->flags & ~EXEC_PRIV_F_ALL || mask >> EXEC_PRIV_FD_N != 0 ||
 	    ((mask != 0) && !(st->flags & EXEC_PRIV_F_SET_STDIO)))
+		r->bad = true;
+	/* A terminal comes whole: its slave and its devpts, or neither. */
+	if (((mask >> EXEC_PRIV_FD_PTY_SLAVE) & 1) != ((mask >> EXEC_PRIV_FD_DEVPTS) & 1))
 		r->bad = true;
 	parse_limit(r, &st->limits.ram_mb);
 	parse_limit(r, &st->limits.cpu_seconds);
@@ -658,13 +662,14 @@ out:
 }
 
 static void
-encode_start(struct wbuf *w, const struct exec_spec *spec, bool attach, uint32_t mask)
+encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool attach,
+             uint32_t mask)
 {
 	uint32_t flags = 0;
 	size_t n;
 
 	flags |= spec->keep_alive ? EXEC_PRIV_F_KEEP_ALIVE : 0;
-	flags |= spec->set_stdio ? EXEC_PRIV_F_SET_STDIO : 0;
+	flags |= set_stdio ? EXEC_PRIV_F_SET_STDIO : 0;
 	flags |= attach ? EXEC_PRIV_F_ATTACH : 0;
 	put_head(w, EXEC_PRIV_START, 0, 0);
 	put_u32(w, flags);
@@ -702,32 +707,48 @@ exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, voi
 	char rb[EXEC_PRIV_STR_MAX + 256], hub[64];
 	struct exec_priv_head h;
 	struct rbuf r;
-	int fds[EXEC_PRIV_FDS_MAX], sfds[EXEC_PRIV_FD_N];
+	int fds[EXEC_PRIV_FDS_MAX], sfds[EXEC_PRIV_FD_N], null_fd[3] = {-1, -1, -1};
 	size_t nfds = 0, nsfds = 0;
 	uint32_t mask = 0;
 	const char *s;
-	int rc, arc;
+	int rc = 0, arc;
 
 	out->pidfd = out->agent_fd = -1;
-	if (spec->pty != NULL) {
-		gw_set_err(err, errlen, "a terminal is not passed to the privileged parent yet");
-		return -ENOTSUP;
-	}
-	if (spec->set_stdio) {
-		int want[EXEC_PRIV_FD_N] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
 
-		for (int i = 0; i < EXEC_PRIV_FD_N; i++) {
-			if (want[i] >= 0) {
-				mask |= 1u << i;
-				sfds[nsfds++] = want[i];
+	/*
+	 * "Tollgate's own" fds 0-2 are the gate's, never the parent's: run's
+	 * output relay puts its pipes there, so the sandbox's output passes
+	 * the redaction. A closed one becomes /dev/null.
+	 */
+	for (int i = 0; i < EXEC_PRIV_FD_STDERR + 1; i++) {
+		int want[3] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
+		int fd = spec->set_stdio && want[i] >= 0 ? want[i] : i;
+
+		if (fcntl(fd, F_GETFD) < 0) {
+			fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (fd < 0) {
+				rc = -errno;
+				gw_set_err(err, errlen, "/dev/null: %s", strerror(errno));
+				goto out;
 			}
+			null_fd[i] = fd;
 		}
+		mask |= 1u << i;
+		sfds[nsfds++] = fd;
+	}
+	/* A terminal: its slave and its devpts instance, for the parent to mount. */
+	if (spec->pty != NULL) {
+		mask |= 1u << EXEC_PRIV_FD_PTY_SLAVE | 1u << EXEC_PRIV_FD_DEVPTS;
+		sfds[nsfds++] = exec_pty_slave(spec->pty);
+		sfds[nsfds++] = exec_pty_devpts(spec->pty);
 	}
 	w.cap = EXEC_PRIV_MSG_MAX;
 	w.p = malloc(w.cap);
-	if (w.p == NULL)
-		return -ENOMEM;
-	encode_start(&w, spec, attach != NULL, mask);
+	if (w.p == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	encode_start(&w, spec, true, attach != NULL, mask);
 	if (w.over) {
 		rc = -E2BIG;
 		gw_set_err(err, errlen, "the sandbox's command and environment are too long");
@@ -788,6 +809,7 @@ exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, voi
 	nfds = 0;
 out:
 	close_fds(fds, nfds);
+	close_fds(null_fd, 3);
 	free(w.p);
 	return rc;
 }

@@ -57,7 +57,14 @@ struct exec_priv_head {
 #define EXEC_PRIV_F_SET_STDIO 0x2u
 #define EXEC_PRIV_F_ATTACH 0x4u
 #define EXEC_PRIV_F_ALL 0x7u
-enum { EXEC_PRIV_FD_STDIN, EXEC_PRIV_FD_STDOUT, EXEC_PRIV_FD_STDERR, EXEC_PRIV_FD_N };
+enum {
+	EXEC_PRIV_FD_STDIN,
+	EXEC_PRIV_FD_STDOUT,
+	EXEC_PRIV_FD_STDERR,
+	EXEC_PRIV_FD_PTY_SLAVE, /* with EXEC_PRIV_FD_DEVPTS: a terminal (exec/pty.h) */
+	EXEC_PRIV_FD_DEVPTS,
+	EXEC_PRIV_FD_N
+};
 
 struct exec_priv_start {
 	uint32_t flags;

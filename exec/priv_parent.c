@@ -18,6 +18,7 @@
 
 #include "exec/gate.h"
 #include "exec/netns.h"
+#include "exec/pty.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 
@@ -247,6 +248,7 @@ serve_start(struct exec_priv_msg *m)
 	struct exec_sandbox *sb = NULL;
 	char err[512], outreal[PATH_MAX];
 	struct held *h = NULL;
+	struct exec_pty *pty = NULL;
 	int rc, fds[2];
 
 	err[0] = '\0';
@@ -279,6 +281,14 @@ serve_start(struct exec_priv_msg *m)
 	spec.stderr_fd = st->fd[EXEC_PRIV_FD_STDERR];
 	spec.binds = st->nbinds > 0 ? st->binds : NULL;
 	spec.nbinds = st->nbinds;
+	if (st->fd[EXEC_PRIV_FD_PTY_SLAVE] >= 0) {
+		rc = exec_pty_from_fds(st->fd[EXEC_PRIV_FD_PTY_SLAVE], st->fd[EXEC_PRIV_FD_DEVPTS],
+		                       &pty);
+		if (rc != 0)
+			goto out;
+		st->fd[EXEC_PRIV_FD_PTY_SLAVE] = st->fd[EXEC_PRIV_FD_DEVPTS] = -1;
+		spec.pty = pty;
+	}
 	rc = exec_sandbox_start(&spec, (st->flags & EXEC_PRIV_F_ATTACH) ? parent_attach : NULL, &as,
 	                        &sb, err, sizeof(err));
 	if (as.fatal)
@@ -304,6 +314,7 @@ out:
 		if (st->fd[i] >= 0)
 			close(st->fd[i]);
 	}
+	exec_pty_free(pty); /* the sandbox holds its own copies now */
 	exec_gate_close(as.gate);
 	if (h != NULL && h->handle == 0)
 		memset(h, 0, sizeof(*h));

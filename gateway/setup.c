@@ -281,10 +281,18 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	           exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0) {
 		return gw_fail(f->cmd, "network hub: %s", err);
 	}
-	/* Everything root-owned is open: the gate reads no byte of network or
-	 * sandbox input before this. */
-	if (exec_priv_active() && exec_priv_drop(err, sizeof(err)) != 0)
-		return gw_fail(f->cmd, "cannot drop privilege: %s", err);
+	return 0;
+}
+
+int
+gw_setup_drop(const char *cmd)
+{
+	char err[256];
+
+	if (!exec_priv_active())
+		return 0;
+	if (exec_priv_drop(err, sizeof(err)) != 0)
+		return gw_fail(cmd, "cannot drop privilege: %s", err);
 	return 0;
 }
 

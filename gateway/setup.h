@@ -206,6 +206,16 @@ void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
 /* Returns of gw_setup_flag besides 0 (handled) and GW_EXIT_FAILURE (printed). */
 #define GW_SETUP_NOT_MINE 1
 
+/*
+ * The gate of a split tollgate (exec/priv.h) gives up root here: the
+ * command calls it once its operator-named files, terminal and keys are
+ * open and before its loop reads a byte of network, sandbox or MCP input
+ * (run before its job, wrap before its server, serve before its MCP
+ * server). A no-op when the process did not split. 0, or GW_EXIT_FAILURE
+ * after printing: the command must stop.
+ */
+int gw_setup_drop(const char *cmd);
+
 /* Empty flags with a fresh rule set. 0, or -ENOMEM. */
 int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
 

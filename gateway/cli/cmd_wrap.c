@@ -481,6 +481,9 @@ run_wrap(int argc, char **argv)
 		}
 	}
 	log_debug("%s: serving %s in sandbox %s", __func__, f.argv[0], wcfg.sandbox_id);
+	/* Root no longer, before the loop reads a byte of the server's or the client's. */
+	if (gw_setup_drop(CMD) != 0)
+		goto out;
 	if (event_base_dispatch(st.gw.base) != 0) {
 		gw_fail(CMD, "event loop failed");
 		goto out;
