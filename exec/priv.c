@@ -126,6 +126,8 @@ put(struct wbuf *w, const void *v, size_t n)
 		w->over = true;
 		return;
 	}
+	if (n == 0)
+		return; /* v may be NULL: no string */
 	memcpy(w->p + w->len, v, n);
 	w->len += n;
 }
