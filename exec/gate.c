@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "dns/server.h"
+#include "exec/priv.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "policy/policy.h"
@@ -25,6 +26,7 @@ struct exec_gate {
 	struct exec_hub *hub;
 	struct exec_veth veth;
 	bool attached;
+	bool remote; /* veth and listeners made by the privileged parent */
 	char hub_addr[INET_ADDRSTRLEN];
 	char sandbox_addr[INET_ADDRSTRLEN];
 	char *sandbox_id;
@@ -180,6 +182,41 @@ out:
 	return rc;
 }
 
+/*
+ * In the gate of a split tollgate (exec/priv.h): the parent made the veth
+ * and the listeners in the hub during the sandbox's start; only serving
+ * them is left here.
+ */
+static int
+gate_open_remote(struct exec_gate *g, const struct exec_gate_options *opts, char *err,
+                 size_t errlen)
+{
+	struct exec_priv_plumbing pl;
+	int rc;
+
+	rc = exec_priv_gate_open(opts->no_transparent, &pl, err, errlen);
+	if (rc != 0)
+		return rc;
+	g->remote = true;
+	snprintf(g->hub_addr, sizeof(g->hub_addr), "%s", pl.hub_addr);
+	snprintf(g->sandbox_addr, sizeof(g->sandbox_addr), "%s", pl.sandbox_addr);
+	snprintf(g->veth.ifname, sizeof(g->veth.ifname), "%s", pl.ifname);
+	if (inet_pton(AF_INET, pl.hub_addr, &g->veth.hub_addr) != 1 ||
+	    inet_pton(AF_INET, pl.sandbox_addr, &g->veth.sandbox_addr) != 1) {
+		for (int i = 0; i < 5; i++)
+			if (pl.fd[i] >= 0)
+				close(pl.fd[i]);
+		gw_set_err(err, errlen, "gate: the parent's addresses are not IPv4");
+		return -EPROTO;
+	}
+	g->fds.proxy = pl.fd[0];
+	g->fds.dns_udp = pl.fd[1];
+	g->fds.dns_tcp = pl.fd[2];
+	g->fds.http = pl.fd[3];
+	g->fds.https = pl.fd[4];
+	return 0;
+}
+
 int
 exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_netns_fd,
                     const char *sandbox_id, struct policy *policy,
@@ -210,6 +247,12 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	if (policy != NULL)
 		g->policy = policy_ref(policy);
 
+	if (exec_priv_active()) {
+		rc = gate_open_remote(g, opts, err, errlen);
+		if (rc < 0)
+			goto out;
+		goto registration;
+	}
 	rc = exec_veth_attach(hub, sandbox_netns_fd, &g->veth, err, errlen);
 	if (rc < 0)
 		goto out;
@@ -220,6 +263,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	rc = gate_make_listeners(g, opts, err, errlen);
 	if (rc < 0)
 		goto out;
+registration:
 	rc = gate_register(g, opts, err, errlen);
 	if (rc < 0)
 		goto out;
@@ -284,6 +328,16 @@ exec_gate_get_fds(const struct exec_gate *g, struct exec_gate_fds *out)
 }
 
 void
+exec_gate_release_fds(struct exec_gate *g)
+{
+	close_fd(&g->fds.proxy);
+	close_fd(&g->fds.dns_udp);
+	close_fd(&g->fds.dns_tcp);
+	close_fd(&g->fds.http);
+	close_fd(&g->fds.https);
+}
+
+void
 exec_gate_close(struct exec_gate *g)
 {
 	if (g == NULL)
@@ -294,11 +348,7 @@ exec_gate_close(struct exec_gate *g)
 		proxy_listener_remove(g->proxy_l[i]);
 	for (size_t i = 0; i < sizeof(g->dns_l) / sizeof(g->dns_l[0]); i++)
 		dns_listener_remove(g->dns_l[i]);
-	close_fd(&g->fds.proxy);
-	close_fd(&g->fds.dns_udp);
-	close_fd(&g->fds.dns_tcp);
-	close_fd(&g->fds.http);
-	close_fd(&g->fds.https);
+	exec_gate_release_fds(g);
 	if (g->attached)
 		exec_veth_detach(g->hub, &g->veth);
 	policy_free(g->policy);

@@ -86,6 +86,9 @@ struct exec_gate_fds {
 	int https;   /* TCP 443, transparent mode */
 };
 void exec_gate_get_fds(const struct exec_gate *g, struct exec_gate_fds *out);
+/* Closes the listeners no server took (the privileged parent, once it
+ * passed them to the gate); the veth stays until exec_gate_close. */
+void exec_gate_release_fds(struct exec_gate *g);
 
 /*
  * Listeners closed (those a server took are removed from it, which closes

@@ -412,6 +412,21 @@ exec_pty_restore(struct exec_pty *pty)
 	input_update(pty);
 }
 
+int
+exec_pty_from_fds(int slave, int devpts, struct exec_pty **out)
+{
+	struct exec_pty *pty = calloc(1, sizeof(*pty));
+
+	*out = NULL;
+	if (pty == NULL)
+		return -ENOMEM;
+	pty->term = pty->term_own = pty->master = -1;
+	pty->slave = slave;
+	pty->devpts = devpts;
+	*out = pty;
+	return 0;
+}
+
 void
 exec_pty_free(struct exec_pty *pty)
 {

@@ -43,6 +43,12 @@ int exec_pty_attach(struct exec_pty *pty, struct event_base *base);
 void exec_pty_hold_input(struct exec_pty *pty, bool held);
 /* The caller's terminal back in the modes it had; the input relay stops. */
 void exec_pty_restore(struct exec_pty *pty);
+/*
+ * The privileged parent's side of a gate's pty (exec/priv.h): the slave and
+ * the devpts mount it was sent, which the object owns, for
+ * exec_spec.pty alone (no master, no relay). 0 or -ENOMEM (fds untouched).
+ */
+int exec_pty_from_fds(int slave, int devpts, struct exec_pty **out);
 /* Restores, closes everything. Accepts NULL. */
 void exec_pty_free(struct exec_pty *pty);
 

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/priv.h"
 #include "exec/pty.h"
 #include "exec/userns.h"
 #include "gateway/core/log.h"
@@ -60,6 +61,10 @@ struct exec_sandbox {
 	struct timespec started;
 	bool reaped;
 	bool killed_for_cpu;
+	/* Made by the privileged parent (exec/priv.h): only id, pidfd and
+	 * agent_fd are held here, the rest is a request under handle. */
+	bool remote;
+	uint32_t handle;
 };
 
 /* ---- small helpers shared with the other exec files --------------------- */
@@ -911,6 +916,36 @@ kill_init(struct exec_sandbox *s, int sig)
 	return 0;
 }
 
+/* The gate's exec_sandbox_start: the same sandbox, made by the parent. */
+static int
+start_remote(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+             struct exec_sandbox **out, char *err, size_t errlen)
+{
+	struct exec_priv_started st;
+	struct exec_sandbox *s;
+	int rc;
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	rc = exec_priv_sandbox_start(spec, attach, attach_arg, &st, err, errlen);
+	if (rc != 0) {
+		free(s);
+		return rc;
+	}
+	s->remote = true;
+	s->handle = st.handle;
+	s->pidfd = st.pidfd;
+	s->agent_fd = st.agent_fd;
+	s->go_fd = s->report_fd = -1;
+	s->pid = -1;
+	snprintf(s->id, sizeof(s->id), "%s", st.id);
+	if (s->agent_fd >= 0)
+		fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
+	*out = s;
+	return 0;
+}
+
 int
 exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
                    struct exec_sandbox **out, char *err, size_t errlen)
@@ -927,6 +962,8 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 
 	*out = NULL;
 	err[0] = '\0';
+	if (exec_priv_active())
+		return start_remote(spec, attach, attach_arg, out, err, errlen);
 	if (geteuid() != 0) {
 		snprintf(err, errlen, "needs root (namespaces, cgroups and the network gate)");
 		return -EPERM;
@@ -1156,13 +1193,20 @@ exec_sandbox_agent_fd(const struct exec_sandbox *s)
 int
 exec_sandbox_signal(struct exec_sandbox *s, int sig)
 {
+	if (s->remote)
+		return s->reaped ? -ESRCH
+		                 : exec_priv_sandbox_simple(EXEC_PRIV_SIGNAL, s->handle, sig);
 	return kill_init(s, sig);
 }
 
 int
 exec_sandbox_kill(struct exec_sandbox *s)
 {
-	int rc = kill_init(s, SIGKILL);
+	int rc;
+
+	if (s->remote)
+		return s->reaped ? -ESRCH : exec_priv_sandbox_simple(EXEC_PRIV_KILL, s->handle, 0);
+	rc = kill_init(s, SIGKILL);
 
 	/* The PID namespace dies with its init; the cgroup is belt and braces. */
 	if (s->cg != NULL)
@@ -1173,6 +1217,8 @@ exec_sandbox_kill(struct exec_sandbox *s)
 double
 exec_sandbox_cpu_used(struct exec_sandbox *s)
 {
+	if (s->remote)
+		return exec_priv_sandbox_cpu_used(s->handle);
 	return s->cg != NULL ? exec_cgroup_cpu_seconds(s->cg) : -1;
 }
 
@@ -1225,6 +1271,10 @@ exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res)
 	res->exit_code = -1;
 	if (s->reaped)
 		return -ECHILD;
+	if (s->remote) {
+		s->reaped = true;
+		return exec_priv_sandbox_finish(s->handle, res);
+	}
 	memset(&ru, 0, sizeof(ru));
 	do {
 		w = wait4(s->pid, &wstatus, 0, &ru);
@@ -1269,6 +1319,16 @@ exec_sandbox_free(struct exec_sandbox *s)
 
 	if (s == NULL)
 		return;
+	if (s->remote) {
+		/* The parent kills what still runs and reaps it. */
+		(void)exec_priv_sandbox_simple(EXEC_PRIV_FREE, s->handle, 0);
+		if (s->agent_fd >= 0)
+			close(s->agent_fd);
+		if (s->pidfd >= 0)
+			close(s->pidfd);
+		free(s);
+		return;
+	}
 	if (s->pid > 0 && !s->reaped) {
 		kill_init(s, SIGKILL);
 		while (waitpid(s->pid, &wstatus, 0) < 0 && errno == EINTR)

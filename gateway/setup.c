@@ -19,6 +19,7 @@
 #include "exec/exec.h"
 #include "exec/netns.h"
 #include "exec/userns.h"
+#include "exec/priv.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -136,6 +137,69 @@ start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_fla
 	return 0;
 }
 
+/*
+ * The ceiling the privileged parent enforces: the binds the policy file and
+ * the flags name, the operator's directories and limits.
+ */
+static void
+split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
+              struct exec_priv_ceiling *c, char *home, size_t homelen)
+{
+	const struct gw_sandbox_flags *sb = f->sandbox;
+	const struct policy *from[2] = {policy, sb != NULL ? sb->fs : NULL};
+
+	memset(c, 0, sizeof(*c));
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; i < policy_fs_count(from[l]) && c->nbinds < EXEC_BINDS_MAX;
+		     i++) {
+			const struct policy_fs_entry *e = policy_fs_get(from[l], i);
+
+			c->binds[c->nbinds].src = e->src;
+			c->binds[c->nbinds].dest = e->dest;
+			c->binds[c->nbinds].writable = e->writable;
+			c->nbinds++;
+		}
+	}
+	if (sb != NULL) {
+		c->workdir = sb->workdir;
+		c->home = sb->home != NULL ? sb->home : f->sandbox_home;
+		c->limits = sb->limits;
+	}
+	if (f->sandbox_caps.ram_mb > 0)
+		c->limits.ram_mb = f->sandbox_caps.ram_mb;
+	if (f->sandbox_caps.cpu_seconds > 0)
+		c->limits.cpu_seconds = f->sandbox_caps.cpu_seconds;
+	if (f->sandbox_caps.pids > 0)
+		c->limits.pids = f->sandbox_caps.pids;
+	c->outdir = f->sandbox_outdir;
+	c->gate_workdirs = f->sandbox_gate_workdirs;
+	c->hide = gw_home_dir(home, homelen) == 0 ? home : NULL;
+}
+
+/*
+ * Started as root, a command that runs sandboxes splits (exec/priv.h): the
+ * parent stays here, privileged, and serves the gate; the gate returns and
+ * builds the rest. For now only with TOLLGATE_PRIVSEP=1 (docs/run.md):
+ * some files the commands write after set-up still need their route
+ * through the parent.
+ */
+static int
+split(const struct gw_setup_flags *f, const struct policy *policy)
+{
+	static char home[PATH_MAX];
+	struct exec_priv_ceiling c;
+	const char *env = getenv("TOLLGATE_PRIVSEP");
+	int rc;
+
+	if (env == NULL || strcmp(env, "1") != 0)
+		return 0;
+	split_ceiling(f, policy, &c, home, sizeof(home));
+	rc = exec_priv_split(&c, f->pool);
+	if (rc != 0)
+		return gw_fail(f->cmd, "cannot split off the privileged parent: %s", strerror(-rc));
+	return 0;
+}
+
 /* Where `tollgate pending/approve/deny` and `tollgate stats` find this process. */
 static int
 start_control(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f,
@@ -194,6 +258,9 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	gw->flags_policy = f->rules;
 	if (gw_policy_build(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
+	/* Before any thread exists: the audit writer starts below. */
+	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy) != 0)
+		return GW_EXIT_FAILURE;
 	gw->base = event_base_new();
 	if (gw->base == NULL)
 		return gw_fail(f->cmd, "cannot create the event loop");
@@ -228,8 +295,26 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		                   sizeof(err)) != 0)
 			return gw_fail(f->cmd, "DNS server: %s", err);
 	}
-	if ((parts & GW_SETUP_HUB) && exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0)
+	if ((parts & GW_SETUP_HUB) && exec_priv_active()) {
+		if (exec_priv_hub(err, sizeof(err)) != 0)
+			return gw_fail(f->cmd, "network hub: %s", err);
+		s->hub = exec_priv_hub_handle();
+	} else if ((parts & GW_SETUP_HUB) &&
+	           exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0) {
 		return gw_fail(f->cmd, "network hub: %s", err);
+	}
+	return 0;
+}
+
+int
+gw_setup_drop(const char *cmd)
+{
+	char err[256];
+
+	if (!exec_priv_active())
+		return 0;
+	if (exec_priv_drop(err, sizeof(err)) != 0)
+		return gw_fail(cmd, "cannot drop privilege: %s", err);
 	return 0;
 }
 
@@ -240,7 +325,8 @@ gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *
 	proxy_free(s->proxy);
 	dns_server_free(s->dns);
 	gw_control_free(s->control);
-	exec_hub_free(s->hub);
+	if (s->hub != exec_priv_hub_handle())
+		exec_hub_free(s->hub); /* else the privileged parent's */
 	approvals_free(gw->approvals);
 	dns_resolver_free(gw->resolver);
 	if (gw->audit != NULL) {

@@ -97,6 +97,16 @@ struct gw_setup_flags {
 	/* Set by the command before gw_setup_start; NULL: the defaults. */
 	const struct proxy_config *proxy_cfg;
 	const struct dns_server_config *dns_cfg;
+	/*
+	 * What the command's sandboxes may be given, which the privileged
+	 * parent holds from the split on (exec/priv.h): run, wrap and serve
+	 * set it. NULL sandbox: no bind, no work directory, no home.
+	 */
+	const struct gw_sandbox_flags *sandbox;
+	const char *sandbox_home;        /* the home used without --home (wrap --name) */
+	const char *sandbox_outdir;      /* run --out DIR */
+	struct exec_limits sandbox_caps; /* serve's --max-*; 0: the flags' own */
+	bool sandbox_gate_workdirs;      /* serve: sessions and its own work dirs */
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */
@@ -195,6 +205,16 @@ void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
 
 /* Returns of gw_setup_flag besides 0 (handled) and GW_EXIT_FAILURE (printed). */
 #define GW_SETUP_NOT_MINE 1
+
+/*
+ * The gate of a split tollgate (exec/priv.h) gives up root here: the
+ * command calls it once its operator-named files, terminal and keys are
+ * open and before its loop reads a byte of network, sandbox or MCP input
+ * (run before its job, wrap before its server, serve before its MCP
+ * server). A no-op when the process did not split. 0, or GW_EXIT_FAILURE
+ * after printing: the command must stop.
+ */
+int gw_setup_drop(const char *cmd);
 
 /* Empty flags with a fresh rule set. 0, or -ENOMEM. */
 int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);

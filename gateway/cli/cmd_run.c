@@ -118,6 +118,8 @@ struct run_state {
 	int terms;                     /* SIGTERMs received: the second one kills */
 	struct exec_pty *pty;          /* stdin is a terminal: the sandbox's own pty */
 	struct redact_relay *relay;    /* the sandbox's output on its way out */
+	int json_fd;                   /* --json-status, opened before the job; else -1 */
+	char json_err[PATH_MAX + 160]; /* why it could not be opened */
 };
 
 static int
@@ -354,25 +356,23 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- the summary --------------------------------------------------------- */
 
-/* Another user's symlink on the way is refused (gw_safepath_open_output). */
+/* Opened before the job (another user's symlink on the way is refused:
+ * gw_safepath_open_output), written once it ended. */
 static void
-write_json_file(json_t *o, const char *path)
+write_json_file(json_t *o, const char *path, struct run_state *st)
 {
-	char err[PATH_MAX + 160];
-	int fd;
-
-	fd = gw_safepath_open_output(path, 0644, err, sizeof(err));
-	if (fd < 0) {
-		gw_fail(CMD, "--json-status %s: %s", path, err);
+	if (st->json_fd < 0) {
+		gw_fail(CMD, "--json-status %s: %s", path, st->json_err);
 		return;
 	}
-	if (json_dumpfd(o, fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	if (json_dumpfd(o, st->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
 		gw_fail(CMD, "--json-status %s: cannot write it", path);
-	close(fd);
+	close(st->json_fd);
+	st->json_fd = -1;
 }
 
 static void
-write_json_status(const char *path, const struct run_state *st, const struct exec_result *res,
+write_json_status(const char *path, struct run_state *st, const struct exec_result *res,
                   int exit_status, double wall)
 {
 	const char *id = exec_job_sandbox_id(st->job);
@@ -421,7 +421,7 @@ write_json_status(const char *path, const struct run_state *st, const struct exe
 		json_object_set_new(o, "failed_step", json_string(res->failed_step));
 		json_object_set_new(o, "failed_error", json_string(strerror(res->failed_errno)));
 	}
-	write_json_file(o, path);
+	write_json_file(o, path, st);
 	json_decref(o);
 }
 
@@ -438,6 +438,8 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 
 	if (!f->no_network)
 		parts |= GW_SETUP_GATE | GW_SETUP_CONTROL;
+	f->gw.sandbox = &f->sb; /* the privileged parent's ceiling */
+	f->gw.sandbox_outdir = f->out_dir;
 	if (gw_setup_start(&st->gw, &st->setup, &f->gw, parts) != 0)
 		return GW_EXIT_FAILURE;
 	if (st->setup.control != NULL)
@@ -543,6 +545,7 @@ run_run(int argc, char **argv)
 	char err[512], home[PATH_MAX], msg[256];
 	int rc, exit_code = GW_EXIT_FAILURE;
 
+	st.json_fd = -1;
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
 	rc = parse_flags(argc, argv, &f);
@@ -610,6 +613,10 @@ run_run(int argc, char **argv)
 		gw_prompt_set_hold(prompt, hold_terminal, &st);
 	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);
 	job_spec(&st, &f, &spec, art, detail, &js);
+	/* The summary's file is opened while still root (gateway/setup.h). */
+	if (f.json_status != NULL)
+		st.json_fd =
+		    gw_safepath_open_output(f.json_status, 0644, st.json_err, sizeof(st.json_err));
 	rc = exec_job_start(&st.gw, &js, &st.job, err, sizeof(err));
 	/* The slave is the sandbox's alone: its end is the master's EOF. */
 	if (st.pty != NULL)
@@ -632,6 +639,9 @@ run_run(int argc, char **argv)
 		gw_fail(CMD, "cannot watch signals");
 		goto out;
 	}
+	/* Root no longer, before the loop reads a byte of the sandbox's. */
+	if (gw_setup_drop(CMD) != 0)
+		goto out;
 	if (event_base_dispatch(st.gw.base) != 0 || !st.finished) {
 		gw_fail(CMD, "event loop failed");
 		goto out;
@@ -660,6 +670,8 @@ out:
 	}
 	gw_prompt_free(prompt);
 	gw_refusals_free(refusals);
+	if (st.json_fd >= 0)
+		close(st.json_fd);
 	/* The sandbox, its gate's listeners and fds (exec/job.h). */
 	exec_job_free(st.job);
 	exec_artifact_out_free(art);

@@ -269,6 +269,11 @@ run_serve(int argc, char **argv)
 	parts = GW_SETUP_SANDBOXES | GW_SETUP_APPROVALS | GW_SETUP_CONTROL;
 	if (!no_network)
 		parts |= GW_SETUP_GATE;
+	/* The privileged parent's ceiling: the operator's binds, home and caps. */
+	f.sandbox = &st.sb;
+	f.sandbox_caps =
+	    (struct exec_limits){.ram_mb = max_ram, .cpu_seconds = max_cpu, .pids = max_pids};
+	f.sandbox_gate_workdirs = true;
 	if (gw_setup_start(&st.gw, &st.setup, &f, parts) != 0)
 		goto out;
 	st.ctx.gw = &st.gw;
@@ -324,6 +329,8 @@ run_serve(int argc, char **argv)
 	cfg.tool_arg = &st.ctx;
 	cfg.on_done = on_done;
 	cfg.done_arg = &st;
+	if (gw_setup_drop(CMD) != 0)
+		goto out;
 	rc = mcp_server_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, &cfg, &st.server);
 	if (rc != 0) {
 		gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));

@@ -426,6 +426,11 @@ run_wrap(int argc, char **argv)
 	st.flags = &f;
 	/* The control socket at $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock:
 	 * without it the wrapped server still works, so a failure is only a warning. */
+	/* Made while still root, and part of the privileged parent's ceiling. */
+	if (f.name != NULL && name_home(&f) != 0)
+		goto out;
+	f.gw.sandbox = &f.sb;
+	f.gw.sandbox_home = f.name != NULL ? f.name_home : NULL;
 	if (gw_setup_start(&st.gw, &st.setup, &f.gw,
 	                   GW_SETUP_SANDBOXES | GW_SETUP_GATE | GW_SETUP_CONTROL_SOFT) != 0)
 		goto out;
@@ -441,8 +446,6 @@ run_wrap(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
-	if (f.name != NULL && name_home(&f) != 0)
-		goto out;
 	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, f.name != NULL ? f.name_home : NULL,
 	                     &spec) != 0)
 		goto out;
@@ -478,6 +481,9 @@ run_wrap(int argc, char **argv)
 		}
 	}
 	log_debug("%s: serving %s in sandbox %s", __func__, f.argv[0], wcfg.sandbox_id);
+	/* Root no longer, before the loop reads a byte of the server's or the client's. */
+	if (gw_setup_drop(CMD) != 0)
+		goto out;
 	if (event_base_dispatch(st.gw.base) != 0) {
 		gw_fail(CMD, "event loop failed");
 		goto out;

@@ -63,6 +63,9 @@ struct gw_control {
 	dev_t dev; /* of the socket file we made: only that one is removed */
 	ino_t ino;
 	int fd;
+	/* Who started tollgate: the gate of a split one (exec/priv.h) runs
+	 * under another uid from the end of its set-up on. */
+	uid_t owner;
 	struct event *ev_accept;
 	struct event *ev_resume; /* accepting again after running out of fds */
 	struct event *ev_reap;
@@ -698,7 +701,7 @@ control_listener_cb(enum approval_event event, const struct approval_info *info,
 }
 
 static bool
-peer_is_owner(int fd, uid_t *uid)
+peer_is_owner(const struct gw_control *c, int fd, uid_t *uid)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -706,7 +709,7 @@ peer_is_owner(int fd, uid_t *uid)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return false;
 	*uid = cred.uid;
-	return cred.uid == geteuid();
+	return cred.uid == c->owner;
 }
 
 static void
@@ -720,7 +723,7 @@ accept_client(struct gw_control *c, int fd)
 	 * covers a descriptor passed on by its owner to someone else. */
 	uid_t uid = (uid_t)-1;
 
-	if (!peer_is_owner(fd, &uid)) {
+	if (!peer_is_owner(c, fd, &uid)) {
 		log_warnx("control: refused a client of another uid");
 		close(fd);
 		return;
@@ -972,6 +975,7 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 	}
 	c->ctx = ctx;
 	c->fd = -1;
+	c->owner = geteuid();
 	c->max_clients = GW_CONTROL_CLIENTS_MAX;
 	c->idle_timeout = GW_CONTROL_IDLE_TIMEOUT;
 	c->listen_handle = -1;

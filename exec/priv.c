@@ -1,0 +1,817 @@
+/*
+ * The wire between the privileged parent and the gate (exec/priv.h): framing
+ * with fd passing, the parent's one parser of the gate's requests, the
+ * ceiling check, and the gate's side of each request.
+ */
+#include "exec/priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "exec/pty.h"
+#include "gateway/core/err.h"
+
+/* ---- framing ------------------------------------------------------------ */
+
+int
+exec_priv_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * EXEC_PRIV_FDS_MAX)];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (nfds > EXEC_PRIV_FDS_MAX || len > EXEC_PRIV_MSG_MAX)
+		return -EINVAL;
+	if (nfds > 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do {
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+static void
+close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+ssize_t
+exec_priv_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * EXEC_PRIV_FDS_MAX)];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	ssize_t n, rc;
+	size_t got = 0;
+
+	*nfds = 0;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	rc = n;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < EXEC_PRIV_FDS_MAX)
+				fds[got++] = fd;
+			else
+				close(fd);
+		}
+	}
+	/* A truncated message or fd list cannot be trusted, nor framed again. */
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		rc = (mh.msg_flags & MSG_TRUNC) ? -EMSGSIZE : -EPROTO;
+	else if (n == 0 && got == 0)
+		rc = -EPIPE;
+	if (rc < 0) {
+		close_fds(fds, got);
+		return rc;
+	}
+	*nfds = got;
+	return rc;
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+struct wbuf {
+	char *p;
+	size_t len, cap;
+	bool over;
+};
+
+static void
+put(struct wbuf *w, const void *v, size_t n)
+{
+	if (w->over || n > w->cap - w->len) {
+		w->over = true;
+		return;
+	}
+	if (n == 0)
+		return; /* v may be NULL: no string */
+	memcpy(w->p + w->len, v, n);
+	w->len += n;
+}
+
+static void
+put_u32(struct wbuf *w, uint32_t v)
+{
+	put(w, &v, sizeof(v));
+}
+
+static void
+put_i64(struct wbuf *w, int64_t v)
+{
+	put(w, &v, sizeof(v));
+}
+
+static void
+put_str(struct wbuf *w, const char *s)
+{
+	size_t n = s != NULL ? strlen(s) + 1 : 0;
+
+	if (n > UINT32_MAX) {
+		w->over = true;
+		return;
+	}
+	put_u32(w, (uint32_t)n);
+	put(w, s, n);
+}
+
+static void
+put_head(struct wbuf *w, uint32_t kind, uint32_t handle, int32_t value)
+{
+	struct exec_priv_head h = {.kind = kind, .handle = handle, .value = value};
+
+	put(w, &h, sizeof(h));
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+struct rbuf {
+	char *p;
+	size_t len, at;
+	bool bad;
+};
+
+static bool
+take(struct rbuf *r, void *v, size_t n)
+{
+	if (r->bad || n > r->len - r->at) {
+		r->bad = true;
+		return false;
+	}
+	memcpy(v, r->p + r->at, n);
+	r->at += n;
+	return true;
+}
+
+static uint32_t
+take_u32(struct rbuf *r)
+{
+	uint32_t v = 0;
+
+	take(r, &v, sizeof(v));
+	return v;
+}
+
+static int64_t
+take_i64(struct rbuf *r)
+{
+	int64_t v = 0;
+
+	take(r, &v, sizeof(v));
+	return v;
+}
+
+/* A string of at most max bytes with its NUL, its last byte and only it. */
+static const char *
+take_str(struct rbuf *r, size_t max)
+{
+	uint32_t n = take_u32(r);
+	const char *s;
+
+	if (r->bad || n == 0)
+		return NULL;
+	if (n > max || n > r->len - r->at) {
+		r->bad = true;
+		return NULL;
+	}
+	s = r->p + r->at;
+	if (s[n - 1] != '\0' || strlen(s) != n - 1) {
+		r->bad = true;
+		return NULL;
+	}
+	r->at += n;
+	return s;
+}
+
+/* A string the message must have (NULL is a violation). */
+static const char *
+take_str_req(struct rbuf *r, size_t max)
+{
+	const char *s = take_str(r, max);
+
+	if (s == NULL)
+		r->bad = true;
+	return s;
+}
+
+static int
+parse_limit(struct rbuf *r, long *out)
+{
+	int64_t v = take_i64(r);
+
+	if (v < 0 || v > (int64_t)1 << 40)
+		r->bad = true;
+	*out = (long)v;
+	return 0;
+}
+
+static void
+parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
+{
+	uint32_t mask, n;
+	size_t used = 0;
+
+	st->flags = take_u32(r);
+	mask = take_u32(r);
+	if (st->flags & ~EXEC_PRIV_F_ALL || mask >> EXEC_PRIV_FD_N != 0 ||
+	    ((mask != 0) && !(st->flags & EXEC_PRIV_F_SET_STDIO)))
+		r->bad = true;
+	/* A terminal comes whole: its slave and its devpts, or neither. */
+	if (((mask >> EXEC_PRIV_FD_PTY_SLAVE) & 1) != ((mask >> EXEC_PRIV_FD_DEVPTS) & 1))
+		r->bad = true;
+	parse_limit(r, &st->limits.ram_mb);
+	parse_limit(r, &st->limits.cpu_seconds);
+	parse_limit(r, &st->limits.pids);
+	parse_limit(r, &st->limits.nofile);
+	st->workdir = take_str(r, EXEC_PRIV_STR_MAX);
+	st->outdir = take_str(r, EXEC_PRIV_STR_MAX);
+	st->home = take_str(r, EXEC_PRIV_STR_MAX);
+	n = take_u32(r);
+	if (n > EXEC_PRIV_ARGV_MAX)
+		r->bad = true;
+	for (uint32_t i = 0; !r->bad && i < n; i++)
+		st->argv[st->nargv++] = take_str_req(r, EXEC_PRIV_MSG_MAX);
+	st->argv[st->nargv] = NULL;
+	/* A kept-alive sandbox runs the agent, anything else a command. */
+	if ((st->flags & EXEC_PRIV_F_KEEP_ALIVE) ? n != 0 : n == 0)
+		r->bad = true;
+	n = take_u32(r);
+	if (n > EXEC_PRIV_ENV_MAX)
+		r->bad = true;
+	for (uint32_t i = 0; !r->bad && i < n; i++) {
+		st->env[st->nenv] = take_str_req(r, EXEC_PRIV_MSG_MAX);
+		if (st->env[st->nenv] != NULL && strchr(st->env[st->nenv], '=') == NULL)
+			r->bad = true;
+		st->nenv++;
+	}
+	st->env[st->nenv] = NULL;
+	n = take_u32(r);
+	if (n > EXEC_BINDS_MAX)
+		r->bad = true;
+	for (uint32_t i = 0; !r->bad && i < n; i++) {
+		uint32_t w = take_u32(r);
+
+		if (w > 1)
+			r->bad = true;
+		st->binds[i].writable = w == 1;
+		st->binds[i].src = take_str_req(r, EXEC_PRIV_STR_MAX);
+		st->binds[i].dest = take_str_req(r, EXEC_PRIV_STR_MAX);
+		st->nbinds++;
+	}
+	for (int i = 0; i < EXEC_PRIV_FD_N; i++) {
+		st->fd[i] = -1;
+		if (!(mask & (1u << i)))
+			continue;
+		if (used >= nfds) {
+			r->bad = true;
+			break;
+		}
+		st->fd[i] = fds[used++];
+	}
+	if (used != nfds)
+		r->bad = true;
+}
+
+int
+exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
+{
+	struct rbuf r = {.p = buf, .len = len};
+	bool takes_fds = false;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < EXEC_PRIV_FD_N; i++)
+		out->start.fd[i] = -1;
+	if (nfds > EXEC_PRIV_FDS_MAX || len > EXEC_PRIV_MSG_MAX)
+		r.bad = true;
+	take(&r, &out->head, sizeof(out->head));
+	if (!r.bad && out->head.reserved != 0)
+		r.bad = true;
+	switch (r.bad ? 0 : out->head.kind) {
+	case EXEC_PRIV_HUB:
+		if (out->head.handle != 0 || out->head.value != 0)
+			r.bad = true;
+		break;
+	case EXEC_PRIV_START:
+		if (out->head.handle != 0 || out->head.value != 0)
+			r.bad = true;
+		parse_start(&r, &out->start, fds, nfds);
+		takes_fds = true;
+		break;
+	case EXEC_PRIV_GATE_OPEN:
+		if (out->head.handle != 0 || (out->head.value != 0 && out->head.value != 1))
+			r.bad = true;
+		out->no_transparent = out->head.value == 1;
+		break;
+	case EXEC_PRIV_ATTACH_DONE:
+		if (out->head.handle != 0 || out->head.value > 0 || out->head.value < -4095)
+			r.bad = true;
+		break;
+	case EXEC_PRIV_SIGNAL:
+		if (out->head.value < 1 || out->head.value > 64)
+			r.bad = true;
+		/* fall through */
+	case EXEC_PRIV_KILL:
+	case EXEC_PRIV_CPU:
+	case EXEC_PRIV_FINISH:
+	case EXEC_PRIV_FREE:
+		if (out->head.handle == 0 ||
+		    (out->head.kind != EXEC_PRIV_SIGNAL && out->head.value != 0))
+			r.bad = true;
+		break;
+	default:
+		r.bad = true;
+	}
+	if (!takes_fds && nfds != 0)
+		r.bad = true;
+	if (r.at != r.len)
+		r.bad = true;
+	if (r.bad) {
+		close_fds(fds, nfds);
+		for (int i = 0; i < EXEC_PRIV_FD_N; i++)
+			out->start.fd[i] = -1;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* ---- the ceiling --------------------------------------------------------- */
+
+static bool
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* A work directory the gate made for serve: directly under the temporary
+ * directory, named as the gate names them, no way out of it. */
+static bool
+gate_workdir_ok(const char *path)
+{
+	const char *tmp = exec_tmp_dir();
+	size_t n = strlen(tmp);
+	const char *rest;
+
+	if (strncmp(path, tmp, n) != 0 || path[n] != '/')
+		return false;
+	rest = path + n + 1;
+	if (strncmp(rest, "tollgate-", 9) != 0)
+		return false;
+	return strstr(rest, "/..") == NULL && strstr(rest, "//") == NULL &&
+	       strncmp(rest, "..", 2) != 0;
+}
+
+static int
+limit_check(const char *name, long want, long cap, char *why, size_t whylen)
+{
+	if (cap <= 0)
+		return 0;
+	if (want <= 0) {
+		gw_set_err(why, whylen, "no %s limit where the operator set %ld", name, cap);
+		return -EPERM;
+	}
+	if (want > cap) {
+		gw_set_err(why, whylen, "%s limit %ld above the operator's %ld", name, want, cap);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int
+exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_ceiling *c,
+                      char *why, size_t whylen)
+{
+	int rc;
+
+	for (size_t i = 0; i < st->nbinds; i++) {
+		const struct exec_bind *b = &st->binds[i];
+		bool found = false;
+
+		for (size_t j = 0; j < c->nbinds && !found; j++)
+			found = strcmp(b->src, c->binds[j].src) == 0 &&
+			        strcmp(b->dest, c->binds[j].dest) == 0 &&
+			        (!b->writable || c->binds[j].writable);
+		if (!found) {
+			gw_set_err(why, whylen, "bind %s:%s%s is not the operator's", b->src,
+			           b->dest, b->writable ? " (writable)" : "");
+			return -EPERM;
+		}
+	}
+	if (st->workdir != NULL && !same_str(st->workdir, c->workdir) &&
+	    !(c->gate_workdirs && gate_workdir_ok(st->workdir))) {
+		gw_set_err(why, whylen, "work directory %s is not the operator's", st->workdir);
+		return -EPERM;
+	}
+	if (st->outdir != NULL && !same_str(st->outdir, c->outdir) &&
+	    !(c->gate_workdirs && gate_workdir_ok(st->outdir))) {
+		gw_set_err(why, whylen, "output directory %s is not the operator's", st->outdir);
+		return -EPERM;
+	}
+	if (st->home != NULL && !same_str(st->home, c->home)) {
+		gw_set_err(why, whylen, "home %s is not the operator's", st->home);
+		return -EPERM;
+	}
+	if ((st->flags & EXEC_PRIV_F_KEEP_ALIVE) && !c->gate_workdirs) {
+		gw_set_err(why, whylen, "a kept-alive sandbox is not this command's");
+		return -EPERM;
+	}
+	rc = limit_check("ram", st->limits.ram_mb, c->limits.ram_mb, why, whylen);
+	if (rc == 0)
+		rc = limit_check("cpu", st->limits.cpu_seconds, c->limits.cpu_seconds, why, whylen);
+	if (rc == 0)
+		rc = limit_check("pids", st->limits.pids, c->limits.pids, why, whylen);
+	if (rc == 0)
+		rc = limit_check("nofile", st->limits.nofile, c->limits.nofile, why, whylen);
+	return rc;
+}
+
+/* ---- the gate's client ----------------------------------------------------- */
+
+static int client_sock = -1;
+static char hub_stand_in;
+
+bool
+exec_priv_active(void)
+{
+	return client_sock >= 0;
+}
+
+struct exec_hub *
+exec_priv_hub_handle(void)
+{
+	return (struct exec_hub *)(void *)&hub_stand_in;
+}
+
+/* exec/priv_parent.c's split hands the gate its end here. */
+void exec_priv_client_set(int sock);
+void
+exec_priv_client_set(int sock)
+{
+	client_sock = sock;
+}
+
+/*
+ * Reads the parent's next message. The parent is trusted (it is root
+ * anyway), but its bytes are still decoded with bounds.
+ */
+static int
+client_recv(char *buf, size_t cap, struct rbuf *r, struct exec_priv_head *h, int *fds, size_t *nfds)
+{
+	ssize_t n = exec_priv_recv(client_sock, buf, cap, fds, nfds);
+
+	if (n < 0)
+		return (int)n;
+	*r = (struct rbuf){.p = buf, .len = (size_t)n};
+	if (!take(r, h, sizeof(*h))) {
+		close_fds(fds, *nfds);
+		*nfds = 0;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* One request, one REPLY: its rc, and its err line copied out. */
+static int
+client_call(const struct wbuf *req, const int *fds, size_t nfds, char *buf, size_t cap,
+            struct rbuf *r, int *rfds, size_t *nrfds, char *err, size_t errlen)
+{
+	struct exec_priv_head h;
+	const char *e;
+	int rc;
+
+	if (client_sock < 0)
+		return -ENOTCONN;
+	if (req->over)
+		return -E2BIG;
+	rc = exec_priv_send(client_sock, req->p, req->len, fds, nfds);
+	if (rc == 0)
+		rc = client_recv(buf, cap, r, &h, rfds, nrfds);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "privileged parent: %s", strerror(-rc));
+		return rc;
+	}
+	if (h.kind != EXEC_PRIV_REPLY) {
+		close_fds(rfds, *nrfds);
+		*nrfds = 0;
+		gw_set_err(err, errlen, "privileged parent: unexpected message %u", h.kind);
+		return -EPROTO;
+	}
+	e = take_str(r, EXEC_PRIV_STR_MAX);
+	if (h.value != 0)
+		gw_set_err(err, errlen, "%s", e != NULL ? e : strerror(-h.value));
+	return h.value;
+}
+
+int
+exec_priv_hub(char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	put_head(&w, EXEC_PRIV_HUB, 0, 0);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_sandbox_simple(uint32_t kind, uint32_t handle, int value)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[EXEC_PRIV_STR_MAX + 64], err[8];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	put_head(&w, kind, handle, value);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, sizeof(err));
+	close_fds(fds, nfds);
+	return rc;
+}
+
+double
+exec_priv_sandbox_cpu_used(uint32_t handle)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[EXEC_PRIV_STR_MAX + 64], err[8];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	double v = -1;
+
+	put_head(&w, EXEC_PRIV_CPU, handle, 0);
+	if (client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, sizeof(err)) == 0 &&
+	    !take(&r, &v, sizeof(v)))
+		v = -1;
+	close_fds(fds, nfds);
+	return v;
+}
+
+int
+exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[EXEC_PRIV_STR_MAX + 64 + sizeof(*res)];
+	char err[8];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	put_head(&w, EXEC_PRIV_FINISH, handle, 0);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, sizeof(err));
+	if (rc == 0 && !take(&r, res, sizeof(*res)))
+		rc = -EPROTO;
+	res->failed_step[sizeof(res->failed_step) - 1] = '\0';
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_gate_open(bool no_transparent, struct exec_priv_plumbing *out, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[EXEC_PRIV_STR_MAX + 256];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0, used = 0;
+	const char *s[3];
+	uint32_t mask;
+	int rc;
+
+	for (int i = 0; i < 5; i++)
+		out->fd[i] = -1;
+	put_head(&w, EXEC_PRIV_GATE_OPEN, 0, no_transparent ? 1 : 0);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc != 0)
+		goto out;
+	s[0] = take_str(&r, sizeof(out->hub_addr));
+	s[1] = take_str(&r, sizeof(out->sandbox_addr));
+	s[2] = take_str(&r, sizeof(out->ifname));
+	mask = take_u32(&r);
+	if (r.bad || s[0] == NULL || s[1] == NULL || s[2] == NULL) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed gate");
+		goto out;
+	}
+	snprintf(out->hub_addr, sizeof(out->hub_addr), "%s", s[0]);
+	snprintf(out->sandbox_addr, sizeof(out->sandbox_addr), "%s", s[1]);
+	snprintf(out->ifname, sizeof(out->ifname), "%s", s[2]);
+	for (int i = 0; i < 5; i++) {
+		if ((mask & (1u << i)) && used < nfds)
+			out->fd[i] = fds[used++];
+	}
+	nfds = used == nfds ? 0 : nfds;
+out:
+	if (nfds != 0 || rc != 0) {
+		close_fds(fds, nfds);
+		for (int i = 0; i < 5 && rc == 0; i++)
+			out->fd[i] = -1;
+		if (rc == 0) {
+			rc = -EPROTO;
+			gw_set_err(err, errlen, "privileged parent: a gate's fds do not match");
+		}
+	}
+	return rc;
+}
+
+static void
+encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool attach,
+             uint32_t mask)
+{
+	uint32_t flags = 0;
+	size_t n;
+
+	flags |= spec->keep_alive ? EXEC_PRIV_F_KEEP_ALIVE : 0;
+	flags |= set_stdio ? EXEC_PRIV_F_SET_STDIO : 0;
+	flags |= attach ? EXEC_PRIV_F_ATTACH : 0;
+	put_head(w, EXEC_PRIV_START, 0, 0);
+	put_u32(w, flags);
+	put_u32(w, mask);
+	put_i64(w, spec->limits.ram_mb);
+	put_i64(w, spec->limits.cpu_seconds);
+	put_i64(w, spec->limits.pids);
+	put_i64(w, spec->limits.nofile);
+	put_str(w, spec->workdir);
+	put_str(w, spec->outdir);
+	put_str(w, spec->home);
+	for (n = 0; spec->argv != NULL && spec->argv[n] != NULL; n++)
+		;
+	put_u32(w, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		put_str(w, spec->argv[i]);
+	for (n = 0; spec->env != NULL && spec->env[n] != NULL; n++)
+		;
+	put_u32(w, (uint32_t)n);
+	for (size_t i = 0; i < n; i++)
+		put_str(w, spec->env[i]);
+	put_u32(w, (uint32_t)spec->nbinds);
+	for (size_t i = 0; i < spec->nbinds; i++) {
+		put_u32(w, spec->binds[i].writable ? 1 : 0);
+		put_str(w, spec->binds[i].src);
+		put_str(w, spec->binds[i].dest);
+	}
+}
+
+int
+exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                        struct exec_priv_started *out, char *err, size_t errlen)
+{
+	struct wbuf w = {0};
+	char rb[EXEC_PRIV_STR_MAX + 256], hub[64];
+	struct exec_priv_head h;
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX], sfds[EXEC_PRIV_FD_N], null_fd[3] = {-1, -1, -1};
+	size_t nfds = 0, nsfds = 0;
+	uint32_t mask = 0;
+	const char *s;
+	int rc = 0, arc;
+
+	out->pidfd = out->agent_fd = -1;
+
+	/*
+	 * "Tollgate's own" fds 0-2 are the gate's, never the parent's: run's
+	 * output relay puts its pipes there, so the sandbox's output passes
+	 * the redaction. A closed one becomes /dev/null.
+	 */
+	for (int i = 0; i < EXEC_PRIV_FD_STDERR + 1; i++) {
+		int want[3] = {spec->stdin_fd, spec->stdout_fd, spec->stderr_fd};
+		int fd = spec->set_stdio && want[i] >= 0 ? want[i] : i;
+
+		if (fcntl(fd, F_GETFD) < 0) {
+			fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+			if (fd < 0) {
+				rc = -errno;
+				gw_set_err(err, errlen, "/dev/null: %s", strerror(errno));
+				goto out;
+			}
+			null_fd[i] = fd;
+		}
+		mask |= 1u << i;
+		sfds[nsfds++] = fd;
+	}
+	/* A terminal: its slave and its devpts instance, for the parent to mount. */
+	if (spec->pty != NULL) {
+		mask |= 1u << EXEC_PRIV_FD_PTY_SLAVE | 1u << EXEC_PRIV_FD_DEVPTS;
+		sfds[nsfds++] = exec_pty_slave(spec->pty);
+		sfds[nsfds++] = exec_pty_devpts(spec->pty);
+	}
+	w.cap = EXEC_PRIV_MSG_MAX;
+	w.p = malloc(w.cap);
+	if (w.p == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	encode_start(&w, spec, true, attach != NULL, mask);
+	if (w.over) {
+		rc = -E2BIG;
+		gw_set_err(err, errlen, "the sandbox's command and environment are too long");
+		goto out;
+	}
+	rc = exec_priv_send(client_sock, w.p, w.len, sfds, nsfds);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "privileged parent: %s", strerror(-rc));
+		goto out;
+	}
+	/* The parent asks the gate to attach (when asked to) before it lets
+	 * the sandbox go, as exec_sandbox_start calls attach. */
+	for (;;) {
+		rc = client_recv(rb, sizeof(rb), &r, &h, fds, &nfds);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "privileged parent: %s", strerror(-rc));
+			goto out;
+		}
+		if (h.kind != EXEC_PRIV_ATTACH)
+			break;
+		close_fds(fds, nfds);
+		nfds = 0;
+		s = take_str(&r, sizeof(out->id));
+		arc = attach == NULL || s == NULL
+		          ? -EPROTO
+		          : attach(attach_arg, -1, s, hub, sizeof(hub), err, errlen);
+		w.len = 0;
+		put_head(&w, EXEC_PRIV_ATTACH_DONE, 0, arc);
+		rc = exec_priv_send(client_sock, w.p, w.len, NULL, 0);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "privileged parent: %s", strerror(-rc));
+			goto out;
+		}
+	}
+	if (h.kind != EXEC_PRIV_REPLY) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: unexpected message %u", h.kind);
+		goto out;
+	}
+	s = take_str(&r, EXEC_PRIV_STR_MAX);
+	if (h.value != 0) {
+		rc = h.value;
+		/* An attach's own error line stays when the parent only echoes it. */
+		if (s != NULL)
+			gw_set_err(err, errlen, "%s", s);
+		goto out;
+	}
+	s = take_str(&r, sizeof(out->id));
+	if (r.bad || s == NULL || nfds < 1 || nfds > 2 || h.handle == 0) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed start reply");
+		goto out;
+	}
+	snprintf(out->id, sizeof(out->id), "%s", s);
+	out->handle = h.handle;
+	out->pidfd = fds[0];
+	out->agent_fd = nfds > 1 ? fds[1] : -1;
+	nfds = 0;
+out:
+	close_fds(fds, nfds);
+	close_fds(null_fd, 3);
+	free(w.p);
+	return rc;
+}

@@ -1,0 +1,191 @@
+/*
+ * Privilege separation (issue #14): a privileged parent that makes sandboxes
+ * and an unprivileged gate that serves them, talking over one SOCK_SEQPACKET
+ * socketpair. This header is the wire, its one parser, the ceiling check,
+ * the gate's client, the parent's server and the gate's privilege drop.
+ */
+#ifndef TOLLGATE_EXEC_PRIV_H
+#define TOLLGATE_EXEC_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "exec/exec.h"
+
+/*
+ * One message is one datagram: a head, then the body's fields in order
+ * (u32 and i64 in host order; a string is a u32 length counting its NUL,
+ * 0 for none, then its bytes), then nothing. Fds travel with SCM_RIGHTS.
+ */
+#define EXEC_PRIV_MSG_MAX (256 * 1024)
+#define EXEC_PRIV_FDS_MAX 8
+#define EXEC_PRIV_ARGV_MAX 4096
+#define EXEC_PRIV_ENV_MAX 512
+#define EXEC_PRIV_STR_MAX 4096 /* a path, a bind's dest, an error line */
+/* Below EXEC_HOST_ID_BASE, the sandboxes' range: the gate's ids when there
+ * is no `tollgate` user. No distribution allocates them. */
+#define EXEC_PRIV_FALLBACK_ID (EXEC_HOST_ID_BASE - 1)
+
+/* Requests: gate to parent. */
+enum exec_priv_kind {
+	EXEC_PRIV_HUB = 1,     /* make the hub at the operator's --pool */
+	EXEC_PRIV_START,       /* start a sandbox: struct exec_priv_start */
+	EXEC_PRIV_GATE_OPEN,   /* during START's attach: veth and listeners */
+	EXEC_PRIV_ATTACH_DONE, /* during START's attach: value is the gate's rc */
+	EXEC_PRIV_SIGNAL,      /* handle, value: the signal */
+	EXEC_PRIV_KILL,        /* handle */
+	EXEC_PRIV_CPU,         /* handle */
+	EXEC_PRIV_FINISH,      /* handle */
+	EXEC_PRIV_FREE,        /* handle */
+	EXEC_PRIV_KIND_MAX,
+	/* Parent to gate. */
+	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
+	EXEC_PRIV_ATTACH,      /* during START: the sandbox's id; the gate attaches */
+};
+
+struct exec_priv_head {
+	uint32_t kind;
+	uint32_t handle; /* the sandbox a request is about; 0: none */
+	int32_t value;
+	uint32_t reserved; /* 0 */
+};
+
+/* START's flags and fd mask (fds come in mask order). */
+#define EXEC_PRIV_F_KEEP_ALIVE 0x1u
+#define EXEC_PRIV_F_SET_STDIO 0x2u
+#define EXEC_PRIV_F_ATTACH 0x4u
+#define EXEC_PRIV_F_ALL 0x7u
+enum {
+	EXEC_PRIV_FD_STDIN,
+	EXEC_PRIV_FD_STDOUT,
+	EXEC_PRIV_FD_STDERR,
+	EXEC_PRIV_FD_PTY_SLAVE, /* with EXEC_PRIV_FD_DEVPTS: a terminal (exec/pty.h) */
+	EXEC_PRIV_FD_DEVPTS,
+	EXEC_PRIV_FD_N
+};
+
+struct exec_priv_start {
+	uint32_t flags;
+	struct exec_limits limits;
+	const char *workdir, *outdir, *home; /* NULL: none */
+	const char *argv[EXEC_PRIV_ARGV_MAX + 1];
+	size_t nargv;
+	const char *env[EXEC_PRIV_ENV_MAX + 1];
+	size_t nenv;
+	struct exec_bind binds[EXEC_BINDS_MAX];
+	size_t nbinds;
+	int fd[EXEC_PRIV_FD_N]; /* -1: not sent */
+};
+
+/* A request as the parent decoded it. Strings point into the buffer. */
+struct exec_priv_msg {
+	struct exec_priv_head head;
+	struct exec_priv_start start; /* EXEC_PRIV_START */
+	bool no_transparent;          /* EXEC_PRIV_GATE_OPEN */
+};
+
+/*
+ * Decodes one request of len bytes (a copy the caller owns, which out
+ * points into) with the nfds fds that came with it. The one parser of the
+ * gate's bytes in the parent: anything but a well-formed request of a known
+ * kind, with exactly the fds it announces, is -EPROTO, and then every fd is
+ * closed. On success the fds are out->start.fd's (the caller closes them).
+ */
+int exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out);
+
+/*
+ * What the operator's flags allow, held by the parent from the split on.
+ * Pointers are the parent's own copies of the command's flags.
+ */
+struct exec_priv_ceiling {
+	struct exec_bind binds[EXEC_BINDS_MAX]; /* the policy file's and the flags' */
+	size_t nbinds;
+	const char *workdir; /* --workdir; NULL: none */
+	const char *outdir;  /* --out's prepared directory; NULL: none */
+	const char *home;    /* --home or the serve's home; NULL: none */
+	const char *hide;    /* TOLLGATE_HOME, always hidden */
+	/* Caps: 0 is none; a request must stay at or under a cap it has. */
+	struct exec_limits limits;
+	/* serve: kept-alive sandboxes and a work directory of the gate's
+	 * making under the temporary directory (sessions, fresh calls). */
+	bool gate_workdirs;
+};
+
+/*
+ * Whether a START request stays inside the ceiling. 0, or -EPERM with why
+ * set (one line): a bind not in the ceiling (or writable where it is
+ * read-only), another work directory, an output directory or home not the
+ * operator's, a limit above its cap or missing where there is a cap, a
+ * kept-alive sandbox where none is allowed.
+ */
+int exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_ceiling *c,
+                          char *why, size_t whylen);
+
+/* ---- the split (gateway/setup.c) ----------------------------------------- */
+
+/*
+ * Forks into the privileged parent and the gate. In the parent it serves
+ * the gate until the gate exits and then exits with its status (never
+ * returns). In the gate it returns 0 with the client set up (every
+ * exec_sandbox_* call goes to the parent from now on), the bounding set,
+ * inheritable and ambient capabilities emptied, no_new_privs set and core
+ * dumps off; the gate is still uid 0 with its effective capabilities until
+ * exec_priv_drop. ceiling is copied. Call before any thread exists.
+ * Negative errno when the split could not be made (nothing changed).
+ */
+int exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool);
+/* Whether this process is a gate whose sandboxes its parent makes. */
+bool exec_priv_active(void);
+/*
+ * The gate's last step of set-up: the `tollgate` user's ids (else
+ * EXEC_PRIV_FALLBACK_ID), no capability in any set, dumpable 0 and the
+ * gate's seccomp filter on every thread. In a user namespace of its own
+ * (uid_map not the initial one) it keeps uid 0 there and clears every
+ * capability with SECBIT_NOROOT|SECBIT_NO_SETUID_FIXUP locked instead.
+ * 0 or -errno with err set; on failure the caller must exit.
+ */
+int exec_priv_drop(char *err, size_t errlen);
+/* The gate's seccomp filter alone (exec/priv_drop.c), for tests. */
+int exec_priv_gate_filter_load(void);
+
+/* ---- the gate's client (exec/priv.c) ---------------------------------- */
+
+/* The hub, made by the parent: 0 or -errno with err set. */
+int exec_priv_hub(char *err, size_t errlen);
+/* A stand-in for the parent's hub in the gate's gw_setup (never dereferenced). */
+struct exec_hub *exec_priv_hub_handle(void);
+
+/* exec/sandbox.c's dispatch: the same contracts as exec.h's functions. */
+struct exec_priv_started {
+	uint32_t handle;
+	char id[32];
+	int pidfd, agent_fd;
+};
+int exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                            struct exec_priv_started *out, char *err, size_t errlen);
+int exec_priv_sandbox_simple(uint32_t kind, uint32_t handle, int value);
+double exec_priv_sandbox_cpu_used(uint32_t handle);
+int exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res);
+
+/* exec/gate.c's: the veth and listeners of the sandbox being attached. */
+struct exec_priv_plumbing {
+	char hub_addr[16], sandbox_addr[16], ifname[16];
+	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
+};
+int exec_priv_gate_open(bool no_transparent, struct exec_priv_plumbing *out, char *err,
+                        size_t errlen);
+
+/* ---- wire helpers shared by both sides -------------------------------- */
+
+/* Sends one message with fds (nfds may be 0). 0 or -errno. */
+int exec_priv_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds);
+/*
+ * Receives one message into buf (cap bytes, more is -EMSGSIZE) and its fds
+ * (at most EXEC_PRIV_FDS_MAX, more is -EPROTO); every fd close-on-exec.
+ * Returns the length, -EPIPE at EOF or -errno; on error no fd stays open.
+ */
+ssize_t exec_priv_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * The gate's loss of privilege (exec/priv.h): what it gives up at the split
+ * (inherited by every thread it starts later), and the drop at the end of
+ * its set-up: ids, capabilities, and a seccomp filter on every thread.
+ */
+#include "exec/priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <pwd.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gateway/core/err.h"
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+int exec_priv_gate_harden(void);
+
+/*
+ * LeakSanitizer checks at exit by ptrace-attaching to the process from a
+ * helper: a sanitizer build's gate stays dumpable and may ptrace, or every
+ * gate's exit would be LSan's fatal error. Release builds have neither.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define PRIV_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PRIV_SANITIZED 1
+#endif
+#endif
+#ifndef PRIV_SANITIZED
+#define PRIV_SANITIZED 0
+#endif
+#define PRIV_DUMPABLE PRIV_SANITIZED
+
+static int
+caps_set_all(bool keep_effective)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d) != 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		d[i].inheritable = 0;
+		if (!keep_effective)
+			d[i].permitted = d[i].effective = 0;
+	}
+	if (syscall(SYS_capset, &h, d) != 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * At the split, before any thread exists, so that every thread the gate
+ * starts inherits it: nothing gained by execve, no capability beyond those
+ * it holds now, no core dump. The effective set stays until the drop: the
+ * gate still opens its root-owned files.
+ */
+int
+exec_priv_gate_harden(void)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -errno;
+	for (int cap = 0; cap < 64; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+			break;
+	}
+	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (prctl(PR_SET_DUMPABLE, PRIV_DUMPABLE, 0, 0, 0) != 0)
+		return -errno;
+	return caps_set_all(true);
+}
+
+/* Whether this process lives in a user namespace other than the initial one. */
+static bool
+in_own_userns(void)
+{
+	char buf[128];
+	unsigned long a = 0, b = 0, c = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu %lu", &a, &b, &c) != 3)
+		return true;
+	return !(a == 0 && b == 0 && c == 4294967295ul);
+}
+
+int
+exec_priv_gate_filter_load(void)
+{
+	static const char *const denied[] = {
+	    "mount",
+	    "umount2",
+	    "pivot_root",
+	    "chroot",
+	    "setns",
+	    "unshare",
+	    "ptrace",
+	    "process_vm_readv",
+	    "process_vm_writev",
+	    "bpf",
+	    "perf_event_open",
+	    "init_module",
+	    "finit_module",
+	    "delete_module",
+	    "kexec_load",
+	    "kexec_file_load",
+	    "keyctl",
+	    "add_key",
+	    "request_key",
+	    "open_by_handle_at",
+	    "fsopen",
+	    "fsmount",
+	    "fsconfig",
+	    "move_mount",
+	    "open_tree",
+	    "mount_setattr",
+	    "userfaultfd",
+	    "reboot",
+	    "swapon",
+	    "swapoff",
+	    "acct",
+	    "quotactl",
+	};
+	static const unsigned long ns_flags[] = {
+	    CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
+	    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
+	};
+	static const int raw_families[] = {AF_INET, AF_INET6};
+	scmp_filter_ctx ctx;
+	uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	int rc, nr;
+
+	ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (ctx == NULL)
+		return -ENOMEM;
+	/* Threads exist by now (the audit writer, the policy file writer). */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (rc == 0)
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
+	for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++) {
+		nr = seccomp_syscall_resolve_name(denied[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not on this architecture */
+		if (PRIV_SANITIZED && strcmp(denied[i], "ptrace") == 0)
+			continue;
+		rc = seccomp_rule_add(ctx, eperm, nr, 0);
+	}
+	for (size_t i = 0; rc == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
+		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
+		                      SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
+	/* clone3's flags are behind a pointer: ENOSYS sends glibc to clone. */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
+		                      SCMP_A0(SCMP_CMP_EQ, AF_PACKET, 0));
+	for (size_t i = 0; rc == 0 && i < sizeof(raw_families) / sizeof(raw_families[0]); i++)
+		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 2,
+		                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)raw_families[i], 0),
+		                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+	if (rc == 0)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return rc;
+}
+
+int
+exec_priv_drop(char *err, size_t errlen)
+{
+	uid_t uid = EXEC_PRIV_FALLBACK_ID, ru, eu, su;
+	gid_t gid = EXEC_PRIV_FALLBACK_ID;
+	struct passwd *pw = getpwnam("tollgate");
+	int rc;
+
+	if (pw != NULL && pw->pw_uid != 0 && pw->pw_gid != 0) {
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	if (in_own_userns()) {
+		/*
+		 * uid 0 of a namespace this process made (rootless mode): no
+		 * other id is mapped, so it stays 0 there and loses every
+		 * capability for good instead. Capabilities are per thread:
+		 * the threads started since the split keep their effective set
+		 * here (the setuid path below has no such gap).
+		 */
+		if (prctl(PR_SET_SECUREBITS,
+		          SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+		              SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
+		          0, 0, 0) != 0) {
+			rc = -errno;
+			gw_set_err(err, errlen, "securebits: %s", strerror(errno));
+			return rc;
+		}
+		rc = caps_set_all(false);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "capset: %s", strerror(-rc));
+			return rc;
+		}
+	} else {
+		/* glibc applies each of these to every thread of the process. */
+		if (setgroups(0, NULL) != 0 || setresgid(gid, gid, gid) != 0 ||
+		    setresuid(uid, uid, uid) != 0) {
+			rc = -errno;
+			gw_set_err(err, errlen, "cannot become uid %u: %s", (unsigned)uid,
+			           strerror(errno));
+			return rc;
+		}
+		if (getresuid(&ru, &eu, &su) != 0 || ru != uid || eu != uid || su != uid) {
+			gw_set_err(err, errlen, "still uid %u after the drop", (unsigned)eu);
+			return -EPERM;
+		}
+		/* The kernel cleared permitted and effective with the uids. */
+		rc = caps_set_all(false);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "capset: %s", strerror(-rc));
+			return rc;
+		}
+	}
+	/* A change of credentials resets both. */
+	if (prctl(PR_SET_DUMPABLE, PRIV_DUMPABLE, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "prctl: %s", strerror(errno));
+		return rc;
+	}
+	rc = exec_priv_gate_filter_load();
+	if (rc != 0) {
+		gw_set_err(err, errlen, "the gate's seccomp filter: %s", strerror(-rc));
+		return rc;
+	}
+	return 0;
+}

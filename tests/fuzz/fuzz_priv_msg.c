@@ -1,0 +1,80 @@
+/*
+ * libFuzzer harness for the privileged parent's one parser of the gate's
+ * bytes (exec/priv.h): any request decodes or is -EPROTO without crashing,
+ * what it accepts keeps its promises (strings inside the buffer and
+ * NUL-terminated, counts within their caps, fds as announced), and the
+ * ceiling check takes whatever the parser accepted.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/priv.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char buf[EXEC_PRIV_MSG_MAX];
+static struct exec_priv_msg msg;
+
+static void
+inside(const char *s)
+{
+	if (s != NULL && (s < buf || s + strlen(s) >= buf + sizeof(buf)))
+		abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct exec_priv_ceiling ceiling = {
+	    .binds = {{"/srv/data", "/data", false}},
+	    .nbinds = 1,
+	    .workdir = "/srv/work",
+	    .limits = {.ram_mb = 256},
+	};
+	char why[256];
+	int fds[3];
+	size_t nfds;
+
+	if (size > sizeof(buf))
+		size = sizeof(buf);
+	memcpy(buf, data, size);
+	/* The length says how many fds came along (copies of stderr). */
+	nfds = size % 4;
+	for (size_t i = 0; i < nfds; i++)
+		fds[i] = dup(STDERR_FILENO);
+	if (exec_priv_msg_parse(buf, size, fds, nfds, &msg) != 0)
+		return 0; /* the parser closed them */
+	if (msg.head.kind == 0 || msg.head.kind >= EXEC_PRIV_KIND_MAX)
+		abort();
+	if (msg.head.kind != EXEC_PRIV_START) {
+		if (nfds != 0)
+			abort();
+		return 0;
+	}
+	if (msg.start.nargv > EXEC_PRIV_ARGV_MAX || msg.start.nenv > EXEC_PRIV_ENV_MAX ||
+	    msg.start.nbinds > EXEC_BINDS_MAX || msg.start.argv[msg.start.nargv] != NULL ||
+	    msg.start.env[msg.start.nenv] != NULL)
+		abort();
+	for (size_t i = 0; i < msg.start.nargv; i++)
+		inside(msg.start.argv[i]);
+	for (size_t i = 0; i < msg.start.nenv; i++) {
+		inside(msg.start.env[i]);
+		if (strchr(msg.start.env[i], '=') == NULL)
+			abort();
+	}
+	for (size_t i = 0; i < msg.start.nbinds; i++) {
+		inside(msg.start.binds[i].src);
+		inside(msg.start.binds[i].dest);
+	}
+	inside(msg.start.workdir);
+	inside(msg.start.outdir);
+	inside(msg.start.home);
+	(void)exec_priv_start_check(&msg.start, &ceiling, why, sizeof(why));
+	for (int i = 0; i < EXEC_PRIV_FD_N; i++) {
+		if (msg.start.fd[i] >= 0)
+			close(msg.start.fd[i]);
+	}
+	return 0;
+}

@@ -1,0 +1,327 @@
+/*
+ * The privileged parent's view of the gate (exec/priv.h): its one parser
+ * refuses every malformed request and closes the fds that came with it, and
+ * the ceiling check refuses a sandbox wider than the operator's flags.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/priv.h"
+
+struct msg {
+	char b[4096];
+	size_t n;
+};
+
+static void
+m_raw(struct msg *m, const void *v, size_t n)
+{
+	assert_true(m->n + n <= sizeof(m->b));
+	memcpy(m->b + m->n, v, n);
+	m->n += n;
+}
+
+static void
+m_u32(struct msg *m, uint32_t v)
+{
+	m_raw(m, &v, sizeof(v));
+}
+
+static void
+m_i64(struct msg *m, int64_t v)
+{
+	m_raw(m, &v, sizeof(v));
+}
+
+static void
+m_str(struct msg *m, const char *s)
+{
+	m_u32(m, s != NULL ? (uint32_t)strlen(s) + 1 : 0);
+	if (s != NULL)
+		m_raw(m, s, strlen(s) + 1);
+}
+
+static void
+m_head(struct msg *m, uint32_t kind, uint32_t handle, int32_t value)
+{
+	struct exec_priv_head h = {.kind = kind, .handle = handle, .value = value};
+
+	m->n = 0;
+	m_raw(m, &h, sizeof(h));
+}
+
+/* START: sh -c true, one env entry, one bind, the given flags and fd mask. */
+static void
+m_start(struct msg *m, uint32_t flags, uint32_t mask, int64_t ram)
+{
+	m_head(m, EXEC_PRIV_START, 0, 0);
+	m_u32(m, flags);
+	m_u32(m, mask);
+	m_i64(m, ram);
+	m_i64(m, 0);
+	m_i64(m, 0);
+	m_i64(m, 0);
+	m_str(m, "/srv/work");
+	m_str(m, NULL);
+	m_str(m, NULL);
+	m_u32(m, 3);
+	m_str(m, "sh");
+	m_str(m, "-c");
+	m_str(m, "true");
+	m_u32(m, 1);
+	m_str(m, "A=b");
+	m_u32(m, 1);
+	m_u32(m, 0);
+	m_str(m, "/srv/data");
+	m_str(m, "/data");
+}
+
+static int
+parse(struct msg *m, int *fds, size_t nfds, struct exec_priv_msg *out)
+{
+	return exec_priv_msg_parse(m->b, m->n, fds, nfds, out);
+}
+
+static bool
+fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+static void
+test_good(void **state)
+{
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	struct msg m;
+	int fd[2];
+
+	(void)state;
+	m_head(&m, EXEC_PRIV_HUB, 0, 0);
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	m_head(&m, EXEC_PRIV_SIGNAL, 7, 15);
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_int_equal(out->head.handle, 7);
+
+	m_start(&m, EXEC_PRIV_F_SET_STDIO | EXEC_PRIV_F_ATTACH, 0x2, 64);
+	assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+	assert_int_equal(parse(&m, &fd[1], 1, out), 0);
+	assert_int_equal(out->start.nargv, 3);
+	assert_string_equal(out->start.argv[2], "true");
+	assert_null(out->start.argv[3]);
+	assert_string_equal(out->start.env[0], "A=b");
+	assert_string_equal(out->start.workdir, "/srv/work");
+	assert_null(out->start.outdir);
+	assert_int_equal(out->start.nbinds, 1);
+	assert_int_equal(out->start.limits.ram_mb, 64);
+	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDIN], -1);
+	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDOUT], fd[1]);
+	close(fd[0]);
+	close(fd[1]);
+	free(out);
+}
+
+/* Each bad message is refused, and an fd sent with it is closed. */
+static void
+test_bad_messages(void **state)
+{
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	struct msg m;
+	int fd[2];
+
+	(void)state;
+	for (int i = 0; i < 16; i++) {
+		size_t nfds = 1;
+		const char *what = "";
+
+		switch (i) {
+		case 0: /* short: half a head */
+			m_head(&m, EXEC_PRIV_HUB, 0, 0);
+			m.n = sizeof(struct exec_priv_head) / 2;
+			what = "short";
+			nfds = 0;
+			break;
+		case 1: /* a kind no one knows */
+			m_head(&m, 99, 0, 0);
+			what = "unknown kind";
+			nfds = 0;
+			break;
+		case 2: /* a reply's kind, from the gate */
+			m_head(&m, EXEC_PRIV_REPLY, 0, 0);
+			what = "reply kind";
+			nfds = 0;
+			break;
+		case 3: /* fds where the kind takes none */
+			m_head(&m, EXEC_PRIV_HUB, 0, 0);
+			what = "fds on HUB";
+			break;
+		case 4: /* a string's length past the end */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, 0);
+			m.n = sizeof(struct exec_priv_head) + 8 + 32;
+			m_u32(&m, 1000);
+			m_raw(&m, "/srv", 5);
+			what = "length past the end";
+			break;
+		case 5: /* a string without its NUL */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, 0);
+			m.n = sizeof(struct exec_priv_head) + 8 + 32;
+			m_u32(&m, 4);
+			m_raw(&m, "/srv", 4);
+			what = "missing NUL";
+			break;
+		case 6: /* a NUL inside a string */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, 0);
+			m.n = sizeof(struct exec_priv_head) + 8 + 32;
+			m_u32(&m, 5);
+			m_raw(&m, "/s\0v", 5);
+			what = "NUL inside";
+			break;
+		case 7: /* more fds than the mask says */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, 0);
+			nfds = 2;
+			what = "too many fds";
+			break;
+		case 8: /* fewer fds than the mask says */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x7, 0);
+			what = "too few fds";
+			break;
+		case 9: /* stdio fds without set_stdio */
+			m_start(&m, 0, 0x1, 0);
+			what = "fds without set_stdio";
+			break;
+		case 10: /* bytes after the body */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, 0);
+			m_u32(&m, 0);
+			what = "trailing bytes";
+			break;
+		case 11: /* a signal out of range */
+			m_head(&m, EXEC_PRIV_SIGNAL, 1, 65);
+			what = "signal 65";
+			nfds = 0;
+			break;
+		case 12: /* a request about no sandbox */
+			m_head(&m, EXEC_PRIV_KILL, 0, 0);
+			what = "handle 0";
+			nfds = 0;
+			break;
+		case 13: /* a negative limit */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO, 0x1, -1);
+			what = "negative limit";
+			break;
+		case 14: /* flags no one defined */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO | 0x80, 0x1, 0);
+			what = "unknown flag";
+			break;
+		case 15: /* a kept-alive sandbox with a command */
+			m_start(&m, EXEC_PRIV_F_SET_STDIO | EXEC_PRIV_F_KEEP_ALIVE, 0x1, 0);
+			what = "keep_alive with argv";
+			break;
+		}
+		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+		{
+			int fds[2] = {fd[0], fd[1]};
+
+			if (parse(&m, fds, nfds, out) != -EPROTO)
+				fail_msg("accepted: %s", what);
+		}
+		if (nfds >= 1 && fd_open(fd[0]))
+			fail_msg("fd left open: %s", what);
+		if (nfds >= 2 && fd_open(fd[1]))
+			fail_msg("second fd left open: %s", what);
+		if (nfds < 1)
+			close(fd[0]);
+		if (nfds < 2)
+			close(fd[1]);
+	}
+	free(out);
+}
+
+static void
+test_ceiling(void **state)
+{
+	struct exec_priv_ceiling c = {
+	    .binds = {{"/srv/data", "/data", false}, {"/srv/rw", "/rw", true}},
+	    .nbinds = 2,
+	    .workdir = "/srv/work",
+	    .limits = {.ram_mb = 256, .pids = 64},
+	};
+	struct exec_priv_start *st = calloc(1, sizeof(*st));
+	char why[256], own[256], escape[256], other[256];
+
+	(void)state;
+	snprintf(own, sizeof(own), "%s/tollgate-serve.x", exec_tmp_dir());
+	snprintf(escape, sizeof(escape), "%s/tollgate-serve.x/../../etc", exec_tmp_dir());
+	snprintf(other, sizeof(other), "%s/other", exec_tmp_dir());
+	st->workdir = "/srv/work";
+	st->binds[0] = (struct exec_bind){"/srv/data", "/data", false};
+	st->binds[1] = (struct exec_bind){"/srv/rw", "/rw", true};
+	st->nbinds = 2;
+	st->limits.ram_mb = 256;
+	st->limits.pids = 10;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+
+	st->binds[1] = (struct exec_bind){"/etc", "/rw", true};
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "/etc"));
+	st->binds[1] = (struct exec_bind){"/srv/data", "/data", true};
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->binds[1] = (struct exec_bind){"/srv/rw", "/rw", false}; /* narrower: fine */
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+
+	st->workdir = "/root";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->workdir = own; /* serve's own, not run's */
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	c.gate_workdirs = true;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	st->workdir = escape;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->workdir = other;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->workdir = NULL;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+
+	st->limits.ram_mb = 257;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "ram"));
+	st->limits.ram_mb = 0; /* none where the operator set one */
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->limits.ram_mb = 128;
+	st->limits.pids = 65;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->limits.pids = 64;
+	st->limits.cpu_seconds = 1000; /* no cap: anything */
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+
+	st->home = "/root";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->home = NULL;
+	st->outdir = "/srv/out";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->outdir = NULL;
+	c.gate_workdirs = false;
+	st->flags = EXEC_PRIV_F_KEEP_ALIVE;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	free(st);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_good),
+	    cmocka_unit_test(test_bad_messages),
+	    cmocka_unit_test(test_ceiling),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
