@@ -228,20 +228,20 @@ out:
 	return rc;
 }
 
-/* Sends GET path and reads the whole response; the body is counted, not kept. */
+/*
+ * Sends req and reads the whole response by its Content-Length (the connection can
+ * carry the next request); the body is counted, not kept.
+ */
 static int
-get_once(int fd, const struct opts *o, long long *body_bytes)
+request_once(int fd, const char *req, long long *body_bytes)
 {
 	static _Thread_local char buf[BODY_BUF];
-	char req[900];
 	const char *cl;
 	long long want, got;
 	size_t extra;
 	ssize_t hlen;
 	int rc;
 
-	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
-	         o->path, o->host);
 	rc = send_all(fd, req, strlen(req));
 	if (rc < 0)
 		return rc;
@@ -264,6 +264,17 @@ get_once(int fd, const struct opts *o, long long *body_bytes)
 	}
 	*body_bytes = got;
 	return got == want ? 0 : -EPROTO;
+}
+
+/* GET path, then the connection closes. */
+static int
+get_once(int fd, const struct opts *o, long long *body_bytes)
+{
+	char req[900];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+	         o->path, o->host);
+	return request_once(fd, req, body_bytes);
 }
 
 static int
@@ -387,47 +398,19 @@ run_idle(const struct opts *o)
 	return rc;
 }
 
-/*
- * One GET on a connection that stays open: origin form to the origin, absolute form
- * to a proxy. The body is read by its Content-Length, so the next request can follow.
- */
+/* One GET on a connection that stays open: origin form to the origin, absolute form to a proxy. */
 static int
 get_kept_alive(int fd, const struct opts *o)
 {
-	static char buf[BODY_BUF];
 	char req[1200];
-	const char *cl;
-	long long want, got;
-	size_t extra;
-	ssize_t hlen;
-	int rc;
+	long long bytes;
 
 	if (o->via_proxy)
 		snprintf(req, sizeof(req), "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n", o->host,
 		         o->path, o->host);
 	else
 		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", o->path, o->host);
-	rc = send_all(fd, req, strlen(req));
-	if (rc < 0)
-		return rc;
-	hlen = read_head(fd, buf, HEAD_MAX, &extra);
-	if (hlen < 0)
-		return (int)hlen;
-	if (strncmp(buf + 8, " 200", 4) != 0)
-		return -EPROTO;
-	cl = strcasestr(buf, "\r\nContent-Length:");
-	if (cl == NULL)
-		return -EPROTO;
-	want = strtoll(cl + 17, NULL, 10);
-	got = (long long)extra;
-	while (got < want) {
-		ssize_t n = recv_some(fd, buf, sizeof(buf));
-
-		if (n <= 0)
-			return n < 0 ? (int)n : -EPIPE;
-		got += n;
-	}
-	return got == want ? 0 : -EPROTO;
+	return request_once(fd, req, &bytes);
 }
 
 static int
