@@ -227,34 +227,6 @@ out:
 	return rc;
 }
 
-/* A key or vault file others may read is refused rather than trusted. */
-static int
-check_private(int fd, const char *path, const char *what, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) != 0) {
-		gw_set_err(err, errlen, "%s %s: %s", what, path, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		gw_set_err(err, errlen, "%s %s: not a regular file", what, path);
-		return -EACCES;
-	}
-	if (st.st_uid != geteuid()) {
-		gw_set_err(err, errlen, "%s %s: owned by uid %u, not by this user", what, path,
-		           (unsigned)st.st_uid);
-		return -EACCES;
-	}
-	if ((st.st_mode & 077) != 0) {
-		gw_set_err(err, errlen,
-		           "%s %s: group or others have access (mode %04o); chmod 600 it", what,
-		           path, (unsigned)(st.st_mode & 07777));
-		return -EACCES;
-	}
-	return 0;
-}
-
 /*
  * The home directory, walked by gw_safepath (another user's symlink on the
  * way is refused) the first time a file is needed, then held: a name swapped
@@ -288,7 +260,7 @@ static int
 open_private(struct vault *v, const char *name, const char *path, const char *what, char *err,
              size_t errlen)
 {
-	char why[PATH_MAX + 160];
+	char why[PATH_MAX + 160], label[PATH_MAX + 64];
 	int fd, rc;
 
 	rc = home_open(v, err, errlen);
@@ -300,7 +272,9 @@ open_private(struct vault *v, const char *name, const char *path, const char *wh
 			gw_set_err(err, errlen, "%s %s", what, why);
 		return fd;
 	}
-	rc = check_private(fd, path, what, err, errlen);
+	/* A key or vault file others may read is refused rather than trusted. */
+	snprintf(label, sizeof(label), "%s %s", what, path);
+	rc = gw_safepath_check_private(fd, label, err, errlen);
 	if (rc != 0) {
 		close(fd);
 		return rc;
