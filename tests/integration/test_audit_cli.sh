@@ -184,7 +184,7 @@ expect_match "a whole rewrite: --anchor says why" "$ERR" "no row has the anchore
 "$T" audit --follow --json --limit 1 --decision deny >"$TEST_TMP/follow.out" 2>"$TEST_TMP/follow.err" &
 fpid=$!
 defer "kill $fpid 2>/dev/null || true"
-"$T" audit --follow --since 1m >"$TEST_TMP/follow2.out" 2>&1 &
+"$T" audit --follow --since 1h >"$TEST_TMP/follow2.out" 2>&1 &
 fpid2=$!
 defer "kill $fpid2 2>/dev/null || true"
 wait_for 10 grep -q '"id":4,' "$TEST_TMP/follow.out" || fail "--follow --json: no first row"
