@@ -37,7 +37,7 @@ curl_bg() {
 }
 # raw_bg NAME HOST: a raw CONNECT in the background (prints "STATUS REASON").
 raw_bg() {
-	$RAW "$P" "CONNECT $2:$HTTP_PORT HTTP/1.1\r\nHost: $2\r\n\r\n" --timeout 30 \
+	$RAW "$P" "CONNECT $2:$HTTP_PORT HTTP/1.1\r\nHost: $2\r\n\r\n" --timeout 120 \
 		>"$TEST_TMP/$1.raw" 2>&1 &
 	RAW_PID=$!
 	defer "kill $RAW_PID 2>/dev/null"
