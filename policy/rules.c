@@ -72,7 +72,8 @@ struct ruleset {
 	 */
 	uint32_t *slots;
 	size_t index_cap;
-	uint32_t *next; /* caprules entries; 0: end of chain, else rule + 1 */
+	uint32_t *next; /* capnext entries; 0: end of chain, else rule + 1 */
+	size_t capnext;
 	uint32_t any_first;
 	struct cidr_rule *cidrs;
 	size_t ncidrs, capcidrs;
@@ -547,10 +548,13 @@ index_reserve(struct ruleset *rs)
 
 	if (rs->caprules > UINT32_MAX - 1)
 		return -ENOMEM;
-	next = realloc(rs->next, rs->caprules * sizeof(*next));
-	if (next == NULL)
-		return -ENOMEM;
-	rs->next = next;
+	if (rs->capnext < rs->caprules) {
+		next = realloc(rs->next, rs->caprules * sizeof(*next));
+		if (next == NULL)
+			return -ENOMEM;
+		rs->next = next;
+		rs->capnext = rs->caprules;
+	}
 	if ((rs->nrules + 1) * 2 <= rs->index_cap)
 		return 0;
 	cap = rs->index_cap == 0 ? 16 : rs->index_cap * 2;
