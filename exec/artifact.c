@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
+#include "exec/priv.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
@@ -1382,6 +1383,10 @@ struct exec_artifact_out {
 	uid_t uid;
 	gid_t gid;
 	bool restored;
+	/* Split (exec/priv.h): the parent holds DIR's owner and the key and
+	 * signs; the gate only makes DIR, then gets the manifest's fd. */
+	bool remote;
+	int manifest_fd;
 	struct exec_key *key;
 	char *detail;
 };
@@ -1405,6 +1410,8 @@ exec_artifact_out_free(struct exec_artifact_out *o)
 		out_restore(o);
 		close(o->dfd);
 	}
+	if (o->manifest_fd >= 0)
+		close(o->manifest_fd);
 	exec_key_free(o->key);
 	free(o->detail);
 	free(o);
@@ -1457,6 +1464,8 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 		return -ENOMEM;
 	}
 	o->dfd = -1;
+	o->manifest_fd = -1;
+	o->remote = exec_priv_active();
 	/* Walked by gw_safepath (another user's symlink on the way is refused),
 	 * made and opened in the directory found, never by the name again. */
 	rc = gw_safepath_resolve(dir, &pfd, base, sizeof(base), err, errlen);
@@ -1506,10 +1515,15 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 			goto out;
 		}
 	}
-	rc = exec_key_load_or_create(home, &o->key, err, errlen);
-	if (rc != 0)
-		goto out;
-	o->restored = false; /* from here the sandbox may own it */
+	/* Split, the gate never holds the private key nor gives DIR back. */
+	if (o->remote) {
+		rc = 0;
+	} else {
+		rc = exec_key_load_or_create(home, &o->key, err, errlen);
+		if (rc != 0)
+			goto out;
+		o->restored = false; /* from here the sandbox may own it */
+	}
 	*path = o->dir;
 	*out = o;
 	o = NULL;
@@ -1542,6 +1556,14 @@ exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
 	int rc;
 
 	*detail = NULL;
+	if (o->remote) {
+		free(o->detail);
+		if (o->manifest_fd >= 0)
+			close(o->manifest_fd);
+		rc = exec_priv_sign_out(sandbox_id, sum, &o->detail, &o->manifest_fd, err, errlen);
+		*detail = rc == 0 ? o->detail : NULL;
+		return rc;
+	}
 	out_restore(o);
 	rc =
 	    exec_artifacts_sign(o->dir, sandbox_id, o->key, NULL, log_skipped, o, sum, err, errlen);
@@ -1555,4 +1577,18 @@ exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
 	json_decref(obj);
 	*detail = o->detail;
 	return 0;
+}
+
+int
+exec_artifact_out_manifest_open(const struct exec_artifact_out *o)
+{
+	int fd;
+
+	if (o->remote)
+		fd = o->manifest_fd >= 0 ? fcntl(o->manifest_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	else
+		fd = openat(o->dfd, EXEC_ARTIFACT_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return o->remote && o->manifest_fd < 0 ? -ENOENT : -errno;
+	return fd;
 }

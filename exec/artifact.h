@@ -183,6 +183,16 @@ int exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
                            size_t errlen);
 /* Gives DIR back to its owner if sign did not. Accepts NULL. */
 void exec_artifact_out_free(struct exec_artifact_out *o);
+/*
+ * Split (exec/priv.h), prepare in the gate makes and checks DIR but loads
+ * no key, and sign is the privileged parent's (EXEC_PRIV_SIGN_OUT), which
+ * gives DIR back and signs it itself.
+ *
+ * After a sign: a new read-only fd of DIR/manifest.json (the caller closes
+ * it), which the gate can read where it may not search DIR's parents.
+ * Negative errno when there is none.
+ */
+int exec_artifact_out_manifest_open(const struct exec_artifact_out *o);
 
 /* Whether m's signature over its whole list is pub's. */
 bool exec_manifest_list_ok(const struct exec_manifest *m, const struct exec_key *pub);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/artifact.h"
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
@@ -44,6 +45,11 @@ static struct {
 	size_t nheld;
 	uint32_t next_handle;
 	char *buf;
+	/* run --out: prepared and signed here, with the key only the parent
+	 * loads, for the one sandbox started with it (out_id). */
+	struct exec_artifact_out *out;
+	char out_id[EXEC_ARTIFACT_ID_MAX + 1];
+	bool out_signed;
 } P = {.sock = -1};
 
 /* What a START's attach made: the gate being attached. */
@@ -237,6 +243,38 @@ new_held(void)
 	return &P.held[P.nheld++];
 }
 
+/*
+ * Before the sandbox that gets the operator's --out starts: the parent
+ * makes its own checks (owned by root, empty, outside TOLLGATE_HOME) and
+ * loads the key, as exec_artifact_out_prepare does for a single process.
+ * One sandbox only: a second would sign into the first one's manifest.
+ */
+static int
+out_take(const char *want, char *err, size_t errlen)
+{
+	const char *path = NULL;
+	int rc;
+
+	if (P.out != NULL) {
+		gw_set_err(err, errlen, "--out is already another sandbox's");
+		return -EBUSY;
+	}
+	if (P.ceil.hide == NULL) {
+		gw_set_err(err, errlen, "--out: no TOLLGATE_HOME for the signing key");
+		return -ENOENT;
+	}
+	rc = exec_artifact_out_prepare(P.ceil.outdir, P.ceil.hide, &P.out, &path, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (strcmp(path, want) != 0) {
+		gw_set_err(err, errlen, "--out %s moved since the gate made it", P.ceil.outdir);
+		exec_artifact_out_free(P.out);
+		P.out = NULL;
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* 0, or -EPROTO when the gate broke the protocol (the parent ends). */
 static int
 serve_start(struct exec_priv_msg *m)
@@ -249,6 +287,7 @@ serve_start(struct exec_priv_msg *m)
 	char err[512], outreal[PATH_MAX];
 	struct held *h = NULL;
 	struct exec_pty *pty = NULL;
+	bool took_out = false;
 	int rc, fds[2];
 
 	err[0] = '\0';
@@ -265,6 +304,13 @@ serve_start(struct exec_priv_msg *m)
 		rc = -EAGAIN;
 		gw_set_err(err, sizeof(err), "too many sandboxes");
 		goto out;
+	}
+	/* Compared with the real path above: the operator's --out, not serve's. */
+	if (st->outdir != NULL && P.ceil.outdir != NULL && strcmp(st->outdir, c.outdir) == 0) {
+		rc = out_take(st->outdir, err, sizeof(err));
+		if (rc != 0)
+			goto out;
+		took_out = true;
 	}
 	spec.argv = st->nargv > 0 ? (char *const *)st->argv : NULL;
 	spec.env = st->nenv > 0 ? (char *const *)st->env : NULL;
@@ -295,6 +341,10 @@ serve_start(struct exec_priv_msg *m)
 		goto out;
 	if (rc != 0)
 		goto out;
+	if (took_out) {
+		snprintf(P.out_id, sizeof(P.out_id), "%s", exec_sandbox_id(sb));
+		took_out = false;
+	}
 	h->handle = ++P.next_handle == 0 ? ++P.next_handle : P.next_handle;
 	h->sb = sb;
 	h->gate = as.gate;
@@ -315,6 +365,11 @@ out:
 			close(st->fd[i]);
 	}
 	exec_pty_free(pty); /* the sandbox holds its own copies now */
+	if (took_out) {
+		/* Not started: --out goes back to its owner, for no one. */
+		exec_artifact_out_free(P.out);
+		P.out = NULL;
+	}
 	exec_gate_close(as.gate);
 	if (h != NULL && h->handle == 0)
 		memset(h, 0, sizeof(*h));
@@ -324,6 +379,58 @@ out:
 	    reply(rc, err[0] != '\0' ? err : strerror(-rc), NULL, 0, NULL, 0, 0, NULL, 0) != 0)
 		return -EPROTO;
 	return 0;
+}
+
+/*
+ * SIGN_OUT: the sandbox named must be the one started with --out, and it
+ * is signed once. The parent reads the files only to hash them; their
+ * names are held by exec_artifact_name_why as in a single process. The
+ * gate gets the row's JSON and a read-only fd of the manifest: it may not
+ * search the directories above --out.
+ */
+static int
+serve_sign_out(const struct exec_priv_msg *m)
+{
+	struct exec_artifact_summary sum;
+	const char *detail = NULL, *strs[1];
+	char err[512];
+	int rc, fd = -1;
+
+	memset(&sum, 0, sizeof(sum));
+	err[0] = '\0';
+	if (P.out == NULL || P.out_id[0] == '\0' || strcmp(m->sign_id, P.out_id) != 0) {
+		rc = -EPERM;
+		gw_set_err(err, sizeof(err), "sandbox %s was not started with --out", m->sign_id);
+		goto out;
+	}
+	if (P.out_signed) {
+		rc = -EALREADY;
+		gw_set_err(err, sizeof(err), "--out is signed already");
+		goto out;
+	}
+	P.out_signed = true;
+	rc = exec_artifact_out_sign(P.out, P.out_id, &sum, &detail, err, sizeof(err));
+	if (rc != 0)
+		goto out;
+	if (strlen(detail) >= EXEC_PRIV_STR_MAX) {
+		rc = -ENAMETOOLONG;
+		gw_set_err(err, sizeof(err), "--out's path is too long to report");
+		goto out;
+	}
+	fd = exec_artifact_out_manifest_open(P.out);
+	if (fd < 0) {
+		rc = fd;
+		gw_set_err(err, sizeof(err), "--out's manifest: %s", strerror(-fd));
+		goto out;
+	}
+	strs[0] = detail;
+	rc = reply(0, NULL, &sum, sizeof(sum), &fd, 1, 0, strs, 1);
+	close(fd);
+	return rc;
+out:
+	if (err[0] == '\0')
+		gw_set_err(err, sizeof(err), "%s", strerror(-rc));
+	return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 }
 
 static int
@@ -361,6 +468,8 @@ serve_one(struct exec_priv_msg *m)
 	case EXEC_PRIV_FREE:
 		free_held(h);
 		return reply(0, NULL, NULL, 0, NULL, 0, 0, NULL, 0);
+	case EXEC_PRIV_SIGN_OUT:
+		return serve_sign_out(m);
 	default:
 		/* GATE_OPEN and ATTACH_DONE outside a START make no sense. */
 		return -EPROTO;
@@ -395,6 +504,7 @@ parent_main(void)
 			free_held(&P.held[i]);
 	}
 	exec_hub_free(P.hub);
+	exec_artifact_out_free(P.out); /* --out back to its owner if it was not signed */
 	do {
 		w = waitpid(P.gate_pid, &wstatus, 0);
 	} while (w < 0 && errno == EINTR);
