@@ -632,7 +632,7 @@ exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res)
 
 int
 exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, char **detail,
-                   int *manifest_fd, char *err, size_t errlen)
+                   char **pub_pem, int *manifest_fd, char *err, size_t errlen)
 {
 	char buf[sizeof(struct exec_priv_head) + 4 + EXEC_ARTIFACT_ID_MAX + 1];
 	char rb[2 * EXEC_PRIV_STR_MAX + 64 + sizeof(*sum)];
@@ -640,10 +640,10 @@ exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, ch
 	struct rbuf r;
 	int fds[EXEC_PRIV_FDS_MAX];
 	size_t nfds = 0;
-	const char *d;
+	const char *d, *pem;
 	int rc;
 
-	*detail = NULL;
+	*detail = *pub_pem = NULL;
 	*manifest_fd = -1;
 	memset(sum, 0, sizeof(*sum));
 	put_head(&w, EXEC_PRIV_SIGN_OUT, 0, 0);
@@ -652,7 +652,8 @@ exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, ch
 	if (rc != 0)
 		goto out;
 	d = take_str(&r, EXEC_PRIV_STR_MAX);
-	if (d == NULL || !take(&r, sum, sizeof(*sum)) || nfds != 1) {
+	pem = take_str(&r, EXEC_PRIV_STR_MAX);
+	if (d == NULL || pem == NULL || !take(&r, sum, sizeof(*sum)) || nfds != 1) {
 		rc = -EPROTO;
 		gw_set_err(err, errlen, "privileged parent: a malformed signing reply");
 		goto out;
@@ -660,7 +661,11 @@ exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, ch
 	sum->sandbox_id[sizeof(sum->sandbox_id) - 1] = '\0';
 	sum->key_sha256[sizeof(sum->key_sha256) - 1] = '\0';
 	*detail = strdup(d);
-	if (*detail == NULL) {
+	*pub_pem = strdup(pem);
+	if (*detail == NULL || *pub_pem == NULL) {
+		free(*detail);
+		free(*pub_pem);
+		*detail = *pub_pem = NULL;
 		rc = -ENOMEM;
 		gw_set_err(err, errlen, "out of memory");
 		goto out;

@@ -39,7 +39,7 @@ enum exec_priv_kind {
 	EXEC_PRIV_CPU,         /* handle */
 	EXEC_PRIV_FINISH,      /* handle */
 	EXEC_PRIV_FREE,        /* handle */
-	EXEC_PRIV_SIGN_OUT,    /* run --out: sign it for the sandbox named (exec_priv_sign_out) */
+	EXEC_PRIV_SIGN_OUT,    /* the sandbox id: sign its out dir */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -175,13 +175,16 @@ int exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res);
  * exec/artifact.c's exec_artifact_out_sign in the gate: the parent gives
  * --out back to its owner, signs it with the key only it holds, and writes
  * the manifest; sandbox_id must be the sandbox it started with --out. On
- * success *detail is the artifact row's JSON (malloc'd, the caller frees
- * it) and *manifest_fd a read-only fd of DIR/manifest.json (the gate may
- * not search DIR's parents). 0 or -errno with err set.
+ * success *detail is the artifact row's JSON and *pub_pem the key's public
+ * half (both malloc'd, the caller frees them) and *manifest_fd a read-only
+ * fd of DIR/manifest.json (the gate may not search DIR's parents). 0 or
+ * -errno with err set.
  */
 struct exec_artifact_summary;
 int exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, char **detail,
-                       int *manifest_fd, char *err, size_t errlen);
+                       char **pub_pem, int *manifest_fd, char *err, size_t errlen);
+/* The ids the gate drops to (exec/priv_drop.c): the owner of what it makes. */
+void exec_priv_gate_ids(uid_t *uid, gid_t *gid);
 
 /* exec/gate.c's: the veth and listeners of the sandbox being attached. */
 struct exec_priv_plumbing {
