@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
+#include "exec/priv.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
@@ -644,10 +645,29 @@ report_to(exec_artifact_report_fn report, void *arg, struct exec_artifact_summar
 		report(arg, kind, name, why);
 }
 
+static int sign_fd(int dfd, const char *sandbox_id, const struct exec_key *key,
+                   const struct exec_artifact_limits *limits, exec_artifact_report_fn report,
+                   void *arg, struct exec_artifact_summary *sum, char *err, size_t errlen);
+
 int
 exec_artifacts_sign(const char *dir, const char *sandbox_id, const struct exec_key *key,
                     const struct exec_artifact_limits *limits, exec_artifact_report_fn report,
                     void *arg, struct exec_artifact_summary *sum, char *err, size_t errlen)
+{
+	int dfd;
+
+	memset(sum, 0, sizeof(*sum));
+	dfd = open_dir(dir, err, errlen);
+	if (dfd < 0)
+		return dfd;
+	return sign_fd(dfd, sandbox_id, key, limits, report, arg, sum, err, errlen);
+}
+
+/* exec_artifacts_sign of the directory dfd, which it closes. */
+static int
+sign_fd(int dfd, const char *sandbox_id, const struct exec_key *key,
+        const struct exec_artifact_limits *limits, exec_artifact_report_fn report, void *arg,
+        struct exec_artifact_summary *sum, char *err, size_t errlen)
 {
 	uint8_t msg[EXEC_ARTIFACT_MESSAGE_MAX], sig[EXEC_SIG_LEN], digest[EXEC_SHA256_LEN];
 	char hex[EXEC_SHA256_HEX_LEN + 1], b64[SIG_B64_LEN + 1], created[40];
@@ -657,7 +677,7 @@ exec_artifacts_sign(const char *dir, const char *sandbox_id, const struct exec_k
 	char *text = NULL;
 	size_t len, count = 0;
 	unsigned int mdlen = 0;
-	int dfd = -1, rc;
+	int rc;
 
 	memset(sum, 0, sizeof(*sum));
 	rc = walk_init(&w, limits, err, errlen);
@@ -684,11 +704,6 @@ exec_artifacts_sign(const char *dir, const char *sandbox_id, const struct exec_k
 	    EVP_DigestInit_ex(list, EVP_sha256(), NULL) != 1) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
-		goto out;
-	}
-	dfd = open_dir(dir, err, errlen);
-	if (dfd < 0) {
-		rc = dfd;
 		goto out;
 	}
 	rc = walk_top(&w, dfd);
@@ -1382,8 +1397,13 @@ struct exec_artifact_out {
 	uid_t uid;
 	gid_t gid;
 	bool restored;
+	/* Split (exec/priv.h): the parent holds DIR's owner and the key and
+	 * signs; the gate only makes DIR, then gets the manifest's fd. */
+	bool remote;
+	int manifest_fd;
 	struct exec_key *key;
 	char *detail;
+	char *pub_pem; /* the signing key's public half, after a sign */
 };
 
 static void
@@ -1405,8 +1425,11 @@ exec_artifact_out_free(struct exec_artifact_out *o)
 		out_restore(o);
 		close(o->dfd);
 	}
+	if (o->manifest_fd >= 0)
+		close(o->manifest_fd);
 	exec_key_free(o->key);
 	free(o->detail);
+	free(o->pub_pem);
 	free(o);
 }
 
@@ -1438,9 +1461,27 @@ dir_is_empty(int dfd)
 	return empty;
 }
 
+static int out_prepare(const char *dir, const char *home, uid_t owner, bool remote,
+                       struct exec_artifact_out **out, const char **path, char *err, size_t errlen);
+
 int
 exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifact_out **out,
                           const char **path, char *err, size_t errlen)
+{
+	return out_prepare(dir, home, geteuid(), exec_priv_active(), out, path, err, errlen);
+}
+
+int
+exec_artifact_out_prepare_owned(const char *dir, const char *home, uid_t owner,
+                                struct exec_artifact_out **out, const char **path, char *err,
+                                size_t errlen)
+{
+	return out_prepare(dir, home, owner, false, out, path, err, errlen);
+}
+
+static int
+out_prepare(const char *dir, const char *home, uid_t owner, bool remote,
+            struct exec_artifact_out **out, const char **path, char *err, size_t errlen)
 {
 	struct exec_artifact_out *o;
 	char real_home[PATH_MAX], base[NAME_MAX + 1], fdname[64];
@@ -1457,6 +1498,8 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 		return -ENOMEM;
 	}
 	o->dfd = -1;
+	o->manifest_fd = -1;
+	o->remote = remote;
 	/* Walked by gw_safepath (another user's symlink on the way is refused),
 	 * made and opened in the directory found, never by the name again. */
 	rc = gw_safepath_resolve(dir, &pfd, base, sizeof(base), err, errlen);
@@ -1485,9 +1528,9 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 	o->uid = st.st_uid;
 	o->gid = st.st_gid;
 	o->restored = true; /* nothing to give back until the sandbox had it */
-	if (st.st_uid != geteuid()) {
-		snprintf(err, errlen, "owned by uid %u, not by this user: give a new name",
-		         (unsigned)st.st_uid);
+	if (st.st_uid != owner) {
+		snprintf(err, errlen, "owned by uid %u, not by uid %u: give a new name",
+		         (unsigned)st.st_uid, (unsigned)owner);
 		rc = -EPERM;
 		goto out;
 	}
@@ -1506,10 +1549,15 @@ exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifac
 			goto out;
 		}
 	}
-	rc = exec_key_load_or_create(home, &o->key, err, errlen);
-	if (rc != 0)
-		goto out;
-	o->restored = false; /* from here the sandbox may own it */
+	/* Split, the gate never holds the private key nor gives DIR back. */
+	if (o->remote) {
+		rc = 0;
+	} else {
+		rc = exec_key_load_or_create(home, &o->key, err, errlen);
+		if (rc != 0)
+			goto out;
+		o->restored = false; /* from here the sandbox may own it */
+	}
 	*path = o->dir;
 	*out = o;
 	o = NULL;
@@ -1539,12 +1587,34 @@ exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
                        size_t errlen)
 {
 	json_t *obj;
-	int rc;
+	int rc, dfd;
 
 	*detail = NULL;
+	if (o->remote) {
+		free(o->detail);
+		free(o->pub_pem);
+		o->pub_pem = NULL;
+		if (o->manifest_fd >= 0)
+			close(o->manifest_fd);
+		rc = exec_priv_sign_out(sandbox_id, sum, &o->detail, &o->pub_pem, &o->manifest_fd,
+		                        err, errlen);
+		*detail = rc == 0 ? o->detail : NULL;
+		return rc;
+	}
+	/*
+	 * Through the fd held since prepare, never the name again, and before
+	 * DIR is given back: its owner (serve's gate, split) cannot swap or add
+	 * what is signed. A new open of "." reads the entries from the start.
+	 */
+	dfd = openat(o->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", o->dir, strerror(errno));
+		out_restore(o);
+		return rc;
+	}
+	rc = sign_fd(dfd, sandbox_id, o->key, NULL, log_skipped, o, sum, err, errlen);
 	out_restore(o);
-	rc =
-	    exec_artifacts_sign(o->dir, sandbox_id, o->key, NULL, log_skipped, o, sum, err, errlen);
 	if (rc != 0)
 		return rc;
 	obj = json_pack("{s:s, s:I, s:I, s:I, s:s}", "dir", o->dir, "files", (json_int_t)sum->files,
@@ -1555,4 +1625,29 @@ exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
 	json_decref(obj);
 	*detail = o->detail;
 	return 0;
+}
+
+int
+exec_artifact_out_manifest_open(const struct exec_artifact_out *o)
+{
+	int fd;
+
+	if (o->remote)
+		fd = o->manifest_fd >= 0 ? fcntl(o->manifest_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	else
+		fd = openat(o->dfd, EXEC_ARTIFACT_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return o->remote && o->manifest_fd < 0 ? -ENOENT : -errno;
+	return fd;
+}
+
+const char *
+exec_artifact_out_public_pem(struct exec_artifact_out *o)
+{
+	size_t len;
+
+	if (o->pub_pem == NULL && o->key != NULL &&
+	    exec_key_public_pem(o->key, &o->pub_pem, &len) != 0)
+		o->pub_pem = NULL;
+	return o->pub_pem;
 }

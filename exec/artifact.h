@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- the key pair (exec/keys.c) ------------------------------------------ */
 
@@ -176,13 +177,35 @@ struct exec_artifact_out;
  */
 int exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifact_out **out,
                               const char **path, char *err, size_t errlen);
-/* After the run: gives DIR back to its owner, then signs it (skipped
- * entries are logged). detail: the audit row's JSON (valid until free). */
+/* After the run: signs DIR through the fd prepare opened, then gives it
+ * back to its owner (skipped entries are logged). detail: the audit row's
+ * JSON (valid until free). */
 int exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
                            struct exec_artifact_summary *sum, const char **detail, char *err,
                            size_t errlen);
 /* Gives DIR back to its owner if sign did not. Accepts NULL. */
 void exec_artifact_out_free(struct exec_artifact_out *o);
+/*
+ * Split (exec/priv.h), prepare in the gate makes and checks DIR but loads
+ * no key, and sign is the privileged parent's (EXEC_PRIV_SIGN_OUT), which
+ * gives DIR back and signs it itself.
+ *
+ * After a sign: a new read-only fd of DIR/manifest.json (the caller closes
+ * it), which the gate can read where it may not search DIR's parents.
+ * Negative errno when there is none.
+ */
+int exec_artifact_out_manifest_open(const struct exec_artifact_out *o);
+/* The signing key's public PEM (valid until free), or NULL before a sign
+ * in the gate (split) or when out of memory. */
+const char *exec_artifact_out_public_pem(struct exec_artifact_out *o);
+/*
+ * The privileged parent's prepare (exec/priv_parent.c): DIR must already
+ * belong to owner (root for run's --out, the gate's uid for serve's), which
+ * gets it back after the sign. Otherwise as exec_artifact_out_prepare.
+ */
+int exec_artifact_out_prepare_owned(const char *dir, const char *home, uid_t owner,
+                                    struct exec_artifact_out **out, const char **path, char *err,
+                                    size_t errlen);
 
 /* Whether m's signature over its whole list is pub's. */
 bool exec_manifest_list_ok(const struct exec_manifest *m, const struct exec_key *pub);

@@ -377,8 +377,14 @@ sign_artifacts(struct exec_job *j, struct exec_job_result *r)
 	ev.detail = detail;
 	if (j->gw->audit != NULL)
 		(void)audit_append(j->gw->audit, &ev);
-	if (j->spec.publish_signed != NULL)
-		(void)j->spec.publish_signed(j->gw->events, j->sandbox_id, detail);
+	if (j->spec.publish_signed != NULL) {
+		/* An fd: split, the gate may not search the directories above --out. */
+		int fd = exec_artifact_out_manifest_open(j->spec.art);
+
+		(void)j->spec.publish_signed(j->gw->events, j->sandbox_id, detail, fd);
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 /*

@@ -47,8 +47,10 @@ struct exec_job_result {
  * nothing of its own after calling it.
  */
 typedef void (*exec_job_done_fn)(struct exec_job *job, const struct exec_job_result *r, void *arg);
-/* artifact.signed's publisher (gateway/bridges.c's gw_bridge_publish_signed). */
-typedef int (*exec_job_signed_fn)(struct gw_events *bus, const char *sandbox, const char *detail);
+/* artifact.signed's publisher (gateway/bridges.c's gw_bridge_publish_signed);
+ * manifest_fd is borrowed (exec_artifact_out_manifest_open), -1: none. */
+typedef int (*exec_job_signed_fn)(struct gw_events *bus, const char *sandbox, const char *detail,
+                                  int manifest_fd);
 
 struct exec_job_spec {
 	const char *door; /* "run", "wrap", "serve": in every row and event of the job */

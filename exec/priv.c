@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "exec/artifact.h"
 #include "exec/pty.h"
 #include "gateway/core/err.h"
 
@@ -314,6 +315,17 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 		r->bad = true;
 }
 
+/* SIGN_OUT: the sandbox's id alone; the directory is the operator's. */
+static void
+parse_sign_out(struct rbuf *r, struct exec_priv_msg *out)
+{
+	if (out->head.handle != 0 || out->head.value != 0)
+		r->bad = true;
+	out->sign_id = take_str_req(r, EXEC_ARTIFACT_ID_MAX + 1);
+	if (out->sign_id != NULL && !exec_artifact_id_valid(out->sign_id))
+		r->bad = true;
+}
+
 int
 exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
 {
@@ -359,6 +371,9 @@ exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_pr
 		if (out->head.handle == 0 ||
 		    (out->head.kind != EXEC_PRIV_SIGNAL && out->head.value != 0))
 			r.bad = true;
+		break;
+	case EXEC_PRIV_SIGN_OUT:
+		parse_sign_out(&r, out);
 		break;
 	default:
 		r.bad = true;
@@ -611,6 +626,53 @@ exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res)
 	if (rc == 0 && !take(&r, res, sizeof(*res)))
 		rc = -EPROTO;
 	res->failed_step[sizeof(res->failed_step) - 1] = '\0';
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, char **detail,
+                   char **pub_pem, int *manifest_fd, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + 4 + EXEC_ARTIFACT_ID_MAX + 1];
+	char rb[2 * EXEC_PRIV_STR_MAX + 64 + sizeof(*sum)];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	const char *d, *pem;
+	int rc;
+
+	*detail = *pub_pem = NULL;
+	*manifest_fd = -1;
+	memset(sum, 0, sizeof(*sum));
+	put_head(&w, EXEC_PRIV_SIGN_OUT, 0, 0);
+	put_str(&w, sandbox_id);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc != 0)
+		goto out;
+	d = take_str(&r, EXEC_PRIV_STR_MAX);
+	pem = take_str(&r, EXEC_PRIV_STR_MAX);
+	if (d == NULL || pem == NULL || !take(&r, sum, sizeof(*sum)) || nfds != 1) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed signing reply");
+		goto out;
+	}
+	sum->sandbox_id[sizeof(sum->sandbox_id) - 1] = '\0';
+	sum->key_sha256[sizeof(sum->key_sha256) - 1] = '\0';
+	*detail = strdup(d);
+	*pub_pem = strdup(pem);
+	if (*detail == NULL || *pub_pem == NULL) {
+		free(*detail);
+		free(*pub_pem);
+		*detail = *pub_pem = NULL;
+		rc = -ENOMEM;
+		gw_set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	*manifest_fd = fds[0];
+	nfds = 0;
+out:
 	close_fds(fds, nfds);
 	return rc;
 }

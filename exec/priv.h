@@ -39,6 +39,7 @@ enum exec_priv_kind {
 	EXEC_PRIV_CPU,         /* handle */
 	EXEC_PRIV_FINISH,      /* handle */
 	EXEC_PRIV_FREE,        /* handle */
+	EXEC_PRIV_SIGN_OUT,    /* the sandbox id: sign its out dir */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -84,6 +85,7 @@ struct exec_priv_msg {
 	struct exec_priv_head head;
 	struct exec_priv_start start; /* EXEC_PRIV_START */
 	bool no_transparent;          /* EXEC_PRIV_GATE_OPEN */
+	const char *sign_id;          /* EXEC_PRIV_SIGN_OUT: the sandbox id */
 };
 
 /*
@@ -168,6 +170,21 @@ int exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach,
 int exec_priv_sandbox_simple(uint32_t kind, uint32_t handle, int value);
 double exec_priv_sandbox_cpu_used(uint32_t handle);
 int exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res);
+
+/*
+ * exec/artifact.c's exec_artifact_out_sign in the gate: the parent gives
+ * --out back to its owner, signs it with the key only it holds, and writes
+ * the manifest; sandbox_id must be the sandbox it started with --out. On
+ * success *detail is the artifact row's JSON and *pub_pem the key's public
+ * half (both malloc'd, the caller frees them) and *manifest_fd a read-only
+ * fd of DIR/manifest.json (the gate may not search DIR's parents). 0 or
+ * -errno with err set.
+ */
+struct exec_artifact_summary;
+int exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum, char **detail,
+                       char **pub_pem, int *manifest_fd, char *err, size_t errlen);
+/* The ids the gate drops to (exec/priv_drop.c): the owner of what it makes. */
+void exec_priv_gate_ids(uid_t *uid, gid_t *gid);
 
 /* exec/gate.c's: the veth and listeners of the sandbox being attached. */
 struct exec_priv_plumbing {

@@ -188,18 +188,29 @@ exec_priv_gate_filter_load(void)
 	return rc;
 }
 
+void
+exec_priv_gate_ids(uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam("tollgate");
+
+	*uid = *gid = EXEC_PRIV_FALLBACK_ID;
+	if (in_own_userns()) {
+		*uid = geteuid(); /* uid 0 of its own namespace stays (below) */
+		*gid = getegid();
+	} else if (pw != NULL && pw->pw_uid != 0 && pw->pw_gid != 0) {
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
+	}
+}
+
 int
 exec_priv_drop(char *err, size_t errlen)
 {
-	uid_t uid = EXEC_PRIV_FALLBACK_ID, ru, eu, su;
-	gid_t gid = EXEC_PRIV_FALLBACK_ID;
-	struct passwd *pw = getpwnam("tollgate");
+	uid_t uid, ru, eu, su;
+	gid_t gid;
 	int rc;
 
-	if (pw != NULL && pw->pw_uid != 0 && pw->pw_gid != 0) {
-		uid = pw->pw_uid;
-		gid = pw->pw_gid;
-	}
+	exec_priv_gate_ids(&uid, &gid);
 	if (in_own_userns()) {
 		/*
 		 * uid 0 of a namespace this process made (rootless mode): no

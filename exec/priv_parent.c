@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec/artifact.h"
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
@@ -32,6 +33,10 @@ struct held {
 	uint32_t handle; /* 0: a free slot */
 	struct exec_sandbox *sb;
 	struct exec_gate *gate;
+	/* Its out directory (run's --out, serve's out: true), prepared here
+	 * and signed by SIGN_OUT, once, with the key only the parent loads. */
+	struct exec_artifact_out *out;
+	bool out_signed;
 };
 
 static struct {
@@ -44,6 +49,7 @@ static struct {
 	size_t nheld;
 	uint32_t next_handle;
 	char *buf;
+	bool out_taken; /* run's --out is one sandbox's */
 } P = {.sock = -1};
 
 /* What a START's attach made: the gate being attached. */
@@ -110,6 +116,7 @@ free_held(struct held *h)
 	exec_sandbox_free(h->sb);
 	/* After the sandbox: its veth goes with its network namespace. */
 	exec_gate_close(h->gate);
+	exec_artifact_out_free(h->out); /* given back if it was not signed */
 	memset(h, 0, sizeof(*h));
 }
 
@@ -237,6 +244,45 @@ new_held(void)
 	return &P.held[P.nheld++];
 }
 
+/*
+ * Before a sandbox with an out directory starts, the parent makes its own
+ * checks (owned by its owner, empty, outside TOLLGATE_HOME) and loads the
+ * key, as exec_artifact_out_prepare does for a single process. The
+ * operator's --out (root's) is one sandbox's: a second would sign into the
+ * first one's manifest. A directory the gate made for serve is the gate's
+ * and goes back to it.
+ */
+static int
+out_take(const char *want, bool operators, struct exec_artifact_out **out, char *err, size_t errlen)
+{
+	const char *path = NULL;
+	uid_t owner = geteuid();
+	gid_t gid;
+	int rc;
+
+	if (operators && P.out_taken) {
+		gw_set_err(err, errlen, "--out is already another sandbox's");
+		return -EBUSY;
+	}
+	if (P.ceil.hide == NULL) {
+		gw_set_err(err, errlen, "out: no TOLLGATE_HOME for the signing key");
+		return -ENOENT;
+	}
+	if (!operators)
+		exec_priv_gate_ids(&owner, &gid);
+	rc = exec_artifact_out_prepare_owned(operators ? P.ceil.outdir : want, P.ceil.hide, owner,
+	                                     out, &path, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (strcmp(path, want) != 0) {
+		gw_set_err(err, errlen, "out %s moved since the gate made it", want);
+		exec_artifact_out_free(*out);
+		*out = NULL;
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* 0, or -EPROTO when the gate broke the protocol (the parent ends). */
 static int
 serve_start(struct exec_priv_msg *m)
@@ -249,6 +295,8 @@ serve_start(struct exec_priv_msg *m)
 	char err[512], outreal[PATH_MAX];
 	struct held *h = NULL;
 	struct exec_pty *pty = NULL;
+	struct exec_artifact_out *out = NULL;
+	bool operators_out = false;
 	int rc, fds[2];
 
 	err[0] = '\0';
@@ -265,6 +313,13 @@ serve_start(struct exec_priv_msg *m)
 		rc = -EAGAIN;
 		gw_set_err(err, sizeof(err), "too many sandboxes");
 		goto out;
+	}
+	/* The operator's --out is compared with its real path above. */
+	if (st->outdir != NULL) {
+		operators_out = c.outdir != NULL && strcmp(st->outdir, c.outdir) == 0;
+		rc = out_take(st->outdir, operators_out, &out, err, sizeof(err));
+		if (rc != 0)
+			goto out;
 	}
 	spec.argv = st->nargv > 0 ? (char *const *)st->argv : NULL;
 	spec.env = st->nenv > 0 ? (char *const *)st->env : NULL;
@@ -295,6 +350,9 @@ serve_start(struct exec_priv_msg *m)
 		goto out;
 	if (rc != 0)
 		goto out;
+	h->out = out;
+	out = NULL;
+	P.out_taken = P.out_taken || operators_out;
 	h->handle = ++P.next_handle == 0 ? ++P.next_handle : P.next_handle;
 	h->sb = sb;
 	h->gate = as.gate;
@@ -315,6 +373,7 @@ out:
 			close(st->fd[i]);
 	}
 	exec_pty_free(pty); /* the sandbox holds its own copies now */
+	exec_artifact_out_free(out); /* not started: back to its owner, for no one */
 	exec_gate_close(as.gate);
 	if (h != NULL && h->handle == 0)
 		memset(h, 0, sizeof(*h));
@@ -324,6 +383,69 @@ out:
 	    reply(rc, err[0] != '\0' ? err : strerror(-rc), NULL, 0, NULL, 0, 0, NULL, 0) != 0)
 		return -EPROTO;
 	return 0;
+}
+
+/*
+ * SIGN_OUT: the sandbox named must be one the parent holds, started with an
+ * out directory, and it is signed once. The parent reads the files only to hash them; their
+ * names are held by exec_artifact_name_why as in a single process. The
+ * gate gets the row's JSON and a read-only fd of the manifest: it may not
+ * search the directories above --out.
+ */
+static int
+serve_sign_out(const struct exec_priv_msg *m)
+{
+	struct exec_artifact_summary sum;
+	const char *detail = NULL, *strs[2];
+	struct held *h = NULL;
+	char err[512];
+	int rc, fd = -1;
+
+	memset(&sum, 0, sizeof(sum));
+	err[0] = '\0';
+	for (size_t i = 0; i < P.nheld && h == NULL; i++) {
+		if (P.held[i].handle != 0 && P.held[i].out != NULL &&
+		    strcmp(exec_sandbox_id(P.held[i].sb), m->sign_id) == 0)
+			h = &P.held[i];
+	}
+	if (h == NULL) {
+		rc = -EPERM;
+		gw_set_err(err, sizeof(err), "sandbox %s has no out directory", m->sign_id);
+		goto out;
+	}
+	if (h->out_signed) {
+		rc = -EALREADY;
+		gw_set_err(err, sizeof(err), "sandbox %s: signed already", m->sign_id);
+		goto out;
+	}
+	h->out_signed = true;
+	rc = exec_artifact_out_sign(h->out, m->sign_id, &sum, &detail, err, sizeof(err));
+	if (rc != 0)
+		goto out;
+	if (strlen(detail) >= EXEC_PRIV_STR_MAX) {
+		rc = -ENAMETOOLONG;
+		gw_set_err(err, sizeof(err), "--out's path is too long to report");
+		goto out;
+	}
+	strs[1] = exec_artifact_out_public_pem(h->out);
+	if (strs[1] == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	fd = exec_artifact_out_manifest_open(h->out);
+	if (fd < 0) {
+		rc = fd;
+		gw_set_err(err, sizeof(err), "--out's manifest: %s", strerror(-fd));
+		goto out;
+	}
+	strs[0] = detail;
+	rc = reply(0, NULL, &sum, sizeof(sum), &fd, 1, 0, strs, 2);
+	close(fd);
+	return rc;
+out:
+	if (err[0] == '\0')
+		gw_set_err(err, sizeof(err), "%s", strerror(-rc));
+	return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 }
 
 static int
@@ -361,6 +483,8 @@ serve_one(struct exec_priv_msg *m)
 	case EXEC_PRIV_FREE:
 		free_held(h);
 		return reply(0, NULL, NULL, 0, NULL, 0, 0, NULL, 0);
+	case EXEC_PRIV_SIGN_OUT:
+		return serve_sign_out(m);
 	default:
 		/* GATE_OPEN and ATTACH_DONE outside a START make no sense. */
 		return -EPROTO;

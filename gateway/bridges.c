@@ -132,26 +132,21 @@ gw_bridge_approvals(struct gw_events *bus, struct approvals *a)
 #define SIGNED_NAME_LEN 128
 #define SIGNED_MANIFEST_READ_MAX (1u << 20)
 
-/* The signed files' names from DIR/manifest.json, or NULL (too many, too long, unreadable). */
+/* The signed files' names from the manifest, or NULL (too many, too long, unreadable). */
 static json_t *
-manifest_names(const char *dir)
+manifest_names(int fd)
 {
 	struct exec_manifest *m = NULL;
-	char path[PATH_MAX], err[256];
+	char err[256];
 	json_t *names = NULL;
 	char *buf = NULL;
 	size_t len = 0;
-	int fd, plen, rc;
+	int rc;
 
-	plen = snprintf(path, sizeof(path), "%s/manifest.json", dir);
-	if (plen < 0 || (size_t)plen >= sizeof(path))
-		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
+	if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0)
 		return NULL;
 	buf = malloc(SIGNED_MANIFEST_READ_MAX);
 	rc = buf != NULL ? gw_read_capped(fd, buf, SIGNED_MANIFEST_READ_MAX, &len) : -ENOMEM;
-	close(fd);
 	if (rc != 0 || exec_manifest_parse(buf, len, SIGNED_NAMES_MAX, &m, err, sizeof(err)) != 0)
 		goto out;
 	names = json_array();
@@ -170,10 +165,10 @@ out:
 }
 
 int
-gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const char *detail)
+gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const char *detail,
+                         int manifest_fd)
 {
 	json_t *p, *names;
-	const char *dir;
 	int rc;
 
 	if (!gw_events_wants(bus, GW_EV_ARTIFACT_SIGNED))
@@ -183,8 +178,7 @@ gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const char 
 		json_decref(p);
 		return -EINVAL;
 	}
-	dir = json_string_value(json_object_get(p, "dir"));
-	names = dir != NULL ? manifest_names(dir) : NULL;
+	names = manifest_names(manifest_fd);
 	/* Many or long names are left out: "files" still counts them. */
 	json_object_set_new(p, "names", names != NULL ? names : json_null());
 	rc = gw_events_publish(bus, GW_EV_ARTIFACT_SIGNED, sandbox, p);

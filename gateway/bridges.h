@@ -30,11 +30,13 @@ int gw_bridge_start_bus(struct gw_events **out, struct audit *audit);
 /*
  * artifact.signed after exec_artifact_out_sign: detail is the JSON text it
  * gave (dir, files, bytes, skipped, key_sha256), published with "names"
- * added from DIR/manifest.json (up to 16 names of up to 128 bytes, else
- * null). The "artifact" audit row is the caller's: this is for listeners.
- * 0 (also when nobody listens) or negative errno.
+ * added from DIR/manifest.json, read through manifest_fd (borrowed; -1:
+ * none), up to 16 names of up to 128 bytes, else null. The "artifact"
+ * audit row is the caller's: this is for listeners. 0 (also when nobody
+ * listens) or negative errno.
  */
-int gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const char *detail);
+int gw_bridge_publish_signed(struct gw_events *bus, const char *sandbox, const char *detail,
+                             int manifest_fd);
 
 /*
  * Makes the approvals registry publish on bus: egress.requested when a

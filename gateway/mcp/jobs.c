@@ -423,6 +423,11 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 	if (j->art != NULL && r->signed_detail == NULL)
 		log_warnx("serve: signing %s: %s", j->art_dir, r->sign_err);
 	artifacts = r->signed_detail != NULL ? job_name_artifacts(j) : NULL;
+	if (artifacts != NULL && j->ctx->art_pub_pem == NULL) {
+		const char *pem = exec_artifact_out_public_pem(j->art);
+
+		j->ctx->art_pub_pem = pem != NULL ? strdup(pem) : NULL;
+	}
 	if (j->art != NULL && artifacts == NULL) {
 		mcp_call_fail(j->call, "tollgate: cannot sign the output directory");
 		goto out;

@@ -334,6 +334,9 @@ struct mcp_serve_ctx {
 	 * (made on first use, removed at exit), named by sandbox id. */
 	char art_root[1024];
 	unsigned long art_seq;
+	/* The signing key's public PEM, from this process's first signed run:
+	 * split, the gate cannot read it under TOLLGATE_HOME (verify_artifact). */
+	char *art_pub_pem;
 	struct mcp_session *sessions; /* create_session's (exec/session.h) */
 	/* sandbox_stats */
 	struct {

@@ -682,12 +682,20 @@ tool_verify_artifact(struct mcp_call *c, json_t *args, void *arg)
 		mcp_call_fail(c, "name: not a file name of this run");
 		return;
 	}
-	if (ctx->hide_path == NULL ||
-	    (size_t)snprintf(path, sizeof(path), "%s/" EXEC_KEY_PUBLIC_NAME, ctx->hide_path) >=
-	        sizeof(path) ||
-	    exec_key_load_public(path, &pub, err, sizeof(err)) != 0) {
-		mcp_call_fail(c, "tollgate's public key: %s",
-		              ctx->hide_path == NULL ? "no TOLLGATE_HOME" : err);
+	/* The key that signed this process's runs, else the home's. */
+	if (ctx->art_pub_pem != NULL) {
+		rc = exec_key_public_from_pem(ctx->art_pub_pem, strlen(ctx->art_pub_pem), &pub, err,
+		                              sizeof(err));
+	} else if (ctx->hide_path == NULL ||
+	           (size_t)snprintf(path, sizeof(path), "%s/" EXEC_KEY_PUBLIC_NAME,
+	                            ctx->hide_path) >= sizeof(path)) {
+		rc = -ENOENT;
+		gw_set_err(err, sizeof(err), "no TOLLGATE_HOME");
+	} else {
+		rc = exec_key_load_public(path, &pub, err, sizeof(err));
+	}
+	if (rc != 0) {
+		mcp_call_fail(c, "tollgate's public key: %s", err);
 		return;
 	}
 	problems = json_array();
@@ -738,6 +746,8 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 	if (ctx->art_root[0] != '\0' && exec_remove_tree(ctx->art_root) != 0)
 		log_warnx("serve: cannot remove %s", ctx->art_root);
 	ctx->art_root[0] = '\0';
+	free(ctx->art_pub_pem);
+	ctx->art_pub_pem = NULL;
 }
 
 /* ---- audit_query --------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec/artifact.h"
 #include "exec/priv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +49,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0; /* the parser closed them */
 	if (msg.head.kind == 0 || msg.head.kind >= EXEC_PRIV_KIND_MAX)
 		abort();
+	/* SIGN_OUT: an id a manifest can carry, and nothing else. */
+	if (msg.head.kind == EXEC_PRIV_SIGN_OUT) {
+		inside(msg.sign_id);
+		if (msg.sign_id == NULL || !exec_artifact_id_valid(msg.sign_id))
+			abort();
+	}
 	if (msg.head.kind != EXEC_PRIV_START) {
 		if (nfds != 0)
 			abort();

@@ -171,4 +171,27 @@ tg run --no-network --out "$TEST_TMP/out2" -- sh -c 'mkdir -p "$TOLLGATE_OUT/x/y
 expect_eq "a failing command's status is kept" "$rc" 3
 tg verify "$TEST_TMP/out2"
 expect_eq "and its output still verifies" "$rc" 0
+
+# Split (TOLLGATE_PRIVSEP=1): the gate runs as an unprivileged user without
+# the key; the privileged parent gives --out back, signs it and writes the
+# manifest. $TEST_TMP is root's 0700: the gate could not even search it.
+split=$TEST_TMP/split
+TOLLGATE_PRIVSEP=1 tg run --no-network --out "$split" -- sh -c '
+	printf one > "$TOLLGATE_OUT/one.txt"
+	mkdir "$TOLLGATE_OUT/d" && printf two > "$TOLLGATE_OUT/d/two.txt"
+	ln -s /etc/hostname "$TOLLGATE_OUT/esc"'
+expect_eq "split: run --out exits 0" "$rc" 0
+expect_eq "split: no cannot-sign error" "$(grep -c 'cannot sign\|cannot give it back' <<<"$err" || true)" 0
+expect_match "split: the parent names the unsigned link" "$err" 'esc not signed: a symbolic link'
+expect_eq "split: DIR is given back to root" "$(stat -c %u "$split")" 0
+expect_eq "split: the manifest is root's" "$(stat -c %u "$split/manifest.json" 2>/dev/null)" 0
+rm -f "$split/esc"
+tg verify "$split"
+expect_eq "split: the output verifies with the home's key (0)" "$rc" 0
+expect_match "split: both files" "$out" 'ok \(2 files, '
+ssb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandbox_id"])' "$split/manifest.json")
+tg audit --kind artifact --json
+expect_match "split: the gate's artifact row has the parent's detail" "$out" "\"sandbox\":\"$ssb\".*\"files\":2"
+TOLLGATE_PRIVSEP=1 tg run --no-network --out "$split" -- true
+expect_eq "split: --out to a non-empty directory: 125" "$rc" 125
 finish

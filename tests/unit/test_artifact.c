@@ -823,11 +823,67 @@ test_out_prepare(void **state)
 	exec_artifact_out_free(NULL);
 }
 
+/*
+ * The parent's prepare (exec/priv_parent.c): DIR must be the owner's it
+ * names; signing goes through the directory opened then, so one swapped in
+ * at the name afterwards (the gate owns serve's parent directory) is not
+ * what is signed; the manifest and the public key are handed over.
+ */
+static void
+test_out_prepare_owned(void **state)
+{
+	struct fixture *fx = *state;
+	struct exec_artifact_out *o = NULL;
+	struct exec_artifact_summary sum;
+	const char *path = NULL, *detail = NULL, *pem;
+	char err[512], dir[160], moved[160], planted[192], buf[64];
+	struct seen s;
+	ssize_t n;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/owned", fx->root);
+	snprintf(moved, sizeof(moved), "%s/owned.real", fx->root);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(exec_artifact_out_prepare_owned(dir, fx->home, geteuid() + 1, &o, &path,
+	                                                 err, sizeof(err)),
+	                 -EPERM);
+	assert_null(o);
+	assert_int_equal(
+	    exec_artifact_out_prepare_owned(dir, fx->home, geteuid(), &o, &path, err, sizeof(err)),
+	    0);
+	assert_int_equal(exec_artifact_out_manifest_open(o), -ENOENT);
+	write_text(dir, "mine", "1\n");
+	assert_int_equal(rename(dir, moved), 0);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	write_text(dir, "planted", "2\n");
+	assert_int_equal(exec_artifact_out_sign(o, "sb-owned", &sum, &detail, err, sizeof(err)), 0);
+	assert_int_equal(sum.files, 1);
+	fd = exec_artifact_out_manifest_open(o);
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	pem = exec_artifact_out_public_pem(o);
+	assert_non_null(pem);
+	assert_non_null(strstr(pem, "BEGIN PUBLIC KEY"));
+	exec_artifact_out_free(o);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(
+	    exec_artifacts_verify(moved, NULL, fx->key, NULL, collect, &s, &sum, err, sizeof(err)),
+	    0);
+	assert_int_equal(sum.problems, 0);
+	assert_int_equal(sum.files, 1);
+	/* Nothing signed or written at the name the directory had. */
+	snprintf(planted, sizeof(planted), "%s/manifest.json", dir);
+	assert_int_equal(access(planted, F_OK), -1);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_key_files_and_modes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_out_prepare_owned, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_key_refuses_open_modes, setup, teardown),
 	    cmocka_unit_test(test_key_public_pem_garbage),
 	    cmocka_unit_test(test_message_encoding),

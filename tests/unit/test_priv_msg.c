@@ -127,6 +127,11 @@ test_good(void **state)
 	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDOUT], fd[1]);
 	close(fd[0]);
 	close(fd[1]);
+
+	m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+	m_str(&m, "sb-0123456789");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->sign_id, "sb-0123456789");
 	free(out);
 }
 
@@ -139,7 +144,7 @@ test_bad_messages(void **state)
 	int fd[2];
 
 	(void)state;
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; i < 22; i++) {
 		size_t nfds = 1;
 		const char *what = "";
 
@@ -224,6 +229,48 @@ test_bad_messages(void **state)
 		case 15: /* a kept-alive sandbox with a command */
 			m_start(&m, EXEC_PRIV_F_SET_STDIO | EXEC_PRIV_F_KEEP_ALIVE, 0x1, 0);
 			what = "keep_alive with argv";
+			break;
+		case 16: /* SIGN_OUT names no sandbox */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+			m_str(&m, NULL);
+			what = "SIGN_OUT without an id";
+			nfds = 0;
+			break;
+		case 17: /* an id a manifest could not carry */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+			m_str(&m, "sb 1\n");
+			what = "SIGN_OUT with a space and a newline";
+			nfds = 0;
+			break;
+		case 18: /* an id past EXEC_ARTIFACT_ID_MAX */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+			{
+				char id[200];
+
+				memset(id, 'a', sizeof(id) - 1);
+				id[sizeof(id) - 1] = '\0';
+				m_str(&m, id);
+			}
+			what = "SIGN_OUT with a long id";
+			nfds = 0;
+			break;
+		case 19: /* a path: the directory is the operator's, never the gate's */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+			m_str(&m, "sb-1");
+			m_str(&m, "/etc");
+			what = "SIGN_OUT with a path after the id";
+			nfds = 0;
+			break;
+		case 20: /* an fd (say, a directory to sign) */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
+			m_str(&m, "sb-1");
+			what = "SIGN_OUT with an fd";
+			break;
+		case 21: /* a handle or value it does not take */
+			m_head(&m, EXEC_PRIV_SIGN_OUT, 3, 0);
+			m_str(&m, "sb-1");
+			what = "SIGN_OUT with a handle";
+			nfds = 0;
 			break;
 		}
 		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
