@@ -111,6 +111,9 @@ struct exec_priv_ceiling {
 	/* serve: kept-alive sandboxes and a work directory of the gate's
 	 * making under the temporary directory (sessions, fresh calls). */
 	bool gate_workdirs;
+	/* The control socket the gate makes (a path; or, NULL, the default
+	 * <control_dir>/<the gate's pid>.sock): removed once the gate is gone. */
+	const char *control_path, *control_dir;
 };
 
 /*

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -367,6 +369,43 @@ serve_one(struct exec_priv_msg *m)
 	}
 }
 
+/*
+ * The gate made its control socket while it was root, in a directory it
+ * cannot write once dropped: removed here once the gate is gone. Only a
+ * socket of ours that no one answers (another gateway may have taken the
+ * path since).
+ */
+static void
+remove_control_socket(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct stat st;
+	int n, fd, rc;
+
+	if (P.ceil.control_path != NULL)
+		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", P.ceil.control_path);
+	else if (P.ceil.control_dir != NULL)
+		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%ld.sock", P.ceil.control_dir,
+		             (long)P.gate_pid);
+	else
+		return;
+	if (n <= 0 || (size_t)n >= sizeof(sun.sun_path))
+		return;
+	if (lstat(sun.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	do
+		rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	while (rc != 0 && errno == EINTR);
+	close(fd);
+	if (rc == 0)
+		return;
+	if (unlink(sun.sun_path) != 0 && errno != ENOENT)
+		log_warn("privileged parent: cannot remove the control socket %s", sun.sun_path);
+}
+
 static __attribute__((noreturn)) void
 parent_main(void)
 {
@@ -398,6 +437,7 @@ parent_main(void)
 	do {
 		w = waitpid(P.gate_pid, &wstatus, 0);
 	} while (w < 0 && errno == EINTR);
+	remove_control_socket();
 	if (w < 0)
 		status = 125;
 	else if (WIFEXITED(wstatus))
