@@ -39,6 +39,8 @@ enum exec_priv_kind {
 	EXEC_PRIV_CPU,         /* handle */
 	EXEC_PRIV_FINISH,      /* handle */
 	EXEC_PRIV_FREE,        /* handle */
+	EXEC_PRIV_VAULT_LIST,  /* body: the namespace */
+	EXEC_PRIV_VAULT_GET,   /* body: the namespace, the name */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -84,6 +86,9 @@ struct exec_priv_msg {
 	struct exec_priv_head head;
 	struct exec_priv_start start; /* EXEC_PRIV_START */
 	bool no_transparent;          /* EXEC_PRIV_GATE_OPEN */
+	/* EXEC_PRIV_VAULT_*: names vault_namespace_valid and vault_name_valid
+	 * took; name is NULL for a list. */
+	const char *vault_ns, *vault_name;
 };
 
 /*
@@ -178,6 +183,18 @@ struct exec_priv_plumbing {
 	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
 };
 int exec_priv_gate_open(bool no_transparent, struct exec_priv_plumbing *out, char *err,
+                        size_t errlen);
+
+/*
+ * exec/vault.c's file backend in the gate: the parent reads the vault in
+ * TOLLGATE_HOME, the home it holds (never a path of the gate's). The same
+ * contracts as vault_list and vault_get; *value is wiped by
+ * vault_secret_free.
+ */
+struct vault_secret;
+int exec_priv_vault_list(const char *ns, int (*fn)(const char *name, void *arg), void *arg,
+                         char *err, size_t errlen);
+int exec_priv_vault_get(const char *ns, const char *name, struct vault_secret **out, char *err,
                         size_t errlen);
 
 /* ---- wire helpers shared by both sides -------------------------------- */

@@ -127,6 +127,17 @@ test_good(void **state)
 	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDOUT], fd[1]);
 	close(fd[0]);
 	close(fd[1]);
+
+	m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+	m_str(&m, "default");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->vault_ns, "default");
+	assert_null(out->vault_name);
+	m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+	m_str(&m, "default");
+	m_str(&m, "API_TOKEN");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->vault_name, "API_TOKEN");
 	free(out);
 }
 
@@ -139,7 +150,7 @@ test_bad_messages(void **state)
 	int fd[2];
 
 	(void)state;
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; i < 21; i++) {
 		size_t nfds = 1;
 		const char *what = "";
 
@@ -224,6 +235,37 @@ test_bad_messages(void **state)
 		case 15: /* a kept-alive sandbox with a command */
 			m_start(&m, EXEC_PRIV_F_SET_STDIO | EXEC_PRIV_F_KEEP_ALIVE, 0x1, 0);
 			what = "keep_alive with argv";
+			break;
+		case 16: /* a path where a namespace goes */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "../../etc");
+			what = "vault: a path as namespace";
+			nfds = 0;
+			break;
+		case 17: /* a name the vault would not take */
+			m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+			m_str(&m, "default");
+			m_str(&m, "A=B");
+			what = "vault: a bad name";
+			nfds = 0;
+			break;
+		case 18: /* a get without its name */
+			m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+			m_str(&m, "default");
+			what = "vault: no name";
+			nfds = 0;
+			break;
+		case 19: /* a list with a name after it */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "default");
+			m_str(&m, "TOKEN");
+			what = "vault: trailing name";
+			nfds = 0;
+			break;
+		case 20: /* a vault read with fds */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "default");
+			what = "vault: fds";
 			break;
 		}
 		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
