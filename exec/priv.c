@@ -15,6 +15,7 @@
 
 #include "exec/artifact.h"
 #include "exec/pty.h"
+#include "exec/vault.h"
 #include "gateway/core/err.h"
 
 /* ---- framing ------------------------------------------------------------ */
@@ -326,6 +327,22 @@ parse_sign_out(struct rbuf *r, struct exec_priv_msg *out)
 		r->bad = true;
 }
 
+/* A vault read: names the vault itself would take, nothing else. */
+static void
+parse_vault(struct rbuf *r, struct exec_priv_msg *out)
+{
+	if (out->head.handle != 0 || out->head.value != 0)
+		r->bad = true;
+	out->vault_ns = take_str_req(r, VAULT_NAME_MAX + 1);
+	if (out->head.kind == EXEC_PRIV_VAULT_GET)
+		out->vault_name = take_str_req(r, VAULT_NAME_MAX + 1);
+	if (r->bad)
+		return;
+	if (!vault_namespace_valid(out->vault_ns) ||
+	    (out->vault_name != NULL && !vault_name_valid(out->vault_name)))
+		r->bad = true;
+}
+
 int
 exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
 {
@@ -374,6 +391,10 @@ exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_pr
 		break;
 	case EXEC_PRIV_SIGN_OUT:
 		parse_sign_out(&r, out);
+		break;
+	case EXEC_PRIV_VAULT_LIST:
+	case EXEC_PRIV_VAULT_GET:
+		parse_vault(&r, out);
 		break;
 	default:
 		r.bad = true;
@@ -875,5 +896,100 @@ out:
 	close_fds(fds, nfds);
 	close_fds(null_fd, 3);
 	free(w.p);
+	return rc;
+}
+
+/* ---- the gate's vault reads ------------------------------ */
+
+/* One vault request on the main socket; the reply (up to a message) in *rb. */
+static int
+vault_call(uint32_t kind, const char *ns, const char *name, char **rb, struct rbuf *r, char *err,
+           size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + 8 + 2 * (VAULT_NAME_MAX + 1)];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	*rb = malloc(EXEC_PRIV_MSG_MAX);
+	if (*rb == NULL) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	put_head(&w, kind, 0, 0);
+	put_str(&w, ns);
+	if (kind == EXEC_PRIV_VAULT_GET)
+		put_str(&w, name);
+	rc = client_call(&w, NULL, 0, *rb, EXEC_PRIV_MSG_MAX, r, fds, &nfds, err, errlen);
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_vault_list(const char *ns, int (*fn)(const char *name, void *arg), void *arg, char *err,
+                     size_t errlen)
+{
+	char *rb = NULL;
+	struct rbuf r;
+	uint32_t n;
+	int rc;
+
+	rc = vault_call(EXEC_PRIV_VAULT_LIST, ns, NULL, &rb, &r, err, errlen);
+	if (rc != 0)
+		goto out;
+	n = take_u32(&r);
+	for (uint32_t i = 0; !r.bad && i < n && rc == 0; i++) {
+		const char *name = take_str(&r, VAULT_NAME_MAX + 1);
+
+		if (name == NULL) {
+			rc = -EPROTO;
+			gw_set_err(err, errlen, "privileged parent: a malformed vault list");
+			break;
+		}
+		rc = fn(name, arg);
+	}
+out:
+	free(rb);
+	return rc;
+}
+
+int
+exec_priv_vault_get(const char *ns, const char *name, struct vault_secret **out, char *err,
+                    size_t errlen)
+{
+	struct vault_secret *s = NULL;
+	char *rb = NULL;
+	struct rbuf r;
+	uint32_t n = 0;
+	int rc;
+
+	*out = NULL;
+	rc = vault_call(EXEC_PRIV_VAULT_GET, ns, name, &rb, &r, err, errlen);
+	if (rc != 0)
+		goto out;
+	n = take_u32(&r);
+	if (r.bad || n == 0 || n > VAULT_VALUE_MAX || n > r.len - r.at) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed vault value");
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL || (s->data = malloc((size_t)n + 1)) == NULL) {
+		free(s);
+		rc = -ENOMEM;
+		gw_set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	memcpy(s->data, r.p + r.at, n);
+	s->data[n] = '\0';
+	s->len = n;
+	*out = s;
+out:
+	if (rb != NULL) {
+		/* The value passed through here. */
+		explicit_bzero(rb, EXEC_PRIV_MSG_MAX);
+		free(rb);
+	}
 	return rc;
 }

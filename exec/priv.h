@@ -40,6 +40,8 @@ enum exec_priv_kind {
 	EXEC_PRIV_FINISH,      /* handle */
 	EXEC_PRIV_FREE,        /* handle */
 	EXEC_PRIV_SIGN_OUT,    /* the sandbox id: sign its out dir */
+	EXEC_PRIV_VAULT_LIST,  /* body: the namespace */
+	EXEC_PRIV_VAULT_GET,   /* body: the namespace, the name */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -86,6 +88,9 @@ struct exec_priv_msg {
 	struct exec_priv_start start; /* EXEC_PRIV_START */
 	bool no_transparent;          /* EXEC_PRIV_GATE_OPEN */
 	const char *sign_id;          /* EXEC_PRIV_SIGN_OUT: the sandbox id */
+	/* EXEC_PRIV_VAULT_*: names vault_namespace_valid and vault_name_valid
+	 * took; name is NULL for a list. */
+	const char *vault_ns, *vault_name;
 };
 
 /*
@@ -113,6 +118,9 @@ struct exec_priv_ceiling {
 	/* serve: kept-alive sandboxes and a work directory of the gate's
 	 * making under the temporary directory (sessions, fresh calls). */
 	bool gate_workdirs;
+	/* The control socket the gate makes (a path; or, NULL, the default
+	 * <control_dir>/<the gate's pid>.sock): removed once the gate is gone. */
+	const char *control_path, *control_dir;
 };
 
 /*
@@ -192,6 +200,18 @@ struct exec_priv_plumbing {
 	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
 };
 int exec_priv_gate_open(bool no_transparent, struct exec_priv_plumbing *out, char *err,
+                        size_t errlen);
+
+/*
+ * exec/vault.c's file backend in the gate: the parent reads the vault in
+ * TOLLGATE_HOME, the home it holds (never a path of the gate's). The same
+ * contracts as vault_list and vault_get; *value is wiped by
+ * vault_secret_free.
+ */
+struct vault_secret;
+int exec_priv_vault_list(const char *ns, int (*fn)(const char *name, void *arg), void *arg,
+                         char *err, size_t errlen);
+int exec_priv_vault_get(const char *ns, const char *name, struct vault_secret **out, char *err,
                         size_t errlen);
 
 /* ---- wire helpers shared by both sides -------------------------------- */

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
+#include "exec/vault.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 
@@ -50,6 +53,7 @@ static struct {
 	uint32_t next_handle;
 	char *buf;
 	bool out_taken; /* run's --out is one sandbox's */
+	char *out; /* a vault reply: up to a message */
 } P = {.sock = -1};
 
 /* What a START's attach made: the gate being attached. */
@@ -448,6 +452,94 @@ out:
 	return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 }
 
+/* ---- the vault in TOLLGATE_HOME, read for the gate ------------------------ */
+
+struct vault_reply {
+	size_t at;
+	uint32_t n;
+	bool over;
+};
+
+static void
+out_put(struct vault_reply *vr, const void *v, size_t n)
+{
+	if (vr->over || n > EXEC_PRIV_MSG_MAX - vr->at) {
+		vr->over = true;
+		return;
+	}
+	memcpy(P.out + vr->at, v, n);
+	vr->at += n;
+}
+
+static int
+vault_name_out(const char *name, void *arg)
+{
+	struct vault_reply *vr = arg;
+	uint32_t n = (uint32_t)strlen(name) + 1;
+
+	out_put(vr, &n, sizeof(n));
+	out_put(vr, name, n);
+	vr->n++;
+	return vr->over ? -E2BIG : 0;
+}
+
+/*
+ * VAULT_LIST and VAULT_GET: the vault of the home the parent holds, never a
+ * path of the gate's. A reply is the head, no error line, then a count and
+ * the names, or the value's length and bytes; a failure is reply()'s.
+ */
+static int
+serve_vault(const struct exec_priv_msg *m)
+{
+	struct exec_priv_head h = {.kind = EXEC_PRIV_REPLY};
+	struct vault_reply vr = {0};
+	struct vault_secret *sec = NULL;
+	struct vault *v = NULL;
+	char err[512];
+	uint32_t zero = 0, len;
+	size_t count_at;
+	int rc, sent;
+
+	if (P.ceil.hide == NULL) {
+		rc = -ENOENT;
+		gw_set_err(err, sizeof(err), "no TOLLGATE_HOME, so no vault");
+		goto out;
+	}
+	rc = vault_open_file(P.ceil.hide, &v, err, sizeof(err));
+	if (rc != 0)
+		goto out;
+	out_put(&vr, &h, sizeof(h));
+	out_put(&vr, &zero, sizeof(zero)); /* no error line */
+	if (m->head.kind == EXEC_PRIV_VAULT_LIST) {
+		count_at = vr.at;
+		out_put(&vr, &zero, sizeof(zero));
+		rc = vault_list(v, m->vault_ns, vault_name_out, &vr, err, sizeof(err));
+		if (rc == 0 && !vr.over)
+			memcpy(P.out + count_at, &vr.n, sizeof(vr.n));
+	} else {
+		rc = vault_get(v, m->vault_ns, m->vault_name, &sec, err, sizeof(err));
+		if (rc == 0) {
+			len = (uint32_t)sec->len;
+			out_put(&vr, &len, sizeof(len));
+			out_put(&vr, sec->data, sec->len);
+		}
+	}
+	if (rc == 0 && vr.over) {
+		rc = -E2BIG;
+		gw_set_err(err, sizeof(err), "too many names for one reply");
+	}
+out:
+	if (rc == 0)
+		sent = exec_priv_send(P.sock, P.out, vr.at, NULL, 0);
+	else
+		sent = reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+	/* A value passed through here. */
+	explicit_bzero(P.out, vr.at);
+	vault_secret_free(sec);
+	vault_free(v);
+	return sent;
+}
+
 static int
 serve_one(struct exec_priv_msg *m)
 {
@@ -485,10 +577,50 @@ serve_one(struct exec_priv_msg *m)
 		return reply(0, NULL, NULL, 0, NULL, 0, 0, NULL, 0);
 	case EXEC_PRIV_SIGN_OUT:
 		return serve_sign_out(m);
+	case EXEC_PRIV_VAULT_LIST:
+	case EXEC_PRIV_VAULT_GET:
+		return serve_vault(m);
 	default:
 		/* GATE_OPEN and ATTACH_DONE outside a START make no sense. */
 		return -EPROTO;
 	}
+}
+
+/*
+ * The gate made its control socket while it was root, in a directory it
+ * cannot write once dropped: removed here once the gate is gone. Only a
+ * socket of ours that no one answers (another gateway may have taken the
+ * path since).
+ */
+static void
+remove_control_socket(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct stat st;
+	int n, fd, rc;
+
+	if (P.ceil.control_path != NULL)
+		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", P.ceil.control_path);
+	else if (P.ceil.control_dir != NULL)
+		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%ld.sock", P.ceil.control_dir,
+		             (long)P.gate_pid);
+	else
+		return;
+	if (n <= 0 || (size_t)n >= sizeof(sun.sun_path))
+		return;
+	if (lstat(sun.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	do
+		rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	while (rc != 0 && errno == EINTR);
+	close(fd);
+	if (rc == 0)
+		return;
+	if (unlink(sun.sun_path) != 0 && errno != ENOENT)
+		log_warn("privileged parent: cannot remove the control socket %s", sun.sun_path);
 }
 
 static __attribute__((noreturn)) void
@@ -499,7 +631,8 @@ parent_main(void)
 	pid_t w;
 
 	P.buf = malloc(EXEC_PRIV_MSG_MAX);
-	if (m == NULL || P.buf == NULL) {
+	P.out = malloc(EXEC_PRIV_MSG_MAX);
+	if (m == NULL || P.buf == NULL || P.out == NULL) {
 		kill(P.gate_pid, SIGKILL);
 		rc = -ENOMEM;
 	}
@@ -522,6 +655,7 @@ parent_main(void)
 	do {
 		w = waitpid(P.gate_pid, &wstatus, 0);
 	} while (w < 0 && errno == EINTR);
+	remove_control_socket();
 	if (w < 0)
 		status = 125;
 	else if (WIFEXITED(wstatus))

@@ -186,7 +186,7 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
 static int
 split(const struct gw_setup_flags *f, const struct policy *policy)
 {
-	static char home[PATH_MAX];
+	static char home[PATH_MAX], ctl_dir[PATH_MAX];
 	struct exec_priv_ceiling c;
 	const char *env = getenv("TOLLGATE_PRIVSEP");
 	int rc;
@@ -194,6 +194,10 @@ split(const struct gw_setup_flags *f, const struct policy *policy)
 	if (env == NULL || strcmp(env, "1") != 0)
 		return 0;
 	split_ceiling(f, policy, &c, home, sizeof(home));
+	/* A file the gate cannot remove once dropped: the parent's to. */
+	c.control_path = f->control_path;
+	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
+		c.control_dir = ctl_dir;
 	rc = exec_priv_split(&c, f->pool);
 	if (rc != 0)
 		return gw_fail(f->cmd, "cannot split off the privileged parent: %s", strerror(-rc));

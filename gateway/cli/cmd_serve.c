@@ -329,6 +329,7 @@ run_serve(int argc, char **argv)
 	cfg.tool_arg = &st.ctx;
 	cfg.on_done = on_done;
 	cfg.done_arg = &st;
+	mcp_serve_open_files(&st.ctx);
 	if (gw_setup_drop(CMD) != 0)
 		goto out;
 	rc = mcp_server_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, &cfg, &st.server);

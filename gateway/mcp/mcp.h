@@ -306,6 +306,9 @@ struct mcp_serve_ctx {
 	struct dns_server *dns;
 	struct exec_hub *hub; /* NULL: sandboxes get no network */
 	const char *audit_path;
+	/* audit_query's connection, opened before a gate drops (TOLLGATE_HOME is
+	 * root's then); NULL: opened per call. Freed by mcp_serve_stop. */
+	struct audit_reader *audit_reader;
 	const char *hide_path; /* TOLLGATE_HOME */
 	/* binds, nbinds and home: the files every sandbox sees (--ro-bind,
 	 * --bind, --home, the policy file's "filesystem"); may be NULL. */
@@ -345,6 +348,12 @@ struct mcp_serve_ctx {
 	} stats;
 };
 
+/*
+ * Opens, while the process may still be root, what the tools read later in
+ * TOLLGATE_HOME: audit_query's reader. A failure is left to the tool's call
+ * to report. Before gw_setup_drop.
+ */
+void mcp_serve_open_files(struct mcp_serve_ctx *ctx);
 /* Asks the client about this process's pending approvals (when it elicits). */
 int mcp_serve_start(struct mcp_serve_ctx *ctx);
 

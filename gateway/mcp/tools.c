@@ -748,6 +748,18 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 	ctx->art_root[0] = '\0';
 	free(ctx->art_pub_pem);
 	ctx->art_pub_pem = NULL;
+	audit_reader_free(ctx->audit_reader);
+	ctx->audit_reader = NULL;
+}
+
+void
+mcp_serve_open_files(struct mcp_serve_ctx *ctx)
+{
+	char err[256];
+
+	if (ctx->audit_path != NULL &&
+	    audit_reader_open(ctx->audit_path, &ctx->audit_reader, err, sizeof(err)) != 0)
+		log_debug("%s: audit log %s: %s", __func__, ctx->audit_path, err);
 }
 
 /* ---- audit_query --------------------------------------------------------------- */
@@ -806,12 +818,14 @@ tool_audit_query(struct mcp_call *c, json_t *args, void *arg)
 	}
 	if (ctx->gw->audit != NULL)
 		audit_flush(ctx->gw->audit);
-	if (audit_reader_open(ctx->audit_path, &r, err, sizeof(err)) != 0) {
+	if (ctx->audit_reader == NULL &&
+	    audit_reader_open(ctx->audit_path, &r, err, sizeof(err)) != 0) {
 		mcp_call_fail(c, "audit log: %s", err);
 		return;
 	}
 	rows = json_array();
-	if (audit_query(r, &f, collect_row, rows, NULL, err, sizeof(err)) != 0) {
+	if (audit_query(r != NULL ? r : ctx->audit_reader, &f, collect_row, rows, NULL, err,
+	                sizeof(err)) != 0) {
 		audit_reader_free(r);
 		json_decref(rows);
 		mcp_call_fail(c, "audit log: %s", err);

@@ -58,6 +58,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (msg.head.kind != EXEC_PRIV_START) {
 		if (nfds != 0)
 			abort();
+		inside(msg.vault_ns);
+		inside(msg.vault_name);
+		if ((msg.head.kind == EXEC_PRIV_VAULT_LIST ||
+		     msg.head.kind == EXEC_PRIV_VAULT_GET) &&
+		    msg.vault_ns == NULL)
+			abort();
 		return 0;
 	}
 	if (msg.start.nargv > EXEC_PRIV_ARGV_MAX || msg.start.nenv > EXEC_PRIV_ENV_MAX ||

@@ -5,7 +5,8 @@
 # gets the proxy's 403), every thread of the gate has a non-zero uid and gid,
 # no capability in any set, no_new_privs and a seccomp filter, and the parent
 # is the one still root. SIGTERM to the parent reaches the gate, which ends
-# the sandbox; nothing of the three is left.
+# the sandbox; nothing of the three is left, nor the control socket the gate
+# made as root.
 source "$(dirname "$0")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, veth)"
@@ -99,5 +100,8 @@ left=
 for c in $inits; do kill -0 "$c" 2>/dev/null && left+=" $c"; done
 expect_match "the sandbox ran under the parent" "$inits" '[0-9]'
 expect_eq "no sandbox left" "${left:-none}" none
+# The gate made its control socket as root in a directory it cannot write
+# once dropped: the parent removes it after the gate.
+expect_eq "no control socket left" "$(ls -A "$TEST_TMP/ctl" 2>/dev/null | grep -c '\.sock$')" 0
 
 finish

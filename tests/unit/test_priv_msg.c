@@ -132,6 +132,16 @@ test_good(void **state)
 	m_str(&m, "sb-0123456789");
 	assert_int_equal(parse(&m, NULL, 0, out), 0);
 	assert_string_equal(out->sign_id, "sb-0123456789");
+	m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+	m_str(&m, "default");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->vault_ns, "default");
+	assert_null(out->vault_name);
+	m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+	m_str(&m, "default");
+	m_str(&m, "API_TOKEN");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->vault_name, "API_TOKEN");
 	free(out);
 }
 
@@ -144,7 +154,7 @@ test_bad_messages(void **state)
 	int fd[2];
 
 	(void)state;
-	for (int i = 0; i < 22; i++) {
+	for (int i = 0; i < 27; i++) {
 		size_t nfds = 1;
 		const char *what = "";
 
@@ -271,6 +281,37 @@ test_bad_messages(void **state)
 			m_str(&m, "sb-1");
 			what = "SIGN_OUT with a handle";
 			nfds = 0;
+			break;
+		case 22: /* a path where a namespace goes */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "../../etc");
+			what = "vault: a path as namespace";
+			nfds = 0;
+			break;
+		case 23: /* a name the vault would not take */
+			m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+			m_str(&m, "default");
+			m_str(&m, "A=B");
+			what = "vault: a bad name";
+			nfds = 0;
+			break;
+		case 24: /* a get without its name */
+			m_head(&m, EXEC_PRIV_VAULT_GET, 0, 0);
+			m_str(&m, "default");
+			what = "vault: no name";
+			nfds = 0;
+			break;
+		case 25: /* a list with a name after it */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "default");
+			m_str(&m, "TOKEN");
+			what = "vault: trailing name";
+			nfds = 0;
+			break;
+		case 26: /* a vault read with fds */
+			m_head(&m, EXEC_PRIV_VAULT_LIST, 0, 0);
+			m_str(&m, "default");
+			what = "vault: fds";
 			break;
 		}
 		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
