@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "exec/pty.h"
+#include "exec/workdir.h"
 #include "gateway/core/err.h"
 
 /* ---- framing ------------------------------------------------------------ */
@@ -314,6 +315,20 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 		r->bad = true;
 }
 
+/* serve's work directories: no body but WORKDIR_FILE's name, never a path. */
+static void
+parse_workdir(struct rbuf *r, struct exec_priv_msg *out)
+{
+	if (out->head.value != 0 ||
+	    (out->head.kind == EXEC_PRIV_WORKDIR_NEW) != (out->head.handle == 0))
+		r->bad = true;
+	if (out->head.kind != EXEC_PRIV_WORKDIR_FILE)
+		return;
+	out->file_name = take_str_req(r, EXEC_PRIV_STR_MAX);
+	if (out->file_name != NULL && !exec_workdir_name_ok(out->file_name))
+		r->bad = true;
+}
+
 int
 exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
 {
@@ -360,6 +375,11 @@ exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_pr
 		    (out->head.kind != EXEC_PRIV_SIGNAL && out->head.value != 0))
 			r.bad = true;
 		break;
+	case EXEC_PRIV_WORKDIR_NEW:
+	case EXEC_PRIV_WORKDIR_FILE:
+	case EXEC_PRIV_WORKDIR_FREE:
+		parse_workdir(&r, out);
+		break;
 	default:
 		r.bad = true;
 	}
@@ -384,8 +404,8 @@ same_str(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* A work directory the gate made for serve: directly under the temporary
- * directory, named as the gate names them, no way out of it. */
+/* An output directory the gate made for serve: directly under the
+ * temporary directory, named as the gate names them, no way out of it. */
 static bool
 gate_workdir_ok(const char *path)
 {
@@ -438,8 +458,7 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 			return -EPERM;
 		}
 	}
-	if (st->workdir != NULL && !same_str(st->workdir, c->workdir) &&
-	    !(c->gate_workdirs && gate_workdir_ok(st->workdir))) {
+	if (st->workdir != NULL && !same_str(st->workdir, c->workdir)) {
 		gw_set_err(why, whylen, "work directory %s is not the operator's", st->workdir);
 		return -EPERM;
 	}
@@ -814,4 +833,71 @@ out:
 	close_fds(null_fd, 3);
 	free(w.p);
 	return rc;
+}
+
+/* ---- serve's work directories (exec/workdir.c) ------------------------------ */
+
+int
+exec_priv_workdir_new(uint32_t *handle, char *path, size_t pathlen, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[2 * EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct exec_priv_head h;
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	const char *s;
+	int rc;
+
+	*handle = 0;
+	put_head(&w, EXEC_PRIV_WORKDIR_NEW, 0, 0);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc != 0)
+		goto out;
+	/* client_call read the head: the handle is in it. */
+	memcpy(&h, rb, sizeof(h));
+	s = take_str(&r, pathlen);
+	if (r.bad || s == NULL || h.handle == 0 || nfds != 0 || r.at != r.len) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed work directory");
+		goto out;
+	}
+	snprintf(path, pathlen, "%s", s);
+	*handle = h.handle;
+out:
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_workdir_file(uint32_t handle, const char *name, int *fd, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + EXEC_PRIV_STR_MAX + 8];
+	char rb[EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	*fd = -1;
+	put_head(&w, EXEC_PRIV_WORKDIR_FILE, handle, 0);
+	put_str(&w, name);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc == 0 && nfds != 1) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a file without its fd");
+	}
+	if (rc == 0) {
+		*fd = fds[0];
+		nfds = 0;
+	}
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_workdir_free(uint32_t handle)
+{
+	return exec_priv_sandbox_simple(EXEC_PRIV_WORKDIR_FREE, handle, 0);
 }

@@ -39,6 +39,11 @@ enum exec_priv_kind {
 	EXEC_PRIV_CPU,         /* handle */
 	EXEC_PRIV_FINISH,      /* handle */
 	EXEC_PRIV_FREE,        /* handle */
+	/* serve's work directories (exec/workdir.h): no path ever comes from
+	 * the gate; the parent names the directory and holds it by handle. */
+	EXEC_PRIV_WORKDIR_NEW,  /* reply: handle; body: the directory's path */
+	EXEC_PRIV_WORKDIR_FILE, /* handle; body: a file name; reply: its fd */
+	EXEC_PRIV_WORKDIR_FREE, /* handle: the directory and its files go */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -84,6 +89,7 @@ struct exec_priv_msg {
 	struct exec_priv_head head;
 	struct exec_priv_start start; /* EXEC_PRIV_START */
 	bool no_transparent;          /* EXEC_PRIV_GATE_OPEN */
+	const char *file_name;        /* EXEC_PRIV_WORKDIR_FILE: exec_workdir_name_ok */
 };
 
 /*
@@ -108,8 +114,10 @@ struct exec_priv_ceiling {
 	const char *hide;    /* TOLLGATE_HOME, always hidden */
 	/* Caps: 0 is none; a request must stay at or under a cap it has. */
 	struct exec_limits limits;
-	/* serve: kept-alive sandboxes and a work directory of the gate's
-	 * making under the temporary directory (sessions, fresh calls). */
+	/* serve: kept-alive sandboxes, work directories the parent made
+	 * (EXEC_PRIV_WORKDIR_NEW: the parent sets workdir to the one a START
+	 * names when it holds it) and output directories of the gate's making
+	 * under the temporary directory. */
 	bool gate_workdirs;
 };
 
@@ -168,6 +176,14 @@ int exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach,
 int exec_priv_sandbox_simple(uint32_t kind, uint32_t handle, int value);
 double exec_priv_sandbox_cpu_used(uint32_t handle);
 int exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res);
+
+/*
+ * exec/workdir.c's, with its contracts: a directory the parent made (its
+ * handle and path), a fresh file in it (read-write fd), its removal.
+ */
+int exec_priv_workdir_new(uint32_t *handle, char *path, size_t pathlen, char *err, size_t errlen);
+int exec_priv_workdir_file(uint32_t handle, const char *name, int *fd, char *err, size_t errlen);
+int exec_priv_workdir_free(uint32_t handle);
 
 /* exec/gate.c's: the veth and listeners of the sandbox being attached. */
 struct exec_priv_plumbing {

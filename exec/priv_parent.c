@@ -19,10 +19,12 @@
 #include "exec/gate.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
+#include "exec/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 
 #define PARENT_SANDBOXES_MAX 4096
+#define PARENT_WORKDIRS_MAX 1024
 #define PARENT_SOCKBUF (1024 * 1024)
 
 void exec_priv_client_set(int sock); /* exec/priv.c */
@@ -34,6 +36,12 @@ struct held {
 	struct exec_gate *gate;
 };
 
+/* A work directory the parent made for serve (EXEC_PRIV_WORKDIR_NEW). */
+struct held_workdir {
+	uint32_t handle; /* 0: a free slot */
+	struct exec_workdir *w;
+};
+
 static struct {
 	int sock;
 	pid_t gate_pid;
@@ -43,6 +51,9 @@ static struct {
 	struct held *held;
 	size_t nheld;
 	uint32_t next_handle;
+	struct held_workdir *workdirs;
+	size_t nworkdirs;
+	uint32_t next_workdir;
 	char *buf;
 } P = {.sock = -1};
 
@@ -237,6 +248,79 @@ new_held(void)
 	return &P.held[P.nheld++];
 }
 
+static struct held_workdir *
+find_workdir(uint32_t handle, const char *path)
+{
+	for (size_t i = 0; i < P.nworkdirs; i++) {
+		struct held_workdir *hw = &P.workdirs[i];
+
+		if (hw->handle == 0)
+			continue;
+		if (handle != 0 ? hw->handle == handle
+		                : strcmp(exec_workdir_path(hw->w), path) == 0)
+			return hw;
+	}
+	return NULL;
+}
+
+/*
+ * serve's work directories: made and filled here, so that they and what
+ * the sandbox writes in them are the sandbox's uid's, never the gate's.
+ * The gate names one by handle only; a START may then name its path.
+ */
+static int
+serve_workdir(struct exec_priv_msg *m)
+{
+	struct held_workdir *hw = NULL, *grown;
+	char err[512];
+	const char *strs[1];
+	int rc, fd;
+
+	err[0] = '\0';
+	if (!P.ceil.gate_workdirs)
+		return reply(-EPERM, "no work directories for this command", NULL, 0, NULL, 0, 0,
+		             NULL, 0);
+	if (m->head.kind != EXEC_PRIV_WORKDIR_NEW) {
+		hw = find_workdir(m->head.handle, NULL);
+		if (hw == NULL)
+			return reply(-ESRCH, "no such work directory", NULL, 0, NULL, 0, 0, NULL,
+			             0);
+	}
+	switch (m->head.kind) {
+	case EXEC_PRIV_WORKDIR_NEW:
+		for (size_t i = 0; i < P.nworkdirs && hw == NULL; i++)
+			hw = P.workdirs[i].handle == 0 ? &P.workdirs[i] : NULL;
+		if (hw == NULL && P.nworkdirs < PARENT_WORKDIRS_MAX) {
+			grown = realloc(P.workdirs, (P.nworkdirs + 1) * sizeof(*grown));
+			if (grown != NULL) {
+				P.workdirs = grown;
+				hw = &P.workdirs[P.nworkdirs++];
+				memset(hw, 0, sizeof(*hw));
+			}
+		}
+		if (hw == NULL)
+			return reply(-EAGAIN, "too many work directories", NULL, 0, NULL, 0, 0,
+			             NULL, 0);
+		rc = exec_workdir_new(&hw->w, err, sizeof(err));
+		if (rc != 0)
+			return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+		hw->handle = ++P.next_workdir == 0 ? ++P.next_workdir : P.next_workdir;
+		strs[0] = exec_workdir_path(hw->w);
+		return reply(0, NULL, NULL, 0, NULL, 0, hw->handle, strs, 1);
+	case EXEC_PRIV_WORKDIR_FILE:
+		rc = exec_workdir_file(hw->w, m->file_name, &fd, err, sizeof(err));
+		if (rc != 0)
+			return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+		rc = reply(0, NULL, NULL, 0, &fd, 1, 0, NULL, 0);
+		close(fd);
+		return rc;
+	default:
+		exec_workdir_free(hw->w);
+		memset(hw, 0, sizeof(*hw));
+		return reply(0, NULL, NULL, 0, NULL, 0, 0, NULL, 0);
+	}
+}
+
 /* 0, or -EPROTO when the gate broke the protocol (the parent ends). */
 static int
 serve_start(struct exec_priv_msg *m)
@@ -255,6 +339,9 @@ serve_start(struct exec_priv_msg *m)
 	/* --out's directory is made after the split: compared once it exists. */
 	if (c.outdir != NULL && realpath(c.outdir, outreal) != NULL)
 		c.outdir = outreal;
+	/* A work directory this parent made is as good as the operator's. */
+	if (st->workdir != NULL && c.gate_workdirs && find_workdir(0, st->workdir) != NULL)
+		c.workdir = st->workdir;
 	rc = exec_priv_start_check(st, &c, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("privileged parent: refused a sandbox: %s", err);
@@ -335,6 +422,8 @@ serve_one(struct exec_priv_msg *m)
 	double cpu;
 	int rc = 0;
 
+	if (m->head.kind >= EXEC_PRIV_WORKDIR_NEW && m->head.kind <= EXEC_PRIV_WORKDIR_FREE)
+		return serve_workdir(m);
 	if (m->head.handle != 0) {
 		h = find_held(m->head.handle);
 		if (h == NULL)
@@ -395,6 +484,8 @@ parent_main(void)
 			free_held(&P.held[i]);
 	}
 	exec_hub_free(P.hub);
+	for (size_t i = 0; i < P.nworkdirs; i++)
+		exec_workdir_free(P.workdirs[i].w);
 	do {
 		w = waitpid(P.gate_pid, &wstatus, 0);
 	} while (w < 0 && errno == EINTR);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "exec/priv.h"
+#include "exec/workdir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -48,6 +49,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0; /* the parser closed them */
 	if (msg.head.kind == 0 || msg.head.kind >= EXEC_PRIV_KIND_MAX)
 		abort();
+	/* A work directory's file is a name, never a path. */
+	if (msg.head.kind == EXEC_PRIV_WORKDIR_FILE) {
+		inside(msg.file_name);
+		if (msg.file_name == NULL || !exec_workdir_name_ok(msg.file_name))
+			abort();
+	}
 	if (msg.head.kind != EXEC_PRIV_START) {
 		if (nfds != 0)
 			abort();
