@@ -22,6 +22,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/thread.h"
 #include "policy/file.h"
 
 /* ---- adding a rule on disk ---------------------------------------------- */
@@ -424,7 +425,7 @@ writer_start(struct policy_file_writer *w)
 	int rc;
 
 	/* The worker takes no signals: they belong to the event loop's thread. */
-	sigfillset(&all);
+	gw_thread_helper_mask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
 	rc = -pthread_create(&w->worker, NULL, writer_main, w);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
