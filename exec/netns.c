@@ -32,6 +32,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
+#include "gateway/core/thread.h"
 
 /*
  * A veth whose gate is closed. Normally its sandbox's namespace is going
@@ -359,7 +360,7 @@ exec_netns_run(int ns_fd, int (*fn)(void *arg), void *arg)
 	int rc;
 
 	/* Signals stay with the gateway's own threads. */
-	sigfillset(&all);
+	gw_thread_helper_mask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&t, NULL, netns_thread, &job);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include "exec/artifact.h"
 #include "exec/pty.h"
 #include "exec/vault.h"
+#include "exec/workdir.h"
+#include "policy/policy.h"
 #include "gateway/core/err.h"
 
 /* ---- framing ------------------------------------------------------------ */
@@ -343,6 +346,31 @@ parse_vault(struct rbuf *r, struct exec_priv_msg *out)
 		r->bad = true;
 }
 
+/* An "always" rule: allow or deny, and a pattern for one host or domain. */
+static void
+parse_policy_add(struct rbuf *r, struct exec_priv_msg *out)
+{
+	if (out->head.handle != 0 || (out->head.value != 0 && out->head.value != 1))
+		r->bad = true;
+	out->policy_pattern = take_str_req(r, POLICY_HOST_MAX + 32);
+	if (out->policy_pattern != NULL && !exec_priv_policy_pattern_ok(out->policy_pattern))
+		r->bad = true;
+}
+
+/* serve's work directories: no body but WORKDIR_FILE's name, never a path. */
+static void
+parse_workdir(struct rbuf *r, struct exec_priv_msg *out)
+{
+	if (out->head.value != 0 ||
+	    (out->head.kind == EXEC_PRIV_WORKDIR_NEW) != (out->head.handle == 0))
+		r->bad = true;
+	if (out->head.kind != EXEC_PRIV_WORKDIR_FILE)
+		return;
+	out->file_name = take_str_req(r, EXEC_PRIV_STR_MAX);
+	if (out->file_name != NULL && !exec_workdir_name_ok(out->file_name))
+		r->bad = true;
+}
+
 int
 exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
 {
@@ -396,6 +424,14 @@ exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_pr
 	case EXEC_PRIV_VAULT_GET:
 		parse_vault(&r, out);
 		break;
+	case EXEC_PRIV_WORKDIR_NEW:
+	case EXEC_PRIV_WORKDIR_FILE:
+	case EXEC_PRIV_WORKDIR_FREE:
+		parse_workdir(&r, out);
+		break;
+	case EXEC_PRIV_POLICY_ADD:
+		parse_policy_add(&r, out);
+		break;
 	default:
 		r.bad = true;
 	}
@@ -420,8 +456,8 @@ same_str(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
-/* A work directory the gate made for serve: directly under the temporary
- * directory, named as the gate names them, no way out of it. */
+/* An output directory the gate made for serve: directly under the
+ * temporary directory, named as the gate names them, no way out of it. */
 static bool
 gate_workdir_ok(const char *path)
 {
@@ -474,8 +510,7 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 			return -EPERM;
 		}
 	}
-	if (st->workdir != NULL && !same_str(st->workdir, c->workdir) &&
-	    !(c->gate_workdirs && gate_workdir_ok(st->workdir))) {
+	if (st->workdir != NULL && !same_str(st->workdir, c->workdir)) {
 		gw_set_err(why, whylen, "work directory %s is not the operator's", st->workdir);
 		return -EPERM;
 	}
@@ -502,10 +537,28 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 	return rc;
 }
 
+bool
+exec_priv_policy_pattern_ok(const char *pattern)
+{
+	char norm[POLICY_HOST_MAX + 32], err[128];
+
+	if (policy_pattern_normalise(pattern, norm, sizeof(norm), err, sizeof(err)) != 0 ||
+	    strcmp(norm, pattern) != 0)
+		return false;
+	/* "*" and "*:PORT" would open every host: no approval names them. */
+	return !(norm[0] == '*' && (norm[1] == '\0' || norm[1] == ':'));
+}
+
 /* ---- the gate's client ----------------------------------------------------- */
 
 static int client_sock = -1;
 static char hub_stand_in;
+/*
+ * One request and its reply at a time: the policy file writer's thread
+ * asks too (POLICY_ADD). Recursive, as a START's attach sends GATE_OPEN
+ * from inside the START.
+ */
+static pthread_mutex_t client_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
 bool
 exec_priv_active(void)
@@ -560,9 +613,11 @@ client_call(const struct wbuf *req, const int *fds, size_t nfds, char *buf, size
 		return -ENOTCONN;
 	if (req->over)
 		return -E2BIG;
+	pthread_mutex_lock(&client_mu);
 	rc = exec_priv_send(client_sock, req->p, req->len, fds, nfds);
 	if (rc == 0)
 		rc = client_recv(buf, cap, r, &h, rfds, nrfds);
+	pthread_mutex_unlock(&client_mu);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "privileged parent: %s", strerror(-rc));
 		return rc;
@@ -784,9 +839,25 @@ encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool 
 	}
 }
 
+static int sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                         struct exec_priv_started *out, char *err, size_t errlen);
+
 int
 exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
                         struct exec_priv_started *out, char *err, size_t errlen)
+{
+	int rc;
+
+	/* The START, its ATTACHes and their answers are one exchange. */
+	pthread_mutex_lock(&client_mu);
+	rc = sandbox_start(spec, attach, attach_arg, out, err, errlen);
+	pthread_mutex_unlock(&client_mu);
+	return rc;
+}
+
+static int
+sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+              struct exec_priv_started *out, char *err, size_t errlen)
 {
 	struct wbuf w = {0};
 	char rb[EXEC_PRIV_STR_MAX + 256], hub[64];
@@ -991,5 +1062,109 @@ out:
 		explicit_bzero(rb, EXEC_PRIV_MSG_MAX);
 		free(rb);
 	}
+	return rc;
+}
+
+/* ---- serve's work directories (exec/workdir.c) ------------------------------ */
+
+int
+exec_priv_workdir_new(uint32_t *handle, char *path, size_t pathlen, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head)], rb[2 * EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct exec_priv_head h;
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	const char *s;
+	int rc;
+
+	*handle = 0;
+	put_head(&w, EXEC_PRIV_WORKDIR_NEW, 0, 0);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc != 0)
+		goto out;
+	/* client_call read the head: the handle is in it. */
+	memcpy(&h, rb, sizeof(h));
+	s = take_str(&r, pathlen);
+	if (r.bad || s == NULL || h.handle == 0 || nfds != 0 || r.at != r.len) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed work directory");
+		goto out;
+	}
+	snprintf(path, pathlen, "%s", s);
+	*handle = h.handle;
+out:
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_workdir_file(uint32_t handle, const char *name, int *fd, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + EXEC_PRIV_STR_MAX + 8];
+	char rb[EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	*fd = -1;
+	put_head(&w, EXEC_PRIV_WORKDIR_FILE, handle, 0);
+	put_str(&w, name);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc == 0 && nfds != 1) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a file without its fd");
+	}
+	if (rc == 0) {
+		*fd = fds[0];
+		nfds = 0;
+	}
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_workdir_free(uint32_t handle)
+{
+	return exec_priv_sandbox_simple(EXEC_PRIV_WORKDIR_FREE, handle, 0);
+}
+
+/* ---- "always" rules into the operator's policy file ---------------------- */
+
+int
+exec_priv_policy_add(const char *path, enum policy_verdict action, const char *pattern,
+                     double lock_timeout, bool *present, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + 8 + POLICY_HOST_MAX + 32];
+	char norm[POLICY_HOST_MAX + 32], rb[EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	int rc;
+
+	(void)path;
+	(void)lock_timeout; /* the parent's own, at most EXEC_PRIV_POLICY_LOCK_MAX */
+	*present = false;
+	if (action != POLICY_ALLOW && action != POLICY_DENY) {
+		gw_set_err(err, errlen, "only allow and deny rules are written for the gate");
+		return -EINVAL;
+	}
+	rc = policy_pattern_normalise(pattern, norm, sizeof(norm), err, errlen);
+	if (rc != 0)
+		return rc;
+	if (!exec_priv_policy_pattern_ok(norm)) {
+		gw_set_err(err, errlen, "'%s' would match every host: not written", norm);
+		return -EPERM;
+	}
+	put_head(&w, EXEC_PRIV_POLICY_ADD, 0, action == POLICY_ALLOW ? 1 : 0);
+	put_str(&w, norm);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	close_fds(fds, nfds);
+	if (rc == 0)
+		*present = take_u32(&r) != 0;
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "exec/exec.h"
+#include "policy/policy.h"
 
 /*
  * One message is one datagram: a head, then the body's fields in order
@@ -42,6 +43,13 @@ enum exec_priv_kind {
 	EXEC_PRIV_SIGN_OUT,    /* the sandbox id: sign its out dir */
 	EXEC_PRIV_VAULT_LIST,  /* body: the namespace */
 	EXEC_PRIV_VAULT_GET,   /* body: the namespace, the name */
+	/* serve's work directories (exec/workdir.h): no path ever comes from
+	 * the gate; the parent names the directory and holds it by handle. */
+	EXEC_PRIV_WORKDIR_NEW,  /* reply: handle; body: the directory's path */
+	EXEC_PRIV_WORKDIR_FILE, /* handle; body: a file name; reply: its fd */
+	EXEC_PRIV_WORKDIR_FREE, /* handle: the directory and its files go */
+	/* An "always" approval's rule into the operator's policy file. */
+	EXEC_PRIV_POLICY_ADD, /* value: 1 allow, 0 deny; body: the pattern */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -91,6 +99,8 @@ struct exec_priv_msg {
 	/* EXEC_PRIV_VAULT_*: names vault_namespace_valid and vault_name_valid
 	 * took; name is NULL for a list. */
 	const char *vault_ns, *vault_name;
+	const char *file_name;        /* EXEC_PRIV_WORKDIR_FILE: exec_workdir_name_ok */
+	const char *policy_pattern;   /* EXEC_PRIV_POLICY_ADD: one host, normalised */
 };
 
 /*
@@ -115,12 +125,18 @@ struct exec_priv_ceiling {
 	const char *hide;    /* TOLLGATE_HOME, always hidden */
 	/* Caps: 0 is none; a request must stay at or under a cap it has. */
 	struct exec_limits limits;
-	/* serve: kept-alive sandboxes and a work directory of the gate's
-	 * making under the temporary directory (sessions, fresh calls). */
+	/* serve: kept-alive sandboxes, work directories the parent made
+	 * (EXEC_PRIV_WORKDIR_NEW: the parent sets workdir to the one a START
+	 * names when it holds it) and output directories of the gate's making
+	 * under the temporary directory. */
 	bool gate_workdirs;
 	/* The control socket the gate makes (a path; or, NULL, the default
-	 * <control_dir>/<the gate's pid>.sock): removed once the gate is gone. */
+	 * <control_dir>/<the parent's pid>.sock, gw_control_self_pid): removed
+	 * once the gate is gone. */
 	const char *control_path, *control_dir;
+	/* --policy: the file "always" approvals are written to (POLICY_ADD);
+	 * NULL: none is. */
+	const char *policy_path;
 };
 
 /*
@@ -193,6 +209,28 @@ int exec_priv_sign_out(const char *sandbox_id, struct exec_artifact_summary *sum
                        char **pub_pem, int *manifest_fd, char *err, size_t errlen);
 /* The ids the gate drops to (exec/priv_drop.c): the owner of what it makes. */
 void exec_priv_gate_ids(uid_t *uid, gid_t *gid);
+
+/*
+ * exec/workdir.c's, with its contracts: a directory the parent made (its
+ * handle and path), a fresh file in it (read-write fd), its removal.
+ */
+int exec_priv_workdir_new(uint32_t *handle, char *path, size_t pathlen, char *err, size_t errlen);
+int exec_priv_workdir_file(uint32_t handle, const char *name, int *fd, char *err, size_t errlen);
+int exec_priv_workdir_free(uint32_t handle);
+
+/*
+ * A policy_file_add_fn (policy/policy.h) for the gate's policy file
+ * writer: the parent adds the rule to the operator's --policy file (path
+ * is not sent: the gate names no file) and waits at most
+ * EXEC_PRIV_POLICY_LOCK_MAX seconds for its lock. A pattern that matches
+ * every host ("*", "*:PORT") is refused by both sides.
+ */
+#define EXEC_PRIV_POLICY_LOCK_MAX 10.0
+int exec_priv_policy_add(const char *path, enum policy_verdict action, const char *pattern,
+                         double lock_timeout, bool *present, char *err, size_t errlen);
+/* Whether pattern is one the parent writes for the gate: a valid host pattern,
+ * normalised, not one for every host. */
+bool exec_priv_policy_pattern_ok(const char *pattern);
 
 /* exec/gate.c's: the veth and listeners of the sandbox being attached. */
 struct exec_priv_plumbing {

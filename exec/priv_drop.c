@@ -5,6 +5,7 @@
  */
 #include "exec/priv.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -14,7 +15,9 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/thread.h"
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -46,6 +50,7 @@ int exec_priv_gate_harden(void);
 #define PRIV_SANITIZED 0
 #endif
 #define PRIV_DUMPABLE PRIV_SANITIZED
+#define PRIV_DROP_ROUNDS 4
 
 static int
 caps_set_all(bool keep_effective)
@@ -84,6 +89,114 @@ exec_priv_gate_harden(void)
 	if (prctl(PR_SET_DUMPABLE, PRIV_DUMPABLE, 0, 0, 0) != 0)
 		return -errno;
 	return caps_set_all(true);
+}
+
+/* The securebits of the rootless drop: uid 0 there never regains a
+ * capability, by execve or by a change of ids. */
+#define PRIV_SECUREBITS                                                                            \
+	(SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |                           \
+	 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED)
+
+static atomic_int threads_dropped, threads_failed;
+
+/* GW_SIGNAL_THREAD_DROP's handler: the receiving thread's own drop. Raw
+ * system calls only, so it is async-signal-safe. */
+static void
+on_thread_drop(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (prctl(PR_SET_SECUREBITS, PRIV_SECUREBITS, 0, 0, 0) != 0 || caps_set_all(false) != 0)
+		atomic_fetch_add(&threads_failed, 1);
+	atomic_fetch_add(&threads_dropped, 1);
+	errno = saved;
+}
+
+/* Whether thread tid of this process still has a permitted or effective
+ * capability (or cannot be read: then it is counted as having one). */
+static bool
+thread_has_caps(pid_t tid)
+{
+	static const char *const sets[] = {"CapPrm:", "CapEff:"};
+	char path[64], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT; /* a thread that has ended has none */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+		p = strstr(buf, sets[i]);
+		if (p == NULL || strtoull(p + strlen(sets[i]), NULL, 16) != 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Capabilities are per thread, and no libc call changes them on every
+ * thread (as setresuid does): each other thread is asked by a signal its
+ * mask leaves open (gateway/core/thread.h) to clear its own, and /proc
+ * then says whether every one did. Rounds, in case a thread started
+ * another before its own drop.
+ */
+static int
+drop_other_threads(char *err, size_t errlen)
+{
+	struct sigaction sa, old;
+	struct dirent *de;
+	pid_t self = (pid_t)syscall(SYS_gettid), tid;
+	int pending, rc = 0;
+	DIR *d;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_thread_drop;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(GW_SIGNAL_THREAD_DROP, &sa, &old) != 0)
+		return -errno;
+	for (int round = 0; round < PRIV_DROP_ROUNDS; round++) {
+		int sent = 0, before = atomic_load(&threads_dropped);
+
+		d = opendir("/proc/self/task");
+		if (d == NULL) {
+			rc = -errno;
+			gw_set_err(err, errlen, "/proc/self/task: %s", strerror(errno));
+			goto out;
+		}
+		pending = 0;
+		while ((de = readdir(d)) != NULL) {
+			tid = (pid_t)strtol(de->d_name, NULL, 10);
+			if (tid <= 0 || tid == self || !thread_has_caps(tid))
+				continue;
+			pending++;
+			if (syscall(SYS_tgkill, getpid(), tid, GW_SIGNAL_THREAD_DROP) == 0)
+				sent++;
+		}
+		closedir(d);
+		if (pending == 0)
+			goto out;
+		/* Bounded: a thread that never runs its handler fails the drop. */
+		for (int i = 0; i < 1000 && atomic_load(&threads_dropped) - before < sent; i++)
+			usleep(2000);
+	}
+	rc = -EPERM;
+	gw_set_err(err, errlen, "%d thread%s kept their capabilities", pending,
+	           pending == 1 ? "" : "s");
+out:
+	sigaction(GW_SIGNAL_THREAD_DROP, &old, NULL);
+	if (rc == 0 && atomic_load(&threads_failed) != 0) {
+		rc = -EPERM;
+		gw_set_err(err, errlen, "a thread could not clear its capabilities");
+	}
+	return rc;
 }
 
 /* Whether this process lives in a user namespace other than the initial one. */
@@ -215,14 +328,14 @@ exec_priv_drop(char *err, size_t errlen)
 		/*
 		 * uid 0 of a namespace this process made (rootless mode): no
 		 * other id is mapped, so it stays 0 there and loses every
-		 * capability for good instead. Capabilities are per thread:
-		 * the threads started since the split keep their effective set
-		 * here (the setuid path below has no such gap).
+		 * capability for good instead, on every thread: the threads
+		 * started since the split (the audit writer) first, each by
+		 * itself, then this one.
 		 */
-		if (prctl(PR_SET_SECUREBITS,
-		          SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-		              SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED,
-		          0, 0, 0) != 0) {
+		rc = drop_other_threads(err, errlen);
+		if (rc != 0)
+			return rc;
+		if (prctl(PR_SET_SECUREBITS, PRIV_SECUREBITS, 0, 0, 0) != 0) {
 			rc = -errno;
 			gw_set_err(err, errlen, "securebits: %s", strerror(errno));
 			return rc;

@@ -23,10 +23,12 @@
 #include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/vault.h"
+#include "exec/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 
 #define PARENT_SANDBOXES_MAX 4096
+#define PARENT_WORKDIRS_MAX 1024
 #define PARENT_SOCKBUF (1024 * 1024)
 
 void exec_priv_client_set(int sock); /* exec/priv.c */
@@ -42,6 +44,12 @@ struct held {
 	bool out_signed;
 };
 
+/* A work directory the parent made for serve (EXEC_PRIV_WORKDIR_NEW). */
+struct held_workdir {
+	uint32_t handle; /* 0: a free slot */
+	struct exec_workdir *w;
+};
+
 static struct {
 	int sock;
 	pid_t gate_pid;
@@ -51,6 +59,9 @@ static struct {
 	struct held *held;
 	size_t nheld;
 	uint32_t next_handle;
+	struct held_workdir *workdirs;
+	size_t nworkdirs;
+	uint32_t next_workdir;
 	char *buf;
 	bool out_taken; /* run's --out is one sandbox's */
 	char *out; /* a vault reply: up to a message */
@@ -71,6 +82,28 @@ forward_signal(int sig, siginfo_t *si, void *uc)
 		return;
 	if (P.gate_pid > 0)
 		kill(P.gate_pid, sig);
+}
+
+/*
+ * Job control: the shell waits on the parent, the gate holds the terminal.
+ * A stop sent to the parent alone goes to the gate too (it gives the
+ * terminal back, then stops itself), and the parent stops; one from the
+ * terminal reached both already. A continue always goes on to the gate.
+ */
+static void
+job_control_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	if (sig == SIGTSTP) {
+		if (P.gate_pid > 0 && (si == NULL || si->si_code != SI_KERNEL))
+			kill(P.gate_pid, SIGTSTP);
+		raise(SIGSTOP);
+	} else if (P.gate_pid > 0) {
+		kill(P.gate_pid, SIGCONT);
+	}
+	errno = saved;
 }
 
 static int
@@ -287,6 +320,105 @@ out_take(const char *want, bool operators, struct exec_artifact_out **out, char 
 	return 0;
 }
 
+static struct held_workdir *
+find_workdir(uint32_t handle, const char *path)
+{
+	for (size_t i = 0; i < P.nworkdirs; i++) {
+		struct held_workdir *hw = &P.workdirs[i];
+
+		if (hw->handle == 0)
+			continue;
+		if (handle != 0 ? hw->handle == handle
+		                : strcmp(exec_workdir_path(hw->w), path) == 0)
+			return hw;
+	}
+	return NULL;
+}
+
+/*
+ * serve's work directories: made and filled here, so that they and what
+ * the sandbox writes in them are the sandbox's uid's, never the gate's.
+ * The gate names one by handle only; a START may then name its path.
+ */
+static int
+serve_workdir(struct exec_priv_msg *m)
+{
+	struct held_workdir *hw = NULL, *grown;
+	char err[512];
+	const char *strs[1];
+	int rc, fd;
+
+	err[0] = '\0';
+	if (!P.ceil.gate_workdirs)
+		return reply(-EPERM, "no work directories for this command", NULL, 0, NULL, 0, 0,
+		             NULL, 0);
+	if (m->head.kind != EXEC_PRIV_WORKDIR_NEW) {
+		hw = find_workdir(m->head.handle, NULL);
+		if (hw == NULL)
+			return reply(-ESRCH, "no such work directory", NULL, 0, NULL, 0, 0, NULL,
+			             0);
+	}
+	switch (m->head.kind) {
+	case EXEC_PRIV_WORKDIR_NEW:
+		for (size_t i = 0; i < P.nworkdirs && hw == NULL; i++)
+			hw = P.workdirs[i].handle == 0 ? &P.workdirs[i] : NULL;
+		if (hw == NULL && P.nworkdirs < PARENT_WORKDIRS_MAX) {
+			grown = realloc(P.workdirs, (P.nworkdirs + 1) * sizeof(*grown));
+			if (grown != NULL) {
+				P.workdirs = grown;
+				hw = &P.workdirs[P.nworkdirs++];
+				memset(hw, 0, sizeof(*hw));
+			}
+		}
+		if (hw == NULL)
+			return reply(-EAGAIN, "too many work directories", NULL, 0, NULL, 0, 0,
+			             NULL, 0);
+		rc = exec_workdir_new(&hw->w, err, sizeof(err));
+		if (rc != 0)
+			return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+		hw->handle = ++P.next_workdir == 0 ? ++P.next_workdir : P.next_workdir;
+		strs[0] = exec_workdir_path(hw->w);
+		return reply(0, NULL, NULL, 0, NULL, 0, hw->handle, strs, 1);
+	case EXEC_PRIV_WORKDIR_FILE:
+		rc = exec_workdir_file(hw->w, m->file_name, &fd, err, sizeof(err));
+		if (rc != 0)
+			return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+		rc = reply(0, NULL, NULL, 0, &fd, 1, 0, NULL, 0);
+		close(fd);
+		return rc;
+	default:
+		exec_workdir_free(hw->w);
+		memset(hw, 0, sizeof(*hw));
+		return reply(0, NULL, NULL, 0, NULL, 0, 0, NULL, 0);
+	}
+}
+
+/*
+ * An "always" approval's rule, into the operator's --policy file (never a
+ * path of the gate's) as root: the gate cannot write the file's directory.
+ * The parser took only a rule for one host or domain; the parent cannot
+ * know a person approved it, so this is no more than the gate could do with
+ * its own writer before the split (docs/threat-model.md).
+ */
+static int
+serve_policy_add(const struct exec_priv_msg *m)
+{
+	char err[512];
+	uint32_t present = 0;
+	bool was = false;
+	int rc;
+
+	err[0] = '\0';
+	if (P.ceil.policy_path == NULL)
+		return reply(-ENOENT, "no policy file to write to", NULL, 0, NULL, 0, 0, NULL, 0);
+	rc = policy_file_add_rule_timed(P.ceil.policy_path,
+	                                m->head.value == 1 ? POLICY_ALLOW : POLICY_DENY,
+	                                m->policy_pattern, EXEC_PRIV_POLICY_LOCK_MAX, &was, err,
+	                                sizeof(err));
+	present = was;
+	return reply(rc, err, &present, sizeof(present), NULL, 0, 0, NULL, 0);
+}
+
 /* 0, or -EPROTO when the gate broke the protocol (the parent ends). */
 static int
 serve_start(struct exec_priv_msg *m)
@@ -307,6 +439,9 @@ serve_start(struct exec_priv_msg *m)
 	/* --out's directory is made after the split: compared once it exists. */
 	if (c.outdir != NULL && realpath(c.outdir, outreal) != NULL)
 		c.outdir = outreal;
+	/* A work directory this parent made is as good as the operator's. */
+	if (st->workdir != NULL && c.gate_workdirs && find_workdir(0, st->workdir) != NULL)
+		c.workdir = st->workdir;
 	rc = exec_priv_start_check(st, &c, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("privileged parent: refused a sandbox: %s", err);
@@ -549,6 +684,10 @@ serve_one(struct exec_priv_msg *m)
 	double cpu;
 	int rc = 0;
 
+	if (m->head.kind >= EXEC_PRIV_WORKDIR_NEW && m->head.kind <= EXEC_PRIV_WORKDIR_FREE)
+		return serve_workdir(m);
+	if (m->head.kind == EXEC_PRIV_POLICY_ADD)
+		return serve_policy_add(m);
 	if (m->head.handle != 0) {
 		h = find_held(m->head.handle);
 		if (h == NULL)
@@ -603,7 +742,7 @@ remove_control_socket(void)
 		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", P.ceil.control_path);
 	else if (P.ceil.control_dir != NULL)
 		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%ld.sock", P.ceil.control_dir,
-		             (long)P.gate_pid);
+		             (long)getpid());
 	else
 		return;
 	if (n <= 0 || (size_t)n >= sizeof(sun.sun_path))
@@ -652,6 +791,8 @@ parent_main(void)
 			free_held(&P.held[i]);
 	}
 	exec_hub_free(P.hub);
+	for (size_t i = 0; i < P.nworkdirs; i++)
+		exec_workdir_free(P.workdirs[i].w);
 	do {
 		w = waitpid(P.gate_pid, &wstatus, 0);
 	} while (w < 0 && errno == EINTR);
@@ -712,5 +853,8 @@ exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
+	sa.sa_sigaction = job_control_signal;
+	sigaction(SIGTSTP, &sa, NULL);
+	sigaction(SIGCONT, &sa, NULL);
 	parent_main();
 }

@@ -9,9 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +19,7 @@
 #include "exec/agent.h"
 #include "exec/job.h"
 #include "exec/session.h"
-#include "exec/userns.h"
+#include "exec/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
@@ -30,9 +28,8 @@
 struct exec_session {
 	struct event_base *base;
 	struct exec_session_opts opts;
-	char id[40];            /* "sess-" + 32 hex digits */
-	char dir[PATH_MAX];     /* root-owned 0711, named by the instance tag */
-	char workdir[PATH_MAX]; /* dir/w-<secret>: the sandbox user's, 0700 */
+	char id[40];               /* "sess-" + 32 hex digits */
+	struct exec_workdir *work; /* bound at EXEC_WORKDIR (exec/workdir.h) */
 	char end_reason[64];
 	char sandbox_id[64];          /* the kept sandbox's, also once it is gone */
 	bool started;                 /* its sandbox.start row was written */
@@ -60,24 +57,6 @@ static void on_idle(evutil_socket_t fd, short what, void *arg);
 static void terminate_with(struct exec_session *s, const char *reason,
                            struct exec_result *running_res);
 
-static int
-random_hex(char *buf, size_t nbytes)
-{
-	unsigned char raw[32];
-	ssize_t n;
-
-	if (nbytes > sizeof(raw))
-		return -EINVAL;
-	do {
-		n = getrandom(raw, nbytes, 0);
-	} while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)nbytes)
-		return -EIO;
-	for (size_t i = 0; i < nbytes; i++)
-		snprintf(buf + 2 * i, 3, "%02x", raw[i]);
-	return 0;
-}
-
 static void
 publish(struct exec_session *s, enum gw_event_type type, json_t *payload)
 {
@@ -92,59 +71,6 @@ arm_idle(struct exec_session *s)
 	                     .tv_usec = (suseconds_t)(s->opts.idle_ms % 1000) * 1000};
 
 	event_add(s->ev_idle, &tv);
-}
-
-static int
-make_dirs(struct exec_session *s, char *err, size_t errlen)
-{
-	char tag[128], secret[33];
-	int rc, n;
-
-	rc = exec_instance_tag(tag, sizeof(tag));
-	if (rc != 0) {
-		gw_set_err(err, errlen, "session: instance tag: %s", strerror(-rc));
-		return rc;
-	}
-	rc = random_hex(secret, 16);
-	if (rc != 0) {
-		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
-		return rc;
-	}
-	/* Under the instance tag, so exec_cleanup_stale() removes the directory
-	 * of a gateway that died without ending its sessions. */
-	n = snprintf(s->dir, sizeof(s->dir), "%s/%s.%s", exec_tmp_dir(), tag, s->id);
-	if (n < 0 || (size_t)n >= sizeof(s->dir)) {
-		gw_set_err(err, errlen, "session: temporary directory name too long");
-		s->dir[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	if (mkdir(s->dir, 0711) != 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "session: mkdir %s: %s", s->dir, strerror(errno));
-		s->dir[0] = '\0';
-		return rc;
-	}
-	/* Every sandbox runs as the same host uid, so ownership alone would not
-	 * keep one session out of another's files: the parent cannot be listed
-	 * (0711) and the work directory's name is a secret of this session. */
-	if (chmod(s->dir, 0711) != 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "session: chmod %s: %s", s->dir, strerror(errno));
-		return rc;
-	}
-	n = snprintf(s->workdir, sizeof(s->workdir), "%s/w-%s", s->dir, secret);
-	if (n < 0 || (size_t)n >= sizeof(s->workdir)) {
-		gw_set_err(err, errlen, "session: work directory name too long");
-		return -ENAMETOOLONG;
-	}
-	if (mkdir(s->workdir, 0700) != 0 ||
-	    chown(s->workdir, exec_sandbox_host_uid(), exec_sandbox_host_gid()) != 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "session: work directory %s: %s", s->workdir,
-		           strerror(errno));
-		return rc;
-	}
-	return 0;
 }
 
 static void on_gone(evutil_socket_t fd, short what, void *arg);
@@ -168,7 +94,7 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 	spec.set_stdio = true;
 	spec.stdin_fd = spec.stdout_fd = spec.stderr_fd = null_fd;
 	spec.keep_alive = true;
-	spec.workdir = s->workdir;
+	spec.workdir = exec_workdir_path(s->work);
 	spec.env = s->opts.env;
 	spec.limits = s->opts.limits;
 	spec.hide_path = s->opts.hide_path;
@@ -220,13 +146,15 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 		s->opts.idle_ms = EXEC_SESSION_DEFAULT_IDLE_MS;
 	s->ended_cb = ended;
 	s->ended_arg = ended_arg;
-	rc = random_hex(hex, 16);
+	rc = exec_random_hex(hex, 16);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "session: getrandom: %s", strerror(-rc));
 		goto out;
 	}
 	snprintf(s->id, sizeof(s->id), "sess-%s", hex);
-	rc = make_dirs(s, err, errlen);
+	/* Every sandbox runs as the same host uid: a session's files are kept
+	 * from another's by the directory's secret name (exec/workdir.h). */
+	rc = exec_workdir_new(&s->work, err, errlen);
 	if (rc != 0)
 		goto out;
 	s->ev_idle = evtimer_new(base, on_idle, s);
@@ -287,7 +215,13 @@ exec_session_executions(const struct exec_session *s)
 const char *
 exec_session_workdir(const struct exec_session *s)
 {
-	return s->workdir;
+	return s->work != NULL ? exec_workdir_path(s->work) : "";
+}
+
+struct exec_workdir *
+exec_session_work(struct exec_session *s)
+{
+	return s->work;
 }
 
 bool
@@ -587,9 +521,8 @@ terminate_with(struct exec_session *s, const char *reason, struct exec_result *r
 	/* Everything in it dies with its init; free() reaps that. */
 	exec_sandbox_free(s->sandbox);
 	s->sandbox = NULL;
-	if (s->dir[0] != '\0' && exec_remove_tree(s->dir) != 0)
-		log_warnx("session %s: %s not removed", s->id, s->dir);
-	s->dir[0] = '\0';
+	exec_workdir_free(s->work);
+	s->work = NULL;
 	if (s->started) {
 		detail = json_pack("{s:s, s:s, s:I}", "session", s->id, "reason", s->end_reason,
 		                   "executions", (json_int_t)s->executions);
@@ -628,8 +561,7 @@ exec_session_free(struct exec_session *s)
 	free_event(&s->ev_gone);
 	free_event(&s->ev_agent);
 	exec_sandbox_free(s->sandbox);
-	if (s->dir[0] != '\0')
-		exec_remove_tree(s->dir);
+	exec_workdir_free(s->work);
 	if (s->ev_idle != NULL)
 		event_free(s->ev_idle);
 	free(s);

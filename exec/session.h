@@ -19,6 +19,7 @@ struct event_base;
 struct gw_events;
 struct audit;
 struct exec_session;
+struct exec_workdir;
 
 #define EXEC_SESSION_DEFAULT_IDLE_MS (15u * 60u * 1000u)
 
@@ -74,6 +75,8 @@ const char *exec_session_id(const struct exec_session *s);
 const char *exec_session_sandbox_id(const struct exec_session *s);
 /* The host path of the work directory (the sandbox sees EXEC_WORKDIR). */
 const char *exec_session_workdir(const struct exec_session *s);
+/* The work directory itself, for exec_workdir_file; NULL once ended. */
+struct exec_workdir *exec_session_work(struct exec_session *s);
 /* How many commands were started in it (the running one included). */
 unsigned exec_session_executions(const struct exec_session *s);
 bool exec_session_busy(const struct exec_session *s);

@@ -88,6 +88,14 @@ controlling_tty(void)
 	return (dev_t)(unsigned)tty_nr;
 }
 
+static uid_t person_uid = (uid_t)-1;
+
+void
+gw_terminal_note_person(void)
+{
+	person_uid = getuid();
+}
+
 const char *
 gw_terminal_who(int fd, char *buf, size_t len)
 {
@@ -113,7 +121,8 @@ gw_terminal_who(int fd, char *buf, size_t len)
 			snprintf(tty, sizeof(tty), "/dev/pts/%u",
 			         (major(ctty) - 136) * 256 + minor(ctty));
 	}
-	snprintf(buf, len, "terminal uid=%u tty=%s", (unsigned)getuid(), tty);
+	snprintf(buf, len, "terminal uid=%u tty=%s",
+	         (unsigned)(person_uid != (uid_t)-1 ? person_uid : getuid()), tty);
 	return buf;
 }
 

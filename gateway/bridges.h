@@ -58,5 +58,11 @@ int gw_bridge_approvals(struct gw_events *bus, struct approvals *a);
  */
 #define GW_WHO_MAX 128
 const char *gw_terminal_who(int fd, char *buf, size_t len);
+/*
+ * Remembers getuid() as the person's uid for gw_terminal_who: called before
+ * a rootless start (uid 0 of its own namespace after) or the split (the
+ * gate's own uid after). Without it, gw_terminal_who says getuid().
+ */
+void gw_terminal_note_person(void);
 
 #endif

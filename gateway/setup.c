@@ -177,11 +177,10 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
 }
 
 /*
- * Started as root, a command that runs sandboxes splits (exec/priv.h): the
- * parent stays here, privileged, and serves the gate; the gate returns and
- * builds the rest. For now only with TOLLGATE_PRIVSEP=1 (docs/run.md):
- * some files the commands write after set-up still need their route
- * through the parent.
+ * Started as root (or as root of its own user namespace), a command that
+ * runs sandboxes splits (exec/priv.h): the parent stays here, privileged,
+ * and serves the gate; the gate returns and builds the rest.
+ * TOLLGATE_PRIVSEP=0 keeps one process (docs/run.md), for debugging.
  */
 static int
 split(const struct gw_setup_flags *f, const struct policy *policy)
@@ -191,11 +190,13 @@ split(const struct gw_setup_flags *f, const struct policy *policy)
 	const char *env = getenv("TOLLGATE_PRIVSEP");
 	int rc;
 
-	if (env == NULL || strcmp(env, "1") != 0)
+	if (env != NULL && strcmp(env, "0") == 0)
 		return 0;
 	split_ceiling(f, policy, &c, home, sizeof(home));
 	/* A file the gate cannot remove once dropped: the parent's to. */
 	c.control_path = f->control_path;
+	/* "always" approvals: the gate cannot rewrite a root-owned file. */
+	c.policy_path = f->policy_path;
 	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
 		c.control_dir = ctl_dir;
 	rc = exec_priv_split(&c, f->pool);
@@ -250,6 +251,9 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	char err[512];
 
 	if (parts & GW_SETUP_SANDBOXES) {
+		/* Who answers at the terminal, before a namespace or the split
+		 * changes what getuid() says. */
+		gw_terminal_note_person();
 		if (geteuid() != 0 && enter_rootless(f) != 0)
 			return GW_EXIT_FAILURE;
 		signal(SIGPIPE, SIG_IGN);

@@ -35,6 +35,7 @@
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
+#include "gateway/core/thread.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
     "0000000000000000000000000000000000000000000000000000000000000000";
@@ -718,7 +719,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 
 	/* The writer takes no signals: they belong to the event loop's thread
 	 * (a signalfd or libevent's handler there must see every one). */
-	sigfillset(&all);
+	gw_thread_helper_mask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
 	rc = -pthread_create(&a->writer, NULL, writer_main, a);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);

@@ -22,6 +22,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/thread.h"
 #include "policy/file.h"
 
 /* ---- adding a rule on disk ---------------------------------------------- */
@@ -166,11 +167,12 @@ struct policy_file_writer {
 	struct file_job_list done;  /* finished, waiting for policy_file_writer_collect */
 	size_t nqueued;
 	int pipe_rd, pipe_wr; /* a byte in it: something is in done */
+	policy_file_add_fn adder; /* NULL: file_add_rule here */
 };
 
 /*
  * Sleeps ms on the writer's condition variable, or less when it is told to
- * stop. Returns whether it was told to stop.
+ * stop. Returns whether it was told to stop. Without a writer, just sleeps.
  */
 static bool
 writer_nap(struct policy_file_writer *w, long ms)
@@ -178,6 +180,12 @@ writer_nap(struct policy_file_writer *w, long ms)
 	struct timespec ts;
 	bool stop;
 
+	if (w == NULL) {
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = (ms % 1000) * 1000000L;
+		(void)nanosleep(&ts, NULL);
+		return false;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (ms % 1000) * 1000000L;
@@ -194,23 +202,25 @@ writer_nap(struct policy_file_writer *w, long ms)
 }
 
 /*
- * Takes the exclusive lock on fd. Without a writer, blocks until it is free.
- * With one, tries until the deadline (CLOCK_MONOTONIC seconds) or until the
- * writer stops, whichever comes first: -ETIMEDOUT or -ECANCELED then.
+ * Takes the exclusive lock on fd. Without a writer or a timeout, blocks
+ * until it is free. Otherwise tries until the deadline (CLOCK_MONOTONIC
+ * seconds) or until the writer stops, whichever comes first: -ETIMEDOUT or
+ * -ECANCELED then.
  */
 static int
 lock_file(int fd, const char *path, struct policy_file_writer *w, double deadline, double timeout,
           char *err, size_t errlen)
 {
 	long nap = LOCK_POLL_MIN_MS;
+	bool polls = w != NULL || timeout > 0;
 	int rc;
 
 	for (;;) {
-		if (flock(fd, w != NULL ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
+		if (flock(fd, polls ? LOCK_EX | LOCK_NB : LOCK_EX) == 0)
 			return 0;
 		if (errno == EINTR)
 			continue;
-		if (w == NULL || errno != EWOULDBLOCK) {
+		if (!polls || errno != EWOULDBLOCK) {
 			rc = -errno;
 			snprintf(err, errlen, "%s: lock: %s", path, strerror(errno));
 			return rc;
@@ -329,6 +339,17 @@ policy_file_add_rule(const char *path, enum policy_verdict action, const char *p
 	return file_add_rule(path, action, pattern, NULL, 0, &present, err, errlen);
 }
 
+int
+policy_file_add_rule_timed(const char *path, enum policy_verdict action, const char *pattern,
+                           double lock_timeout, bool *present, char *err, size_t errlen)
+{
+	if (!(lock_timeout > 0)) {
+		snprintf(err, errlen, "policy file: a lock timeout above 0 s is needed");
+		return -EINVAL;
+	}
+	return file_add_rule(path, action, pattern, NULL, lock_timeout, present, err, errlen);
+}
+
 /* ---- the background writer ---------------------------------------------- */
 
 static void
@@ -370,8 +391,12 @@ writer_main(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		/* After a stop, a job still gets its try: lock_file gives up on a held
 		 * lock at once, but a free one is taken and the rule written. */
-		j->rc = file_add_rule(j->path, j->action, j->pattern, w, j->lock_timeout,
-		                      &j->present, j->err, sizeof(j->err));
+		if (w->adder != NULL)
+			j->rc = w->adder(j->path, j->action, j->pattern, j->lock_timeout,
+			                 &j->present, j->err, sizeof(j->err));
+		else
+			j->rc = file_add_rule(j->path, j->action, j->pattern, w, j->lock_timeout,
+			                      &j->present, j->err, sizeof(j->err));
 		pthread_mutex_lock(&w->mu);
 		TAILQ_INSERT_TAIL(&w->done, j, entry);
 		writer_signal(w);
@@ -410,6 +435,12 @@ policy_file_writer_new(struct policy_file_writer **out)
 	return 0;
 }
 
+void
+policy_file_writer_set_adder(struct policy_file_writer *w, policy_file_add_fn fn)
+{
+	w->adder = fn;
+}
+
 int
 policy_file_writer_fd(const struct policy_file_writer *w)
 {
@@ -424,7 +455,7 @@ writer_start(struct policy_file_writer *w)
 	int rc;
 
 	/* The worker takes no signals: they belong to the event loop's thread. */
-	sigfillset(&all);
+	gw_thread_helper_mask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
 	rc = -pthread_create(&w->worker, NULL, writer_main, w);
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);

@@ -291,6 +291,12 @@ struct policy *policy_client_by_name(const struct policy *p, const char *name);
 int policy_file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
                          char *err, size_t errlen);
 /*
+ * The same, waiting at most lock_timeout seconds (above 0) for the file's
+ * lock: -ETIMEDOUT then. *present: the rule was there already.
+ */
+int policy_file_add_rule_timed(const char *path, enum policy_verdict action, const char *pattern,
+                               double lock_timeout, bool *present, char *err, size_t errlen);
+/*
  * policy_file_add_rule blocks on the file's lock, which any other process
  * (an editor, `tollgate policy add`, a second gateway) may hold for as long
  * as it likes. A gateway adds rules through a writer instead: a worker
@@ -313,6 +319,16 @@ typedef void (*policy_file_done_cb)(const struct policy_file_result *r, void *ar
 
 /* 0 or negative errno. The thread starts with the first write. */
 int policy_file_writer_new(struct policy_file_writer **out);
+/*
+ * What the worker calls for each write, in place of its own
+ * policy_file_add_rule_timed: a process that may not write the file itself
+ * (the gate of a split, exec/priv.h) asks one that may. Before the first
+ * write.
+ */
+typedef int (*policy_file_add_fn)(const char *path, enum policy_verdict action,
+                                  const char *pattern, double lock_timeout, bool *present,
+                                  char *err, size_t errlen);
+void policy_file_writer_set_adder(struct policy_file_writer *w, policy_file_add_fn fn);
 /* Readable when finished writes wait for policy_file_writer_collect. */
 int policy_file_writer_fd(const struct policy_file_writer *w);
 /*

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec/priv.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/socket.h"
 #include "gateway/core/err.h"
@@ -52,6 +53,12 @@ gw_control_dir(char *buf, size_t len)
 	return 0;
 }
 
+pid_t
+gw_control_self_pid(void)
+{
+	return exec_priv_active() ? getppid() : getpid();
+}
+
 int
 gw_control_default_path(char *buf, size_t len)
 {
@@ -61,7 +68,7 @@ gw_control_default_path(char *buf, size_t len)
 	rc = gw_control_dir(dir, sizeof(dir));
 	if (rc != 0)
 		return rc;
-	n = snprintf(buf, len, "%s/%ld.sock", dir, (long)getpid());
+	n = snprintf(buf, len, "%s/%ld.sock", dir, (long)gw_control_self_pid());
 	if (n < 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
 		return -ENAMETOOLONG;
 	return 0;

@@ -67,6 +67,12 @@ json_t *gw_control_stats_json(const struct proxy *p, const struct dns_server *dn
  * $TOLLGATE_HOME/run. 0 or -ENAMETOOLONG/-ENOENT.
  */
 int gw_control_dir(char *buf, size_t len);
+/*
+ * The pid this gateway goes by in its socket's name, `tollgate stats --pid`,
+ * approval IDs and answers: the process its user started (split, the
+ * privileged parent, exec/priv.h; the gate is its child).
+ */
+pid_t gw_control_self_pid(void);
 /* gw_control_dir()/<pid>.sock for this process. */
 int gw_control_default_path(char *buf, size_t len);
 

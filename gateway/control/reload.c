@@ -13,6 +13,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
+#include "exec/priv.h"
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -152,6 +153,9 @@ writer_setup(struct gw_policy_always *a)
 	rc = policy_file_writer_new(&a->writer);
 	if (rc != 0)
 		return rc;
+	/* Split, the gate may not write the file's directory: its parent does. */
+	if (exec_priv_active())
+		policy_file_writer_set_adder(a->writer, exec_priv_policy_add);
 	a->ev_writer = event_new(a->ctx->base, policy_file_writer_fd(a->writer),
 	                         EV_READ | EV_PERSIST, writer_ready_cb, a);
 	if (a->ev_writer == NULL || event_add(a->ev_writer, NULL) != 0) {

@@ -295,7 +295,7 @@ answer_stats(struct control_client *cl)
 		return;
 	}
 	client_send(
-	    cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)getpid(), "stats", st));
+	    cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)gw_control_self_pid(), "stats", st));
 }
 
 static json_t *
@@ -384,7 +384,7 @@ answer_pending(struct control_client *cl)
 		client_error(cl, "out of memory");
 		return;
 	}
-	client_send(cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)getpid(),
+	client_send(cl, json_pack("{s:b, s:I, s:o}", "ok", 1, "pid", (json_int_t)gw_control_self_pid(),
 	                          "approvals", arr));
 }
 
@@ -436,9 +436,9 @@ answer_decide(struct control_client *cl, json_t *req, bool allow)
 		return;
 	}
 	/* A qualified id (PID:ID) names the gateway too: refuse to decide in another. */
-	if (jpid != NULL && (!json_is_integer(jpid) || json_integer_value(jpid) != getpid())) {
+	if (jpid != NULL && (!json_is_integer(jpid) || json_integer_value(jpid) != gw_control_self_pid())) {
 		client_error(cl, "%s: this gateway is pid %ld, not the one named", op,
-		             (long)getpid());
+		             (long)gw_control_self_pid());
 		return;
 	}
 	if ((jby != NULL && !decider_name_ok(jby)) ||
@@ -579,7 +579,7 @@ answer_subscribe(struct control_client *cl, json_t *req)
 			json_array_append_new(names,
 			                      json_string(gw_event_name((enum gw_event_type)bit)));
 	client_send(cl, json_pack("{s:b, s:b, s:I, s:o, s:o}", "ok", 1, "subscribed", 1, "pid",
-	                          (json_int_t)getpid(), "approvals", arr, "events",
+	                          (json_int_t)gw_control_self_pid(), "approvals", arr, "events",
 	                          names != NULL ? names : json_array()));
 }
 
@@ -609,7 +609,7 @@ handle_line(struct control_client *cl, const char *line, size_t len)
 	else if (strcmp(op, "subscribe") == 0)
 		answer_subscribe(cl, req);
 	else if (strcmp(op, "ping") == 0)
-		client_send(cl, json_pack("{s:b, s:I, s:s}", "ok", 1, "pid", (json_int_t)getpid(),
+		client_send(cl, json_pack("{s:b, s:I, s:s}", "ok", 1, "pid", (json_int_t)gw_control_self_pid(),
 		                          "version", TOLLGATE_VERSION));
 	else
 		client_error(cl, "unknown op '%.64s'", op);
@@ -815,7 +815,7 @@ sweep_stale_sockets(const char *dir)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		pid = gw_control_pid_of_name(de->d_name);
-		if (pid < 0 || pid == (long)getpid())
+		if (pid < 0 || pid == (long)gw_control_self_pid())
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;

@@ -28,6 +28,7 @@
 #include "exec/runtime.h"
 #include "exec/session.h"
 #include "exec/vault.h"
+#include "exec/workdir.h"
 #include "gateway/bridges.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
@@ -60,7 +61,7 @@ struct mcp_job {
 	enum exec_lang lang;
 	int out_fd, err_fd;
 	int code_fd; /* validate_code: the code file, the checker's stdin */
-	char workdir[PATH_MAX];
+	struct exec_workdir *workdir; /* a fresh call's; a session keeps its own */
 	double timeout;
 	struct timespec submitted, started;
 	/* The queue's ticket: waiting (queued) until admitted, which holds a
@@ -152,8 +153,7 @@ job_free(struct mcp_job *j)
 	redact_free(j->redact);
 	vault_inject_free(j->secrets);
 	exec_artifact_out_free(j->art);
-	if (j->workdir[0] != '\0' && exec_remove_tree(j->workdir) != 0)
-		log_warnx("serve: cannot remove %s", j->workdir);
+	exec_workdir_free(j->workdir);
 	if (j->out != NULL)
 		evbuffer_free(j->out);
 	if (j->err != NULL)
@@ -703,16 +703,29 @@ out:
 	return rc;
 }
 
+/*
+ * The code as a new file in the work directory, made by whoever holds
+ * privilege (exec/workdir.h: the directory is the sandbox's). *fd is left
+ * open at its start when keep (validate_code's checker reads it).
+ */
 static int
-write_file(const char *path, const char *data, size_t len)
+write_code(struct exec_workdir *w, const char *name, const json_t *code, int *fd, bool keep,
+           char *err, size_t errlen)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	int rc;
 
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, data, len);
-	close(fd);
+	rc = exec_workdir_file(w, name, fd, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = gw_write_all(*fd, json_string_value(code), json_string_length(code));
+	if (rc == 0 && keep && lseek(*fd, 0, SEEK_SET) != 0)
+		rc = -errno;
+	if (rc != 0)
+		gw_set_err(err, errlen, "cannot write %s: %s", name, strerror(-rc));
+	if (rc != 0 || !keep) {
+		close(*fd);
+		*fd = -1;
+	}
 	return rc;
 }
 
@@ -733,7 +746,8 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	struct exec_spec spec = {0};
 	struct policy *rules = NULL;
 	struct mcp_job *j = NULL;
-	char err[512], path[PATH_MAX + 16];
+	struct exec_workdir *wd;
+	char err[512];
 	struct timeval tv;
 	size_t i;
 	int rc;
@@ -906,34 +920,24 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		mcp_call_fail(c, "tollgate: out of memory");
 		goto fail;
 	}
-	if (j->session != NULL) {
-		/* The session's directory: kept, so j->workdir stays empty. */
-		snprintf(path, sizeof(path), "%s/%s", exec_session_workdir(j->session->es),
-		         code_name);
-		spec.workdir = exec_session_workdir(j->session->es);
-		/* The last call's file (or whatever the code put there, a link
-		 * included) goes: write_file makes a new one and follows nothing. */
-		if (unlink(path) != 0 && errno != ENOENT) {
-			mcp_call_fail(c, "tollgate: cannot replace %s in the session: %s",
-			              code_name, strerror(errno));
+	if (j->session == NULL) {
+		rc = exec_workdir_new(&j->workdir, err, sizeof(err));
+		if (rc != 0) {
+			mcp_call_fail(c, "tollgate: cannot make a work directory: %s", err);
 			goto fail;
 		}
-	} else {
-		snprintf(j->workdir, sizeof(j->workdir), "%s/tollgate-serve.XXXXXX",
-		         exec_tmp_dir());
-		if (mkdtemp(j->workdir) == NULL) {
-			j->workdir[0] = '\0';
-			mcp_call_fail(c, "tollgate: cannot make a work directory: %s",
-			              strerror(errno));
-			goto fail;
-		}
-		chmod(j->workdir, 0755);
-		snprintf(path, sizeof(path), "%s/%s", j->workdir, code_name);
-		spec.workdir = j->workdir;
 	}
-	rc = write_file(path, json_string_value(code), json_string_length(code));
+	/* A session's is kept: the last call's file (or whatever the code put
+	 * there, a link included) is replaced, nothing followed. */
+	wd = j->session != NULL ? exec_session_work(j->session->es) : j->workdir;
+	if (wd == NULL) {
+		mcp_call_fail(c, "session_id: the session has ended");
+		goto fail;
+	}
+	spec.workdir = exec_workdir_path(wd);
+	rc = write_code(wd, code_name, code, &j->code_fd, validate, err, sizeof(err));
 	if (rc != 0) {
-		mcp_call_fail(c, "tollgate: cannot write the code: %s", strerror(-rc));
+		mcp_call_fail(c, "tollgate: %s", err);
 		goto fail;
 	}
 	/* The interpreter exec/runtime.c finds (as `run --lang` does): the file
@@ -945,12 +949,6 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	}
 	if (validate) {
 		exec_runtime_check_argv(lng, j->interp, j->argv);
-		j->code_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (j->code_fd < 0) {
-			mcp_call_fail(c, "tollgate: cannot read the code back: %s",
-			              strerror(errno));
-			goto fail;
-		}
 	} else {
 		snprintf(j->file, sizeof(j->file), EXEC_WORKDIR "/%s", code_name);
 		j->argv[0] = j->interp;

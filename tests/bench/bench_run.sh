@@ -4,8 +4,9 @@
 #
 #   sudo tests/bench/bench_run.sh [BUILD_DIR]      (default: build; needs root)
 #
-# 1. Wall time of `tollgate run -- true` (as root, and rootless as a user the
-#    bench creates and removes, through setpriv), `bwrap --unshare-all --ro-bind / /
+# 1. Wall time of `tollgate run -- true` (as root, split into the privileged
+#    parent and the gate as by default; as root in one process, TOLLGATE_PRIVSEP=0;
+#    and rootless as a user the bench creates and removes, through setpriv), `bwrap --unshare-all --ro-bind / /
 #    true` and `unshare -n true`, interleaved round by round (build/bench_run_timer),
 #    with median, p90 and the ratios against bwrap (goal: median at most 2x).
 # 2. Phases of tollgate's time from a few runs under `strace -f --seccomp-bpf`
@@ -78,6 +79,7 @@ echo
 echo "== 1. wall time: up to $rounds interleaved rounds, at most ${seconds}s"
 "$timer" -n "$rounds" -t "$seconds" -w 3 \
 	tollgate "$tollgate" run -- true :: \
+	tollgate-one-process env TOLLGATE_PRIVSEP=0 "$tollgate" run -- true :: \
 	tollgate-no-network "$tollgate" run --no-network -- true :: \
 	"${rootless[@]}" \
 	bwrap bwrap --unshare-all --ro-bind / / true :: \
@@ -89,6 +91,9 @@ awk '{
 } END {
 	printf "ratio tollgate/bwrap: median %.2f, p90 %.2f (goal: median <= 2)\n",
 		v["tollgate", "median_ms"] / v["bwrap", "median_ms"], v["tollgate", "p90_ms"] / v["bwrap", "p90_ms"]
+	printf "ratio tollgate (split, the default)/one process (TOLLGATE_PRIVSEP=0): median %.2f, p90 %.2f (goal: median <= 1.2)\n",
+		v["tollgate", "median_ms"] / v["tollgate-one-process", "median_ms"],
+		v["tollgate", "p90_ms"] / v["tollgate-one-process", "p90_ms"]
 	printf "ratio tollgate --no-network/bwrap: median %.2f, p90 %.2f\n",
 		v["tollgate-no-network", "median_ms"] / v["bwrap", "median_ms"],
 		v["tollgate-no-network", "p90_ms"] / v["bwrap", "p90_ms"]

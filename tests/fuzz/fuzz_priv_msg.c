@@ -12,6 +12,7 @@
 
 #include "exec/artifact.h"
 #include "exec/priv.h"
+#include "exec/workdir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -53,6 +54,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (msg.head.kind == EXEC_PRIV_SIGN_OUT) {
 		inside(msg.sign_id);
 		if (msg.sign_id == NULL || !exec_artifact_id_valid(msg.sign_id))
+			abort();
+	}
+	/* An "always" rule is for one host or domain, never every host. */
+	if (msg.head.kind == EXEC_PRIV_POLICY_ADD) {
+		inside(msg.policy_pattern);
+		if (msg.policy_pattern == NULL || !exec_priv_policy_pattern_ok(msg.policy_pattern))
+			abort();
+	}
+	/* A work directory's file is a name, never a path. */
+	if (msg.head.kind == EXEC_PRIV_WORKDIR_FILE) {
+		inside(msg.file_name);
+		if (msg.file_name == NULL || !exec_workdir_name_ok(msg.file_name))
 			abort();
 	}
 	if (msg.head.kind != EXEC_PRIV_START) {

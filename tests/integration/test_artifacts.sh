@@ -172,11 +172,11 @@ expect_eq "a failing command's status is kept" "$rc" 3
 tg verify "$TEST_TMP/out2"
 expect_eq "and its output still verifies" "$rc" 0
 
-# Split (TOLLGATE_PRIVSEP=1): the gate runs as an unprivileged user without
+# Split (the default as root): the gate runs as an unprivileged user without
 # the key; the privileged parent gives --out back, signs it and writes the
 # manifest. $TEST_TMP is root's 0700: the gate could not even search it.
 split=$TEST_TMP/split
-TOLLGATE_PRIVSEP=1 tg run --no-network --out "$split" -- sh -c '
+tg run --no-network --out "$split" -- sh -c '
 	printf one > "$TOLLGATE_OUT/one.txt"
 	mkdir "$TOLLGATE_OUT/d" && printf two > "$TOLLGATE_OUT/d/two.txt"
 	ln -s /etc/hostname "$TOLLGATE_OUT/esc"'
@@ -192,6 +192,6 @@ expect_match "split: both files" "$out" 'ok \(2 files, '
 ssb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandbox_id"])' "$split/manifest.json")
 tg audit --kind artifact --json
 expect_match "split: the gate's artifact row has the parent's detail" "$out" "\"sandbox\":\"$ssb\".*\"files\":2"
-TOLLGATE_PRIVSEP=1 tg run --no-network --out "$split" -- true
+tg run --no-network --out "$split" -- true
 expect_eq "split: --out to a non-empty directory: 125" "$rc" 125
 finish

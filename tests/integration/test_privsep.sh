@@ -6,12 +6,12 @@
 # no capability in any set, no_new_privs and a seccomp filter, and the parent
 # is the one still root. SIGTERM to the parent reaches the gate, which ends
 # the sandbox; nothing of the three is left, nor the control socket the gate
-# made as root.
+# made as root. An "always" approval lands in a policy file in a root-owned
+# directory the gate cannot write: the parent adds the rule.
 source "$(dirname "$0")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, veth)"
 command -v curl >/dev/null || skip "curl is not installed"
-export TOLLGATE_PRIVSEP=1
 export TOLLGATE_CONTROL_DIR=$TEST_TMP/ctl
 
 www=$TEST_TMP/www
@@ -103,5 +103,36 @@ expect_eq "no sandbox left" "${left:-none}" none
 # The gate made its control socket as root in a directory it cannot write
 # once dropped: the parent removes it after the gate.
 expect_eq "no control socket left" "$(ls -A "$TEST_TMP/ctl" 2>/dev/null | grep -c '\.sock$')" 0
+
+# ---- an "always" approval, written by the parent ---------------------------
+pol=$TEST_TMP/pol
+mkdir -m 700 "$pol"
+echo '{"version": 1, "allow": []}' >"$pol/policy.json"
+sock=$TEST_TMP/always.sock
+"$TOLLGATE" run --policy "$pol/policy.json" --ask "always.test:$port" \
+	--resolve always.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --control "$sock" \
+	--timeout 90 -- sh -c "curl -sS -m 80 -o /dev/null -w '%{http_code}\n' \
+	http://always.test:$port/hello.txt" >"$TEST_TMP/always.out" 2>"$TEST_TMP/always.err" &
+apid=$!
+defer "kill -9 $apid 2>/dev/null"
+pending_id() {
+	"$TOLLGATE" pending --json --control "$sock" 2>/dev/null | head -n 1 |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null
+}
+wait_for 40 pending_id || { cat "$TEST_TMP/always.err" >&2; fail "always: never pending"; }
+"$TOLLGATE" approve "$(pending_id)" --scope always --control "$sock" >/dev/null ||
+	fail "always: approve failed"
+status=0
+for ((i = 0; i < 900; i++)); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+wait "$apid" || status=$?
+expect_eq "always: the run succeeds" "$status" 0
+expect_eq "always: the request passed" "$(cat "$TEST_TMP/always.out")" 200
+expect_match "always: the parent wrote the rule into the root-owned file" \
+	"$(cat "$pol/policy.json")" "\"always.test:$port\""
+expect_eq "always: the file is still root's" "$(stat -c %u "$pol/policy.json")" 0
+if grep -q "cannot add" "$TEST_TMP/always.err"; then
+	cat "$TEST_TMP/always.err" >&2
+	fail "always: the gate could not add the rule"
+fi
 
 finish

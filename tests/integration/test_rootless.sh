@@ -107,25 +107,74 @@ else
 	expect_eq "rootless: the note is one line" "$(grep -c . <<<"$err")" 1
 fi
 
+# ---- the split in the user's namespace (the default) ----------------------------
+# Capabilities are per thread: every thread of the gate, the audit writer
+# started before the drop included, must have cleared its own.
+(cd "$TEST_TMP" && exec setpriv --reuid "$USER_NAME" \
+	--regid "$(id -g "$USER_NAME")" --init-groups env -u XDG_RUNTIME_DIR HOME="$TEST_TMP" \
+	TOLLGATE_HOME="$TOLLGATE_HOME" "$TOLLGATE" run --no-network --timeout 60 -- \
+	sh -c 'echo started; exec sleep 50') >"$TEST_TMP/split.out" 2>"$TEST_TMP/split.err" &
+parent=$!
+defer "kill -9 $parent 2>/dev/null"
+if wait_for 30 grep -q '^started$' "$TEST_TMP/split.out"; then
+	gate=
+	for c in $(cat /proc/"$parent"/task/*/children 2>/dev/null); do
+		[[ $(cat "/proc/$c/comm" 2>/dev/null) == tollgate ]] && gate=$c
+	done
+	caps() { awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ {printf "%s ", $2}' "$1"; }
+	zero="0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000 "
+	threads=0
+	bad=
+	for t in /proc/"${gate:-none}"/task/*; do
+		[[ -e $t/status ]] || continue
+		threads=$((threads + 1))
+		[[ $(caps "$t/status") == "$zero" ]] || bad+=" ${t##*/}:caps($(caps "$t/status"))"
+		[[ $(awk '$1 == "Seccomp:" {print $2}' "$t/status") == 2 ]] || bad+=" ${t##*/}:seccomp"
+		[[ $(awk '$1 == "NoNewPrivs:" {print $2}' "$t/status") == 1 ]] || bad+=" ${t##*/}:nnp"
+	done
+	echo "debug: rootless split: parent $parent, gate ${gate:-none}, $threads threads"
+	expect_match "rootless split: a gate under the parent" "${gate:-none}" '^[0-9]+$'
+	expect_match "rootless split: the gate has its helper threads" "$threads" '^([2-9]|[1-9][0-9])$'
+	expect_eq "rootless split: every thread of the gate has no capability" "${bad:-none}" "none"
+	kill -TERM "$parent"
+	for ((i = 0; i < 200; i++)); do kill -0 "$parent" 2>/dev/null || break; sleep 0.1; done
+	expect_eq "rootless split: the parent ends on SIGTERM" \
+		"$(kill -0 "$parent" 2>/dev/null && echo alive || echo gone)" gone
+else
+	cat "$TEST_TMP/split.err" >&2
+	fail "rootless split: the sandbox did not start"
+fi
+
 # ---- the other suites, as the user --------------------------------------------
 here=$(cd "$(dirname "$0")" && pwd)
-# ROOTLESS_SUITES="" leaves them out (when working on this file's own checks).
-for t in ${ROOTLESS_SUITES-test_run_contain test_net_containment test_run_leaks test_mcp_wrap test_mcp_serve}; do
+# suite NAME [ENV...]: one test as the user, with the environment given.
+suite() {
+	local t=$1 label=rootless rc
+	shift
+	[[ $# -eq 0 ]] || label="rootless $*"
 	set +e
-	TOLLGATE_TEST_AS=$USER_NAME timeout 900 bash "$here/$t.sh" >"$TEST_TMP/$t.log" 2>&1
+	env "$@" TOLLGATE_TEST_AS="$USER_NAME" timeout 900 bash "$here/$t.sh" >"$TEST_TMP/$t.log" 2>&1
 	rc=$?
 	set -e
 	if [[ $rc -eq 77 ]]; then
 		echo "note: $t skipped: $(grep -m1 '^SKIP' "$TEST_TMP/$t.log")"
-		continue
+		return
 	fi
 	checks=$((checks + 1))
 	if [[ $rc -eq 0 ]]; then
-		pass "rootless: $t ($(tail -n1 "$TEST_TMP/$t.log"))"
+		pass "$label: $t ($(tail -n1 "$TEST_TMP/$t.log"))"
 	else
 		grep -E '^FAIL' "$TEST_TMP/$t.log" >&2 || tail -n 20 "$TEST_TMP/$t.log" >&2
-		fail "rootless: $t exited $rc"
+		fail "$label: $t exited $rc"
 	fi
+}
+# ROOTLESS_SUITES="" leaves them out (when working on this file's own checks).
+for t in ${ROOTLESS_SUITES-test_run_contain test_net_containment test_run_leaks test_mcp_wrap test_mcp_serve}; do
+	suite "$t"
+done
+# And in one process (TOLLGATE_PRIVSEP=0, for debugging): still contained.
+for t in ${ROOTLESS_ONE_PROCESS_SUITES-test_run_contain}; do
+	suite "$t" TOLLGATE_PRIVSEP=0
 done
 
 finish

@@ -367,10 +367,10 @@ test_ceiling(void **state)
 
 	st->workdir = "/root";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
-	st->workdir = own; /* serve's own, not run's */
+	st->workdir = own; /* a name is not enough: the parent must have made it */
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	c.gate_workdirs = true;
-	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	st->workdir = escape;
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	st->workdir = other;
@@ -402,6 +402,142 @@ test_ceiling(void **state)
 	free(st);
 }
 
+/* serve's work directories: a handle and at most a file name, never a path. */
+static void
+test_workdir_messages(void **state)
+{
+	static const struct {
+		uint32_t kind, handle;
+		int32_t value;
+		const char *name; /* WORKDIR_FILE's; "-": no string at all */
+		size_t nfds;
+		bool good;
+	} cases[] = {
+	    {EXEC_PRIV_WORKDIR_NEW, 0, 0, NULL, 0, true},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "main.py", 0, true},
+	    {EXEC_PRIV_WORKDIR_FREE, 3, 0, NULL, 0, true},
+	    {EXEC_PRIV_WORKDIR_NEW, 3, 0, NULL, 0, false},       /* names no directory */
+	    {EXEC_PRIV_WORKDIR_NEW, 0, 1, NULL, 0, false},       /* no value */
+	    {EXEC_PRIV_WORKDIR_NEW, 0, 0, NULL, 1, false},       /* no fds */
+	    {EXEC_PRIV_WORKDIR_FILE, 0, 0, "main.py", 0, false}, /* which directory? */
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "-", 0, false},       /* no name */
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "../main.py", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "/etc/passwd", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "d/main.py", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "..", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, ".bashrc", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "main py", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0,
+	     "a1234567890123456789012345678901234567890123456789012345678901234", 0, false},
+	    {EXEC_PRIV_WORKDIR_FILE, 3, 0, "main.py", 1, false},
+	    {EXEC_PRIV_WORKDIR_FREE, 0, 0, NULL, 0, false},
+	    {EXEC_PRIV_WORKDIR_FREE, 3, 9, NULL, 0, false},
+	};
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	struct msg m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd[2], rc;
+
+		m_head(&m, cases[i].kind, cases[i].handle, cases[i].value);
+		if (cases[i].kind == EXEC_PRIV_WORKDIR_FILE && strcmp(cases[i].name, "-") != 0)
+			m_str(&m, cases[i].name);
+		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+		rc = parse(&m, fd, cases[i].nfds, out);
+		if (rc != (cases[i].good ? 0 : -EPROTO))
+			fail_msg("case %zu: rc %d", i, rc);
+		if (cases[i].nfds > 0 && fd_open(fd[0]))
+			fail_msg("case %zu: fd left open", i);
+		if (cases[i].good && cases[i].name != NULL)
+			assert_string_equal(out->file_name, cases[i].name);
+		if (cases[i].nfds == 0)
+			close(fd[0]);
+		close(fd[1]);
+	}
+	/* The name's exact length is the string's: one extra byte is refused. */
+	m_head(&m, EXEC_PRIV_WORKDIR_FILE, 3, 0);
+	m_str(&m, "main.sh");
+	m_u32(&m, 0);
+	assert_int_equal(parse(&m, NULL, 0, out), -EPROTO);
+	free(out);
+}
+
+/* An "always" rule: allow or deny, one host or domain, nothing else. */
+static void
+test_policy_add_messages(void **state)
+{
+	static const struct {
+		uint32_t handle;
+		int32_t value;
+		const char *pattern; /* NULL: no string at all */
+		size_t nfds;
+		bool good;
+	} cases[] = {
+	    {0, 1, "api.example.com", 0, true},
+	    {0, 0, "*.evil.example", 0, true},
+	    {0, 1, "api.example.com:8443", 0, true},
+	    {0, 1, "*", 0, false},                  /* every host */
+	    {0, 1, "*:*", 0, false},                /* every host and port */
+	    {0, 1, "*:443", 0, false},              /* every host */
+	    {0, 1, "API.example.com", 0, false},    /* not normalised: not ours */
+	    {0, 1, "a.com/../../etc", 0, false},    /* a path */
+	    {0, 1, "", 0, false},
+	    {0, 1, NULL, 0, false},                 /* no pattern */
+	    {0, 2, "api.example.com", 0, false},    /* ask, or anything else */
+	    {0, -1, "api.example.com", 0, false},
+	    {3, 1, "api.example.com", 0, false},    /* a handle */
+	    {0, 1, "api.example.com", 1, false},    /* an fd */
+	};
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	struct msg m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd[2], rc;
+
+		m_head(&m, EXEC_PRIV_POLICY_ADD, cases[i].handle, cases[i].value);
+		if (cases[i].pattern != NULL)
+			m_str(&m, cases[i].pattern);
+		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+		rc = parse(&m, fd, cases[i].nfds, out);
+		if (rc != (cases[i].good ? 0 : -EPROTO))
+			fail_msg("case %zu (%s): rc %d", i, cases[i].pattern ? cases[i].pattern : "-", rc);
+		if (cases[i].good)
+			assert_string_equal(out->policy_pattern, cases[i].pattern);
+		if (cases[i].nfds == 0)
+			close(fd[0]);
+		close(fd[1]);
+	}
+	/* A path after the pattern (say, a file to write to) is refused. */
+	m_head(&m, EXEC_PRIV_POLICY_ADD, 0, 1);
+	m_str(&m, "api.example.com");
+	m_str(&m, "/etc/tollgate/policy.json");
+	assert_int_equal(parse(&m, NULL, 0, out), -EPROTO);
+	free(out);
+}
+
+/* A START may name a work directory the parent made, and no other. */
+static void
+test_workdir_ceiling(void **state)
+{
+	struct exec_priv_ceiling c = {.gate_workdirs = true};
+	struct exec_priv_start *st = calloc(1, sizeof(*st));
+	char why[256], made[256];
+
+	(void)state;
+	/* Named as the gate named its own before the parent made them. */
+	snprintf(made, sizeof(made), "%s/tollgate-serve.x", exec_tmp_dir());
+	st->workdir = made;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "work directory"));
+	/* The parent sets the ceiling's workdir to one it holds. */
+	c.workdir = made;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	free(st);
+}
+
 int
 main(void)
 {
@@ -409,6 +545,9 @@ main(void)
 	    cmocka_unit_test(test_good),
 	    cmocka_unit_test(test_bad_messages),
 	    cmocka_unit_test(test_ceiling),
+	    cmocka_unit_test(test_workdir_messages),
+	    cmocka_unit_test(test_policy_add_messages),
+	    cmocka_unit_test(test_workdir_ceiling),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

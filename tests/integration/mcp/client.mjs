@@ -264,6 +264,16 @@ if (scenario === "everything") {
 } else if (scenario === "code") {
   // extra: sh code, each run by execute_code in a fresh sandbox.
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
+} else if (scenario === "session-code") {
+  // extra: sh code: the first run by execute_code in a fresh sandbox, then
+  // each in one session; then validate_code of a syntax error on line 2.
+  out("fresh", await call(client, "execute_code", { language: "sh", code: extra[0] ?? "true" }));
+  const s = await call(client, "create_session", {});
+  out("session", s);
+  const session_id = s.structured?.session_id ?? "none";
+  for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code, session_id }));
+  out("validate", await call(client, "validate_code", { language: "sh", code: "true\nif then\n" }));
+  out("terminate", await call(client, "terminate_session", { session_id }));
 } else {
   out("error", { message: `unknown scenario ${scenario}` });
 }

@@ -1,0 +1,44 @@
+/*
+ * serve's work directories (a fresh call's, a session's): made, given a
+ * file and removed by the process that holds privilege, which is the
+ * privileged parent once the gate split off (exec/priv.h), so that what a
+ * sandbox writes there belongs to the sandbox's host uid, never the gate's.
+ */
+#ifndef TOLLGATE_EXEC_WORKDIR_H
+#define TOLLGATE_EXEC_WORKDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct exec_workdir;
+
+/*
+ * A fresh directory: TMPDIR/<instance tag>.wd-<32 hex>, root's and 0711
+ * (cannot be listed), holding w-<32 hex>, the sandbox's host uid's and
+ * 0700: the inner name is a secret of its owner, so one sandbox cannot
+ * reach another's directory by its name, though both run as one uid. The
+ * instance tag lets exec_cleanup_stale() remove it after a crash. In a
+ * gate the parent makes it. 0 or -errno with err set (*out NULL).
+ */
+int exec_workdir_new(struct exec_workdir **out, char *err, size_t errlen);
+/* The host path to bind at EXEC_WORKDIR; valid until exec_workdir_free. */
+const char *exec_workdir_path(const struct exec_workdir *w);
+/*
+ * A new file name (exec_workdir_name_ok) in it, open read-write in *fd
+ * (close-on-exec, the caller's to close), 0644 and the privileged
+ * process's. Whatever stood there before (a file, a link the sandbox put
+ * there) is removed first and nothing is followed; a directory there is
+ * -EISDIR. 0 or -errno with err set.
+ */
+int exec_workdir_file(struct exec_workdir *w, const char *name, int *fd, char *err, size_t errlen);
+/* Removes the directory and everything in it, and frees w (NULL is fine). */
+void exec_workdir_free(struct exec_workdir *w);
+
+/* A file name one may ask for: 1 to 64 of [A-Za-z0-9._-], not starting
+ * with a dot. Never a path. */
+bool exec_workdir_name_ok(const char *name);
+/* nbytes (at most 32) random bytes from getrandom as lower-case hex in buf
+ * (2 * nbytes + 1 bytes). 0 or -errno. */
+int exec_random_hex(char *buf, size_t nbytes);
+
+#endif
