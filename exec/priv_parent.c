@@ -329,7 +329,7 @@ find_workdir(uint32_t handle, const char *path)
 		if (hw->handle == 0)
 			continue;
 		if (handle != 0 ? hw->handle == handle
-		                : strcmp(exec_workdir_path(hw->w), path) == 0)
+		                : path != NULL && strcmp(exec_workdir_path(hw->w), path) == 0)
 			return hw;
 	}
 	return NULL;

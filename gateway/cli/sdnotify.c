@@ -1,8 +1,13 @@
 /*
  * sd_notify and socket activation for tollgate proxy (sdnotify.h): what
  * systemd tells the process and passes to it, checked before it is served.
+ *
+ * libsystemd is opened only when systemd set NOTIFY_SOCKET or LISTEN_FDS:
+ * linked, it and its six libraries cost every tollgate process a few
+ * milliseconds of start-up (docs/performance.md), a sandbox's included.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -20,6 +25,40 @@
 #include "gateway/core/log.h"
 
 #define NOTIFY_MAX 1024 /* one notification; STATUS= lines are short */
+#define LIBSYSTEMD "libsystemd.so.0"
+
+/* libsystemd's two calls, typed by its own header, found at first use. */
+static struct {
+	bool tried;
+	__typeof__(sd_notify) *notify;
+	__typeof__(sd_listen_fds_with_names) *listen_fds_with_names;
+	char why[256]; /* when not found */
+} L;
+
+static bool
+libsystemd(void)
+{
+	void *h;
+
+	if (L.tried)
+		return L.notify != NULL;
+	L.tried = true;
+	h = dlopen(LIBSYSTEMD, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		snprintf(L.why, sizeof(L.why), "%s", dlerror());
+		return false;
+	}
+	L.notify = (__typeof__(sd_notify) *)dlsym(h, "sd_notify");
+	L.listen_fds_with_names =
+	    (__typeof__(sd_listen_fds_with_names) *)dlsym(h, "sd_listen_fds_with_names");
+	if (L.notify == NULL || L.listen_fds_with_names == NULL) {
+		snprintf(L.why, sizeof(L.why), "%s has no sd_notify or sd_listen_fds_with_names",
+		         LIBSYSTEMD);
+		L.notify = NULL;
+		return false;
+	}
+	return true;
+}
 
 /*
  * The names FileDescriptorName= may give, and the kinds each role takes. A
@@ -50,7 +89,15 @@ gw_sd_notify(const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	rc = sd_notify(0, msg);
+	if (!libsystemd()) {
+		static bool told;
+
+		if (!told)
+			log_warnx("NOTIFY_SOCKET is set, but %s: systemd hears nothing", L.why);
+		told = true;
+		return;
+	}
+	rc = L.notify(0, msg);
 	if (rc < 0)
 		log_debug("%s: %s", __func__, strerror(-rc));
 }
@@ -174,11 +221,19 @@ int
 gw_sd_sockets_take(struct gw_sd_sockets *out, char *err, size_t errlen)
 {
 	char **names = NULL;
-	int n, rc = 0;
+	int n = 0, rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	/* unset_environment: the variables name this pid's fds, nobody else's. */
-	n = sd_listen_fds_with_names(1, &names);
+	if (getenv("LISTEN_FDS") == NULL) {
+		n = 0;
+	} else if (!libsystemd()) {
+		rc = -ENOSYS;
+		gw_set_err(err, errlen, "LISTEN_FDS is set, but %s", L.why);
+		goto out;
+	} else {
+		n = L.listen_fds_with_names(1, &names);
+	}
 	if (n < 0) {
 		rc = n;
 		gw_set_err(err, errlen, "LISTEN_FDS: %s", strerror(-n));
