@@ -225,7 +225,7 @@ int exec_priv_workdir_free(uint32_t handle);
  * EXEC_PRIV_POLICY_LOCK_MAX seconds for its lock. A pattern that matches
  * every host ("*", "*:PORT") is refused by both sides.
  */
-#define EXEC_PRIV_POLICY_LOCK_MAX 10.0
+#define EXEC_PRIV_POLICY_LOCK_MAX 2.0
 int exec_priv_policy_add(const char *path, enum policy_verdict action, const char *pattern,
                          double lock_timeout, bool *present, char *err, size_t errlen);
 /* Whether pattern is one the parent writes for the gate: a valid host pattern,
