@@ -63,6 +63,18 @@ wait_for() {
 	for ((i = 0; i < limit; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
 	return 1
 }
+# start_origin: an HTTP origin on loopback serving $TEST_TMP/www, whose
+# hello.txt says "hello from the origin"; sets $www and $port. Skips the
+# test when it does not come up.
+start_origin() {
+	www=$TEST_TMP/www
+	mkdir -p "$www"
+	echo "hello from the origin" >"$www/hello.txt"
+	port=$(free_port)
+	python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
+	defer "kill $! 2>/dev/null"
+	wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+}
 # Ends the test: prints the count line and exits non-zero on any failure.
 finish() {
 	echo "$TEST_NAME: $((checks - failures)) passed, $failures failed"

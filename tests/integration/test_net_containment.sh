@@ -26,13 +26,7 @@ probe_src=$(cat "$TOLLGATE_SRC/tests/integration/net_probe.py")
 links_before=$(ls /sys/class/net | wc -l)
 
 # The origin: a real HTTP server on the host's loopback.
-www=$TEST_TMP/www
-mkdir -p "$www"
-echo "hello from the origin" >"$www/hello.txt"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
-defer "kill $! 2>/dev/null"
-wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+start_origin
 
 # The host's own non-loopback IPv4 address (the only "outside" we may aim at),
 # with a TCP service and UDP and DNS recorders on it and on loopback.

@@ -14,13 +14,7 @@ source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 export TOLLGATE_CONTROL_DIR=$TEST_TMP/ctl
 
-www=$TEST_TMP/www
-mkdir -p "$www"
-echo "hello from the origin" >"$www/hello.txt"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
-defer "kill $! 2>/dev/null"
-wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+start_origin
 
 # The gate's ids: the tollgate user's when there is one, else the fallback.
 if want=$(id -u tollgate 2>/dev/null); then

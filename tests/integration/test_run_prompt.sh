@@ -10,13 +10,7 @@ command -v curl >/dev/null || skip "curl is not installed"
 command -v script >/dev/null || skip "script (util-linux) is not installed"
 
 export TOLLGATE_CONTROL_DIR=$TEST_TMP/ctl
-www=$TEST_TMP/www
-mkdir -p "$www"
-echo "hello from the origin" >"$www/hello.txt"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
-defer "kill $! 2>/dev/null"
-wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+start_origin
 
 url="http://origin.test:$port/hello.txt"
 CURL=(curl -sS -m 25 -o /dev/null -w '%{http_code}\n' "$url")

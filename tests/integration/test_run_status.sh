@@ -10,13 +10,7 @@ for tool in curl python3; do
 done
 "$TOLLGATE" run --help >/dev/null 2>&1 || skip "tollgate run is not built"
 
-www=$TEST_TMP/www
-mkdir -p "$www"
-echo "hello from the origin" >"$www/hello.txt"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
-defer "kill $! 2>/dev/null"
-wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+start_origin
 
 set +e
 out=$(timeout 60 "$TOLLGATE" run --allow "origin.test:$port" --resolve origin.test:127.0.0.1 \

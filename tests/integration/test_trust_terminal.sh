@@ -96,13 +96,7 @@ expect_eq "fg: the real terminal's foreground stayed tollgate's" "$(field fg fg_
 # (d) An approval while the sandbox floods its output and writes fake
 # answers: the question is drawn whole, nothing decides until the person
 # presses one key, then the request proceeds and the held output flows.
-www=$TEST_TMP/www
-mkdir -p "$www"
-echo "hello from the origin" >"$www/hello.txt"
-port=$(free_port)
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" >/dev/null 2>&1 &
-defer "kill $! 2>/dev/null"
-wait_for 10 curl -sf "http://127.0.0.1:$port/hello.txt" || skip "the origin server did not start"
+start_origin
 # The request still waits (no fake answer decided it): tollgate pending lists it.
 printf '#!/bin/sh\n%q pending --json 2>/dev/null | grep -q %q\n' "$TOLLGATE" '"origin.test"' \
 	>"$TEST_TMP/pending_has"
