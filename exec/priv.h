@@ -137,6 +137,9 @@ struct exec_priv_ceiling {
 	/* --policy: the file "always" approvals are written to (POLICY_ADD);
 	 * NULL: none is. */
 	const char *policy_path;
+	/* The gate will ask for the hub (EXEC_PRIV_HUB): the parent makes it
+	 * at once, while the gate sets up. */
+	bool hub_early;
 };
 
 /*
