@@ -57,6 +57,7 @@ enum {
 	OPT_LISTEN,
 	OPT_LISTEN_REMOTE,
 	OPT_TOKEN_FILE,
+	OPT_HTTP_SESSIONS,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -85,6 +86,7 @@ static const struct option serve_options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"listen-remote", no_argument, NULL, OPT_LISTEN_REMOTE},
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -271,6 +273,7 @@ run_serve(int argc, char **argv)
 	double timeout = 30, max_timeout = 0;
 	const char *listen = NULL, *token_file = NULL;
 	bool listen_remote = false;
+	long http_sessions = MCP_HTTP_SESSIONS_MAX;
 	char token[MCP_HTTP_TOKEN_MAX + 1] = "", token_path[PATH_MAX], err[512];
 	bool no_network = false, no_transparent = false, timeout_given = false;
 	size_t ntools;
@@ -342,6 +345,12 @@ run_serve(int argc, char **argv)
 			break;
 		case OPT_TOKEN_FILE:
 			token_file = optarg;
+			break;
+		case OPT_HTTP_SESSIONS:
+			if (gw_parse_long(optarg, 1, 1024, &http_sessions) != 0)
+				rc = gw_fail(CMD,
+				             "--max-http-sessions: '%s' is not a number from 1 to 1024",
+				             optarg);
 			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
@@ -484,7 +493,11 @@ run_serve(int argc, char **argv)
 		/* Bound by this process (the gate, under the split): a port above
 		 * 1023 needs no privilege. stdin is not read. */
 		struct mcp_http_config hc = {
-		    .listen = listen, .remote_ok = listen_remote, .token = token};
+		    .listen = listen,
+		    .remote_ok = listen_remote,
+		    .token = token,
+		    .sessions_max = (size_t)http_sessions,
+		};
 
 		cfg.on_done = NULL;
 		rc = mcp_http_new(st.gw.base, &hc, &cfg, &st.http, err, sizeof(err));
@@ -594,6 +607,8 @@ const struct gw_command gw_command_serve = {
              "  --token-file FILE        the bearer token every HTTP request must carry\n"
              "                           (default $TOLLGATE_HOME/serve-http.token): read\n"
              "                           when it exists (0600, this user's), else made\n"
+             "  --max-http-sessions N    MCP sessions at once over HTTP (16); a new one\n"
+             "                           ends the least recently used idle one, else 503\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's "

@@ -556,6 +556,32 @@ session_find(struct mcp_http *h, const char *id)
 	return NULL;
 }
 
+static bool
+session_busy(const struct http_session *sess)
+{
+	for (const struct http_stream *st = sess->streams; st != NULL; st = st->next) {
+		if (st->req != NULL)
+			return true;
+	}
+	return mcp_server_calls(sess->server) > 0;
+}
+
+/* At the bound, a new session takes the place of the least recently used
+ * one that has no connection open and no call running (clients that never
+ * send DELETE are common); when every one is busy, none is ended. */
+static void
+session_evict_idle(struct mcp_http *h)
+{
+	struct http_session *oldest = NULL;
+
+	for (struct http_session *s = h->sessions; s != NULL; s = s->next) {
+		if (!session_busy(s) && (oldest == NULL || s->last_active < oldest->last_active))
+			oldest = s;
+	}
+	if (oldest != NULL)
+		session_close(oldest, "the least recently used, for a new session");
+}
+
 /* The request's session: NULL after answering 400 (none named) or 404. */
 static struct http_session *
 request_session(struct mcp_http *h, struct evhttp_request *req)
@@ -630,6 +656,8 @@ handle_post(struct mcp_http *h, struct evhttp_request *req)
 			              "Mcp-Session-Id");
 			goto out;
 		}
+		if (h->nsessions >= h->cfg.sessions_max)
+			session_evict_idle(h);
 		if (h->nsessions >= h->cfg.sessions_max) {
 			reply_refusal(req, 503, "Service Unavailable", MCP_ERR_INTERNAL,
 			              "too many sessions: end one (DELETE) or wait for one to expire");
@@ -842,8 +870,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 				open = true;
 			}
 		}
-		if (!open && mcp_server_calls(sess->server) == 0 &&
-		    now - sess->last_active > h->cfg.idle_seconds)
+		if (!open && !session_busy(sess) && now - sess->last_active > h->cfg.idle_seconds)
 			session_close(sess, "idle");
 	}
 }
