@@ -392,6 +392,10 @@ run_serve(int argc, char **argv)
 		gw_fail(CMD, "--token-file and --listen-remote go with --listen");
 		goto out;
 	}
+	if (listen != NULL && mcp_http_listen_check(listen, listen_remote, err, sizeof(err)) != 0) {
+		gw_fail(CMD, "%s", err);
+		goto out;
+	}
 	if (max_timeout > 0 && timeout > max_timeout) {
 		if (timeout_given) {
 			gw_fail(CMD, "--timeout %gs is above --max-timeout %gs", timeout,

@@ -940,6 +940,27 @@ set_hosts(struct mcp_http *h, const char *listen, bool loopback)
 }
 
 int
+mcp_http_listen_check(const char *listen, bool remote_ok, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = 0;
+	bool loopback = false;
+
+	if (parse_listen(listen, &ss, &sslen, &loopback) != 0) {
+		gw_set_err(err, errlen, "--listen %s: expected ADDR:PORT (an IP address)", listen);
+		return -EINVAL;
+	}
+	if (!loopback && !remote_ok) {
+		gw_set_err(err, errlen,
+		           "--listen %s: not a loopback address; add --listen-remote to listen "
+		           "there (docs/mcp.md: the token then crosses the network in clear text)",
+		           listen);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int
 mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
              const struct mcp_server_config *server_cfg, struct mcp_http **out, char *err,
              size_t errlen)
@@ -952,18 +973,10 @@ mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
 	int fd = -1, one = 1, rc;
 
 	*out = NULL;
-	if (parse_listen(cfg->listen, &ss, &sslen, &loopback) != 0) {
-		gw_set_err(err, errlen, "--listen %s: expected ADDR:PORT (an IP address)",
-		           cfg->listen);
-		return -EINVAL;
-	}
-	if (!loopback && !cfg->remote_ok) {
-		gw_set_err(err, errlen,
-		           "--listen %s: not a loopback address; add --listen-remote to listen "
-		           "there (docs/mcp.md: the token then crosses the network in clear text)",
-		           cfg->listen);
-		return -EPERM;
-	}
+	rc = mcp_http_listen_check(cfg->listen, cfg->remote_ok, err, errlen);
+	if (rc != 0)
+		return rc;
+	(void)parse_listen(cfg->listen, &ss, &sslen, &loopback);
 	if (cfg->token == NULL || strlen(cfg->token) == 0 ||
 	    strlen(cfg->token) > MCP_HTTP_TOKEN_MAX) {
 		gw_set_err(err, errlen, "no bearer token");

@@ -339,6 +339,9 @@ struct mcp_http_config {
 	double idle_seconds;
 };
 
+/* Whether listen is ADDR:PORT, and loopback unless remote_ok: 0, or
+ * negative errno with why in err (before anything is made for it). */
+int mcp_http_listen_check(const char *listen, bool remote_ok, char *err, size_t errlen);
 /*
  * Listens on cfg->listen (bound here, by the calling process) at /mcp;
  * each session initialize starts is a server made with server_cfg (its
