@@ -1,5 +1,5 @@
 /*
- * `tollgate serve`: an MCP stdio server whose tools run code in sandboxes
+ * `tollgate serve`: an MCP server (stdio, or Streamable HTTP with --listen) whose tools run code in sandboxes
  * behind this process's gate (gateway/mcp/: tools.c, jobs.c). stdout carries MCP
  * messages only; logs go to stderr; closing stdin ends it.
  */
