@@ -1,7 +1,8 @@
 /*
- * `tollgate serve`: an MCP server (stdio, or Streamable HTTP with --listen) whose tools run code in sandboxes
- * behind this process's gate (gateway/mcp/: tools.c, jobs.c). stdout carries MCP
- * messages only; logs go to stderr; closing stdin ends it.
+ * `tollgate serve`: an MCP server whose tools run code in sandboxes behind this
+ * process's gate (gateway/mcp/: tools.c, jobs.c). On stdio, stdout carries MCP
+ * messages only and closing stdin ends it; with --listen, MCP over HTTP
+ * (gateway/mcp/http.c) until a signal. Logs go to stderr.
  */
 #include <errno.h>
 #include <limits.h>
