@@ -250,10 +250,14 @@ static void
 stream_conn_closed(struct evhttp_connection *conn, void *arg)
 {
 	struct http_stream *st = arg;
+	struct evhttp_request *req = st->req;
 
 	(void)conn;
-	/* evhttp frees the request; the stream waits to be resumed. */
+	/* The stream waits to be resumed. A reply the client left unfinished
+	 * is detached from its connection and left to us: ending it frees it. */
 	st->req = NULL;
+	if (req != NULL && evhttp_request_get_connection(req) == NULL)
+		evhttp_send_reply_end(req);
 }
 
 static void
