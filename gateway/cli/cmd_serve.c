@@ -1,7 +1,8 @@
 /*
- * `tollgate serve`: an MCP stdio server whose tools run code in sandboxes
- * behind this process's gate (gateway/mcp/: tools.c, jobs.c). stdout carries MCP
- * messages only; logs go to stderr; closing stdin ends it.
+ * `tollgate serve`: an MCP server whose tools run code in sandboxes behind this
+ * process's gate (gateway/mcp/: tools.c, jobs.c). On stdio, stdout carries MCP
+ * messages only and closing stdin ends it; with --listen, MCP over HTTP
+ * (gateway/mcp/http.c) until a signal. Logs go to stderr.
  */
 #include <errno.h>
 #include <limits.h>
@@ -9,9 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "dns/resolve.h"
 #include "dns/server.h"
@@ -23,6 +28,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/mcp/http_guard.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
 #include "gateway/setup.h"
@@ -49,6 +55,10 @@ enum {
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_MODEL_APPROVES,
+	OPT_LISTEN,
+	OPT_LISTEN_REMOTE,
+	OPT_TOKEN_FILE,
+	OPT_HTTP_SESSIONS,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -74,6 +84,10 @@ static const struct option serve_options[] = {
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"model-approves", no_argument, NULL, OPT_MODEL_APPROVES},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"listen-remote", no_argument, NULL, OPT_LISTEN_REMOTE},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -82,7 +96,8 @@ struct serve_state {
 	struct mcp_serve_ctx ctx;
 	/* proxy, DNS server, hub; the control socket for pending/approve/deny, stats */
 	struct gw_setup setup;
-	struct mcp_server *server;
+	struct mcp_server *server; /* stdio's */
+	struct mcp_http *http;     /* --listen's */
 	struct exec_queue *queue; /* execute_code / validate_code admission */
 	struct event *ev_sig[2];
 	char home[PATH_MAX];
@@ -126,6 +141,108 @@ serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
 	return t;
 }
 
+/* ---- --listen's bearer token ----------------------------------------------------- */
+
+#define TOKEN_FILE_DEFAULT "serve-http.token" /* in TOLLGATE_HOME */
+#define TOKEN_MIN 16
+
+static bool
+token_char_ok(char c)
+{
+	/* RFC 6750's b64token */
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '=';
+}
+
+/*
+ * The bearer token of --listen: read from path when it exists (a regular
+ * file of this user's that no one else may read: one line of 16 to 256
+ * b64token characters), else a fresh one (32 random bytes in hex) written
+ * there 0600. The token goes to no log and no stdout; stderr says where
+ * it is. 0 or -1 after saying why.
+ */
+static int
+serve_token(const char *path, char *token, size_t len)
+{
+	unsigned char raw[32];
+	char buf[MCP_HTTP_TOKEN_MAX + 2];
+	struct stat sb;
+	ssize_t n;
+	size_t tlen;
+	int fd, rc = -1;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(errno));
+			return -1;
+		}
+		if (RAND_bytes(raw, sizeof(raw)) != 1) {
+			close(fd);
+			unlink(path);
+			gw_fail(CMD, "--token-file %s: no randomness for a token", path);
+			return -1;
+		}
+		for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
+			snprintf(token + 2 * i, 3, "%02x", raw[i]);
+		OPENSSL_cleanse(raw, sizeof(raw));
+		tlen = strlen(token);
+		token[tlen] = '\n';
+		n = write(fd, token, tlen + 1);
+		token[tlen] = '\0';
+		if (n != (ssize_t)(tlen + 1) || fsync(fd) != 0) {
+			gw_fail(CMD, "--token-file %s: cannot write it: %s", path, strerror(errno));
+			close(fd);
+			unlink(path);
+			OPENSSL_cleanse(token, len);
+			return -1;
+		}
+		close(fd);
+		fprintf(stderr, "tollgate: serve: a new bearer token for --listen is in %s\n", path);
+		return 0;
+	}
+	if (fd < 0) {
+		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		gw_fail(CMD, "--token-file %s: not a regular file", path);
+		goto out;
+	}
+	if (sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
+		gw_fail(CMD, "--token-file %s: must be this user's and readable by no one else "
+		        "(chmod 600)", path);
+		goto out;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	buf[n] = '\0';
+	tlen = strcspn(buf, "\r\n");
+	buf[tlen] = '\0';
+	if (tlen < TOKEN_MIN || tlen > MCP_HTTP_TOKEN_MAX || tlen + 1 > len) {
+		gw_fail(CMD, "--token-file %s: the token must be one line of %d to %d characters",
+		        path, TOKEN_MIN, MCP_HTTP_TOKEN_MAX);
+		goto out;
+	}
+	for (size_t i = 0; i < tlen; i++) {
+		if (!token_char_ok(buf[i])) {
+			gw_fail(CMD, "--token-file %s: the token may hold only letters, digits and "
+			        "-._~+/=", path);
+			goto out;
+		}
+	}
+	memcpy(token, buf, tlen + 1);
+	rc = 0;
+out:
+	OPENSSL_cleanse(buf, sizeof(buf));
+	close(fd);
+	return rc;
+}
+
 static void
 on_done(void *arg)
 {
@@ -155,6 +272,10 @@ run_serve(int argc, char **argv)
 	long max_ram = 0, max_cpu = 0, max_pids = 0;
 	struct serve_tool_flags tf = {0};
 	double timeout = 30, max_timeout = 0;
+	const char *listen = NULL, *token_file = NULL;
+	bool listen_remote = false;
+	long http_sessions = MCP_HTTP_SESSIONS_MAX;
+	char token[MCP_HTTP_TOKEN_MAX + 1] = "", token_path[PATH_MAX], err[512];
 	bool no_network = false, no_transparent = false, timeout_given = false;
 	size_t ntools;
 	unsigned int parts;
@@ -217,6 +338,21 @@ run_serve(int argc, char **argv)
 		case OPT_MODEL_APPROVES:
 			tf.model_approves = true;
 			break;
+		case OPT_LISTEN:
+			listen = optarg;
+			break;
+		case OPT_LISTEN_REMOTE:
+			listen_remote = true;
+			break;
+		case OPT_TOKEN_FILE:
+			token_file = optarg;
+			break;
+		case OPT_HTTP_SESSIONS:
+			if (gw_parse_long(optarg, 1, 1024, &http_sessions) != 0)
+				rc = gw_fail(CMD,
+				             "--max-http-sessions: '%s' is not a number from 1 to 1024",
+				             optarg);
+			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -251,6 +387,14 @@ run_serve(int argc, char **argv)
 	}
 	if (optind < argc) {
 		gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (listen == NULL && (token_file != NULL || listen_remote)) {
+		gw_fail(CMD, "--token-file and --listen-remote go with --listen");
+		goto out;
+	}
+	if (listen != NULL && mcp_http_listen_check(listen, listen_remote, err, sizeof(err)) != 0) {
+		gw_fail(CMD, "%s", err);
 		goto out;
 	}
 	if (max_timeout > 0 && timeout > max_timeout) {
@@ -329,15 +473,54 @@ run_serve(int argc, char **argv)
 	cfg.tool_arg = &st.ctx;
 	cfg.on_done = on_done;
 	cfg.done_arg = &st;
+	/* The token is read (or made) now, as the user who started serve (before
+	 * a split gate gives up root), in TOLLGATE_HOME by default. */
+	if (listen != NULL) {
+		if (token_file == NULL) {
+			if (gw_home_dir(st.home, sizeof(st.home)) != 0) {
+				gw_fail(CMD, "--listen: no TOLLGATE_HOME for the token; give --token-file");
+				goto out;
+			}
+			if (snprintf(token_path, sizeof(token_path), "%s/%s", st.home,
+			             TOKEN_FILE_DEFAULT) >= (int)sizeof(token_path)) {
+				gw_fail(CMD, "--listen: TOLLGATE_HOME is too long; give --token-file");
+				goto out;
+			}
+			token_file = token_path;
+		}
+		if (serve_token(token_file, token, sizeof(token)) != 0)
+			goto out;
+	}
 	mcp_serve_open_files(&st.ctx);
 	if (gw_setup_drop(CMD) != 0)
 		goto out;
-	rc = mcp_server_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, &cfg, &st.server);
-	if (rc != 0) {
-		gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));
-		goto out;
+	if (listen != NULL) {
+		/* Bound by this process (the gate, under the split): a port above
+		 * 1023 needs no privilege. stdin is not read. */
+		struct mcp_http_config hc = {
+		    .listen = listen,
+		    .remote_ok = listen_remote,
+		    .token = token,
+		    .sessions_max = (size_t)http_sessions,
+		};
+
+		cfg.on_done = NULL;
+		rc = mcp_http_new(st.gw.base, &hc, &cfg, &st.http, err, sizeof(err));
+		OPENSSL_cleanse(token, sizeof(token));
+		if (rc != 0) {
+			gw_fail(CMD, "%s", err);
+			goto out;
+		}
+		st.ctx.http = st.http;
+		log_info("serve: MCP over HTTP at http://%s/mcp", listen);
+	} else {
+		rc = mcp_server_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, &cfg, &st.server);
+		if (rc != 0) {
+			gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));
+			goto out;
+		}
+		st.ctx.server = st.server;
 	}
-	st.ctx.server = st.server;
 	if (mcp_serve_start(&st.ctx) != 0) {
 		gw_fail(CMD, "out of memory");
 		goto out;
@@ -358,6 +541,8 @@ out:
 	mcp_serve_stop(&st.ctx);
 	exec_queue_free(st.queue);
 	mcp_server_free(st.server);
+	mcp_http_free(st.http);
+	OPENSSL_cleanse(token, sizeof(token));
 	for (size_t i = 0; i < 2; i++) {
 		if (st.ev_sig[i] != NULL)
 			event_free(st.ev_sig[i]);
@@ -419,6 +604,16 @@ const struct gw_command gw_command_serve = {
              "  --max-sandboxes N        executions running at once (8)\n"
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"
+             "  --listen ADDR:PORT       MCP over HTTP (Streamable HTTP) at\n"
+             "                           http://ADDR:PORT/mcp instead of stdin/stdout;\n"
+             "                           loopback only unless --listen-remote\n"
+             "  --listen-remote          let --listen take a non-loopback address (the\n"
+             "                           token then crosses the network in clear text)\n"
+             "  --token-file FILE        the bearer token every HTTP request must carry\n"
+             "                           (default $TOLLGATE_HOME/serve-http.token): read\n"
+             "                           when it exists (0600, this user's), else made\n"
+             "  --max-http-sessions N    MCP sessions at once over HTTP (16); a new one\n"
+             "                           ends the least recently used idle one, else 503\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's "

@@ -105,10 +105,12 @@ struct wrap_state {
  * (gateway/mcp/elicit.c; every approval of this process is the sandbox's).
  */
 static long long
-wrap_elicit_request(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg)
+wrap_elicit_request(void *arg, const struct approval_info *info, json_t *params,
+                    mcp_response_fn cb, void *cb_arg)
 {
 	struct wrap_state *st = arg;
 
+	(void)info; /* one client */
 	return mcp_wrap_request(st->relay, "elicitation/create", params, cb, cb_arg);
 }
 
@@ -121,18 +123,20 @@ wrap_elicit_cancel(void *arg, long long id, const char *reason)
 }
 
 static const char *
-wrap_client_name(void *arg)
+wrap_client_name(void *arg, const struct approval_info *info)
 {
 	struct wrap_state *st = arg;
 
+	(void)info;
 	return mcp_wrap_client_name(st->relay);
 }
 
 static bool
-wrap_client_elicits(void *arg)
+wrap_client_elicits(void *arg, const struct approval_info *info)
 {
 	struct wrap_state *st = arg;
 
+	(void)info;
 	return mcp_wrap_client_elicits(st->relay);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -33,6 +34,7 @@ struct mcp_elicit {
 	struct mcp_elicit_channel *ch; /* NULL once the channel is freed */
 	uint64_t approval;
 	long long request;
+	char who[96]; /* "mcp client=NAME": the client asked, for the approval row */
 	struct mcp_elicit *next;
 };
 
@@ -47,15 +49,15 @@ elicit_unlink(struct mcp_elicit *e)
 	}
 }
 
-/* Who decided, for the approval row: the MCP client, by the name its
+/* Who decides, for the approval row: the MCP client asked, by the name its
  * initialize gave in clientInfo ("?" when it gave none). */
-static const char *
-elicit_who(struct mcp_elicit_channel *ch, char *buf, size_t len)
+static void
+elicit_who(struct mcp_elicit_channel *ch, const struct approval_info *info, char *buf, size_t len)
 {
-	const char *name = ch->ops.client_name != NULL ? ch->ops.client_name(ch->arg) : NULL;
+	const char *name =
+	    ch->ops.client_name != NULL ? ch->ops.client_name(ch->arg, info) : NULL;
 
 	snprintf(buf, len, "mcp client=%s", name != NULL && name[0] != '\0' ? name : "?");
-	return buf;
 }
 
 /* The user's answer decides the approval; cancel (or no answer) leaves it pending. */
@@ -67,7 +69,7 @@ on_elicit_response(const json_t *result, const json_t *error, void *arg)
 	uint64_t id = e->approval;
 	bool allow;
 	int scope;
-	char who[160];
+	char who[sizeof(e->who)];
 
 	/* A freed channel left its requests to the transport's last call. */
 	if (ch == NULL) {
@@ -75,6 +77,7 @@ on_elicit_response(const json_t *result, const json_t *error, void *arg)
 		return;
 	}
 	elicit_unlink(e);
+	memcpy(who, e->who, sizeof(who));
 	free(e);
 	if (mcp_elicit_approval_answer(result, error, &allow, &scope) == 0) {
 		log_info("elicit: approval %llu: no decision by elicitation",
@@ -84,7 +87,7 @@ on_elicit_response(const json_t *result, const json_t *error, void *arg)
 	if (ch->ops.answered != NULL)
 		ch->ops.answered(ch->arg, allow);
 	if (approval_decide_as(ch->approvals, id, allow, (enum approval_scope)scope,
-	                       elicit_who(ch, who, sizeof(who))) != 0)
+	                       who) != 0)
 		log_info("elicit: approval %llu was decided before the answer came",
 		         (unsigned long long)id);
 }
@@ -104,11 +107,12 @@ elicit_ask(struct mcp_elicit_channel *ch, const struct approval_info *info)
 	}
 	e->ch = ch;
 	e->approval = info->id;
+	elicit_who(ch, info, e->who, sizeof(e->who));
 	e->next = ch->asked;
 	ch->asked = e;
 	if (ch->ops.asked != NULL)
 		ch->ops.asked(ch->arg);
-	e->request = ch->ops.request(ch->arg, params, on_elicit_response, e);
+	e->request = ch->ops.request(ch->arg, info, params, on_elicit_response, e);
 	if (e->request < 0) {
 		elicit_unlink(e);
 		free(e);
@@ -127,7 +131,7 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 	if (ch->ops.concerns != NULL && !ch->ops.concerns(ch->arg, info, pending))
 		return; /* not the owner's */
 	if (pending) {
-		if (ch->ops.client_elicits(ch->arg))
+		if (ch->ops.client_elicits(ch->arg, info))
 			elicit_ask(ch, info);
 		return;
 	}
@@ -188,36 +192,55 @@ mcp_elicit_free(struct mcp_elicit_channel *ch)
 
 /* ---- serve's channel ------------------------------------------------------ */
 
-static long long
-serve_request(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg)
+/*
+ * The client to ask about an approval: the one whose call runs in the
+ * approval's sandbox (one of the HTTP transport's sessions), else stdio's
+ * one client.
+ */
+static struct mcp_server *
+serve_asked_server(struct mcp_serve_ctx *ctx, const struct approval_info *info)
 {
-	struct mcp_serve_ctx *ctx = arg;
+	struct mcp_server *s = serve_job_server(ctx, info->client);
 
-	return mcp_server_request(ctx->server, "elicitation/create", params, cb, cb_arg);
+	return s != NULL ? s : ctx->server;
 }
 
+static long long
+serve_request(void *arg, const struct approval_info *info, json_t *params, mcp_response_fn cb,
+              void *cb_arg)
+{
+	struct mcp_server *s = serve_asked_server(arg, info);
+
+	if (s == NULL) {
+		json_decref(params);
+		return -ENOTCONN;
+	}
+	return mcp_server_request(s, "elicitation/create", params, cb, cb_arg);
+}
+
+/* Request ids are unique in the process (mcp.c), so a cancel reaches only
+ * the server that sent the request, whichever it was. */
 static void
 serve_cancel(void *arg, long long id, const char *reason)
 {
 	struct mcp_serve_ctx *ctx = arg;
 
-	mcp_server_request_cancel(ctx->server, id, reason);
+	if (ctx->server != NULL)
+		mcp_server_request_cancel(ctx->server, id, reason);
+	if (ctx->http != NULL)
+		mcp_http_request_cancel(ctx->http, id, reason);
 }
 
 static const char *
-serve_client_name(void *arg)
+serve_client_name(void *arg, const struct approval_info *info)
 {
-	struct mcp_serve_ctx *ctx = arg;
-
-	return mcp_server_client_name(ctx->server);
+	return mcp_server_client_name(serve_asked_server(arg, info));
 }
 
 static bool
-serve_client_elicits(void *arg)
+serve_client_elicits(void *arg, const struct approval_info *info)
 {
-	struct mcp_serve_ctx *ctx = arg;
-
-	return mcp_server_client_elicits(ctx->server);
+	return mcp_server_client_elicits(serve_asked_server(arg, info));
 }
 
 /* Only approvals of this server's calls, which show them in their progress. */

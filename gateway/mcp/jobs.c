@@ -1104,6 +1104,16 @@ serve_job_note_approval(struct mcp_serve_ctx *ctx, const char *sandbox_id, const
 	return false;
 }
 
+struct mcp_server *
+serve_job_server(struct mcp_serve_ctx *ctx, const char *sandbox_id)
+{
+	for (struct mcp_job *j = ctx->jobs; sandbox_id != NULL && j != NULL; j = j->next) {
+		if (j->job != NULL && j->call != NULL && strcmp(job_sandbox_id(j), sandbox_id) == 0)
+			return mcp_call_server(j->call);
+	}
+	return NULL;
+}
+
 void
 serve_jobs_stop(struct mcp_serve_ctx *ctx)
 {

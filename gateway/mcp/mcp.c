@@ -625,34 +625,47 @@ struct mcp_out_request {
 
 struct mcp_server {
 	struct mcp_server_config cfg;
-	struct mcp_chan *chan;
+	struct mcp_server_transport tr;
+	struct mcp_chan *chan;            /* stdio's line channel, or NULL */
 	struct mcp_call *calls;           /* in flight */
 	struct mcp_out_request *requests; /* sent to the client, unanswered */
-	long long next_request_id;
 	int log_level; /* messages above this severity index are dropped */
 	bool input_ended, done_reported;
 	bool client_elicitation; /* initialize declared capabilities.elicitation */
 	char client_name[64];    /* initialize's clientInfo.name */
 };
 
+/*
+ * Ids of the requests servers send clients: one counter for every server
+ * of the process, so that an id names one request whichever session (of
+ * the HTTP transport) it went to.
+ */
+static long long server_next_request_id;
+
+/* Sends msg (stolen); related: the client request it belongs to, or NULL. */
 static void
-server_send(struct mcp_server *s, json_t *msg)
+server_send_related(struct mcp_server *s, json_t *msg, const json_t *related)
 {
 	if (msg == NULL) {
 		log_warnx("mcp: out of memory building a message");
 		return;
 	}
-	if (mcp_chan_send(s->chan, msg) != 0)
+	if (s->tr.send(s->tr.arg, msg, related) != 0)
 		log_debug("%s: the client is gone; a message was dropped", __func__);
 	json_decref(msg);
 }
 
 static void
-server_drained(struct mcp_chan *ch, void *arg)
+server_send(struct mcp_server *s, json_t *msg)
+{
+	server_send_related(s, msg, NULL);
+}
+
+static void
+server_drained(void *arg)
 {
 	struct mcp_server *s = arg;
 
-	(void)ch;
 	if (s->input_ended && s->calls == NULL && !s->done_reported) {
 		s->done_reported = true;
 		if (s->cfg.on_done != NULL)
@@ -664,7 +677,7 @@ static void
 server_check_done(struct mcp_server *s)
 {
 	if (s->input_ended && s->calls == NULL)
-		mcp_chan_on_drained(s->chan, server_drained, s);
+		s->tr.on_drained(s->tr.arg, server_drained, s);
 }
 
 static json_t *
@@ -684,7 +697,14 @@ reply(struct mcp_server *s, const json_t *id, json_t *result, bool stateless)
 {
 	if (result != NULL && stateless)
 		json_object_set_new(result, "resultType", json_string("complete"));
-	server_send(s, mcp_result_new(id, result));
+	server_send_related(s, mcp_result_new(id, result), id);
+}
+
+/* An error answering the request id. */
+static void
+reply_error(struct mcp_server *s, const json_t *id, int code, const char *message, json_t *data)
+{
+	server_send_related(s, mcp_error_new(id, code, message, data), id);
 }
 
 static json_t *
@@ -783,19 +803,29 @@ mcp_call_progress(struct mcp_call *c, double progress, double total, const char 
 		json_object_set_new(params, "total", json_real(total));
 	if (message != NULL)
 		json_object_set_new(params, "message", json_string(message));
-	server_send(c->server, mcp_notification_new("notifications/progress", params));
+	server_send_related(c->server, mcp_notification_new("notifications/progress", params),
+	                    c->id);
 }
 
-void
-mcp_server_log(struct mcp_server *s, const char *level, const char *text)
+static void
+server_log_related(struct mcp_server *s, const char *level, const char *text,
+                   const json_t *related)
 {
 	int sev = log_level_index(level);
 
 	if (sev < 0 || sev > s->log_level)
 		return;
-	server_send(s, mcp_notification_new("notifications/message",
-	                                    json_pack("{s:s, s:s, s:s}", "level", level, "logger",
-	                                              "tollgate", "data", text)));
+	server_send_related(s,
+	                    mcp_notification_new("notifications/message",
+	                                         json_pack("{s:s, s:s, s:s}", "level", level,
+	                                                   "logger", "tollgate", "data", text)),
+	                    related);
+}
+
+void
+mcp_server_log(struct mcp_server *s, const char *level, const char *text)
+{
+	server_log_related(s, level, text, NULL);
 }
 
 void
@@ -814,7 +844,7 @@ void
 mcp_call_log(struct mcp_call *c, const char *level, const char *text)
 {
 	if (!c->cancelled)
-		mcp_server_log(c->server, level, text);
+		server_log_related(c->server, level, text, c->id);
 }
 
 static void
@@ -828,8 +858,8 @@ handle_tools_call(struct mcp_server *s, const json_t *id, const json_t *params, 
 	json_t *a;
 
 	if (!json_is_string(name)) {
-		server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
-		                             "tools/call needs params.name (a string)", NULL));
+		reply_error(s, id, MCP_ERR_INVALID_PARAMS,
+		                             "tools/call needs params.name (a string)", NULL);
 		return;
 	}
 	for (size_t i = 0; i < s->cfg.ntools; i++) {
@@ -837,13 +867,13 @@ handle_tools_call(struct mcp_server *s, const json_t *id, const json_t *params, 
 			tool = &s->cfg.tools[i];
 	}
 	if (tool == NULL) {
-		server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS, "Unknown tool",
-		                             json_pack("{s:O}", "name", (json_t *)name)));
+		reply_error(s, id, MCP_ERR_INVALID_PARAMS, "Unknown tool",
+		                             json_pack("{s:O}", "name", (json_t *)name));
 		return;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
-		server_send(s, mcp_error_new(id, MCP_ERR_INTERNAL, "out of memory", NULL));
+		reply_error(s, id, MCP_ERR_INTERNAL, "out of memory", NULL);
 		return;
 	}
 	c->server = s;
@@ -873,17 +903,15 @@ handle_request(struct mcp_server *s, const json_t *msg)
 	json_t *r;
 
 	if (params != NULL && !json_is_object(params)) {
-		server_send(
-		    s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS, "params must be an object", NULL));
+		reply_error(s, id, MCP_ERR_INVALID_PARAMS, "params must be an object", NULL);
 		return;
 	}
 	if (version != NULL) {
 		if (!mcp_version_supported(version)) {
-			server_send(
-			    s, mcp_error_new(id, MCP_ERR_UNSUPPORTED_VERSION,
+			reply_error(s, id, MCP_ERR_UNSUPPORTED_VERSION,
 			                     "Unsupported protocol version",
 			                     json_pack("{s:o, s:s}", "supported",
-			                               mcp_versions_json(), "requested", version)));
+			                               mcp_versions_json(), "requested", version));
 			return;
 		}
 		stateless = strcmp(version, MCP_VERSION_STATELESS) == 0;
@@ -892,9 +920,8 @@ handle_request(struct mcp_server *s, const json_t *msg)
 		const json_t *pv = json_object_get(params, "protocolVersion");
 
 		if (!json_is_string(pv)) {
-			server_send(s,
-			            mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
-			                          "initialize needs params.protocolVersion", NULL));
+			reply_error(s, id, MCP_ERR_INVALID_PARAMS,
+			                          "initialize needs params.protocolVersion", NULL);
 			return;
 		}
 		/* Form elicitation: declared as {} (2025-06-18) or {"form": {}}. */
@@ -918,10 +945,10 @@ handle_request(struct mcp_server *s, const json_t *msg)
 		int lvl = log_level_index(json_string_value(json_object_get(params, "level")));
 
 		if (lvl < 0) {
-			server_send(s, mcp_error_new(id, MCP_ERR_INVALID_PARAMS,
+			reply_error(s, id, MCP_ERR_INVALID_PARAMS,
 			                             "level must be one of debug, info, notice, "
 			                             "warning, error, critical, alert, emergency",
-			                             NULL));
+			                             NULL);
 			return;
 		}
 		s->log_level = lvl;
@@ -936,8 +963,8 @@ handle_request(struct mcp_server *s, const json_t *msg)
 		r = json_pack("{s:[]}", method[0] == 'r' ? "resources" : "prompts");
 		reply(s, id, r, stateless);
 	} else {
-		server_send(s, mcp_error_new(id, MCP_ERR_METHOD_NOT_FOUND, "Method not found",
-		                             json_pack("{s:s}", "method", method)));
+		reply_error(s, id, MCP_ERR_METHOD_NOT_FOUND, "Method not found",
+		                             json_pack("{s:s}", "method", method));
 	}
 }
 
@@ -1005,7 +1032,7 @@ mcp_server_request(struct mcp_server *s, const char *method, json_t *params, mcp
 		json_decref(params);
 		return -ENOMEM;
 	}
-	r->id = ++s->next_request_id;
+	r->id = ++server_next_request_id;
 	r->cb = cb;
 	r->arg = arg;
 	msg = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method",
@@ -1048,18 +1075,11 @@ mcp_call_server(struct mcp_call *c)
 	return c->server;
 }
 
-static void
-server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
+void
+mcp_server_input(struct mcp_server *s, const json_t *msg, enum mcp_kind kind)
 {
-	struct mcp_server *s = arg;
-	enum mcp_kind kind;
-	json_t *msg;
-
-	(void)ch;
-	if (mcp_parse_line(line, len, &msg, &kind) != 0) {
-		server_send(s, mcp_error_new(NULL, MCP_ERR_PARSE, "Parse error", NULL));
+	if (s->input_ended)
 		return;
-	}
 	switch (kind) {
 	case MCP_KIND_REQUEST:
 		handle_request(s, msg);
@@ -1081,6 +1101,42 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		break;
 	}
 	}
+}
+
+void
+mcp_server_input_end(struct mcp_server *s, bool cancel_calls)
+{
+	if (s->input_ended)
+		return;
+	s->input_ended = true;
+	for (struct mcp_call *c = s->calls; cancel_calls && c != NULL; c = c->next)
+		c->cancelled = true;
+	server_check_done(s);
+}
+
+size_t
+mcp_server_calls(const struct mcp_server *s)
+{
+	size_t n = 0;
+
+	for (const struct mcp_call *c = s->calls; c != NULL; c = c->next)
+		n++;
+	return n;
+}
+
+static void
+server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
+{
+	struct mcp_server *s = arg;
+	enum mcp_kind kind;
+	json_t *msg;
+
+	(void)ch;
+	if (mcp_parse_line(line, len, &msg, &kind) != 0) {
+		server_send(s, mcp_error_new(NULL, MCP_ERR_PARSE, "Parse error", NULL));
+		return;
+	}
+	mcp_server_input(s, msg, kind);
 	json_decref(msg);
 }
 
@@ -1092,8 +1148,7 @@ server_on_eof(struct mcp_chan *ch, int err, void *arg)
 	(void)ch;
 	if (err != 0)
 		log_warnx("mcp: reading stdin: %s", strerror(-err));
-	s->input_ended = true;
-	server_check_done(s);
+	mcp_server_input_end(s, false);
 }
 
 static void
@@ -1106,20 +1161,69 @@ server_on_oversize(struct mcp_chan *ch, void *arg)
 	                             "Invalid Request: message larger than 4 MiB", NULL));
 }
 
+/* ---- stdio: the line channel as the server's transport ---- */
+
+static int
+stdio_send(void *arg, const json_t *msg, const json_t *related)
+{
+	struct mcp_server *s = arg;
+
+	(void)related; /* one stream: everything goes down it in order */
+	return mcp_chan_send(s->chan, msg);
+}
+
+static void
+stdio_chan_drained(struct mcp_chan *ch, void *arg)
+{
+	struct mcp_server *s = arg;
+
+	(void)ch;
+	server_drained(s);
+}
+
+static void
+stdio_on_drained(void *arg, void (*fn)(void *), void *fn_arg)
+{
+	struct mcp_server *s = arg;
+
+	/* The only caller is server_check_done, with server_drained. */
+	(void)fn;
+	(void)fn_arg;
+	mcp_chan_on_drained(s->chan, stdio_chan_drained, s);
+}
+
+int
+mcp_server_new_transport(const struct mcp_server_config *cfg, const struct mcp_server_transport *tr,
+                         struct mcp_server **out)
+{
+	struct mcp_server *s;
+
+	*out = NULL;
+	if (tr == NULL || tr->send == NULL || tr->on_drained == NULL)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->tr = *tr;
+	s->log_level = log_level_index("info");
+	*out = s;
+	return 0;
+}
+
 int
 mcp_server_new(struct event_base *base, int in_fd, int out_fd, const struct mcp_server_config *cfg,
                struct mcp_server **out)
 {
 	static const struct mcp_chan_ops ops = {server_on_line, server_on_eof, server_on_oversize};
+	struct mcp_server_transport tr = {stdio_send, stdio_on_drained, NULL};
 	struct mcp_server *s;
 	int rc;
 
-	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (s == NULL)
-		return -ENOMEM;
-	s->cfg = *cfg;
-	s->log_level = log_level_index("info");
+	rc = mcp_server_new_transport(cfg, &tr, &s);
+	if (rc != 0)
+		return rc;
+	s->tr.arg = s;
 	rc = mcp_chan_new(base, in_fd, out_fd, MCP_LINE_MAX, &ops, s, &s->chan);
 	if (rc != 0) {
 		free(s);
@@ -1148,7 +1252,9 @@ mcp_server_free(struct mcp_server *s)
 		r->cb(NULL, NULL, r->arg);
 		free(r);
 	}
-	mcp_chan_flush_blocking(s->chan);
-	mcp_chan_free(s->chan);
+	if (s->chan != NULL) {
+		mcp_chan_flush_blocking(s->chan);
+		mcp_chan_free(s->chan);
+	}
 	free(s);
 }

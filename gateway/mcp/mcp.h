@@ -107,20 +107,23 @@ int mcp_elicit_approval_answer(const json_t *result, const json_t *error, bool *
 struct mcp_elicit_channel;
 typedef void (*mcp_response_fn)(const json_t *result, const json_t *error, void *arg);
 struct mcp_elicit_ops {
-	/* The transport: elicitation/create with params (stolen) to the client,
-	 * as mcp_server_request (id > 0 or negative errno); its cancel; and
-	 * whether the client elicits now. Required. */
-	long long (*request)(void *arg, json_t *params, mcp_response_fn cb, void *cb_arg);
+	/* The transport: elicitation/create about info with params (stolen) to
+	 * the client (with several, the one whose call the approval holds), as
+	 * mcp_server_request (id > 0 or negative errno); its cancel; and whether
+	 * that client elicits now. Required. */
+	long long (*request)(void *arg, const struct approval_info *info, json_t *params,
+	                     mcp_response_fn cb, void *cb_arg);
 	void (*cancel)(void *arg, long long id, const char *reason);
-	bool (*client_elicits)(void *arg);
+	bool (*client_elicits)(void *arg, const struct approval_info *info);
 	/* Whether an approval is the owner's (pending, or over: !pending);
 	 * NULL: every approval of the registry. */
 	bool (*concerns)(void *arg, const struct approval_info *info, bool pending);
 	void (*asked)(void *arg);                /* a question went out; may be NULL */
 	void (*answered)(void *arg, bool allow); /* the user decided; may be NULL */
-	/* The client's name from initialize's clientInfo, for the audit row of
-	 * its decisions (NULL or "" when unknown); may be NULL. */
-	const char *(*client_name)(void *arg);
+	/* The name from initialize's clientInfo of the client asked about
+	 * info, for the audit row of its decision (NULL or "" when unknown);
+	 * may be NULL. */
+	const char *(*client_name)(void *arg, const struct approval_info *info);
 };
 struct approvals;
 /* 0 or negative errno (*out NULL). ops is copied; arg is every op's. */
@@ -253,8 +256,37 @@ struct mcp_server_config {
 	void *done_arg;
 };
 
+/* A server on stdin/stdout (the fds), one JSON-RPC message a line. */
 int mcp_server_new(struct event_base *base, int in_fd, int out_fd,
                    const struct mcp_server_config *cfg, struct mcp_server **out);
+/*
+ * The same server over another transport (the Streamable HTTP one of
+ * gateway/mcp/http.c): the server hands it each message it sends, with the
+ * id of the client request the message belongs to (its response, or a
+ * progress or log notification of that call) or NULL when it belongs to
+ * none (elicitation/create, the event bus's logs); the transport feeds it
+ * the client's messages with mcp_server_input and mcp_server_input_end.
+ */
+struct mcp_server_transport {
+	/* msg is not stolen; 0 or -errno (the message was dropped). */
+	int (*send)(void *arg, const json_t *msg, const json_t *related);
+	/* Calls fn(fn_arg) once everything sent so far is written or kept. */
+	void (*on_drained)(void *arg, void (*fn)(void *fn_arg), void *fn_arg);
+	void *arg;
+};
+int mcp_server_new_transport(const struct mcp_server_config *cfg,
+                             const struct mcp_server_transport *tr, struct mcp_server **out);
+/* One message from the client, parsed and classified (mcp_parse_line). */
+void mcp_server_input(struct mcp_server *s, const json_t *msg, enum mcp_kind kind);
+/*
+ * The client is gone: nothing more is read; with cancel_calls, the calls in
+ * flight are cancelled (their jobs end; no reply). cfg.on_done is called
+ * once no call is left (perhaps from within this call).
+ */
+void mcp_server_input_end(struct mcp_server *s, bool cancel_calls);
+/* Calls in flight. */
+size_t mcp_server_calls(const struct mcp_server *s);
+/* Frees the calls still in flight (their owners must be gone: at exit). */
 void mcp_server_free(struct mcp_server *s);
 
 /* The result of a call: structured may be NULL; both stolen. Frees c. */
@@ -289,6 +321,44 @@ void mcp_server_log(struct mcp_server *s, const char *level, const char *text);
 /* The same with a JSON value as its data (a reference is taken). */
 void mcp_server_log_json(struct mcp_server *s, const char *level, json_t *data);
 
+/* ---- the Streamable HTTP transport (gateway/mcp/http.c) ----------------------- */
+
+#define MCP_HTTP_SESSIONS_MAX 16                /* sessions at once; then 503 */
+#define MCP_HTTP_REPLAY_EVENTS 256              /* messages a session keeps for resumption */
+#define MCP_HTTP_REPLAY_BYTES (8u * 1024 * 1024) /* and their bytes (the newest always) */
+#define MCP_HTTP_IDLE_SECONDS 1800.0            /* a session with no stream, call or request */
+
+struct mcp_http;
+
+struct mcp_http_config {
+	const char *listen; /* "ADDR:PORT" or "[ADDR6]:PORT"; kept, not copied */
+	bool remote_ok;     /* a non-loopback address is refused without it */
+	const char *token;  /* the bearer token every request must carry; copied */
+	/* 0: the MCP_HTTP_* defaults */
+	size_t sessions_max, replay_events, replay_bytes;
+	double idle_seconds;
+};
+
+/* Whether listen is ADDR:PORT, and loopback unless remote_ok: 0, or
+ * negative errno with why in err (before anything is made for it). */
+int mcp_http_listen_check(const char *listen, bool remote_ok, char *err, size_t errlen);
+/*
+ * Listens on cfg->listen (bound here, by the calling process) at /mcp;
+ * each session initialize starts is a server made with server_cfg (its
+ * on_done is the transport's). 0 or negative errno with why in err.
+ */
+int mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
+                 const struct mcp_server_config *server_cfg, struct mcp_http **out, char *err,
+                 size_t errlen);
+/* Ends every session and stops listening; after mcp_serve_stop. Accepts NULL. */
+void mcp_http_free(struct mcp_http *h);
+/* Live sessions. */
+size_t mcp_http_sessions(const struct mcp_http *h);
+/* mcp_server_request_cancel on the session that sent request id. */
+void mcp_http_request_cancel(struct mcp_http *h, long long id, const char *reason);
+/* mcp_server_log_json to every session (each at its own level). */
+void mcp_http_log_json(struct mcp_http *h, const char *level, json_t *data);
+
 /* ---- the tools of `tollgate serve` (gateway/mcp/tools.c, jobs.c, sessions.c) -- */
 
 struct gw_context;
@@ -319,7 +389,8 @@ struct mcp_serve_ctx {
 	 * --max-queued waiting, then refused); NULL: each call starts at once. */
 	struct exec_queue *queue;
 	struct mcp_job *jobs;              /* executions waiting or running */
-	struct mcp_server *server;         /* for requests to the client (elicitation) */
+	struct mcp_server *server;         /* stdio's client (elicitation, logs); NULL over HTTP */
+	struct mcp_http *http;             /* --listen's sessions, or NULL */
 	struct mcp_elicit_channel *elicit; /* approvals asked of the client (elicit.c) */
 	int events_sub;                    /* the bus subscription for notifications, 0: none */
 	/* set_resource_limits: defaults for later calls (0: none / --timeout). */

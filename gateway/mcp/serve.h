@@ -123,6 +123,8 @@ void serve_jobs_count(const struct mcp_serve_ctx *ctx, size_t *running, size_t *
  */
 bool serve_job_note_approval(struct mcp_serve_ctx *ctx, const char *sandbox_id,
                              const char *waiting);
+/* The server (client session) whose call runs in sandbox_id, or NULL. */
+struct mcp_server *serve_job_server(struct mcp_serve_ctx *ctx, const char *sandbox_id);
 /* Withdraws the waiting calls, then ends the running ones (at exit). */
 void serve_jobs_stop(struct mcp_serve_ctx *ctx);
 

@@ -321,6 +321,8 @@ on_bus_event(const struct gw_event *ev, void *arg)
 
 	if (ctx->server != NULL)
 		mcp_server_log_json(ctx->server, level, data);
+	if (ctx->http != NULL)
+		mcp_http_log_json(ctx->http, level, data);
 	json_decref(data);
 }
 

@@ -1,8 +1,12 @@
 // Drives an MCP stdio server (here: `tollgate wrap ... -- SERVER`) with the
 // official TypeScript SDK client and prints one JSON line per step, which
 // the shell tests assert on. Usage: node client.mjs SCENARIO -- CMD [ARG...]
+// With MCP_URL set (and MCP_TOKEN, the bearer token), the same scenarios
+// run over the Streamable HTTP transport against a server already
+// listening there: node client.mjs SCENARIO [ARG...] --
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema, LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { writeFileSync } from "node:fs";
 
@@ -27,12 +31,16 @@ async function call(client, name, args) {
   }
 }
 
-const transport = new StdioClientTransport({
-  command,
-  args,
-  env: process.env,
-  stderr: "inherit",
-});
+const transport = process.env.MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), {
+    requestInit: { headers: { Authorization: `Bearer ${process.env.MCP_TOKEN ?? ""}` } },
+  })
+  : new StdioClientTransport({
+    command,
+    args,
+    env: process.env,
+    stderr: "inherit",
+  });
 // The "elicit" scenario declares elicitation and answers from a script of
 // decisions (one per elicitation/create), after a short pause so that
 // progress notifications come while the call waits.
@@ -274,6 +282,51 @@ if (scenario === "everything") {
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code, session_id }));
   out("validate", await call(client, "validate_code", { language: "sh", code: "true\nif then\n" }));
   out("terminate", await call(client, "terminate_session", { session_id }));
+} else if (scenario === "http-elicit") {
+  // Over HTTP (MCP_URL): what the stdio tests check, compactly. extra: the
+  // origin's URL allowed, the one refused, the allowed pattern, a URL an
+  // ask rule holds (answered once, then deny, by elicitation).
+  const [allowedUrl, refusedUrl, allowedPattern, heldUrl] = extra;
+  out("session", { id: transport.sessionId ?? null, version: transport.protocolVersion ?? null });
+  const tools = (await client.listTools()).tools;
+  out("tools", {
+    tools: tools.map((t) => t.name).sort(),
+    schemas: tools.every((t) => t.inputSchema && t.inputSchema.type === "object"),
+  });
+  const curl = (url) => `curl -s -m 10 -o /dev/null -w '%{http_code}' ${url}; echo`;
+  out("allowed", await call(client, "execute_code", {
+    language: "sh", code: curl(allowedUrl), allowed_domains: [allowedPattern],
+  }));
+  out("refused", await call(client, "execute_code", {
+    language: "sh", code: curl(refusedUrl), allowed_domains: [allowedPattern],
+  }));
+  out("unknown", await call(client, "no_such_tool", {}));
+  let progress = 0;
+  const r = await client.callTool(
+    { name: "execute_code", arguments: { language: "sh", code: "sleep 2; echo done" } },
+    undefined,
+    { onprogress: () => progress++ },
+  );
+  out("progress", { progress, text: r.structuredContent?.stdout ?? null });
+  for (const decision of ["once", "deny"]) {
+    answers = [decision];
+    const before = elicitations.length;
+    const waiting = [];
+    const e = await client.callTool(
+      { name: "execute_code", arguments: { language: "sh", code: curl(heldUrl), timeout: 30 } },
+      undefined,
+      { onprogress: (p) => waiting.push(p.message ?? ""), timeout: 60000 },
+    );
+    out(`elicit-${decision}`, {
+      stdout: e.structuredContent?.stdout?.trim() ?? null,
+      asked: elicitations.length - before,
+      message: elicitations[before]?.message ?? null,
+      waitingProgress: waiting.some((m) => m.includes("waiting for approval")),
+    });
+  }
+  out("bus-logs", { logs: logs.filter((l) => typeof l.data === "object" && l.data !== null && l.data.event).length });
+  await transport.terminateSession();
+  out("terminated", { id: transport.sessionId ?? null });
 } else {
   out("error", { message: `unknown scenario ${scenario}` });
 }
