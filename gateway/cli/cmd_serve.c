@@ -24,6 +24,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/mcp/pkgname.h"
 #include "gateway/mcp/serve.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
@@ -49,6 +50,7 @@ enum {
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_MODEL_APPROVES,
+	OPT_PACKAGE_INDEX,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -74,6 +76,7 @@ static const struct option serve_options[] = {
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"model-approves", no_argument, NULL, OPT_MODEL_APPROVES},
+    {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
     {NULL, 0, NULL, 0},
 };
 
@@ -89,6 +92,8 @@ struct serve_state {
 	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
 	struct exec_spec files;     /* their binds, for every sandbox */
 	struct mcp_tool *tools; /* the table the client sees (--tools-*, --model-approves) */
+	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
+	bool pkg_index_set[SERVE_PKG_COUNT];
 };
 
 /* What the operator lets the model see and call: --tools-allow and
@@ -217,6 +222,19 @@ run_serve(int argc, char **argv)
 		case OPT_MODEL_APPROVES:
 			tf.model_approves = true;
 			break;
+		case OPT_PACKAGE_INDEX: {
+			struct serve_pkg_index idx;
+			enum serve_pkg_manager m;
+			char why[256];
+
+			if (serve_pkg_index_flag(optarg, &m, &idx, why, sizeof(why)) != 0) {
+				rc = gw_fail(CMD, "--package-index: %s", why);
+				break;
+			}
+			st.pkg_index[m] = idx;
+			st.pkg_index_set[m] = true;
+			break;
+		}
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -284,6 +302,8 @@ run_serve(int argc, char **argv)
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
 	st.ctx.no_transparent = no_transparent;
+	for (int i = 0; i < SERVE_PKG_COUNT; i++)
+		st.ctx.pkg_index[i] = st.pkg_index_set[i] ? &st.pkg_index[i] : NULL;
 	if (gw_sandbox_binds(CMD, &st.sb, st.gw.policy, NULL, &st.files) != 0)
 		goto out;
 	st.ctx.files = &st.files;
@@ -379,7 +399,8 @@ const struct gw_command gw_command_serve = {
              "check output files (get_artifacts, verify_artifact), manage egress\n"
              "(request_egress, list_pending_approvals; approve_egress and deny_egress\n"
              "only with --model-approves)\n"
-             "and report (audit_query, vault_list, sandbox_stats, set_resource_limits).\n"
+             "and report (audit_query, vault_list, sandbox_stats, set_resource_limits);\n"
+             "in a session, install_package, bridge_data and inspect_state.\n"
              "Each execution runs in a fresh sandbox behind this process's gate.\n"
              "The model proposes, a person disposes: a domain a call names\n"
              "(allowed_domains, request_egress) that --policy and the flags do not\n"
@@ -419,6 +440,9 @@ const struct gw_command gw_command_serve = {
              "  --max-sandboxes N        executions running at once (8)\n"
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"
+             "  --package-index pip=URL, npm=URL  the index install_package uses (default:\n"
+             "                           PyPI, registry.npmjs.org); its host is reachable\n"
+             "                           during an install only\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's "
