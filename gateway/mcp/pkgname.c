@@ -69,8 +69,8 @@ obvious_why(enum serve_pkg_manager m, const char *s, size_t len)
 	/* npm's @scope/name has one '/'; anything else with one is a path (or
 	 * npm's user/repo shorthand for a git repository). */
 	if (s[0] == '.' || s[0] == '~' ||
-	    (slashes > 0 && !(m == SERVE_PKG_NPM && s[0] == '@' && slashes == 1 &&
-	                      memchr(s, '\\', len) == NULL)))
+	    (slashes > 0 &&
+	     !(m == SERVE_PKG_NPM && s[0] == '@' && slashes == 1 && memchr(s, '\\', len) == NULL)))
 		return "a path, not a package name";
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -223,7 +223,8 @@ npm_check(const char *s, size_t len, char *err, size_t errlen)
 		const char *slash = memchr(s, '/', len);
 
 		if (slash == NULL || !npm_part_ok(s + 1, (size_t)(slash - s - 1))) {
-			gw_set_err(err, errlen, "a scope is @SCOPE/NAME, SCOPE by npm's name rules");
+			gw_set_err(err, errlen,
+			           "a scope is @SCOPE/NAME, SCOPE by npm's name rules");
 			return -EINVAL;
 		}
 		name = slash + 1;
@@ -303,13 +304,14 @@ serve_pkg_index_parse(const char *url, struct serve_pkg_index *out, char *err, s
 	memcpy(hostport, p, (size_t)(hostend - p));
 	hostport[hostend - p] = '\0';
 	if (policy_hostport_parse(hostport, strlen(hostport), &out->host, &port) != 0) {
-		gw_set_err(err, errlen, "the host: %s", policy_hostport_why(hostport, strlen(hostport)));
+		gw_set_err(err, errlen, "the host: %s",
+		           policy_hostport_why(hostport, strlen(hostport)));
 		return -EINVAL;
 	}
 	for (const char *q = path; *q != '\0'; q++) {
 		if (!is_alnum(*q) && strchr("._~/-%", *q) == NULL) {
-			gw_set_err(err, errlen, "the path holds '%c' (no query, fragment or spaces)",
-			           *q);
+			gw_set_err(err, errlen,
+			           "the path holds '%c' (no query, fragment or spaces)", *q);
 			return -EINVAL;
 		}
 	}

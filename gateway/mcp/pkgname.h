@@ -16,7 +16,7 @@
 
 enum serve_pkg_manager { SERVE_PKG_PIP, SERVE_PKG_NPM, SERVE_PKG_COUNT };
 
-#define SERVE_PKG_SPEC_MAX 256    /* one package argument, bytes */
+#define SERVE_PKG_SPEC_MAX 256 /* one package argument, bytes */
 #define SERVE_PKG_INDEX_URL_MAX 512
 
 /* "pip" / "npm" into *m: 0, or -EINVAL. */

@@ -37,10 +37,10 @@
 #include "policy/policy.h"
 
 #define CMD_ARGV_MAX 48
-#define CMD_TEXT_MAX (64 * 1024)        /* pip's or npm's output kept, per stream */
-#define CMD_INSPECT_MAX (1024 * 1024)   /* inspect_state's listing */
-#define CMD_SHORT_TIMEOUT 30.0          /* bridge_data, inspect_state */
-#define INSTALL_TIMEOUT 300.0           /* unless --max-timeout is lower */
+#define CMD_TEXT_MAX (64 * 1024)      /* pip's or npm's output kept, per stream */
+#define CMD_INSPECT_MAX (1024 * 1024) /* inspect_state's listing */
+#define CMD_SHORT_TIMEOUT 30.0        /* bridge_data, inspect_state */
+#define INSTALL_TIMEOUT 300.0         /* unless --max-timeout is lower */
 #define INSTALL_PACKAGES_MAX 16
 #define INSPECT_FILES_MAX 1000
 #define INSPECT_PROCS_MAX 256
@@ -244,7 +244,8 @@ on_cmd_done(struct exec_job *job, const struct exec_job_result *r, void *arg)
 	if (r->res.setup_failed) {
 		mcp_call_fail(cmd->call, "tollgate: the command could not start in session %s: %s",
 		              exec_session_id(cmd->ms->es),
-		              exec_session_ended(cmd->ms->es) && exec_session_end_reason(cmd->ms->es)
+		              exec_session_ended(cmd->ms->es) &&
+		                      exec_session_end_reason(cmd->ms->es)
 		                  ? exec_session_end_reason(cmd->ms->es)
 		                  : strerror(r->res.failed_errno));
 		cmd->call = NULL;
@@ -320,8 +321,10 @@ cmd_start(struct serve_cmd *cmd, json_t *detail, char *err, size_t errlen)
 	cmd->out_fd = out[0];
 	cmd->err_fd = errp[0];
 	out[0] = errp[0] = -1;
-	cmd->ev_out = event_new(ctx->gw->base, cmd->out_fd, EV_READ | EV_PERSIST, on_cmd_output, cmd);
-	cmd->ev_err = event_new(ctx->gw->base, cmd->err_fd, EV_READ | EV_PERSIST, on_cmd_output, cmd);
+	cmd->ev_out =
+	    event_new(ctx->gw->base, cmd->out_fd, EV_READ | EV_PERSIST, on_cmd_output, cmd);
+	cmd->ev_err =
+	    event_new(ctx->gw->base, cmd->err_fd, EV_READ | EV_PERSIST, on_cmd_output, cmd);
 	if (cmd->ev_out != NULL)
 		event_add(cmd->ev_out, NULL);
 	if (cmd->ev_err != NULL)
@@ -490,7 +493,8 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 	}
 	if (!json_is_array(packages) || json_array_size(packages) == 0 ||
 	    json_array_size(packages) > INSTALL_PACKAGES_MAX) {
-		mcp_call_fail(c, "packages must be an array of 1 to %d names", INSTALL_PACKAGES_MAX);
+		mcp_call_fail(c, "packages must be an array of 1 to %d names",
+		              INSTALL_PACKAGES_MAX);
 		return;
 	}
 	/* Every name is checked before anything runs: one bad name refuses all. */
@@ -552,10 +556,18 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 		 * left there stands in for pip; no config file either. Wheels only:
 		 * building a source distribution runs its code while the index is
 		 * reachable. */
-		static const char *const pip_args[] = {
-		    "-I", "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-		    "--no-cache-dir", "--only-binary=:all:", "--upgrade", "--target", SERVE_PIP_TARGET,
-		    "--index-url"};
+		static const char *const pip_args[] = {"-I",
+		                                       "-m",
+		                                       "pip",
+		                                       "install",
+		                                       "--no-input",
+		                                       "--disable-pip-version-check",
+		                                       "--no-cache-dir",
+		                                       "--only-binary=:all:",
+		                                       "--upgrade",
+		                                       "--target",
+		                                       SERVE_PIP_TARGET,
+		                                       "--index-url"};
 
 		for (size_t i = 0; rc == 0 && i < sizeof(pip_args) / sizeof(pip_args[0]); i++)
 			rc = cmd_arg(cmd, pip_args[i]);
@@ -576,8 +588,8 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 		 * never run (a package that needs them is built later with `npm
 		 * rebuild` in execute_code, when the index is not). */
 		static const char *const npm_args[] = {
-		    "install", "--prefix", EXEC_WORKDIR, "--ignore-scripts", "--no-audit", "--no-fund",
-		    "--no-update-notifier", "--registry"};
+		    "install",    "--prefix",  EXEC_WORKDIR,           "--ignore-scripts",
+		    "--no-audit", "--no-fund", "--no-update-notifier", "--registry"};
 
 		for (size_t i = 0; rc == 0 && i < sizeof(npm_args) / sizeof(npm_args[0]); i++)
 			rc = cmd_arg(cmd, npm_args[i]);
@@ -595,15 +607,15 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 		rc = cmd_arg(cmd, json_string_value(json_array_get(packages, i)));
 	if (rc != 0)
 		goto oom;
-	cmd->state = json_pack("{s:s, s:s, s:s, s:O, s:s, s:[s]}", "session_id",
-	                       exec_session_id(ms->es), "sandbox_id",
-	                       exec_session_sandbox_id(ms->es), "manager",
-	                       serve_pkg_manager_name(m), "packages", names, "index", idx.url,
-	                       "index_hosts", idx.pattern);
+	cmd->state = json_pack(
+	    "{s:s, s:s, s:s, s:O, s:s, s:[s]}", "session_id", exec_session_id(ms->es), "sandbox_id",
+	    exec_session_sandbox_id(ms->es), "manager", serve_pkg_manager_name(m), "packages",
+	    names, "index", idx.url, "index_hosts", idx.pattern);
 	if (cmd->state == NULL)
 		goto oom;
 	if (extra != NULL)
-		json_array_append_new(json_object_get(cmd->state, "index_hosts"), json_string(extra));
+		json_array_append_new(json_object_get(cmd->state, "index_hosts"),
+		                      json_string(extra));
 	detail = json_pack("{s:s, s:s, s:O, s:s}", "tool", "install_package", "manager",
 	                   serve_pkg_manager_name(m), "packages", names, "index", idx.url);
 	policy_free(rules);
@@ -644,8 +656,7 @@ bridge_key_ok(const char *key)
 	size_t n = strnlen(key, BRIDGE_KEY_MAX + 1);
 
 	return n > 0 && n <= BRIDGE_KEY_MAX &&
-	       strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
-	           n;
+	       strspn(key, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
 /*
@@ -696,7 +707,9 @@ bridge_written(struct serve_cmd *cmd, const struct exec_job_result *r)
 		first_line(cmd->err, why, sizeof(why));
 		mcp_call_fail(cmd->call, "bridge_data: writing into session %s failed: %s",
 		              exec_session_id(cmd->ms->es),
-		              r->timed_out ? "timed out" : why[0] != '\0' ? why : "no reason given");
+		              r->timed_out     ? "timed out"
+		              : why[0] != '\0' ? why
+		                               : "no reason given");
 		cmd->call = NULL;
 		return;
 	}
@@ -780,7 +793,7 @@ bridge_read_done(struct serve_cmd *cmd, const struct exec_job_result *r)
 		/* The reader's own one-line reasons. */
 		first_line(cmd->err, why, sizeof(why));
 		mcp_call_fail(cmd->call, "bridge_data: file refused: %s",
-		              r->timed_out ? "reading it timed out"
+		              r->timed_out     ? "reading it timed out"
 		              : why[0] != '\0' ? why
 		                               : "cannot be read");
 		cmd->call = NULL;
@@ -838,10 +851,11 @@ serve_tool_bridge_data(struct mcp_call *c, json_t *args, void *arg)
 		                 "from_session's /work)");
 		return;
 	}
-	if (file != NULL &&
-	    (!json_is_string(file) || !bridge_path_ok(json_string_value(file), path, sizeof(path)))) {
-		mcp_call_fail(c, "file: a path inside /work (names of A-Z a-z 0-9 . _ -, no '..', "
-		                 "at most %d bytes)",
+	if (file != NULL && (!json_is_string(file) ||
+	                     !bridge_path_ok(json_string_value(file), path, sizeof(path)))) {
+		mcp_call_fail(c,
+		              "file: a path inside /work (names of A-Z a-z 0-9 . _ -, no '..', "
+		              "at most %d bytes)",
 		              BRIDGE_PATH_MAX);
 		return;
 	}
@@ -943,9 +957,9 @@ network_json(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
 	f.sandbox = exec_session_sandbox_id(ms->es);
 	if (ctx->gw->audit != NULL)
 		audit_flush(ctx->gw->audit);
-	if (ctx->audit_reader == NULL && (ctx->audit_path == NULL ||
-	                                  audit_reader_open(ctx->audit_path, &r, err, sizeof(err)) !=
-	                                      0))
+	if (ctx->audit_reader == NULL &&
+	    (ctx->audit_path == NULL ||
+	     audit_reader_open(ctx->audit_path, &r, err, sizeof(err)) != 0))
 		return json_pack("{s:n, s:s, s:O, s:o?}", "connections", "note",
 		                 "no audit log to count from", "allowed_domains", ms->allowed,
 		                 "egress", egress);
@@ -996,7 +1010,8 @@ inspect_parse(const char *p, size_t len, json_t *s, const json_t *secrets)
 			*eq = '\0';
 			json_object_set_new(env, rec, json_stringn_nocheck(eq + 1, strlen(eq + 1)));
 		} else if (section == FILES) {
-			char *t1 = strchr(rec, '\t'), *t2 = t1 != NULL ? strchr(t1 + 1, '\t') : NULL;
+			char *t1 = strchr(rec, '\t'),
+			     *t2 = t1 != NULL ? strchr(t1 + 1, '\t') : NULL;
 
 			if (t2 == NULL)
 				continue;
@@ -1005,11 +1020,10 @@ inspect_parse(const char *p, size_t len, json_t *s, const json_t *secrets)
 				continue;
 			}
 			*t1 = *t2 = '\0';
-			json_array_append_new(files,
-			                      json_pack("{s:s%, s:I, s:s}", "name", t2 + 1,
-			                                strlen(t2 + 1), "size",
-			                                (json_int_t)strtoll(rec, NULL, 10), "type",
-			                                t1[1] == 'l' ? "symlink" : "file"));
+			json_array_append_new(
+			    files, json_pack("{s:s%, s:I, s:s}", "name", t2 + 1, strlen(t2 + 1),
+			                     "size", (json_int_t)strtoll(rec, NULL, 10), "type",
+			                     t1[1] == 'l' ? "symlink" : "file"));
 		} else if (section == PROCS && json_array_size(procs) < INSPECT_PROCS_MAX) {
 			char *t = strchr(rec, '\t');
 
@@ -1077,29 +1091,29 @@ inspect_done(struct serve_cmd *cmd, const struct exec_job_result *r)
 	redact_free(red);
 	if (rc != 0) {
 		/* Shown unmasked is never an option. */
-		mcp_call_fail(cmd->call, "inspect_state: the session's secrets cannot be masked, so "
-		                         "nothing is shown");
+		mcp_call_fail(cmd->call,
+		              "inspect_state: the session's secrets cannot be masked, so "
+		              "nothing is shown");
 		cmd->call = NULL;
 		return;
 	}
 	inspect_sanitise(cmd->out);
-	s = json_pack("{s:s, s:s, s:f, s:I, s:b, s:{}, s:O, s:[], s:b, s:[], s:{s:o, s:o, s:o}, "
-	              "s:o}",
-	              "session_id", exec_session_id(ms->es), "sandbox_id",
-	              exec_session_sandbox_id(ms->es), "created", ms->created, "executions",
-	              (json_int_t)ms->executions, "busy", false, "environment", "secrets",
-	              names != NULL ? names : json_array(), "files", "files_truncated",
-	              cmd->out_trunc, "processes", "limits", "ram_mb",
-	              limit_or_null(ms->limits.ram_mb), "cpu_seconds",
-	              limit_or_null(ms->limits.cpu_seconds), "pids", limit_or_null(ms->limits.pids),
-	              "network", network_json(cmd->ctx, ms));
+	s = json_pack(
+	    "{s:s, s:s, s:f, s:I, s:b, s:{}, s:O, s:[], s:b, s:[], s:{s:o, s:o, s:o}, "
+	    "s:o}",
+	    "session_id", exec_session_id(ms->es), "sandbox_id", exec_session_sandbox_id(ms->es),
+	    "created", ms->created, "executions", (json_int_t)ms->executions, "busy", false,
+	    "environment", "secrets", names != NULL ? names : json_array(), "files",
+	    "files_truncated", cmd->out_trunc, "processes", "limits", "ram_mb",
+	    limit_or_null(ms->limits.ram_mb), "cpu_seconds", limit_or_null(ms->limits.cpu_seconds),
+	    "pids", limit_or_null(ms->limits.pids), "network", network_json(cmd->ctx, ms));
 	if (s == NULL) {
 		mcp_call_fail(cmd->call, "tollgate: out of memory");
 		cmd->call = NULL;
 		return;
 	}
-	inspect_parse((const char *)evbuffer_pullup(cmd->out, -1), evbuffer_get_length(cmd->out),
-	              s, names);
+	inspect_parse((const char *)evbuffer_pullup(cmd->out, -1), evbuffer_get_length(cmd->out), s,
+	              names);
 	serve_finish_structured(cmd->call, s);
 	cmd->call = NULL;
 }

@@ -149,9 +149,8 @@ test_spec_bytes(void **state)
 	/* Over the bound, however valid. */
 	memset(long_name, 'a', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = '\0';
-	assert_int_not_equal(serve_pkg_spec_check(SERVE_PKG_NPM, long_name, strlen(long_name),
-	                                          err, sizeof(err)),
-	                     0);
+	assert_int_not_equal(
+	    serve_pkg_spec_check(SERVE_PKG_NPM, long_name, strlen(long_name), err, sizeof(err)), 0);
 	/* PEP 508 names of 128, npm's of 214 at most. */
 	assert_int_equal(serve_pkg_spec_check(SERVE_PKG_PIP, long_name, 128, err, sizeof(err)), 0);
 	assert_int_not_equal(serve_pkg_spec_check(SERVE_PKG_PIP, long_name, 129, err, sizeof(err)),
@@ -169,10 +168,8 @@ struct index_case {
 
 static const struct index_case index_cases[] = {
     {"pip=https://pypi.org/simple", true, "https://pypi.org/simple", "pypi.org"},
-    {"pip=http://pypi.test:8080/simple/", true, "http://pypi.test:8080/simple/",
-     "pypi.test:8080"},
-    {"npm=https://Registry.NPMjs.org/", true, "https://registry.npmjs.org/",
-     "registry.npmjs.org"},
+    {"pip=http://pypi.test:8080/simple/", true, "http://pypi.test:8080/simple/", "pypi.test:8080"},
+    {"npm=https://Registry.NPMjs.org/", true, "https://registry.npmjs.org/", "registry.npmjs.org"},
     {"npm=https://npm.example.com:8443", true, "https://npm.example.com:8443",
      "npm.example.com:8443"},
     {"pip=https://mirror.example/pypi/%7Euser/simple", true,
