@@ -30,6 +30,7 @@
 #include "gateway/core/log.h"
 #include "gateway/mcp/http_guard.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/mcp/pkgname.h"
 #include "gateway/mcp/serve.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
@@ -59,6 +60,7 @@ enum {
 	OPT_LISTEN_REMOTE,
 	OPT_TOKEN_FILE,
 	OPT_HTTP_SESSIONS,
+	OPT_PACKAGE_INDEX,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -88,6 +90,7 @@ static const struct option serve_options[] = {
     {"listen-remote", no_argument, NULL, OPT_LISTEN_REMOTE},
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
+    {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
     {NULL, 0, NULL, 0},
 };
 
@@ -104,6 +107,8 @@ struct serve_state {
 	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
 	struct exec_spec files;     /* their binds, for every sandbox */
 	struct mcp_tool *tools; /* the table the client sees (--tools-*, --model-approves) */
+	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
+	bool pkg_index_set[SERVE_PKG_COUNT];
 };
 
 /* What the operator lets the model see and call: --tools-allow and
@@ -353,6 +358,19 @@ run_serve(int argc, char **argv)
 				             "--max-http-sessions: '%s' is not a number from 1 to 1024",
 				             optarg);
 			break;
+		case OPT_PACKAGE_INDEX: {
+			struct serve_pkg_index idx;
+			enum serve_pkg_manager m;
+			char why[256];
+
+			if (serve_pkg_index_flag(optarg, &m, &idx, why, sizeof(why)) != 0) {
+				rc = gw_fail(CMD, "--package-index: %s", why);
+				break;
+			}
+			st.pkg_index[m] = idx;
+			st.pkg_index_set[m] = true;
+			break;
+		}
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -428,6 +446,8 @@ run_serve(int argc, char **argv)
 	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
 	st.ctx.default_timeout = timeout;
 	st.ctx.no_transparent = no_transparent;
+	for (int i = 0; i < SERVE_PKG_COUNT; i++)
+		st.ctx.pkg_index[i] = st.pkg_index_set[i] ? &st.pkg_index[i] : NULL;
 	if (gw_sandbox_binds(CMD, &st.sb, st.gw.policy, NULL, &st.files) != 0)
 		goto out;
 	st.ctx.files = &st.files;
@@ -564,7 +584,8 @@ const struct gw_command gw_command_serve = {
              "check output files (get_artifacts, verify_artifact), manage egress\n"
              "(request_egress, list_pending_approvals; approve_egress and deny_egress\n"
              "only with --model-approves)\n"
-             "and report (audit_query, vault_list, sandbox_stats, set_resource_limits).\n"
+             "and report (audit_query, vault_list, sandbox_stats, set_resource_limits);\n"
+             "in a session, install_package, bridge_data and inspect_state.\n"
              "Each execution runs in a fresh sandbox behind this process's gate.\n"
              "The model proposes, a person disposes: a domain a call names\n"
              "(allowed_domains, request_egress) that --policy and the flags do not\n"
@@ -614,6 +635,9 @@ const struct gw_command gw_command_serve = {
              "                           when it exists (0600, this user's), else made\n"
              "  --max-http-sessions N    MCP sessions at once over HTTP (16); a new one\n"
              "                           ends the least recently used idle one, else 503\n"
+             "  --package-index pip=URL, npm=URL  the index install_package uses (default:\n"
+             "                           PyPI, registry.npmjs.org); its host is reachable\n"
+             "                           during an install only\n"
              "  --no-network             sandboxes get loopback only\n"
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's "

@@ -161,9 +161,9 @@ job_free(struct mcp_job *j)
 	free(j);
 }
 
-/* Reads what a stream has now, keeping at most JOB_OUTPUT_MAX. -1 at EOF. */
-static int
-drain_stream(int fd, struct evbuffer *buf, bool *truncated)
+/* Reads what a stream has now, keeping at most max bytes. -1 at EOF. */
+int
+serve_drain_stream(int fd, struct evbuffer *buf, size_t max, bool *truncated)
 {
 	char chunk[16384];
 	ssize_t n;
@@ -177,7 +177,7 @@ drain_stream(int fd, struct evbuffer *buf, bool *truncated)
 			return errno == EAGAIN ? 0 : -1;
 		if (n == 0)
 			return -1;
-		room = JOB_OUTPUT_MAX - evbuffer_get_length(buf);
+		room = max > evbuffer_get_length(buf) ? max - evbuffer_get_length(buf) : 0;
 		if ((size_t)n > room) {
 			*truncated = true;
 			n = (ssize_t)room;
@@ -194,8 +194,8 @@ on_job_output(evutil_socket_t fd, short what, void *arg)
 	bool is_out = fd == j->out_fd;
 
 	(void)what;
-	if (drain_stream(fd, is_out ? j->out : j->err,
-	                 is_out ? &j->out_truncated : &j->err_truncated) < 0)
+	if (serve_drain_stream(fd, is_out ? j->out : j->err,
+	                 JOB_OUTPUT_MAX, is_out ? &j->out_truncated : &j->err_truncated) < 0)
 		event_del(is_out ? j->ev_out : j->ev_err);
 }
 
@@ -272,8 +272,8 @@ redact_to_buffer(void *arg, const uint8_t *p, size_t n)
  * when the cap cut the output, the held-back tail (a prefix of a value,
  * maybe) is dropped rather than shown.
  */
-static int
-redact_buffer(const struct redact *set, struct evbuffer *buf, bool truncated)
+int
+serve_redact_buffer(const struct redact *set, struct evbuffer *buf, bool truncated)
 {
 	struct evbuffer *clean = evbuffer_new();
 	struct redact_stream *rs = NULL;
@@ -415,8 +415,8 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		mcp_call_finish(j->call, result);
 		goto out;
 	}
-	if (j->redact != NULL && (redact_buffer(j->redact, j->out, j->out_truncated) != 0 ||
-	                          redact_buffer(j->redact, j->err, j->err_truncated) != 0)) {
+	if (j->redact != NULL && (serve_redact_buffer(j->redact, j->out, j->out_truncated) != 0 ||
+	                          serve_redact_buffer(j->redact, j->err, j->err_truncated) != 0)) {
 		mcp_call_fail(j->call, "tollgate: cannot redact the output");
 		goto out;
 	}
@@ -499,8 +499,8 @@ on_exec_job_done(struct exec_job *job, const struct exec_job_result *r, void *ar
 	(void)job;
 	/* What the command wrote is in the pipes; a process it left in the
 	 * background (a session's) may hold them open, so read what is there. */
-	drain_stream(j->out_fd, j->out, &j->out_truncated);
-	drain_stream(j->err_fd, j->err, &j->err_truncated);
+	serve_drain_stream(j->out_fd, j->out, JOB_OUTPUT_MAX, &j->out_truncated);
+	serve_drain_stream(j->err_fd, j->err, JOB_OUTPUT_MAX, &j->err_truncated);
 	if (ms != NULL && r->res.setup_failed && exec_session_ended(ms->es)) {
 		mcp_call_fail(j->call, "tollgate: the session's sandbox ended: %s",
 		              exec_session_end_reason(ms->es) != NULL
@@ -857,6 +857,11 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		if (name == NULL || !vault_name_valid(name) ||
 		    vault_inject_add(&j->secrets, name, err, sizeof(err)) != 0) {
 			mcp_call_fail(c, "secrets[%zu]: not a vault name (vault_list)", i);
+			goto fail;
+		}
+		/* inspect_state masks what a session's calls were given. */
+		if (j->session != NULL && serve_session_note_secret(j->session, name) != 0) {
+			mcp_call_fail(c, "tollgate: out of memory");
 			goto fail;
 		}
 	}

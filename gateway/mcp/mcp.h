@@ -368,6 +368,8 @@ struct exec_hub;
 struct exec_queue;
 struct mcp_job;
 struct mcp_session;
+struct serve_cmd;
+struct serve_pkg_index;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
 struct mcp_serve_ctx {
@@ -412,6 +414,10 @@ struct mcp_serve_ctx {
 	 * split, the gate cannot read it under TOLLGATE_HOME (verify_artifact). */
 	char *art_pub_pem;
 	struct mcp_session *sessions; /* create_session's (exec/session.h) */
+	struct serve_cmd *cmds;       /* session_tools.c's commands running */
+	/* --package-index pip=URL / npm=URL (NULL: the public index), parsed
+	 * (gateway/mcp/pkgname.h's struct serve_pkg_index); owned. */
+	struct serve_pkg_index *pkg_index[2];
 	/* sandbox_stats */
 	struct {
 		unsigned long runs, validations, completed, failed, timed_out, cancelled;

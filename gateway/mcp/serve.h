@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "exec/exec.h"
 #include "gateway/mcp/mcp.h"
 
 struct policy;
@@ -42,8 +43,15 @@ struct mcp_session {
 	bool ended;             /* its lifetime ran out: freed when not busy */
 	double created;
 	unsigned long executions;
+	struct exec_limits limits; /* create_session's, for its whole life */
+	json_t *secret_names;      /* vault names its calls were given (NULL: none) */
 	struct mcp_session *next;
 };
+
+/* install_package's targets in a session's work directory (docs/mcp.md). */
+#define SERVE_PIP_TARGET EXEC_WORKDIR "/.packages/python"
+#define SERVE_BRIDGE_DIR EXEC_WORKDIR "/.bridge"
+#define SERVE_BRIDGE_MAX (1024 * 1024) /* bytes of one bridged value */
 
 /* ---- tools.c -------------------------------------------------------------- */
 
@@ -97,6 +105,8 @@ json_t *serve_manifest_files(const char *dir, char *err, size_t errlen);
 struct mcp_session *serve_session_find(struct mcp_serve_ctx *ctx, const char *id);
 /* Live sessions (not ended). */
 size_t serve_sessions_live(const struct mcp_serve_ctx *ctx);
+/* Remembers that a call of ms was given the vault secret name. 0 or -ENOMEM. */
+int serve_session_note_secret(struct mcp_session *ms, const char *name);
 /* Ends and frees every session (at exit, after the jobs). */
 void serve_sessions_free(struct mcp_serve_ctx *ctx);
 /*
@@ -127,6 +137,29 @@ bool serve_job_note_approval(struct mcp_serve_ctx *ctx, const char *sandbox_id,
 struct mcp_server *serve_job_server(struct mcp_serve_ctx *ctx, const char *sandbox_id);
 /* Withdraws the waiting calls, then ends the running ones (at exit). */
 void serve_jobs_stop(struct mcp_serve_ctx *ctx);
+/* Reads what fd has now into buf, keeping at most max bytes (*truncated
+ * set past that). -1 at EOF or on an error, else 0. */
+struct evbuffer;
+int serve_drain_stream(int fd, struct evbuffer *buf, size_t max, bool *truncated);
+/* Replaces set's values in buf with the redaction marker; on an error buf
+ * is emptied, never left raw. 0 or negative errno. */
+struct redact;
+int serve_redact_buffer(const struct redact *set, struct evbuffer *buf, bool truncated);
+
+/* ---- session_tools.c: install_package, bridge_data, inspect_state ------------ */
+
+/*
+ * Each runs a fixed command in a session's sandbox as a job (exec/job.h),
+ * so whatever it touches there is touched as the sandbox, never with
+ * tollgate's privilege: pip or npm (install_package, the operator's index
+ * allowed for that job only), a reader and a writer of /work (bridge_data),
+ * a lister of /work, /proc and the environment (inspect_state).
+ */
+void serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_bridge_data(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_inspect_state(struct mcp_call *c, json_t *args, void *arg);
+/* Ends the commands still running (at exit, before the sessions go). */
+void serve_cmds_stop(struct mcp_serve_ctx *ctx);
 
 /* ---- elicit.c ------------------------------------------------------------- */
 

@@ -23,6 +23,8 @@
 
 #define SESSIONS_MAX 16 /* each is a live sandbox */
 
+static const char *const serve_session_env[] = {"PYTHONPATH=" SERVE_PIP_TARGET, NULL};
+
 struct mcp_session *
 serve_session_find(struct mcp_serve_ctx *ctx, const char *id)
 {
@@ -47,7 +49,26 @@ session_free(struct mcp_serve_ctx *ctx, struct mcp_session *ms)
 	exec_gate_close(ms->gate);
 	policy_free(ms->policy);
 	json_decref(ms->allowed);
+	json_decref(ms->secret_names);
 	free(ms);
+}
+
+int
+serve_session_note_secret(struct mcp_session *ms, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	if (ms->secret_names == NULL)
+		ms->secret_names = json_array();
+	if (ms->secret_names == NULL)
+		return -ENOMEM;
+	json_array_foreach(ms->secret_names, i, v)
+	{
+		if (strcmp(json_string_value(v), name) == 0)
+			return 0;
+	}
+	return json_array_append_new(ms->secret_names, json_string(name)) == 0 ? 0 : -ENOMEM;
 }
 
 static void
@@ -143,6 +164,7 @@ session_free_unstarted(struct mcp_session *ms)
 	exec_gate_close(ms->gate);
 	policy_free(ms->policy);
 	json_decref(ms->allowed);
+	json_decref(ms->secret_names);
 	free(ms);
 }
 
@@ -207,6 +229,10 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		session_free_unstarted(ms);
 		return;
 	}
+	ms->limits = opts.limits; /* inspect_state shows them */
+	/* Where install_package puts Python packages (npm's go to
+	 * /work/node_modules, where require looks anyway). */
+	opts.env = (char *const *)serve_session_env;
 	opts.attach = session_attach;
 	opts.attach_arg = ms;
 	opts.bus = ctx->gw->events;

@@ -742,6 +742,7 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 		ctx->events_sub = 0;
 	}
 	serve_jobs_stop(ctx);
+	serve_cmds_stop(ctx);
 	json_decref(ctx->egress_allowed);
 	ctx->egress_allowed = NULL;
 	serve_sessions_free(ctx);
@@ -1226,6 +1227,92 @@ const struct mcp_tool mcp_serve_tools[] = {
                          "{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
                          "\"required\":[\"domain\",\"scope\"]}",
         .call = tool_request_egress,
+    },
+    {
+        .name = "install_package",
+        .description = "Install packages into a session's sandbox for its later execute_code "
+                       "calls: pip (wheels only, into /work/.packages/python, on PYTHONPATH) "
+                       "or npm (into /work/node_modules, install scripts never run). Names "
+                       "exactly: NAME or NAME==1.2.3 (pip), NAME, NAME@1.2.3 or "
+                       "@SCOPE/NAME@1.2.3 (npm); URLs, paths, options and ranges are "
+                       "refused. The operator's package index is reachable during the "
+                       "install only, never by the session's code.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"manager\":{\"type\":\"string\",\"enum\":[\"pip\",\"npm\"]},"
+            "\"packages\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":16,"
+            "\"items\":{\"type\":\"string\",\"maxLength\":256}},"
+            "\"session_id\":{\"type\":\"string\",\"description\":\"create_session's id\"}},"
+            "\"required\":[\"manager\",\"packages\",\"session_id\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"session_id\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":\"string\"},"
+            "\"manager\":{\"type\":\"string\"},"
+            "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"index\":{\"type\":\"string\"},"
+            "\"index_hosts\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"installed\":{\"type\":\"boolean\"},\"exit_status\":{\"type\":\"integer\"},"
+            "\"timed_out\":{\"type\":\"boolean\"},\"duration_seconds\":{\"type\":\"number\"},"
+            "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"}},"
+            "\"required\":[\"session_id\",\"manager\",\"packages\",\"installed\"]}",
+        .call = serve_tool_install_package,
+    },
+    {
+        .name = "bridge_data",
+        .description = "Pass a JSON value from one session to another (Python in one, Node in "
+                       "the other): value, or file (a path in from_session's /work holding "
+                       "JSON), lands in to_session as /work/.bridge/KEY.json. At most 1 MiB; "
+                       "the audit log keeps its SHA-256, never the value.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"from_session\":{\"type\":\"string\"},\"to_session\":{\"type\":\"string\"},"
+            "\"key\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9_-]{1,64}$\"},"
+            "\"value\":{\"description\":\"any JSON value\"},"
+            "\"file\":{\"type\":\"string\",\"maxLength\":255}},"
+            "\"required\":[\"from_session\",\"to_session\",\"key\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"from_session\":{\"type\":\"string\"},\"to_session\":{\"type\":\"string\"},"
+            "\"key\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
+            "\"bytes\":{\"type\":\"integer\"},\"sha256\":{\"type\":\"string\"}},"
+            "\"required\":[\"from_session\",\"to_session\",\"key\",\"path\",\"bytes\","
+            "\"sha256\"]}",
+        .call = serve_tool_bridge_data,
+    },
+    {
+        .name = "inspect_state",
+        .description = "A session's state: its environment (vault secrets by name, values "
+                       "\"***\"), files under /work (name, size; at most 1000), processes "
+                       "(pid, command), limits, network counters from the audit log "
+                       "(connections, refused, bytes) and allowed domains.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":"
+                        "\"string\"}},\"required\":[\"session_id\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"session_id\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":\"string\"},"
+            "\"created\":{\"type\":\"number\"},\"executions\":{\"type\":\"integer\"},"
+            "\"environment\":{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+            "\"string\"}},"
+            "\"secrets\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+            "\"name\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+            "\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"symlink\"]}}}},"
+            "\"files_truncated\":{\"type\":\"boolean\"},"
+            "\"processes\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+            "\"pid\":{\"type\":\"integer\"},\"command\":{\"type\":\"string\"}}}},"
+            "\"limits\":{\"type\":\"object\",\"properties\":{"
+            "\"ram_mb\":{\"type\":[\"integer\",\"null\"]},"
+            "\"cpu_seconds\":{\"type\":[\"integer\",\"null\"]},"
+            "\"pids\":{\"type\":[\"integer\",\"null\"]}}},"
+            "\"network\":{\"type\":\"object\",\"properties\":{"
+            "\"connections\":{\"type\":[\"integer\",\"null\"]},"
+            "\"refused\":{\"type\":\"integer\"},\"dns_queries\":{\"type\":\"integer\"},"
+            "\"bytes_up\":{\"type\":\"integer\"},\"bytes_down\":{\"type\":\"integer\"},"
+            "\"allowed_domains\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+            "\"egress\":{\"type\":\"object\"}}}},"
+            "\"required\":[\"session_id\",\"environment\",\"files\",\"processes\","
+            "\"limits\",\"network\"]}",
+        .call = serve_tool_inspect_state,
     },
 };
 
