@@ -34,7 +34,7 @@ serve_fetch_url_parse(const char *in, size_t len, struct serve_fetch_url *out, c
                       size_t errlen)
 {
 	const char *p, *end = in + len, *auth, *auth_end, *why;
-	size_t slen, plen;
+	size_t slen, plen, slash;
 	int port = -1, n;
 
 	memset(out, 0, sizeof(*out));
@@ -104,16 +104,13 @@ serve_fetch_url_parse(const char *in, size_t len, struct serve_fetch_url *out, c
 	             out->host.kind == POLICY_HOST_IPV6 ? "]" : "");
 	if (n > 0 && out->port_given && out->port != (out->https ? 443 : 80))
 		n += snprintf(out->text + n, sizeof(out->text) - (size_t)n, ":%d", out->port);
-	if (n < 0 || (size_t)n + plen + 1 >= sizeof(out->text)) {
+	slash = plen == 0 || auth_end[0] != '/';
+	if (n < 0 || (size_t)n + slash + plen > SERVE_FETCH_URL_MAX) {
 		gw_set_err(err, errlen, "the URL is longer than %d bytes", SERVE_FETCH_URL_MAX);
 		return -EINVAL;
 	}
-	if (plen == 0 || auth_end[0] != '/')
+	if (slash)
 		out->text[n++] = '/';
-	if (n + plen + 1 > sizeof(out->text)) {
-		gw_set_err(err, errlen, "the URL is longer than %d bytes", SERVE_FETCH_URL_MAX);
-		return -EINVAL;
-	}
 	memcpy(out->text + n, auth_end, plen);
 	out->text[(size_t)n + plen] = '\0';
 	return 0;
