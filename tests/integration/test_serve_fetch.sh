@@ -52,7 +52,6 @@ out=$(cd "$MCP_DIR" && timeout 150 node fetch.mjs full "http://origin.test:$port
 	"$TOLLGATE" "${serve_args[@]}" 2>>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
-[[ $rc -eq 0 ]] || sed -n 1,40p "$TEST_TMP/err" >&2
 expect_eq "tools/list offers both tools" "$(py "$(step tools)" '[t for t in d["tools"] if "fetch" in t]')" "['browser_fetch', 'fetch_webpage']"
 expect_eq "the output schema names the result's members" "$(py "$(step tools)" 'sorted(d["schemas"]["fetch_webpage"]["output"]["required"])')" "['bytes', 'content_type', 'final_url', 'status', 'text', 'title', 'truncated', 'url']"
 expect_eq "browser_fetch's input schema bounds wait_ms" "$(py "$(step tools)" 'd["schemas"]["browser_fetch"]["input"]["properties"]["wait_ms"]["maximum"]')" "15000"
@@ -126,4 +125,7 @@ set -e
 expect_eq "no Chromium: the session ends cleanly" "$rc" 0
 expect_eq "no Chromium: an error" "$(py "$(step nochrome)" 'd["isError"]')" "True"
 expect_match "no Chromium: it says what is missing" "$(py "$(step nochrome)" 'd["text"]')" "Chromium is not installed: 'chromium-not-installed-here'"
+
+if grep -q 'Sanitizer' "$TEST_TMP/err"; then fail "a sanitizer reported an error (see below)"; fi
+if ((failures > 0)); then echo "--- stderr:" >&2; tail -30 "$TEST_TMP/err" >&2; fi
 finish
