@@ -196,8 +196,18 @@ fetch_done(struct mcp_call *c, const struct serve_job_outcome *o, void *arg)
 		goto out;
 	}
 	if (rc != 0) {
-		mcp_call_fail(c, "%s: %s: %s (the fetcher exited with status %d: %.200s)", f->tool,
-		              f->url.text, err, o->exit_status, o->err);
+		char tail[201];
+		size_t n = o->err_len < 200 ? o->err_len : 200;
+
+		/* What the sandbox wrote on stderr, as printable ASCII. */
+		for (i = 0; i < n; i++)
+			tail[i] =
+			    (unsigned char)o->err[i] < 0x20 || (unsigned char)o->err[i] >= 0x7f
+			        ? '?'
+			        : o->err[i];
+		tail[n] = '\0';
+		mcp_call_fail(c, "%s: %s: %s (the fetcher exited with status %d: %s)", f->tool,
+		              f->url.text, err, o->exit_status, tail);
 		goto out;
 	}
 	json_object_set_new(page, "url", json_string(f->url.text));
