@@ -3,7 +3,9 @@
  * checked, its code written, then queued (exec/queue.h) and, once admitted,
  * run as an exec/job.h job (a fresh sandbox, or a session's command) whose
  * progress reaches the client each second and whose output, refused egress
- * and signed artifacts make its answer.
+ * and signed artifacts make its answer. Other tools run a program of their
+ * own the same way (serve_job_program: fetch_webpage's fetcher), queued,
+ * gated, limited and audited alike, and make their answer of its output.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +62,7 @@ struct mcp_job {
 	bool validate; /* validate_code: a syntax check, not a run */
 	enum exec_lang lang;
 	int out_fd, err_fd;
-	int code_fd; /* validate_code: the code file, the checker's stdin */
+	int code_fd;                  /* validate_code: the code file, the checker's stdin */
 	struct exec_workdir *workdir; /* a fresh call's; a session keeps its own */
 	double timeout;
 	struct timespec submitted, started;
@@ -80,10 +82,18 @@ struct mcp_job {
 	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
 	const char *out_env[JOB_ENV_MAX];   /* TOLLGATE_OUT and the secrets' variables */
 	struct mcp_session *session;        /* session_id's, or NULL */
+	/* serve_job_program's: the tool, its argv (owned), how much of stdout
+	 * is kept, and who makes the answer (done, then arg_free(done_arg)). */
+	const char *tool;
+	char *prog_argv[SERVE_JOB_ARGV_MAX + 1];
+	size_t out_max;
+	void (*done)(struct mcp_call *c, const struct serve_job_outcome *o, void *arg);
+	void *done_arg;
+	void (*arg_free)(void *arg);
 	/* The refusals heard on the bus while the code ran (refusal_heard). */
 	json_t *refused;
 	int refused_sub; /* its bus subscription, 0: none */
-	json_t *egress; /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
+	json_t *egress;  /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
 	struct mcp_job *next;
 };
 
@@ -149,6 +159,10 @@ job_free(struct mcp_job *j)
 	if (j->code_fd >= 0)
 		close(j->code_fd);
 	json_decref(j->egress);
+	for (size_t i = 0; i < SERVE_JOB_ARGV_MAX; i++)
+		free(j->prog_argv[i]);
+	if (j->arg_free != NULL)
+		j->arg_free(j->done_arg);
 	policy_free(j->policy);
 	redact_free(j->redact);
 	vault_inject_free(j->secrets);
@@ -194,8 +208,8 @@ on_job_output(evutil_socket_t fd, short what, void *arg)
 	bool is_out = fd == j->out_fd;
 
 	(void)what;
-	if (serve_drain_stream(fd, is_out ? j->out : j->err,
-	                 JOB_OUTPUT_MAX, is_out ? &j->out_truncated : &j->err_truncated) < 0)
+	if (serve_drain_stream(fd, is_out ? j->out : j->err, is_out ? j->out_max : JOB_OUTPUT_MAX,
+	                       is_out ? &j->out_truncated : &j->err_truncated) < 0)
 		event_del(is_out ? j->ev_out : j->ev_err);
 }
 
@@ -372,6 +386,36 @@ job_name_artifacts(struct mcp_job *j)
 	return serve_manifest_files(final, err, sizeof(err));
 }
 
+/* A program's outcome for its tool, which answers the call. */
+static void
+program_report(struct mcp_job *j, const struct exec_job_result *r)
+{
+	struct serve_job_outcome o = {0};
+	json_t *none = NULL;
+
+	j->ctx->stats.completed++;
+	j->ctx->stats.refused_egress += json_array_size(j->refused);
+	o.sandbox_id = job_sandbox_id(j);
+	o.exit_status = r->res.exit_status;
+	o.timed_out = r->timed_out;
+	o.out_truncated = j->out_truncated;
+	/* NUL-terminated copies: what the program wrote may hold a NUL. */
+	evbuffer_add(j->out, "", 1);
+	evbuffer_add(j->err, "", 1);
+	o.out_len = evbuffer_get_length(j->out) - 1;
+	o.out = (const char *)evbuffer_pullup(j->out, -1);
+	o.err_len = evbuffer_get_length(j->err) - 1;
+	o.err = (const char *)evbuffer_pullup(j->err, -1);
+	if (j->refused == NULL)
+		none = json_array();
+	o.refused = j->refused != NULL ? j->refused : none;
+	if (o.out == NULL || o.err == NULL || o.refused == NULL)
+		mcp_call_fail(j->call, "tollgate: out of memory");
+	else
+		j->done(j->call, &o, j->done_arg);
+	json_decref(none);
+}
+
 /* The code has ended: answers the call with res and frees the job. */
 static void
 job_report(struct mcp_job *j, const struct exec_job_result *r)
@@ -389,6 +433,10 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		j->ctx->stats.failed++;
 		mcp_call_fail(j->call, "tollgate: sandbox set-up failed at '%s': %s",
 		              res.failed_step, strerror(res.failed_errno));
+		goto out;
+	}
+	if (j->done != NULL) {
+		program_report(j, r);
 		goto out;
 	}
 	if (j->validate) {
@@ -499,7 +547,7 @@ on_exec_job_done(struct exec_job *job, const struct exec_job_result *r, void *ar
 	(void)job;
 	/* What the command wrote is in the pipes; a process it left in the
 	 * background (a session's) may hold them open, so read what is there. */
-	serve_drain_stream(j->out_fd, j->out, JOB_OUTPUT_MAX, &j->out_truncated);
+	serve_drain_stream(j->out_fd, j->out, j->out_max, &j->out_truncated);
 	serve_drain_stream(j->err_fd, j->err, JOB_OUTPUT_MAX, &j->err_truncated);
 	if (ms != NULL && r->res.setup_failed && exec_session_ended(ms->es)) {
 		mcp_call_fail(j->call, "tollgate: the session's sandbox ended: %s",
@@ -671,8 +719,10 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 		gw_set_err(err, errlen, "/dev/null: %s", strerror(errno));
 		goto out;
 	}
-	detail = json_pack("{s:s, s:b}", "language", exec_runtime_lang_name(j->lang), "validate",
-	                   j->validate);
+	detail = j->tool != NULL
+	             ? json_pack("{s:s}", "tool", j->tool)
+	             : json_pack("{s:s, s:b}", "language", exec_runtime_lang_name(j->lang),
+	                         "validate", j->validate);
 	js.door = "serve";
 	js.sandbox = j->spec;
 	js.sandbox.set_stdio = true;
@@ -731,6 +781,7 @@ write_code(struct exec_workdir *w, const char *name, const json_t *code, int *fd
 
 static void job_launch(struct mcp_job *j);
 static void on_job_admitted(void *arg, uint64_t ticket);
+static int job_submit(struct mcp_job *j);
 static void
 start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool validate)
 {
@@ -748,7 +799,6 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	struct mcp_job *j = NULL;
 	struct exec_workdir *wd;
 	char err[512];
-	struct timeval tv;
 	size_t i;
 	int rc;
 
@@ -804,6 +854,7 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	j->call = c;
 	j->validate = validate;
 	j->lang = lng;
+	j->out_max = JOB_OUTPUT_MAX;
 	j->out_fd = j->err_fd = j->code_fd = -1;
 	if (json_is_string(session)) {
 		j->session = serve_session_find(ctx, json_string_value(session));
@@ -967,17 +1018,36 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		spec.nbinds = ctx->files->nbinds;
 		spec.home = ctx->files->home;
 	}
+	j->spec = spec;
+	if (job_submit(j) == 0)
+		return;
+fail:
+	policy_free(rules);
+	job_free(j);
+}
+
+/*
+ * A checked job into the queue (or started, without one): 0, or -1 after
+ * failing its call (the caller frees it).
+ */
+static int
+job_submit(struct mcp_job *j)
+{
+	struct mcp_serve_ctx *ctx = j->ctx;
+	struct timeval tv;
+	char err[512];
+	int rc;
+
 	j->out = evbuffer_new();
 	j->err = evbuffer_new();
 	if (j->out == NULL || j->err == NULL) {
-		mcp_call_fail(c, "tollgate: out of memory");
-		goto fail;
+		mcp_call_fail(j->call, "tollgate: out of memory");
+		return -1;
 	}
-	j->spec = spec;
 	j->ev_tick = event_new(ctx->gw->base, -1, EV_PERSIST, on_job_tick, j);
 	if (j->ev_tick == NULL) {
-		mcp_call_fail(c, "tollgate: out of memory");
-		goto fail;
+		mcp_call_fail(j->call, "tollgate: out of memory");
+		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &j->submitted);
 	if (ctx->queue != NULL) {
@@ -985,8 +1055,8 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		                       sizeof(err));
 		if (rc != 0) {
 			/* Past the queue's bound: refused now, never left waiting. */
-			mcp_call_fail(c, "%s", err);
-			goto fail;
+			mcp_call_fail(j->call, "%s", err);
+			return -1;
 		}
 		j->queued = true;
 	}
@@ -999,9 +1069,74 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		job_launch(j);
 	else if (job_must_wait(j))
 		job_progress_waiting(j);
-	return;
+	return 0;
+}
+
+void
+serve_job_program(struct mcp_call *c, struct mcp_serve_ctx *ctx, const struct serve_job_req *req)
+{
+	struct mcp_job *j = calloc(1, sizeof(*j));
+	char err[512];
+	size_t i;
+	int fd, rc;
+
+	if (j == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		if (req->arg_free != NULL)
+			req->arg_free(req->arg);
+		return;
+	}
+	j->ctx = ctx;
+	j->call = c;
+	j->tool = req->tool;
+	j->out_fd = j->err_fd = j->code_fd = -1;
+	j->out_max = req->out_max > 0 ? req->out_max : JOB_OUTPUT_MAX;
+	j->done = req->done;
+	j->done_arg = req->arg;
+	j->arg_free = req->arg_free;
+	j->timeout = req->timeout;
+	for (i = 0; req->argv[i] != NULL; i++) {
+		if (i == SERVE_JOB_ARGV_MAX) {
+			mcp_call_fail(c, "tollgate: %s: too many arguments", req->tool);
+			goto fail;
+		}
+		j->prog_argv[i] = strdup(req->argv[i]);
+		if (j->prog_argv[i] == NULL) {
+			mcp_call_fail(c, "tollgate: out of memory");
+			goto fail;
+		}
+	}
+	j->policy = serve_call_policy(ctx, NULL, req->rules);
+	if (j->policy == NULL) {
+		mcp_call_fail(c, "tollgate: out of memory");
+		goto fail;
+	}
+	rc = exec_workdir_new(&j->workdir, err, sizeof(err));
+	if (rc != 0) {
+		mcp_call_fail(c, "tollgate: cannot make a work directory: %s", err);
+		goto fail;
+	}
+	for (i = 0; i < req->nfiles; i++) {
+		rc = exec_workdir_file(j->workdir, req->files[i].name, &fd, err, sizeof(err));
+		if (rc == 0) {
+			rc = gw_write_all(fd, req->files[i].data, req->files[i].len);
+			close(fd);
+			if (rc != 0)
+				gw_set_err(err, sizeof(err), "cannot write %s: %s",
+				           req->files[i].name, strerror(-rc));
+		}
+		if (rc != 0) {
+			mcp_call_fail(c, "tollgate: %s", err);
+			goto fail;
+		}
+	}
+	j->spec.argv = j->prog_argv;
+	j->spec.limits = req->limits;
+	j->spec.workdir = exec_workdir_path(j->workdir);
+	j->spec.hide_path = ctx->hide_path;
+	if (job_submit(j) == 0)
+		return;
 fail:
-	policy_free(rules);
 	job_free(j);
 }
 
@@ -1027,8 +1162,9 @@ job_launch(struct mcp_job *j)
 		ctx->stats.validations++;
 	else
 		ctx->stats.runs++;
-	snprintf(err, sizeof(err), "execute_code: sandbox %s started (%s, timeout %.0f s)",
-	         job_sandbox_id(j), exec_runtime_lang_name(j->lang), j->timeout);
+	snprintf(err, sizeof(err), "%s: sandbox %s started (%s, timeout %.0f s)",
+	         j->tool != NULL ? j->tool : "execute_code", job_sandbox_id(j),
+	         j->tool != NULL ? "its own program" : exec_runtime_lang_name(j->lang), j->timeout);
 	mcp_call_log(j->call, "debug", err);
 	j->ev_out = event_new(ctx->gw->base, j->out_fd, EV_READ | EV_PERSIST, on_job_output, j);
 	j->ev_err = event_new(ctx->gw->base, j->err_fd, EV_READ | EV_PERSIST, on_job_output, j);

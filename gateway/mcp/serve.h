@@ -161,6 +161,67 @@ void serve_tool_inspect_state(struct mcp_call *c, json_t *args, void *arg);
 /* Ends the commands still running (at exit, before the sessions go). */
 void serve_cmds_stop(struct mcp_serve_ctx *ctx);
 
+/*
+ * A tool's own program run as execute_code's code is (fetch.c): a fresh
+ * sandbox, queued behind the same bound, under the call's policy (the
+ * gateway's with rules and request_egress's patterns: serve_call_policy),
+ * its egress heard and audited, limited and timed alike.
+ */
+#define SERVE_JOB_ARGV_MAX 8
+
+struct serve_job_file {
+	const char *name; /* in the work directory (/work), made new */
+	const void *data;
+	size_t len;
+};
+
+struct serve_job_outcome {
+	const char *sandbox_id;
+	int exit_status; /* as execute_code's: 124 timed out, 128+N a signal */
+	bool timed_out;
+	const char *out; /* stdout, NUL-terminated (it may hold NULs: out_len) */
+	size_t out_len;
+	bool out_truncated; /* more than out_max was written */
+	const char *err;    /* stderr, likewise, at most 1 MiB */
+	size_t err_len;
+	const json_t *refused; /* execute_code's "refused": the gate's refusals */
+};
+
+struct serve_job_req {
+	const char *tool;        /* static: the tool's name, in progress and audit rows */
+	const char *const *argv; /* copied; at most SERVE_JOB_ARGV_MAX */
+	const struct serve_job_file *files;
+	size_t nfiles;
+	struct policy *rules; /* this call's rules (borrowed), or NULL */
+	double timeout;
+	struct exec_limits limits;
+	size_t out_max; /* of stdout; 0: 1 MiB */
+	/* Called once when the program ended (never when the sandbox could not
+	 * start: the call is failed then): answers c. */
+	void (*done)(struct mcp_call *c, const struct serve_job_outcome *o, void *arg);
+	void *arg;
+	void (*arg_free)(void *arg); /* always called with arg at the end, or NULL */
+};
+
+/* Runs req's program for c; every failure answers c. arg is owned from here. */
+void serve_job_program(struct mcp_call *c, struct mcp_serve_ctx *ctx,
+                       const struct serve_job_req *req);
+
+/* ---- fetch.c -------------------------------------------------------------- */
+
+#define SERVE_FETCH_MAX_BYTES_DEFAULT (256 * 1024) /* of the page, and of its text */
+#define SERVE_FETCH_MAX_BYTES_MAX (1024 * 1024)
+#define SERVE_FETCH_REDIRECTS_MAX 5      /* fetch_webpage's; Chromium's own is 20 */
+#define SERVE_FETCH_WAIT_MS_DEFAULT 1000 /* browser_fetch: scripts' time after load */
+#define SERVE_FETCH_WAIT_MS_MAX 15000
+/* What browser_fetch's sandbox gets at least (under the operator's --max-*):
+ * Chromium runs a browser, a renderer and utility processes, ~100 threads. */
+#define SERVE_BROWSER_RAM_MB 1024L
+#define SERVE_BROWSER_PIDS 512L
+
+void serve_tool_fetch_webpage(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_browser_fetch(struct mcp_call *c, json_t *args, void *arg);
+
 /* ---- elicit.c ------------------------------------------------------------- */
 
 /* Listens to the approvals registry: each pending approval of this server's

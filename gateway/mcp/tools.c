@@ -1314,6 +1314,63 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"limits\",\"network\"]}",
         .call = serve_tool_inspect_state,
     },
+    {
+        .name = "fetch_webpage",
+        .description =
+            "Fetch an http or https page in a fresh sandbox through tollgate's gate and return "
+            "it as markdown (HTML converted in the sandbox; scripts are not run: see "
+            "browser_fetch). The URL's host is asked for, never granted: one the operator's "
+            "policy does not allow waits for a person's approval. Addresses that are not "
+            "public (loopback, private, link-local, metadata), user:password@ and other "
+            "schemes are refused before anything is fetched. At most 5 redirects, each "
+            "through the gate.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"url\":{\"type\":\"string\",\"description\":\"an http or https URL\"},"
+            "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
+            "\"description\":\"the most bytes of the page read, and of the text returned "
+            "(default 262144)\"}},"
+            "\"required\":[\"url\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"url\":{\"type\":\"string\"},\"final_url\":{\"type\":[\"string\",\"null\"]},"
+            "\"status\":{\"type\":[\"integer\",\"null\"]},\"content_type\":{\"type\":\"string\"},"
+            "\"title\":{\"type\":[\"string\",\"null\"]},\"text\":{\"type\":\"string\"},"
+            "\"truncated\":{\"type\":\"boolean\"},\"bytes\":{\"type\":\"integer\"},"
+            "\"sandbox_id\":{\"type\":\"string\"},"
+            "\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
+            "\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","
+            "\"truncated\",\"bytes\"]}",
+        .call = serve_tool_fetch_webpage,
+    },
+    {
+        .name = "browser_fetch",
+        .description =
+            "fetch_webpage with headless Chromium in the sandbox: the page's scripts run "
+            "(wait_ms after load) and the resulting DOM is returned as markdown. Same gate, "
+            "approvals and refusals as fetch_webpage; final_url and status are null. Says "
+            "so when Chromium is not installed.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"url\":{\"type\":\"string\",\"description\":\"an http or https URL\"},"
+            "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576,"
+            "\"description\":\"the most bytes of the DOM read, and of the text returned "
+            "(default 262144)\"},"
+            "\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":15000,"
+            "\"description\":\"time the page's scripts get after load (default 1000)\"}},"
+            "\"required\":[\"url\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{"
+            "\"url\":{\"type\":\"string\"},\"final_url\":{\"type\":[\"string\",\"null\"]},"
+            "\"status\":{\"type\":[\"integer\",\"null\"]},\"content_type\":{\"type\":\"string\"},"
+            "\"title\":{\"type\":[\"string\",\"null\"]},\"text\":{\"type\":\"string\"},"
+            "\"truncated\":{\"type\":\"boolean\"},\"bytes\":{\"type\":\"integer\"},"
+            "\"sandbox_id\":{\"type\":\"string\"},"
+            "\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
+            "\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","
+            "\"truncated\",\"bytes\"]}",
+        .call = serve_tool_browser_fetch,
+    },
 };
 
 const size_t mcp_serve_ntools = sizeof(mcp_serve_tools) / sizeof(mcp_serve_tools[0]);
