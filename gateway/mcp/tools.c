@@ -906,11 +906,15 @@ tool_list_pending_approvals(struct mcp_call *c, json_t *args, void *arg)
 	if (ctx->gw->approvals != NULL)
 		n = approvals_list(ctx->gw->approvals, infos, APPROVALS_LIST_MAX);
 	for (size_t i = 0; i < n && i < APPROVALS_LIST_MAX; i++) {
-		json_array_append_new(
-		    list, json_pack("{s:I, s:s, s:s, s:i, s:f, s:f}", "id", (json_int_t)infos[i].id,
-		                    "sandbox_id", infos[i].client, "host", infos[i].host, "port",
-		                    infos[i].port, "created", infos[i].created, "expires",
-		                    infos[i].expires));
+		json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:s}", "id",
+		                      (json_int_t)infos[i].id, "sandbox_id", infos[i].client, "host",
+		                      infos[i].host, "port", infos[i].port, "created",
+		                      infos[i].created, "expires", infos[i].expires, "kind",
+		                      approval_kind_name(infos[i].kind));
+
+		if (o != NULL && infos[i].kind == APPROVAL_KIND_HOST)
+			json_object_set_new(o, "what", json_string(infos[i].what));
+		json_array_append_new(list, o);
 	}
 	free(infos);
 	snprintf(text, sizeof(text), "%zu pending approval(s)", json_array_size(list));
