@@ -47,7 +47,7 @@ enum approval_kind {
 	APPROVAL_KIND_EGRESS,
 	APPROVAL_KIND_HOST,
 };
-#define APPROVAL_WHAT_MAX 1024
+#define APPROVAL_WHAT_MAX 4096
 /* "egress", "host". */
 const char *approval_kind_name(enum approval_kind k);
 

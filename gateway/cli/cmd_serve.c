@@ -49,6 +49,7 @@ enum {
 	OPT_TOOLS_ALLOW,
 	OPT_TOOLS_DENY,
 	OPT_MODEL_APPROVES,
+	OPT_HOST_ACCESS,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -74,6 +75,7 @@ static const struct option serve_options[] = {
     {"tools-allow", required_argument, NULL, OPT_TOOLS_ALLOW},
     {"tools-deny", required_argument, NULL, OPT_TOOLS_DENY},
     {"model-approves", no_argument, NULL, OPT_MODEL_APPROVES},
+    {"host-access", required_argument, NULL, OPT_HOST_ACCESS},
     {NULL, 0, NULL, 0},
 };
 
@@ -158,6 +160,8 @@ run_serve(int argc, char **argv)
 	bool no_network = false, no_transparent = false, timeout_given = false;
 	size_t ntools;
 	unsigned int parts;
+	const char *host_access = NULL;
+	char herr[1024];
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
 
 	if (gw_setup_flags_init(&f, CMD) != 0)
@@ -217,6 +221,9 @@ run_serve(int argc, char **argv)
 		case OPT_MODEL_APPROVES:
 			tf.model_approves = true;
 			break;
+		case OPT_HOST_ACCESS:
+			host_access = optarg;
+			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -261,6 +268,12 @@ run_serve(int argc, char **argv)
 		}
 		timeout = max_timeout;
 	}
+	/* Read as the operator, before the split: a bad file stops here. */
+	if (host_access != NULL && serve_host_load(&st.ctx, host_access, herr, sizeof(herr)) != 0) {
+		gw_fail(CMD, "--host-access: %s", herr);
+		goto out;
+	}
+	f.host_access = host_access != NULL;
 	/*
 	 * Approvals reach a person by elicitation when the client offers it,
 	 * and through the control socket always; `tollgate stats` asks there
@@ -416,6 +429,12 @@ const struct gw_command gw_command_serve = {
              "                           then decides approvals as the person would, with\n"
              "                           no person asked (without it, those tools do not\n"
              "                           exist)\n"
+             "  --host-access FILE       host access (off without it): host_exec and\n"
+             "                           host_file_* run as the person who started serve;\n"
+             "                           FILE (JSON) lists the commands (full paths,\n"
+             "                           argument patterns) and path prefixes to read and\n"
+             "                           write that need no approval; anything else waits\n"
+             "                           for a person (docs/mcp.md, \"Host access\")\n"
              "  --max-sandboxes N        executions running at once (8)\n"
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"

@@ -298,6 +298,7 @@ struct exec_hub;
 struct exec_queue;
 struct mcp_job;
 struct mcp_session;
+struct serve_host;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
 struct mcp_serve_ctx {
@@ -341,6 +342,9 @@ struct mcp_serve_ctx {
 	 * split, the gate cannot read it under TOLLGATE_HOME (verify_artifact). */
 	char *art_pub_pem;
 	struct mcp_session *sessions; /* create_session's (exec/session.h) */
+	/* --host-access: the operator's list, the persons' grants and the host
+	 * calls in flight (gateway/mcp/host.c); NULL: host access is off. */
+	struct serve_host *host;
 	/* sandbox_stats */
 	struct {
 		unsigned long runs, validations, completed, failed, timed_out, cancelled;
