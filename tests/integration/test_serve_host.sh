@@ -33,7 +33,8 @@ suid=$(id -u "$stranger")
 
 chmod 711 "$TEST_TMP"
 H=$TEST_TMP/h
-mkdir -p "$H/data" "$H/links" "$H/out" "$H/private"
+mkdir -p "$H/data" "$H/links" "$H/out" "$H/private" "$H/approve-me"
+echo "granted-file" >"$H/approve-me/g.txt"
 echo "hello-host" >"$H/data/a.txt"
 echo "not for the model" >"$H/private/p.txt"
 ln -s "$H/data/a.txt" "$H/links/theirs"
@@ -74,6 +75,8 @@ cat >"$TEST_TMP/steps.json" <<EOF
  {"step": "session", "tool": "create_session", "args": {}},
  {"step": "copy", "tool": "host_file_copy", "args": {"path": "$H/data/a.txt", "session_id": "\$SESSION", "name": "copied.txt"}},
  {"step": "cat", "tool": "execute_code", "args": {"language": "bash", "code": "cat copied.txt", "session_id": "\$SESSION"}},
+ {"step": "request", "tool": "request_host_access", "args": {"path": "$H/approve-me", "access": "read", "reason": "to read g.txt"}},
+ {"step": "after-request", "tool": "host_file_read", "args": {"path": "$H/approve-me/g.txt"}},
  {"step": "granted", "tool": "list_host_access"}
 ]
 EOF
@@ -147,9 +150,9 @@ run_mode() {
 	expect_eq "$mode: approved for the server's life: runs again without asking" \
 		"$(py "$(step again)" 'd["structured"]["stdout"].strip(), d["structured"]["approved_by"]')" "approve-me control uid=0"
 	expect_match "$mode: tollgate pending showed exactly what would run" \
-		"$(grep approve-me "$TEST_TMP/asked-$mode" | head -1)" \
+		"$(grep 'echo","approve-me' "$TEST_TMP/asked-$mode" | head -1)" \
 		'run \["/bin/echo","approve-me"\] \(program /usr/bin/echo\) in / as uid '"$puid"
-	expect_eq "$mode: the person was asked once for approve-me" "$(grep -c approve-me "$TEST_TMP/asked-$mode")" 1
+	expect_eq "$mode: the person was asked once for approve-me" "$(grep -c 'echo","approve-me' "$TEST_TMP/asked-$mode")" 1
 	expect_eq "$mode: host_file_read of an allowed prefix" "$(py "$(step read)" 'repr(d["structured"]["content"])')" "'hello-host\\n'"
 	expect_match "$mode: another user's symlink is refused" "$(py "$(step theirs)" 'd["isError"], d["text"]')" \
 		"True.*$H/links/theirs is a symlink owned by uid $suid, neither root nor the person"
@@ -167,7 +170,13 @@ run_mode() {
 	expect_eq "$mode: ... which the session's code reads" "$(py "$(step cat)" 'd["structured"]["stdout"].strip()')" "hello-host"
 	expect_eq "$mode: list_host_access: the grant with who decided" \
 		"$(py "$(step granted)" '[(g["kind"], g["scope"], g["by"]) for g in d["structured"]["granted"]]')" \
-		"[('command', 'server', 'control uid=0')]"
+		"[('read', 'server', 'control uid=0'), ('command', 'server', 'control uid=0')]"
+	expect_eq "$mode: request_host_access: a person granted the prefix" \
+		"$(py "$(step request)" 'd["structured"]["granted"], d["structured"]["scope"], d["structured"]["approved_by"]')" "True server control uid=0"
+	expect_eq "$mode: ... and a read below it runs without asking" \
+		"$(py "$(step after-request)" 'd["structured"]["content"].strip(), d["structured"]["approved_by"]')" "granted-file control uid=0"
+	expect_match "$mode: ... the person saw the prefix and the reason" "$(grep 'everything under' "$TEST_TMP/asked-$mode" | head -1)" \
+		"read everything under $H/approve-me as uid $puid"
 	expect_eq "$mode: audit: the approved command's row names the person at the control socket" \
 		"$(sqlite3 "$audit" "select count(*) from events where kind='host.exec' and decision='allow' and detail like '%approve-me%' and detail like '%\"by\":\"control uid=0\"%'")" "2"
 	expect_eq "$mode: audit: the allowlisted one names the operator's list" \
@@ -176,13 +185,32 @@ run_mode() {
 		"$(sqlite3 "$audit" "select group_concat(reason) from (select reason from events where kind='host.exec' and decision='deny' and (detail like '%deny-me%' or detail like '%timeout-me%') order by id)")" \
 		"denied,approval-timeout"
 	expect_eq "$mode: audit: the approval row says host and who" \
-		"$(sqlite3 "$audit" "select count(*) from events where kind='approval' and detail like '%\"kind\":\"host\"%' and detail like '%approve-me%' and detail like '%\"by\":\"control\"%'")" "1"
+		"$(sqlite3 "$audit" "select count(*) from events where kind='approval' and detail like '%\"kind\":\"host\"%' and detail like '%echo%approve-me%' and detail like '%\"by\":\"control\"%'")" "1"
 	expect_eq "$mode: audit: no file content in any row" \
 		"$(sqlite3 "$audit" "select count(*) from events where detail like '%hello-host%' or detail like '%written-by-model%'")" "0"
 }
 
 run_mode split
 run_mode single
+
+# ---- elicitation: the client's user decides, shown exactly what would run ----------------
+cat >"$TEST_TMP/elicit.json" <<EOF
+[
+ {"step": "elicited", "tool": "host_exec", "args": {"argv": ["/bin/echo", "via-elicitation"], "reason": "say hi"}}
+]
+EOF
+set +e
+out=$(cd "$MCP_DIR" && ELICIT=once SUDO_UID="$puid" timeout 60 node host.mjs "$TEST_TMP/elicit.json" -- \
+	"$TOLLGATE" serve --no-network --audit "$TEST_TMP/audit-elicit.db" --ask-timeout 20s \
+	--host-access "$TEST_TMP/access.json" 2>"$TEST_TMP/err-elicit"); rc=$?
+set -e
+expect_eq "elicitation: the session ends cleanly" "$rc" 0
+expect_eq "elicitation: allowed once by the client's user, it ran" \
+	"$(py "$(step elicited)" 'd["structured"]["stdout"].strip(), d["structured"]["approved_by"]')" \
+	"via-elicitation mcp client=tollgate-host-test"
+expect_match "elicitation: the form shows exactly what would run, and the reason" \
+	"$(py "$(step elicitations)" 'd["asked"][0]["message"]')" \
+	'run \["/bin/echo","via-elicitation"\] \(program /usr/bin/echo\) in / as uid '"$puid"'.*Its reason: say hi'
 
 # ---- without --host-access: every host tool says so -----------------------------------
 cat >"$TEST_TMP/off.json" <<EOF

@@ -5,6 +5,7 @@
 // string argument is the session_id of the last create_session step.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { readFileSync } from "node:fs";
 
 const argv = process.argv.slice(2);
@@ -13,7 +14,18 @@ const steps = JSON.parse(readFileSync(argv[0], "utf8"));
 const [command, ...args] = argv.slice(sep + 1);
 
 const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-const client = new Client({ name: "tollgate-host-test", version: "1.0.0" }, {});
+// ELICIT=once|session|deny: the client declares elicitation and answers so,
+// keeping what it was asked for the last line.
+const elicit = process.env.ELICIT;
+const asked = [];
+const client = new Client({ name: "tollgate-host-test", version: "1.0.0" },
+  elicit ? { capabilities: { elicitation: {} } } : {});
+if (elicit) {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    asked.push({ message: req.params.message, choices: req.params.requestedSchema?.properties?.decision?.enum ?? null });
+    return { action: "accept", content: { decision: elicit } };
+  });
+}
 await client.connect(transport);
 const tools = (await client.listTools()).tools;
 console.log(JSON.stringify({
@@ -42,4 +54,5 @@ for (const s of steps) {
   if (s.tool === "create_session" && r.structured) session = r.structured.session_id;
   console.log(JSON.stringify({ step: s.step, ...r }));
 }
+if (elicit) console.log(JSON.stringify({ step: "elicitations", asked }));
 await client.close();
