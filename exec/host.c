@@ -180,12 +180,14 @@ finish(int dirfd, const char *name, int obj, const struct stat *st, enum exec_ho
 		fd = open_path(obj, ".", O_RDONLY | O_DIRECTORY);
 		break;
 	case EXEC_HOST_READ:
-		fd = name != NULL ? open_path(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-		                  : -EINVAL;
+		fd = name != NULL
+		         ? open_path(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+		         : -EINVAL;
 		break;
 	case EXEC_HOST_WRITE:
-		fd = name != NULL ? open_path(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-		                  : -EINVAL;
+		fd = name != NULL
+		         ? open_path(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+		         : -EINVAL;
 		break;
 	default:
 		fd = -EINVAL;
@@ -289,7 +291,8 @@ exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_o
 			continue;
 		}
 		fd = open_path(dirfd, comp, O_PATH | O_NOFOLLOW);
-		if (fd == -ENOENT && last && (mode == EXEC_HOST_RESOLVE || mode == EXEC_HOST_WRITE)) {
+		if (fd == -ENOENT && last &&
+		    (mode == EXEC_HOST_RESOLVE || mode == EXEC_HOST_WRITE)) {
 			fd = -1;
 			rc = canon_push(canon, sizeof(canon), comp);
 			if (rc != 0)
@@ -352,8 +355,8 @@ exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_o
 				goto fail;
 			}
 			target[n] = '\0';
-			len = snprintf(next, sizeof(next), "%s%s%s", target, rest[0] != '\0' ? "/" : "",
-			               rest);
+			len = snprintf(next, sizeof(next), "%s%s%s", target,
+			               rest[0] != '\0' ? "/" : "", rest);
 			if (len < 0 || (size_t)len >= sizeof(next)) {
 				rc = -ENAMETOOLONG;
 				goto fail;
@@ -520,7 +523,8 @@ supervise(const struct exec_host_person *p, const struct exec_host_cmd *cmd, cha
 
 	(void)setsid();
 	if (p->change_ids) {
-		if (setgroups(p->ngroups, p->groups) != 0 || setresgid(p->gid, p->gid, p->gid) != 0 ||
+		if (setgroups(p->ngroups, p->groups) != 0 ||
+		    setresgid(p->gid, p->gid, p->gid) != 0 ||
 		    setresuid(p->uid, p->uid, p->uid) != 0)
 			supervisor_fail(status_w, errno, "cannot take the person's ids");
 	}
@@ -566,7 +570,8 @@ supervise(const struct exec_host_person *p, const struct exec_host_cmd *cmd, cha
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	deadline = mono_now() + cmd->timeout;
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = status_w, .events = 0}};
+		struct pollfd pf[2] = {{.fd = pidfd, .events = POLLIN},
+		                       {.fd = status_w, .events = 0}};
 		double left = deadline - mono_now();
 		int n;
 
@@ -605,8 +610,8 @@ supervise(const struct exec_host_person *p, const struct exec_host_cmd *cmd, cha
 #define HOST_ENV_MAX 6
 
 int
-exec_host_spawn_local(const struct exec_host_person *p, const struct exec_host_cmd *cmd,
-                      int fds[3], char *err, size_t errlen)
+exec_host_spawn_local(const struct exec_host_person *p, const struct exec_host_cmd *cmd, int fds[3],
+                      char *err, size_t errlen)
 {
 	char env_home[600], env_user[80], env_logname[80];
 	char *envp[HOST_ENV_MAX + 1];
@@ -616,8 +621,8 @@ exec_host_spawn_local(const struct exec_host_person *p, const struct exec_host_c
 	size_t n = 0;
 
 	fds[0] = fds[1] = fds[2] = -1;
-	if (cmd->argv == NULL || cmd->argv[0] == NULL || cmd->program == NULL ||
-	    cmd->cwd == NULL || cmd->timeout < 1 || cmd->timeout > EXEC_HOST_TIMEOUT_MAX) {
+	if (cmd->argv == NULL || cmd->argv[0] == NULL || cmd->program == NULL || cmd->cwd == NULL ||
+	    cmd->timeout < 1 || cmd->timeout > EXEC_HOST_TIMEOUT_MAX) {
 		gw_set_err(err, errlen, "a malformed host command");
 		return -EINVAL;
 	}
@@ -637,7 +642,8 @@ exec_host_spawn_local(const struct exec_host_person *p, const struct exec_host_c
 	envp[n++] = env_logname;
 	envp[n++] = "LANG=C.UTF-8";
 	envp[n] = NULL;
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0) {
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
+	    pipe2(st, O_CLOEXEC) != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "pipe: %s", strerror(-rc));
 		goto out;

@@ -79,8 +79,8 @@ bool exec_host_path_ok(const char *path);
  * entry point of both the parent (HOST_OPEN) and a single process.
  */
 int exec_host_open_local(const struct exec_host_person *person, const char *path, bool strict,
-                         enum exec_host_open mode, int *fd, char *canon, size_t canonlen,
-                         char *err, size_t errlen);
+                         enum exec_host_open mode, int *fd, char *canon, size_t canonlen, char *err,
+                         size_t errlen);
 
 /*
  * A host command: program (canonical, walked strictly again), argv as the

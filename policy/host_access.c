@@ -179,7 +179,8 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 		    strcmp(key, "comment") != 0) {
 			*at_key = key;
 			snprintf(err, errlen,
-			         "unknown member \"%s\" of a command (program, args, comment)", key);
+			         "unknown member \"%s\" of a command (program, args, comment)",
+			         key);
 			return -EINVAL;
 		}
 	}
@@ -206,8 +207,9 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 	args = json_object_get(v, "args");
 	*at_key = "args";
 	if (args != NULL && !json_is_array(args)) {
-		snprintf(err, errlen, "\"args\" must be an array of strings (one pattern per "
-		                      "argument; \"...\" last: any further arguments)");
+		snprintf(err, errlen,
+		         "\"args\" must be an array of strings (one pattern per "
+		         "argument; \"...\" last: any further arguments)");
 		return -EINVAL;
 	}
 	n = json_array_size(args);
@@ -464,8 +466,7 @@ out:
 }
 
 int
-policy_host_access_load(const char *path, struct policy_host_access **out, char *err,
-                        size_t errlen)
+policy_host_access_load(const char *path, struct policy_host_access **out, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;

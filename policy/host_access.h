@@ -10,10 +10,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define POLICY_HOST_RULES_MAX 256   /* commands, and prefixes of each kind */
-#define POLICY_HOST_ARGS_MAX 64     /* argument patterns of one command */
-#define POLICY_HOST_ARG_MAX 1024    /* bytes of one argument or pattern */
-#define POLICY_HOST_PATH_MAX 4095   /* bytes of a path (PATH_MAX less its NUL) */
+#define POLICY_HOST_RULES_MAX 256 /* commands, and prefixes of each kind */
+#define POLICY_HOST_ARGS_MAX 64   /* argument patterns of one command */
+#define POLICY_HOST_ARG_MAX 1024  /* bytes of one argument or pattern */
+#define POLICY_HOST_PATH_MAX 4095 /* bytes of a path (PATH_MAX less its NUL) */
 /* The last argument pattern "..." matches any further arguments (none too). */
 #define POLICY_HOST_ARGS_MORE "..."
 
@@ -76,8 +76,7 @@ bool policy_host_command_match(const struct policy_host_command *c, const char *
 const struct policy_host_command *policy_host_access_command(const struct policy_host_access *h,
                                                              const char *program,
                                                              const char *resolved,
-                                                             const char *const *args,
-                                                             size_t nargs);
+                                                             const char *const *args, size_t nargs);
 /* Whether one of h's read (write: write) prefixes holds path. */
 bool policy_host_access_path(const struct policy_host_access *h, const char *path, bool write);
 

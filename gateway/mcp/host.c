@@ -35,7 +35,7 @@
 #include "policy/host_access.h"
 #include "policy/policy.h"
 
-#define HOST_CLIENT "serve-host"   /* the approvals' client */
+#define HOST_CLIENT "serve-host"    /* the approvals' client */
 #define HOST_OUTPUT_MAX (64 * 1024) /* of stdout and of stderr, each */
 #define HOST_READ_DEFAULT (64 * 1024)
 #define HOST_READ_MAX (1024 * 1024)
@@ -138,7 +138,11 @@ text_lossy(const char *p, size_t n)
 		return json_string("");
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)p[i];
-		size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		size_t len = c < 0x80         ? 1
+		             : (c >> 5) == 6  ? 2
+		             : (c >> 4) == 14 ? 3
+		             : (c >> 3) == 30 ? 4
+		                              : 0;
 		json_t *probe = len > 0 && i + len <= n ? json_stringn(p + i, len) : NULL;
 
 		if (probe != NULL && c != 0) {
@@ -201,8 +205,7 @@ base64_decode(const char *s, size_t *n)
  * What a person would be shown. A text that does not fit is marked and the
  * call is never asked of anyone: they must see all of it.
  */
-static void __attribute__((format(printf, 2, 3)))
-set_what(struct host_op *op, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) set_what(struct host_op *op, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -252,7 +255,7 @@ host_audit(struct host_op *op, const char *decision, const char *reason, json_t 
 		json_object_set_new(d, "by", json_string(op->by));
 	detail = json_dumps(d, JSON_COMPACT);
 	json_decref(d);
-	row.kind = op->kind == OP_EXEC ? "host.exec"
+	row.kind = op->kind == OP_EXEC      ? "host.exec"
 	           : op->kind == OP_REQUEST ? "host.request"
 	                                    : "host.file";
 	row.sandbox = HOST_CLIENT;
@@ -352,9 +355,8 @@ op_refuse(struct host_op *op, const char *decision, const char *reason, const ch
 
 /* A grant covering the call (a once grant is used up): its who, or NULL. */
 static bool
-grant_take(struct serve_host *h, enum host_op_kind kind, const char *program,
-           const char *resolved, const char *const *args, size_t nargs, const char *path,
-           char *who, size_t wholen)
+grant_take(struct serve_host *h, enum host_op_kind kind, const char *program, const char *resolved,
+           const char *const *args, size_t nargs, const char *path, char *who, size_t wholen)
 {
 	for (struct host_grant **pp = &h->grants; *pp != NULL; pp = &(*pp)->next) {
 		struct host_grant *g = *pp;
@@ -436,7 +438,9 @@ on_decided(enum approval_outcome outcome, enum approval_scope scope, const char 
 		struct host_grant *g = calloc(1, sizeof(*g));
 
 		if (g != NULL) {
-			g->kind = op->kind == OP_EXEC ? OP_EXEC : op->kind == OP_WRITE ? OP_WRITE : OP_READ;
+			g->kind = op->kind == OP_EXEC    ? OP_EXEC
+			          : op->kind == OP_WRITE ? OP_WRITE
+			                                 : OP_READ;
 			if (op->kind == OP_EXEC) {
 				size_t n = json_array_size(op->argv);
 
@@ -450,7 +454,8 @@ on_decided(enum approval_outcome outcome, enum approval_scope scope, const char 
 				g->prefix = strdup(op->path);
 			}
 			snprintf(g->reason, sizeof(g->reason), "approved at a call");
-			if ((op->kind == OP_EXEC && (g->cmd.program == NULL || g->cmd.args == NULL)) ||
+			if ((op->kind == OP_EXEC &&
+			     (g->cmd.program == NULL || g->cmd.args == NULL)) ||
 			    (op->kind != OP_EXEC && g->prefix == NULL))
 				grant_free(g);
 			else
@@ -470,16 +475,18 @@ ask_person(struct host_op *op, const char *subject, const char *reason)
 	struct gw_context *gw = op->ctx->gw;
 
 	if (op->what_cut) {
-		op_refuse(op, "deny", "too-long",
-		          "refused: outside the operator's --host-access list, and too long to show "
-		          "a person in full (at most %d bytes)",
-		          APPROVAL_WHAT_MAX - 1);
+		op_refuse(
+		    op, "deny", "too-long",
+		    "refused: outside the operator's --host-access list, and too long to show "
+		    "a person in full (at most %d bytes)",
+		    APPROVAL_WHAT_MAX - 1);
 		return;
 	}
-	op->wait = gw->approvals != NULL
-	               ? approval_request_host(gw->approvals, HOST_CLIENT, subject, op->what,
-	                                       reason, policy_ask_timeout(gw->policy), on_decided, op)
-	               : NULL;
+	op->wait =
+	    gw->approvals != NULL
+	        ? approval_request_host(gw->approvals, HOST_CLIENT, subject, op->what, reason,
+	                                policy_ask_timeout(gw->policy), on_decided, op)
+	        : NULL;
 	if (op->wait == NULL) {
 		op_refuse(op, "deny", "refused",
 		          "refused: %s is outside the operator's --host-access list and cannot be "
@@ -504,8 +511,9 @@ exec_finish(struct host_op *op)
 	json_t *exit_code = json_null(), *sig = json_null();
 
 	if (!started) {
-		const char *why = op->status_len == sizeof(op->status) ? op->status.why
-		                                                       : "the supervisor said nothing";
+		const char *why = op->status_len == sizeof(op->status)
+		                      ? op->status.why
+		                      : "the supervisor said nothing";
 
 		op_refuse(op, "allow", "not-started", "%s could not be run: %s%s%s", op->resolved,
 		          why, op->status.start_errno != 0 ? ": " : "",
@@ -516,13 +524,12 @@ exec_finish(struct host_op *op)
 		exit_code = json_integer(WEXITSTATUS(ws));
 	else if (WIFSIGNALED(ws))
 		sig = json_integer(WTERMSIG(ws));
-	res = json_pack("{s:O, s:s, s:s, s:O, s:O, s:b, s:o, s:o, s:b, s:b, s:s}", "argv", op->argv,
-	                "program", op->resolved, "cwd", op->cwd, "exit_code", exit_code, "signal",
-	                sig, "timed_out", op->status.timed_out != 0, "stdout",
-	                text_lossy(op->buf[0], op->len[0]), "stderr",
-	                text_lossy(op->buf[1], op->len[1]), "stdout_truncated",
-	                op->total[0] > op->len[0], "stderr_truncated", op->total[1] > op->len[1],
-	                "approved_by", op->by);
+	res = json_pack(
+	    "{s:O, s:s, s:s, s:O, s:O, s:b, s:o, s:o, s:b, s:b, s:s}", "argv", op->argv, "program",
+	    op->resolved, "cwd", op->cwd, "exit_code", exit_code, "signal", sig, "timed_out",
+	    op->status.timed_out != 0, "stdout", text_lossy(op->buf[0], op->len[0]), "stderr",
+	    text_lossy(op->buf[1], op->len[1]), "stdout_truncated", op->total[0] > op->len[0],
+	    "stderr_truncated", op->total[1] > op->len[1], "approved_by", op->by);
 	extra = json_pack("{s:O, s:O, s:b, s:I, s:I}", "exit_code", exit_code, "signal", sig,
 	                  "timed_out", op->status.timed_out != 0, "stdout_bytes",
 	                  (json_int_t)op->total[0], "stderr_bytes", (json_int_t)op->total[1]);
@@ -611,11 +618,10 @@ run_exec(struct host_op *op)
 	for (size_t i = 0; i < n; i++)
 		argv[i] = json_string_value(json_array_get(op->argv, i));
 	argv[n] = NULL;
-	rc = exec_host_spawn(&(struct exec_host_cmd){.program = op->resolved,
-	                                             .argv = argv,
-	                                             .cwd = op->cwd,
-	                                             .timeout = op->timeout},
-	                     op->fd, err, sizeof(err));
+	rc = exec_host_spawn(
+	    &(struct exec_host_cmd){
+	        .program = op->resolved, .argv = argv, .cwd = op->cwd, .timeout = op->timeout},
+	    op->fd, err, sizeof(err));
 	if (rc != 0) {
 		op_refuse(op, "allow", "not-started", "%s could not be run: %s", op->resolved, err);
 		return;
@@ -676,8 +682,9 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 		return;
 	n = json_array_size(argv);
 	if (!json_is_array(argv) || n < 1 || n > EXEC_HOST_ARGV_MAX) {
-		mcp_call_fail(c, "argv: an array of 1 to %d strings, the program first by its full "
-		                 "path (never a shell command line)",
+		mcp_call_fail(c,
+		              "argv: an array of 1 to %d strings, the program first by its full "
+		              "path (never a shell command line)",
 		              EXEC_HOST_ARGV_MAX);
 		return;
 	}
@@ -686,7 +693,8 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 		const char *s = json_string_value(v);
 
 		if (s == NULL || strlen(s) != json_string_length(v) || strlen(s) >= 4000) {
-			mcp_call_fail(c, "argv[%zu]: a string without NUL bytes, under 4000 bytes", i);
+			mcp_call_fail(c, "argv[%zu]: a string without NUL bytes, under 4000 bytes",
+			              i);
 			return;
 		}
 		if (i > 0)
@@ -720,7 +728,8 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 		          a0, hint);
 		return;
 	}
-	if (policy_host_path_normalise(a0, op->program, sizeof(op->program), err, sizeof(err)) != 0 ||
+	if (policy_host_path_normalise(a0, op->program, sizeof(op->program), err, sizeof(err)) !=
+	        0 ||
 	    policy_host_path_normalise(cwd != NULL ? cwd : "/", op->path, sizeof(op->path), err,
 	                               sizeof(err)) != 0) {
 		snprintf(op->resolved, sizeof(op->resolved), "%s", a0);
@@ -735,8 +744,8 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0)
-		rc = exec_host_open(op->path, false, EXEC_HOST_DIR, &fd, op->cwd, sizeof(op->cwd), err,
-		                    sizeof(err));
+		rc = exec_host_open(op->path, false, EXEC_HOST_DIR, &fd, op->cwd, sizeof(op->cwd),
+		                    err, sizeof(err));
 	if (fd >= 0)
 		close(fd);
 	op->path[0] = '\0';
@@ -747,9 +756,8 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 		return;
 	}
 	dump = json_dumps(op->argv, JSON_COMPACT | JSON_ENSURE_ASCII);
-	set_what(op, "run %s (program %s) in %s as uid %u",
-	         dump != NULL ? dump : "?", op->resolved, op->cwd,
-	         (unsigned)exec_host_person()->uid);
+	set_what(op, "run %s (program %s) in %s as uid %u", dump != NULL ? dump : "?", op->resolved,
+	         op->cwd, (unsigned)exec_host_person()->uid);
 	free(dump);
 	if (policy_host_access_command(h->ops, op->program, op->resolved, rest, n - 1) != NULL) {
 		op_by(op, "operator allowlist");
@@ -773,7 +781,8 @@ size_arg(const json_t *args, const char *key, size_t def, size_t max, bool *bad)
 
 	if (v == NULL)
 		return def;
-	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (json_int_t)max) {
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > (json_int_t)max) {
 		*bad = true;
 		return 0;
 	}
@@ -877,9 +886,10 @@ finish_list(struct host_op *op)
 		       : S_ISDIR(st.st_mode) ? "dir"
 		       : S_ISLNK(st.st_mode) ? "symlink"
 		                             : "other";
-		json_array_append_new(entries, json_pack("{s:o, s:s, s:I}", "name",
-		                                         text_lossy(de->d_name, strlen(de->d_name)),
-		                                         "type", type, "size", (json_int_t)st.st_size));
+		json_array_append_new(entries,
+		                      json_pack("{s:o, s:s, s:I}", "name",
+		                                text_lossy(de->d_name, strlen(de->d_name)), "type",
+		                                type, "size", (json_int_t)st.st_size));
 		n++;
 	}
 	closedir(d);
@@ -964,7 +974,8 @@ finish_copy(struct host_op *op)
 		name = strrchr(op->path, '/') + 1;
 	}
 	if (wd == NULL) {
-		op_refuse(op, "allow", "error", "session_id: no live session %s", sid != NULL ? sid : "");
+		op_refuse(op, "allow", "error", "session_id: no live session %s",
+		          sid != NULL ? sid : "");
 		return;
 	}
 	rc = exec_workdir_file(wd, name, &out, err, sizeof(err));
@@ -1009,10 +1020,9 @@ finish_copy(struct host_op *op)
 	host_audit(op, "allow", "copied",
 	           json_pack("{s:I, s:s, s:s}", "bytes", (json_int_t)total, "session_id", sid,
 	                     "name", name));
-	serve_finish_structured(op->call,
-	                        json_pack("{s:s, s:s, s:s, s:I, s:s}", "path", op->path,
-	                                  "session_id", sid, "name", name, "bytes",
-	                                  (json_int_t)total, "approved_by", op->by));
+	serve_finish_structured(op->call, json_pack("{s:s, s:s, s:s, s:I, s:s}", "path", op->path,
+	                                            "session_id", sid, "name", name, "bytes",
+	                                            (json_int_t)total, "approved_by", op->by));
 	op->call = NULL;
 	op_free(op);
 }
@@ -1074,7 +1084,8 @@ file_tool(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, enum host
 		return;
 	}
 	if (kind == OP_WRITE) {
-		const char *content = arg_string(args, "content"), *enc = arg_string(args, "encoding");
+		const char *content = arg_string(args, "content"),
+		           *enc = arg_string(args, "encoding");
 
 		if (content == NULL || strlen(content) > HOST_WRITE_MAX * 4 / 3 + 4) {
 			mcp_call_fail(c, "content: a string of at most %d bytes", HOST_WRITE_MAX);
@@ -1093,7 +1104,8 @@ file_tool(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, enum host
 			return;
 		}
 		if (name != NULL && !exec_workdir_name_ok(name)) {
-			mcp_call_fail(c, "name: 1 to 64 of [A-Za-z0-9._-], not starting with a dot");
+			mcp_call_fail(c,
+			              "name: 1 to 64 of [A-Za-z0-9._-], not starting with a dot");
 			return;
 		}
 	}
@@ -1123,10 +1135,11 @@ file_tool(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, enum host
 	if (kind == OP_WRITE) {
 		const char *content = arg_string(args, "content");
 
-		set_what(op, "write %zu bytes%s to %s as uid %u",
-		         strlen(content), arg_string(args, "encoding") != NULL &&
-		                          strcmp(arg_string(args, "encoding"), "base64") == 0
-		                              ? " (base64)" : "",
+		set_what(op, "write %zu bytes%s to %s as uid %u", strlen(content),
+		         arg_string(args, "encoding") != NULL &&
+		                 strcmp(arg_string(args, "encoding"), "base64") == 0
+		             ? " (base64)"
+		             : "",
 		         op->path, (unsigned)exec_host_person()->uid);
 	} else {
 		set_what(op, "%s %s as uid %u", verbs[kind], op->path,
@@ -1237,8 +1250,8 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 			return;
 		}
 		/* The file the program names, walked as the person: shown too. */
-		rc = exec_host_open(g->cmd.program, false, EXEC_HOST_EXEC, &fd, canon, sizeof(canon),
-		                    err, sizeof(err));
+		rc = exec_host_open(g->cmd.program, false, EXEC_HOST_EXEC, &fd, canon,
+		                    sizeof(canon), err, sizeof(err));
 		if (fd >= 0)
 			close(fd);
 		if (rc != 0) {
@@ -1267,7 +1280,8 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 	} else {
 		bool write;
 
-		if (access == NULL || (strcmp(access, "read") != 0 && strcmp(access, "write") != 0)) {
+		if (access == NULL ||
+		    (strcmp(access, "read") != 0 && strcmp(access, "write") != 0)) {
 			grant_free(g);
 			mcp_call_fail(c, "access: read or write");
 			return;
@@ -1291,8 +1305,8 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 		}
 		op->pending_grant = g;
 		snprintf(op->path, sizeof(op->path), "%s", canon);
-		set_what(op, "%s everything under %s as uid %u",
-		         write ? "write" : "read", canon, (unsigned)exec_host_person()->uid);
+		set_what(op, "%s everything under %s as uid %u", write ? "write" : "read", canon,
+		         (unsigned)exec_host_person()->uid);
 		if (policy_host_access_path(h->ops, canon, write)) {
 			host_audit(op, "allow", "operator", NULL);
 			serve_finish_structured(
@@ -1304,8 +1318,10 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 			return;
 		}
 	}
-	ask_person(op, cmd != NULL ? "host-exec" : strcmp(access, "write") == 0 ? "host-write"
-	                                                                        : "host-read",
+	ask_person(op,
+	           cmd != NULL                    ? "host-exec"
+	           : strcmp(access, "write") == 0 ? "host-write"
+	                                          : "host-read",
 	           reason);
 }
 
@@ -1331,7 +1347,9 @@ serve_tool_list_host_access(struct mcp_call *c, json_t *args, void *arg)
 		json_array_append_new(wr, json_string(h->ops->write[i]));
 	for (const struct host_grant *g = h->grants; g != NULL; g = g->next) {
 		json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:s}", "kind",
-		                      g->kind == OP_EXEC ? "command" : g->kind == OP_WRITE ? "write" : "read",
+		                      g->kind == OP_EXEC    ? "command"
+		                      : g->kind == OP_WRITE ? "write"
+		                                            : "read",
 		                      "scope", g->once ? "once" : "server", "by", g->who, "at",
 		                      g->when, "reason", g->reason);
 

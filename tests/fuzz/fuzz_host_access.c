@@ -18,7 +18,8 @@ normalised(const char *p)
 {
 	char again[POLICY_HOST_PATH_MAX + 1], err[256];
 
-	if (p == NULL || policy_host_path_normalise(p, again, sizeof(again), err, sizeof(err)) != 0 ||
+	if (p == NULL ||
+	    policy_host_path_normalise(p, again, sizeof(again), err, sizeof(err)) != 0 ||
 	    strcmp(again, p) != 0)
 		abort();
 }
@@ -32,7 +33,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 64 * 1024)
 		return 0;
-	if (policy_host_access_parse((const char *)data, size, "f.json", &h, err, sizeof(err)) != 0) {
+	if (policy_host_access_parse((const char *)data, size, "f.json", &h, err, sizeof(err)) !=
+	    0) {
 		if (h != NULL || strncmp(err, "f.json", 6) != 0)
 			abort();
 		return 0;

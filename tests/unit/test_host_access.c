@@ -44,7 +44,8 @@ test_parse_errors(void **state)
 	    {"[]", "f.json:1:1: expected an object"},
 	    {"{\"command\": []}", "f.json:1:2: unknown key \"command\""},
 	    {"{\n \"commands\": {}\n}", "f.json:2:14: \"commands\": expected an array"},
-	    {"{\"commands\": [\n  {\"program\": \"id\"}\n]}", "f.json:2:15: \"program\" 'id' is not a full path"},
+	    {"{\"commands\": [\n  {\"program\": \"id\"}\n]}",
+	     "f.json:2:15: \"program\" 'id' is not a full path"},
 	    {"{\"commands\": [{\"args\": []}]}", "f.json:1:15: a command needs \"program\""},
 	    {"{\"commands\": [{\"program\": \"/bin/x\", \"arg\": []}]}",
 	     "f.json:1:37: unknown member \"arg\""},
@@ -55,7 +56,8 @@ test_parse_errors(void **state)
 	     "f.json:1:51: expected a string"},
 	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": \"-u\"}]}",
 	     "f.json:1:45: \"args\" must be an array"},
-	    {"{\"read\": [\"relative/dir\"]}", "f.json:1:11: 'relative/dir' is not an absolute path"},
+	    {"{\"read\": [\"relative/dir\"]}",
+	     "f.json:1:11: 'relative/dir' is not an absolute path"},
 	    {"{\"write\": [\"/a/../etc\"]}", "f.json:1:12: '/a/../etc': '..' is not allowed"},
 	    {"{\"read\": \"/etc\"}", "f.json:1:10: \"read\": expected an array"},
 	    {"{\"read\": [1]}", "f.json:1:11: expected a string"},
@@ -70,8 +72,8 @@ test_parse_errors(void **state)
 		int rc;
 
 		err[0] = '\0';
-		rc = policy_host_access_parse(cases[i].text, strlen(cases[i].text), "f.json", &h, err,
-		                              sizeof(err));
+		rc = policy_host_access_parse(cases[i].text, strlen(cases[i].text), "f.json", &h,
+		                              err, sizeof(err));
 		if (rc != -EINVAL || h != NULL || strstr(err, cases[i].err) == NULL)
 			fail_msg("case %zu: rc %d, err '%s', want '%s'", i, rc, err, cases[i].err);
 	}
@@ -113,11 +115,11 @@ test_command_match(void **state)
 		bool match;
 	} cases[] = {
 	    {{"-u", NULL}, "/usr/bin/id", {"-u", NULL}, true},
-	    {{"-u", NULL}, "/usr/bin/id", {NULL}, false},           /* one argument, exactly */
+	    {{"-u", NULL}, "/usr/bin/id", {NULL}, false}, /* one argument, exactly */
 	    {{"-u", NULL}, "/usr/bin/id", {"-u", "root", NULL}, false},
-	    {{"-u", NULL}, "/bin/id", {"-u", NULL}, false},         /* another file */
-	    {{"-u", NULL}, "id", {"-u", NULL}, false},              /* never a basename */
-	    {{NULL}, "/usr/bin/id", {NULL}, true},                  /* no args: none allowed */
+	    {{"-u", NULL}, "/bin/id", {"-u", NULL}, false}, /* another file */
+	    {{"-u", NULL}, "id", {"-u", NULL}, false},      /* never a basename */
+	    {{NULL}, "/usr/bin/id", {NULL}, true},          /* no args: none allowed */
 	    {{NULL}, "/usr/bin/id", {"-a", NULL}, false},
 	    {{"status", "...", NULL}, "/usr/bin/git", {"status", NULL}, true},
 	    {{"status", "...", NULL}, "/usr/bin/git", {"status", "-s", "x", NULL}, true},
@@ -163,7 +165,8 @@ static void
 test_exact_grant(void **state)
 {
 	char *pats[1] = {"*"};
-	struct policy_host_command c = {.program = "/bin/echo", .args = pats, .nargs = 1, .exact = true};
+	struct policy_host_command c = {
+	    .program = "/bin/echo", .args = pats, .nargs = 1, .exact = true};
 	const char *star[1] = {"*"}, *other[1] = {"x"};
 
 	(void)state;
@@ -177,24 +180,21 @@ test_paths(void **state)
 	static const struct {
 		const char *in, *out; /* out NULL: refused */
 	} norm[] = {
-	    {"/", "/"},
-	    {"/a/b", "/a/b"},
-	    {"//a///b/", "/a/b"},
-	    {"/a/./b/.", "/a/b"},
-	    {"/a/../b", NULL},
-	    {"/..", NULL},
-	    {"/a/..b/c", "/a/..b/c"}, /* a name, not the parent */
-	    {"a/b", NULL},
-	    {"", NULL},
-	    {"/a\nb", NULL},
+	    {"/", "/"},        {"/a/b", "/a/b"}, {"//a///b/", "/a/b"},     {"/a/./b/.", "/a/b"},
+	    {"/a/../b", NULL}, {"/..", NULL},    {"/a/..b/c", "/a/..b/c"}, /* a name, not the parent
+	                                                                    */
+	    {"a/b", NULL},     {"", NULL},       {"/a\nb", NULL},
 	};
 	static const struct {
 		const char *prefix, *path;
 		bool under;
 	} under[] = {
-	    {"/srv/data", "/srv/data", true},   {"/srv/data", "/srv/data/x", true},
-	    {"/srv/data", "/srv/database", false}, {"/srv/data", "/srv", false},
-	    {"/", "/etc/passwd", true},         {"/srv/data", "/srv/data/../../etc", true},
+	    {"/srv/data", "/srv/data", true},
+	    {"/srv/data", "/srv/data/x", true},
+	    {"/srv/data", "/srv/database", false},
+	    {"/srv/data", "/srv", false},
+	    {"/", "/etc/passwd", true},
+	    {"/srv/data", "/srv/data/../../etc", true},
 	};
 	char out[PATH_MAX], err[256];
 
@@ -311,8 +311,8 @@ test_walk(void **state)
 		rc = exec_host_walk(path, PERSON, cases[i].strict, cases[i].mode, &fd, canon,
 		                    sizeof(canon), err, sizeof(err));
 		if (rc != cases[i].rc)
-			fail_msg("case %zu (%s): rc %d, want %d (%s)", i, cases[i].path, rc, cases[i].rc,
-			         err);
+			fail_msg("case %zu (%s): rc %d, want %d (%s)", i, cases[i].path, rc,
+			         cases[i].rc, err);
 		if (cases[i].canon != NULL) {
 			snprintf(want, sizeof(want), "%s%s", root, cases[i].canon);
 			if (strcmp(canon, want) != 0)
@@ -365,9 +365,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_parse_good),
+	    cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_parse_good),
 	    cmocka_unit_test(test_command_match), cmocka_unit_test(test_exact_grant),
-	    cmocka_unit_test(test_paths),        cmocka_unit_test(test_walk),
+	    cmocka_unit_test(test_paths),         cmocka_unit_test(test_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
