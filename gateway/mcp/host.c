@@ -473,6 +473,7 @@ static void
 ask_person(struct host_op *op, const char *subject, const char *reason)
 {
 	struct gw_context *gw = op->ctx->gw;
+	char said[HOST_REASON_MAX + 1] = "";
 
 	if (op->what_cut) {
 		op_refuse(
@@ -482,11 +483,19 @@ ask_person(struct host_op *op, const char *subject, const char *reason)
 		    APPROVAL_WHAT_MAX - 1);
 		return;
 	}
-	op->wait =
-	    gw->approvals != NULL
-	        ? approval_request_host(gw->approvals, HOST_CLIENT, subject, op->what, reason,
-	                                policy_ask_timeout(gw->policy), on_decided, op)
-	        : NULL;
+	/* The model's words reach a terminal (tollgate pending): no control
+	 * character, and short. */
+	if (reason != NULL) {
+		snprintf(said, sizeof(said), "%s", reason);
+		for (char *p = said; *p != '\0'; p++) {
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		}
+	}
+	op->wait = gw->approvals != NULL
+	               ? approval_request_host(gw->approvals, HOST_CLIENT, subject, op->what, said,
+	                                       policy_ask_timeout(gw->policy), on_decided, op)
+	               : NULL;
 	if (op->wait == NULL) {
 		op_refuse(op, "deny", "refused",
 		          "refused: %s is outside the operator's --host-access list and cannot be "
