@@ -371,6 +371,54 @@ parse_workdir(struct rbuf *r, struct exec_priv_msg *out)
 		r->bad = true;
 }
 
+/* Host access: a path a walk takes; for a write, one walked strictly. */
+static void
+parse_host_open(struct rbuf *r, struct exec_priv_msg *out)
+{
+	uint32_t strict;
+
+	if (out->head.handle != 0 || out->head.value != 0)
+		r->bad = true;
+	out->host_open.mode = take_u32(r);
+	strict = take_u32(r);
+	out->host_open.path = take_str_req(r, EXEC_PRIV_STR_MAX);
+	if (r->bad)
+		return;
+	if (out->host_open.mode > EXEC_HOST_DIR || strict > 1 ||
+	    !exec_host_path_ok(out->host_open.path) ||
+	    (out->host_open.mode == EXEC_HOST_WRITE && strict == 0))
+		r->bad = true;
+	out->host_open.strict = strict == 1;
+}
+
+/* A host command: its program and directory (walked strictly by the
+ * parent's supervisor), its arguments and a bounded timeout. */
+static void
+parse_host_exec(struct rbuf *r, struct exec_priv_msg *out)
+{
+	uint32_t argc;
+
+	if (out->head.handle != 0 || out->head.value < 1 ||
+	    out->head.value > EXEC_HOST_TIMEOUT_MAX)
+		r->bad = true;
+	out->host_exec.timeout = out->head.value;
+	out->host_exec.program = take_str_req(r, EXEC_PRIV_STR_MAX);
+	out->host_exec.cwd = take_str_req(r, EXEC_PRIV_STR_MAX);
+	argc = take_u32(r);
+	if (r->bad || argc < 1 || argc > EXEC_HOST_ARGV_MAX) {
+		r->bad = true;
+		return;
+	}
+	for (uint32_t i = 0; i < argc && !r->bad; i++)
+		out->host_exec.argv[i] = take_str_req(r, EXEC_PRIV_STR_MAX);
+	out->host_exec.argv[argc] = NULL;
+	out->host_exec.argc = argc;
+	if (r->bad)
+		return;
+	if (!exec_host_path_ok(out->host_exec.program) || !exec_host_path_ok(out->host_exec.cwd))
+		r->bad = true;
+}
+
 int
 exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_priv_msg *out)
 {
@@ -431,6 +479,12 @@ exec_priv_msg_parse(char *buf, size_t len, int *fds, size_t nfds, struct exec_pr
 		break;
 	case EXEC_PRIV_POLICY_ADD:
 		parse_policy_add(&r, out);
+		break;
+	case EXEC_PRIV_HOST_OPEN:
+		parse_host_open(&r, out);
+		break;
+	case EXEC_PRIV_HOST_EXEC:
+		parse_host_exec(&r, out);
 		break;
 	default:
 		r.bad = true;
@@ -1166,5 +1220,103 @@ exec_priv_policy_add(const char *path, enum policy_verdict action, const char *p
 	close_fds(fds, nfds);
 	if (rc == 0)
 		*present = take_u32(&r) != 0;
+	return rc;
+}
+
+/* ---- host access (exec/host.h) ---------------------------------------------- */
+
+int
+exec_priv_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd,
+                    char *canon, size_t canonlen, char *err, size_t errlen)
+{
+	char buf[sizeof(struct exec_priv_head) + 16 + EXEC_PRIV_STR_MAX];
+	char rb[2 * EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.p = buf, .cap = sizeof(buf)};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0;
+	const char *s;
+	int rc;
+
+	*fd = -1;
+	if (!exec_host_path_ok(path)) {
+		gw_set_err(err, errlen, "'%s': not an absolute path without '..'", path);
+		return -EINVAL;
+	}
+	put_head(&w, EXEC_PRIV_HOST_OPEN, 0, 0);
+	put_u32(&w, (uint32_t)mode);
+	put_u32(&w, strict ? 1 : 0);
+	put_str(&w, path);
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	if (rc != 0)
+		goto out;
+	s = take_str(&r, EXEC_PRIV_STR_MAX);
+	if (r.bad || s == NULL || r.at != r.len || nfds != (mode == EXEC_HOST_RESOLVE ? 0u : 1u)) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a malformed host file reply");
+		goto out;
+	}
+	if (snprintf(canon, canonlen, "%s", s) >= (int)canonlen) {
+		rc = -ENAMETOOLONG;
+		gw_set_err(err, errlen, "path too long");
+		goto out;
+	}
+	if (nfds == 1) {
+		*fd = fds[0];
+		nfds = 0;
+	}
+out:
+	close_fds(fds, nfds);
+	return rc;
+}
+
+int
+exec_priv_host_exec(const struct exec_host_cmd *cmd, int out_fds[3], char *err, size_t errlen)
+{
+	char *buf = NULL, rb[EXEC_PRIV_STR_MAX + 64];
+	struct wbuf w = {.cap = EXEC_PRIV_MSG_MAX};
+	struct rbuf r;
+	int fds[EXEC_PRIV_FDS_MAX];
+	size_t nfds = 0, argc = 0;
+	int rc;
+
+	out_fds[0] = out_fds[1] = out_fds[2] = -1;
+	while (cmd->argv != NULL && cmd->argv[argc] != NULL)
+		argc++;
+	if (argc < 1 || argc > EXEC_HOST_ARGV_MAX || cmd->timeout < 1 ||
+	    cmd->timeout > EXEC_HOST_TIMEOUT_MAX) {
+		gw_set_err(err, errlen, "a malformed host command");
+		return -EINVAL;
+	}
+	buf = malloc(EXEC_PRIV_MSG_MAX);
+	if (buf == NULL)
+		return -ENOMEM;
+	w.p = buf;
+	put_head(&w, EXEC_PRIV_HOST_EXEC, 0, cmd->timeout);
+	put_str(&w, cmd->program);
+	put_str(&w, cmd->cwd);
+	put_u32(&w, (uint32_t)argc);
+	for (size_t i = 0; i < argc; i++) {
+		if (strlen(cmd->argv[i]) >= EXEC_PRIV_STR_MAX)
+			w.over = true;
+		put_str(&w, cmd->argv[i]);
+	}
+	if (w.over) {
+		free(buf);
+		gw_set_err(err, errlen, "the command is too long for one message");
+		return -E2BIG;
+	}
+	rc = client_call(&w, NULL, 0, rb, sizeof(rb), &r, fds, &nfds, err, errlen);
+	free(buf);
+	if (rc == 0 && nfds != 3) {
+		rc = -EPROTO;
+		gw_set_err(err, errlen, "privileged parent: a host command without its pipes");
+	}
+	if (rc == 0) {
+		for (int i = 0; i < 3; i++)
+			out_fds[i] = fds[i];
+		nfds = 0;
+	}
+	close_fds(fds, nfds);
 	return rc;
 }

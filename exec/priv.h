@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "exec/exec.h"
+#include "exec/host.h"
 #include "policy/policy.h"
 
 /*
@@ -50,6 +51,11 @@ enum exec_priv_kind {
 	EXEC_PRIV_WORKDIR_FREE, /* handle: the directory and its files go */
 	/* An "always" approval's rule into the operator's policy file. */
 	EXEC_PRIV_POLICY_ADD, /* value: 1 allow, 0 deny; body: the pattern */
+	/* serve --host-access (exec/host.h), done as the person serve runs
+	 * for; refused when the operator gave no --host-access. */
+	EXEC_PRIV_HOST_OPEN, /* body: u32 mode, u32 strict, the path; reply: canon, fd */
+	EXEC_PRIV_HOST_EXEC, /* value: timeout; body: program, cwd, u32 argc, argv;
+	                      * reply: stdout, stderr and status read ends */
 	EXEC_PRIV_KIND_MAX,
 	/* Parent to gate. */
 	EXEC_PRIV_REPLY = 100, /* value: 0 or -errno; body: kind-specific */
@@ -101,6 +107,20 @@ struct exec_priv_msg {
 	const char *vault_ns, *vault_name;
 	const char *file_name;        /* EXEC_PRIV_WORKDIR_FILE: exec_workdir_name_ok */
 	const char *policy_pattern;   /* EXEC_PRIV_POLICY_ADD: one host, normalised */
+	/* EXEC_PRIV_HOST_OPEN: exec_host_path_ok; a write is strict. */
+	struct {
+		uint32_t mode; /* enum exec_host_open */
+		bool strict;
+		const char *path;
+	} host_open;
+	/* EXEC_PRIV_HOST_EXEC: paths exec_host_path_ok, 1 to EXEC_HOST_ARGV_MAX
+	 * arguments, a timeout of 1 to EXEC_HOST_TIMEOUT_MAX seconds. */
+	struct {
+		const char *program, *cwd;
+		const char *argv[EXEC_HOST_ARGV_MAX + 1];
+		size_t argc;
+		int timeout;
+	} host_exec;
 };
 
 /*
@@ -140,6 +160,9 @@ struct exec_priv_ceiling {
 	/* The gate will ask for the hub (EXEC_PRIV_HUB): the parent makes it
 	 * at once, while the gate sets up. */
 	bool hub_early;
+	/* serve --host-access: HOST_OPEN and HOST_EXEC are served (as the
+	 * person exec_host_person_note noted); false: refused. */
+	bool host_access;
 };
 
 /*
@@ -234,6 +257,15 @@ int exec_priv_policy_add(const char *path, enum policy_verdict action, const cha
 /* Whether pattern is one the parent writes for the gate: a valid host pattern,
  * normalised, not one for every host. */
 bool exec_priv_policy_pattern_ok(const char *pattern);
+
+/*
+ * exec/host.c's exec_host_open and exec_host_spawn in a gate: the parent
+ * walks and opens, or starts the program, as the person (exec/host.h's
+ * contracts); -EPERM when the operator gave no --host-access.
+ */
+int exec_priv_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd,
+                        char *canon, size_t canonlen, char *err, size_t errlen);
+int exec_priv_host_exec(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen);
 
 /* exec/gate.c's: the veth and listeners of the sandbox being attached. */
 struct exec_priv_plumbing {

@@ -7,6 +7,7 @@
 #include "exec/priv.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "exec/artifact.h"
 #include "exec/gate.h"
+#include "exec/host.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/vault.h"
@@ -421,6 +423,55 @@ serve_policy_add(const struct exec_priv_msg *m)
 	return reply(rc, err, &present, sizeof(present), NULL, 0, 0, NULL, 0);
 }
 
+/*
+ * Host access (serve --host-access): walked, opened and run as the person
+ * noted before the split, never as root. The parent cannot know whether
+ * the operator's allowlist or a person allowed a request (the gate keeps
+ * both): what it holds is that host access is on at all, that the paths
+ * are well formed (the parser's), that a symlink on the way is root's or
+ * the person's, and that a write or a program is walked strictly, so no
+ * link at all stands between what the gate resolved and what is used
+ * (docs/threat-model.md).
+ */
+static int
+serve_host(const struct exec_priv_msg *m)
+{
+	char err[512], canon[PATH_MAX];
+	const char *strs[1];
+	int rc, fd = -1, fds[3];
+
+	err[0] = '\0';
+	if (!P.ceil.host_access)
+		return reply(-EPERM, "host access is off (serve was started without --host-access)",
+		             NULL, 0, NULL, 0, 0, NULL, 0);
+	if (m->head.kind == EXEC_PRIV_HOST_OPEN) {
+		rc = exec_host_open_local(exec_host_person(), m->host_open.path,
+		                          m->host_open.strict, (enum exec_host_open)m->host_open.mode,
+		                          &fd, canon, sizeof(canon), err, sizeof(err));
+		if (rc != 0)
+			return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+		strs[0] = canon;
+		rc = reply(0, NULL, NULL, 0, &fd, fd >= 0 ? 1 : 0, 0, strs, 1);
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rc = exec_host_spawn_local(exec_host_person(),
+	                           &(struct exec_host_cmd){.program = m->host_exec.program,
+	                                                   .argv = m->host_exec.argv,
+	                                                   .cwd = m->host_exec.cwd,
+	                                                   .timeout = m->host_exec.timeout},
+	                           fds, err, sizeof(err));
+	if (rc != 0)
+		return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
+	log_info("privileged parent: host command %s for uid %u", m->host_exec.program,
+	         (unsigned)exec_host_person()->uid);
+	rc = reply(0, NULL, NULL, 0, fds, 3, 0, NULL, 0);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	return rc;
+}
+
 /* 0, or -EPROTO when the gate broke the protocol (the parent ends). */
 static int
 serve_start(struct exec_priv_msg *m)
@@ -689,6 +740,8 @@ serve_one(struct exec_priv_msg *m)
 		return serve_workdir(m);
 	if (m->head.kind == EXEC_PRIV_POLICY_ADD)
 		return serve_policy_add(m);
+	if (m->head.kind == EXEC_PRIV_HOST_OPEN || m->head.kind == EXEC_PRIV_HOST_EXEC)
+		return serve_host(m);
 	if (m->head.handle != 0) {
 		h = find_held(m->head.handle);
 		if (h == NULL)

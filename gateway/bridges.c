@@ -54,6 +54,10 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
 		/* Nobody waits any more: nothing was decided. */
 		return;
 	}
+	/* Host access is no egress: its approval row is the registry's, and
+	 * the host_* call's own row says what ran. */
+	if (info->kind != APPROVAL_KIND_EGRESS)
+		return;
 	if (!gw_events_wants(bus, type))
 		return;
 	p = json_pack("{s:I, s:s, s:i, s:s, s:s, s:s}", "id", (json_int_t)info->id, "host",

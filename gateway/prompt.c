@@ -142,7 +142,9 @@ set_held(struct gw_prompt *p, bool held)
 static void
 where(const struct approval_info *info, char *buf, size_t len)
 {
-	if (info->port > 0)
+	if (info->kind == APPROVAL_KIND_HOST)
+		snprintf(buf, len, "host access: %s", info->what);
+	else if (info->port > 0)
 		snprintf(buf, len, "%s:%d", info->host, info->port);
 	else
 		snprintf(buf, len, "%s (any port)", info->host);
@@ -165,7 +167,7 @@ static void
 ask_next(struct gw_prompt *p)
 {
 	struct approval_info info;
-	char what[POLICY_HOST_MAX + 32], question[POLICY_HOST_MAX + GW_PROMPT_COMMAND_MAX + 128];
+	char what[APPROVAL_WHAT_MAX + 32], question[APPROVAL_WHAT_MAX + GW_PROMPT_COMMAND_MAX + 128];
 
 	while (p->current == 0 && p->nqueue > 0 && !p->closed) {
 		uint64_t id = p->queue[0];
@@ -213,7 +215,7 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
                   enum approval_scope scope, void *arg)
 {
 	struct gw_prompt *p = arg;
-	char what[POLICY_HOST_MAX + 32], note[POLICY_HOST_MAX + 128];
+	char what[APPROVAL_WHAT_MAX + 32], note[APPROVAL_WHAT_MAX + 128];
 
 	if (event == APPROVAL_EVENT_PENDING) {
 		if (p->closed)

@@ -17,6 +17,7 @@
 
 #include "dns/server.h"
 #include "exec/exec.h"
+#include "exec/host.h"
 #include "exec/netns.h"
 #include "exec/userns.h"
 #include "exec/priv.h"
@@ -198,6 +199,7 @@ split(const struct gw_setup_flags *f, const struct policy *policy, unsigned int 
 	/* "always" approvals: the gate cannot rewrite a root-owned file. */
 	c.policy_path = f->policy_path;
 	c.hub_early = (parts & GW_SETUP_HUB) != 0;
+	c.host_access = f->host_access;
 	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
 		c.control_dir = ctl_dir;
 	rc = exec_priv_split(&c, f->pool);
@@ -255,6 +257,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		/* Who answers at the terminal, before a namespace or the split
 		 * changes what getuid() says. */
 		gw_terminal_note_person();
+		/* Whose host --host-access opens: the same person. */
+		exec_host_person_note();
 		if (geteuid() != 0 && enter_rootless(f) != 0)
 			return GW_EXIT_FAILURE;
 		signal(SIGPIPE, SIG_IGN);

@@ -107,6 +107,9 @@ struct gw_setup_flags {
 	const char *sandbox_outdir;      /* run --out DIR */
 	struct exec_limits sandbox_caps; /* serve's --max-*; 0: the flags' own */
 	bool sandbox_gate_workdirs;      /* serve: sessions and its own work dirs */
+	/* serve --host-access: the parent runs host commands and opens host
+	 * files as the person (exec/host.h); false: it refuses them. */
+	bool host_access;
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */

@@ -31,6 +31,7 @@ struct approval_wait {
 	struct approvals *reg;
 	struct approval *approval; /* NULL when answered from memory */
 	approval_cb cb;
+	approval_who_cb who_cb; /* a host approval's, instead of cb */
 	void *arg;
 	int port; /* the request's: 0 for a DNS question */
 	/* Answered from a remembered decision, on the next loop iteration. */
@@ -137,6 +138,12 @@ approval_scope_parse(const char *s, enum approval_scope *out)
 	else
 		return -EINVAL;
 	return 0;
+}
+
+const char *
+approval_kind_name(enum approval_kind k)
+{
+	return k == APPROVAL_KIND_HOST ? "host" : "egress";
 }
 
 const char *
@@ -504,11 +511,18 @@ audit_end(struct approvals *a, const struct approval *ap, enum approval_event ev
 		json_object_set_new(d, "scope", json_string(approval_scope_name(scope)));
 		who_members(d, who != NULL ? who : "unnamed");
 	}
+	if (d != NULL && ap->info.kind == APPROVAL_KIND_HOST) {
+		/* What would run or be touched: a command line or a path, never
+		 * a file's contents. */
+		json_object_set_new(d, "kind", json_string("host"));
+		json_object_set_new(d, "subject", json_string(ap->info.host));
+		json_object_set_new(d, "what", json_string(ap->info.what));
+	}
 	detail = d != NULL ? json_dumps(d, JSON_COMPACT) : NULL;
 	json_decref(d);
 	row.kind = "approval";
 	row.sandbox = ap->info.client;
-	row.host = ap->info.host;
+	row.host = ap->info.kind == APPROVAL_KIND_HOST ? NULL : ap->info.host;
 	row.port = ap->info.port;
 	row.decision = ev == APPROVAL_EVENT_GONE ? NULL : allow ? "allow" : "deny";
 	row.reason = reason;
@@ -569,7 +583,13 @@ approval_finish(struct approval *ap, enum approval_event ev, enum approval_outco
 			TAILQ_REMOVE(&ap->waiters, w, entry);
 			ap->info.waiters--;
 			w->approval = NULL;
-			w->cb(outcome, scope, w->arg);
+			if (w->who_cb != NULL)
+				w->who_cb(outcome, scope,
+				          ev == APPROVAL_EVENT_DECIDED ? (who != NULL ? who : "unnamed")
+				                                       : NULL,
+				          w->arg);
+			else
+				w->cb(outcome, scope, w->arg);
 			free(w);
 		}
 	}
@@ -667,7 +687,8 @@ find_joinable(const struct approvals *a, const char *client, const char *host, i
 
 	TAILQ_FOREACH(ap, &a->pending, entry)
 	{
-		if (strcmp(ap->info.client, client) != 0 || strcmp(ap->info.host, host) != 0)
+		if (ap->info.kind != APPROVAL_KIND_EGRESS || strcmp(ap->info.client, client) != 0 ||
+		    strcmp(ap->info.host, host) != 0)
 			continue;
 		if (ap->info.port == port || ap->info.port == 0)
 			return ap;
@@ -771,6 +792,84 @@ fail:
 	return NULL;
 }
 
+struct approval_wait *
+approval_request_host(struct approvals *a, const char *client, const char *subject,
+                      const char *what, const char *context, double timeout, approval_who_cb cb,
+                      void *arg)
+{
+	struct approval_wait *w = NULL;
+	struct approval *ap = NULL;
+	struct timeval tv;
+	double deadline;
+
+	if (a == NULL || subject == NULL || *subject == '\0' || what == NULL || *what == '\0' ||
+	    cb == NULL || strlen(subject) > POLICY_HOST_MAX || strlen(what) >= APPROVAL_WHAT_MAX ||
+	    !(timeout >= 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (client == NULL)
+		client = "";
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return NULL;
+	w->reg = a;
+	w->who_cb = cb;
+	w->arg = arg;
+	deadline = gw_clock_mono() + timeout;
+	TAILQ_FOREACH(ap, &a->pending, entry)
+	{
+		if (ap->info.kind == APPROVAL_KIND_HOST && strcmp(ap->info.client, client) == 0 &&
+		    strcmp(ap->info.host, subject) == 0 && strcmp(ap->info.what, what) == 0)
+			break;
+	}
+	if (ap != NULL) {
+		if (deadline > ap->deadline) {
+			ap->info.expires += deadline - ap->deadline;
+			ap->deadline = deadline;
+		}
+		goto join;
+	}
+	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
+		free(w);
+		errno = ENOSPC;
+		return NULL;
+	}
+	ap = calloc(1, sizeof(*ap));
+	if (ap == NULL)
+		goto fail;
+	ap->reg = a;
+	TAILQ_INIT(&ap->waiters);
+	ap->info.id = approval_next_id++;
+	ap->info.kind = APPROVAL_KIND_HOST;
+	copy_str(ap->info.client, sizeof(ap->info.client), client);
+	copy_str(ap->info.host, sizeof(ap->info.host), subject);
+	copy_str(ap->info.what, sizeof(ap->info.what), what);
+	ap->info.created = gw_clock_real();
+	ap->info.expires = ap->info.created + timeout;
+	copy_str(ap->info.context, sizeof(ap->info.context), context);
+	ap->deadline = deadline;
+	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
+	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
+	if (ap->timer == NULL || ap->announce == NULL)
+		goto fail;
+	tv = gw_clock_timeval(timeout);
+	if (evtimer_add(ap->timer, &tv) != 0)
+		goto fail;
+	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
+	event_active(ap->announce, EV_TIMEOUT, 1);
+join:
+	w->approval = ap;
+	TAILQ_INSERT_TAIL(&ap->waiters, w, entry);
+	ap->info.waiters++;
+	return w;
+fail:
+	approval_free_one(ap);
+	free(w);
+	errno = ENOMEM;
+	return NULL;
+}
+
 static void
 wait_remove(struct approval_wait *w, bool hold)
 {
@@ -840,6 +939,15 @@ approval_decide_as(struct approvals *a, uint64_t id, bool allow, enum approval_s
 	ap = find_by_id(a, id);
 	if (ap == NULL)
 		return -ENOENT;
+	if (ap->info.kind == APPROVAL_KIND_HOST) {
+		/* The asker keeps the grant; nothing is remembered here or
+		 * written to a policy file, and it covers no other approval. */
+		if (scope == APPROVAL_SCOPE_ALWAYS)
+			scope = APPROVAL_SCOPE_CLIENT;
+		approval_finish(ap, APPROVAL_EVENT_DECIDED, outcome, allow, scope, who,
+		                allow ? "approved" : "denied");
+		return 0;
+	}
 	if (scope == APPROVAL_SCOPE_CLIENT || scope == APPROVAL_SCOPE_ALWAYS)
 		remember(a, scope == APPROVAL_SCOPE_ALWAYS, ap->info.client, ap->info.host,
 		         ap->info.port, allow);
@@ -880,6 +988,8 @@ approval_decide_as(struct approvals *a, uint64_t id, bool allow, enum approval_s
 
 		TAILQ_FOREACH(ap, &a->pending, entry)
 		{
+			if (ap->info.kind != APPROVAL_KIND_EGRESS)
+				continue;
 			known =
 			    approvals_remembered(a, ap->info.client, ap->info.host, ap->info.port);
 			if (known >= 0)

@@ -34,8 +34,26 @@ enum approval_outcome {
 const char *approval_scope_name(enum approval_scope s); /* "once", "client", "always" */
 int approval_scope_parse(const char *s, enum approval_scope *out);
 
+/*
+ * What an approval is about: a connection (egress: host and port), or host
+ * access for serve --host-access (host: "host-exec", "host-read" or
+ * "host-write", port 0, and what: exactly what will run or be touched, as
+ * the person is shown it). Host approvals are never remembered by the
+ * registry nor written to a policy file: the one who asked keeps the grant
+ * (scope once: that call; client: the server's life; always is taken as
+ * client), and its callback is told who decided.
+ */
+enum approval_kind {
+	APPROVAL_KIND_EGRESS,
+	APPROVAL_KIND_HOST,
+};
+#define APPROVAL_WHAT_MAX 4096
+/* "egress", "host". */
+const char *approval_kind_name(enum approval_kind k);
+
 struct approval_info {
 	uint64_t id;
+	enum approval_kind kind;
 	char client[64]; /* sandbox id or proxy client name */
 	char host[POLICY_HOST_MAX + 1];
 	int port;        /* 0: any port (a DNS lookup asked) */
@@ -43,6 +61,7 @@ struct approval_info {
 	double expires;  /* CLOCK_REALTIME seconds: the timer denies then */
 	size_t waiters;  /* requests held by it (0 when only detached ones asked) */
 	char context[256]; /* e.g. the sandboxed command, for the prompt */
+	char what[APPROVAL_WHAT_MAX]; /* APPROVAL_KIND_HOST: what will run or be touched */
 };
 
 typedef void (*approval_cb)(enum approval_outcome outcome, enum approval_scope scope, void *arg);
@@ -114,6 +133,21 @@ void approvals_unlisten(struct approvals *a, int handle);
 struct approval_wait *approval_request(struct approvals *a, const char *client,
                                        const char *host, int port, const char *context,
                                        double timeout, approval_cb cb, void *arg);
+/*
+ * A host-access approval (APPROVAL_KIND_HOST): subject is the host field
+ * ("host-exec", ...), what is shown to the person as it is (one line, no
+ * control character: the caller escapes), context the asker's reason. A
+ * request for the same client, subject and what joins a pending one. cb
+ * is told who decided (approval_decide_as's who; NULL on a timeout).
+ * Never answered from a remembered decision. NULL with errno as for
+ * approval_request.
+ */
+typedef void (*approval_who_cb)(enum approval_outcome outcome, enum approval_scope scope,
+                                const char *who, void *arg);
+struct approval_wait *approval_request_host(struct approvals *a, const char *client,
+                                            const char *subject, const char *what,
+                                            const char *context, double timeout,
+                                            approval_who_cb cb, void *arg);
 /* Pending approvals one client (sandbox or proxy client) may have at once. */
 #define APPROVAL_PENDING_PER_CLIENT 32
 /* Seconds a DNS-time "once" approval waits for its connection, at most. */

@@ -77,7 +77,19 @@ print_row(const json_t *ap, const char *ref)
 	json_int_t port = json_integer_value(json_object_get(ap, "port"));
 	char age[32], portbuf[16];
 
+	const char *kind = json_string_value(json_object_get(ap, "kind"));
+	const char *what = json_string_value(json_object_get(ap, "what"));
+
 	format_age(json_number_value(json_object_get(ap, "age")), age, sizeof(age));
+	if (kind != NULL && strcmp(kind, "host") == 0) {
+		/* Host access: what would run or be touched, as the gateway
+		 * escaped it, then the model's reason. */
+		printf("%-12s %-20s %-32s %-6s %-7s %s%s%s%s\n", ref, client != NULL ? client : "",
+		       host != NULL ? host : "", "-", age, what != NULL ? what : "?",
+		       context != NULL && context[0] != '\0' ? " (reason: " : "",
+		       context != NULL ? context : "", context != NULL && context[0] != '\0' ? ")" : "");
+		return;
+	}
 	if (port == 0)
 		snprintf(portbuf, sizeof(portbuf), "*");
 	else

@@ -61,6 +61,7 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_HTTP_SESSIONS,
 	OPT_PACKAGE_INDEX,
+	OPT_HOST_ACCESS,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -91,6 +92,7 @@ static const struct option serve_options[] = {
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
+    {"host-access", required_argument, NULL, OPT_HOST_ACCESS},
     {NULL, 0, NULL, 0},
 };
 
@@ -284,6 +286,8 @@ run_serve(int argc, char **argv)
 	bool no_network = false, no_transparent = false, timeout_given = false;
 	size_t ntools;
 	unsigned int parts;
+	const char *host_access = NULL;
+	char herr[1024];
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
 
 	if (gw_setup_flags_init(&f, CMD) != 0)
@@ -371,6 +375,9 @@ run_serve(int argc, char **argv)
 			st.pkg_index_set[m] = true;
 			break;
 		}
+		case OPT_HOST_ACCESS:
+			host_access = optarg;
+			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -423,6 +430,12 @@ run_serve(int argc, char **argv)
 		}
 		timeout = max_timeout;
 	}
+	/* Read as the operator, before the split: a bad file stops here. */
+	if (host_access != NULL && serve_host_load(&st.ctx, host_access, herr, sizeof(herr)) != 0) {
+		gw_fail(CMD, "--host-access: %s", herr);
+		goto out;
+	}
+	f.host_access = host_access != NULL;
 	/*
 	 * Approvals reach a person by elicitation when the client offers it,
 	 * and through the control socket always; `tollgate stats` asks there
@@ -586,6 +599,8 @@ const struct gw_command gw_command_serve = {
              "only with --model-approves)\n"
              "and report (audit_query, vault_list, sandbox_stats, set_resource_limits);\n"
              "in a session, install_package, bridge_data and inspect_state.\n"
+             "with --host-access, act on the host as the person (host_exec,\n"
+             "host_file_read/write/list/copy, request_host_access, list_host_access).\n"
              "Each execution runs in a fresh sandbox behind this process's gate.\n"
              "The model proposes, a person disposes: a domain a call names\n"
              "(allowed_domains, request_egress) that --policy and the flags do not\n"
@@ -622,6 +637,12 @@ const struct gw_command gw_command_serve = {
              "                           then decides approvals as the person would, with\n"
              "                           no person asked (without it, those tools do not\n"
              "                           exist)\n"
+             "  --host-access FILE       host access (off without it): host_exec and\n"
+             "                           host_file_* run as the person who started serve;\n"
+             "                           FILE (JSON) lists the commands (full paths,\n"
+             "                           argument patterns) and path prefixes to read and\n"
+             "                           write that need no approval; anything else waits\n"
+             "                           for a person (docs/mcp.md, \"Host access\")\n"
              "  --max-sandboxes N        executions running at once (8)\n"
              "  --max-queued N           executions waiting for one of those (16; 0: none\n"
              "                           wait); past both a call is refused at once\n"

@@ -254,10 +254,16 @@ approval_json(const struct approval_info *info, double now)
 {
 	double age = round_ms(now - info->created), left = round_ms(info->expires - now);
 
-	return json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:f, s:I, s:s}", "id",
-	                 (json_int_t)info->id, "client", info->client, "host", info->host, "port",
-	                 info->port, "age", age, "created", round_ms(info->created), "expires_in",
-	                 left, "waiters", (json_int_t)info->waiters, "context", info->context);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:f, s:I, s:s, s:s}", "id",
+	                      (json_int_t)info->id, "client", info->client, "host", info->host,
+	                      "port", info->port, "age", age, "created", round_ms(info->created),
+	                      "expires_in", left, "waiters", (json_int_t)info->waiters, "context",
+	                      info->context, "kind", approval_kind_name(info->kind));
+
+	/* A host approval (serve --host-access): exactly what would run or be touched. */
+	if (o != NULL && info->kind == APPROVAL_KIND_HOST)
+		json_object_set_new(o, "what", json_string(info->what));
+	return o;
 }
 
 static json_t *

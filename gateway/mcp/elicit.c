@@ -250,6 +250,9 @@ serve_concerns(void *arg, const struct approval_info *info, bool pending)
 	struct mcp_serve_ctx *ctx = arg;
 	char waiting[POLICY_HOST_MAX + 16];
 
+	/* Host access is asked by this server's own calls (host.c). */
+	if (info->kind == APPROVAL_KIND_HOST)
+		return true;
 	if (!pending) {
 		(void)serve_job_note_approval(ctx, info->client, NULL);
 		return true;

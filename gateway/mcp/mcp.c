@@ -223,8 +223,22 @@ mcp_caps_client_name(const json_t *init_params, char *buf, size_t len)
 json_t *
 mcp_elicit_approval_params(const struct approval_info *info)
 {
-	char msg[1024], what[POLICY_HOST_MAX + 64];
+	char msg[APPROVAL_WHAT_MAX + 512], what[POLICY_HOST_MAX + 64];
 
+	if (info->kind == APPROVAL_KIND_HOST) {
+		snprintf(msg, sizeof(msg),
+		         "The model asks for host access (on this machine, as you, outside any "
+		         "sandbox): %s.%s%s",
+		         info->what, info->context[0] != '\0' ? " Its reason: " : "", info->context);
+		return json_pack(
+		    "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s, s:[sss], s:[sss]}}, s:[s]}}", "message", msg,
+		    "requestedSchema", "type", "object", "properties", "decision", "type", "string",
+		    "title", "Decision", "description",
+		    "once: this call only; session: every matching call for this server's life; "
+		    "deny: refuse it",
+		    "enum", "once", "session", "deny", "enumNames", "Allow once",
+		    "Allow for this server's life", "Deny", "required", "decision");
+	}
 	if (info->port > 0)
 		snprintf(what, sizeof(what), "connect to %s port %d", info->host, info->port);
 	else

@@ -370,6 +370,7 @@ struct mcp_job;
 struct mcp_session;
 struct serve_cmd;
 struct serve_pkg_index;
+struct serve_host;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
 struct mcp_serve_ctx {
@@ -418,6 +419,9 @@ struct mcp_serve_ctx {
 	/* --package-index pip=URL / npm=URL (NULL: the public index), parsed
 	 * (gateway/mcp/pkgname.h's struct serve_pkg_index); owned. */
 	struct serve_pkg_index *pkg_index[2];
+	/* --host-access: the operator's list, the persons' grants and the host
+	 * calls in flight (gateway/mcp/host.c); NULL: host access is off. */
+	struct serve_host *host;
 	/* sandbox_stats */
 	struct {
 		unsigned long runs, validations, completed, failed, timed_out, cancelled;

@@ -229,4 +229,23 @@ void serve_tool_browser_fetch(struct mcp_call *c, json_t *args, void *arg);
 int serve_elicit_start(struct mcp_serve_ctx *ctx);
 void serve_elicit_stop(struct mcp_serve_ctx *ctx);
 
+/* ---- host.c: serve --host-access (docs/mcp.md, "Host access") ------------- */
+
+/*
+ * Loads the operator's --host-access file (policy/host_access.h) into
+ * ctx->host: host access is on. 0, or negative errno with err set
+ * ("FILE:LINE:COL: why").
+ */
+int serve_host_load(struct mcp_serve_ctx *ctx, const char *path, char *err, size_t errlen);
+/* Fails the host calls still waiting or running, drops the grants (at exit). */
+void serve_host_stop(struct mcp_serve_ctx *ctx);
+/* Each says "host access is off" when ctx->host is NULL. */
+void serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_list_host_access(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_host_file_read(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_host_file_write(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_host_file_list(struct mcp_call *c, json_t *args, void *arg);
+void serve_tool_host_file_copy(struct mcp_call *c, json_t *args, void *arg);
+
 #endif

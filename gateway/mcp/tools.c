@@ -743,6 +743,7 @@ mcp_serve_stop(struct mcp_serve_ctx *ctx)
 	}
 	serve_jobs_stop(ctx);
 	serve_cmds_stop(ctx);
+	serve_host_stop(ctx);
 	json_decref(ctx->egress_allowed);
 	ctx->egress_allowed = NULL;
 	serve_sessions_free(ctx);
@@ -909,11 +910,15 @@ tool_list_pending_approvals(struct mcp_call *c, json_t *args, void *arg)
 	if (ctx->gw->approvals != NULL)
 		n = approvals_list(ctx->gw->approvals, infos, APPROVALS_LIST_MAX);
 	for (size_t i = 0; i < n && i < APPROVALS_LIST_MAX; i++) {
-		json_array_append_new(
-		    list, json_pack("{s:I, s:s, s:s, s:i, s:f, s:f}", "id", (json_int_t)infos[i].id,
-		                    "sandbox_id", infos[i].client, "host", infos[i].host, "port",
-		                    infos[i].port, "created", infos[i].created, "expires",
-		                    infos[i].expires));
+		json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:s}", "id",
+		                      (json_int_t)infos[i].id, "sandbox_id", infos[i].client, "host",
+		                      infos[i].host, "port", infos[i].port, "created",
+		                      infos[i].created, "expires", infos[i].expires, "kind",
+		                      approval_kind_name(infos[i].kind));
+
+		if (o != NULL && infos[i].kind == APPROVAL_KIND_HOST)
+			json_object_set_new(o, "what", json_string(infos[i].what));
+		json_array_append_new(list, o);
 	}
 	free(infos);
 	snprintf(text, sizeof(text), "%zu pending approval(s)", json_array_size(list));
@@ -1370,6 +1375,121 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","
             "\"truncated\",\"bytes\"]}",
         .call = serve_tool_browser_fetch,
+    },
+    {
+        .name = "host_exec",
+        .description =
+            "Run a program on the host (not in a sandbox), as the person who started tollgate "
+            "serve. argv is the program by its full path, then its arguments (never a shell "
+            "line). What the operator's --host-access file allows runs; anything else waits "
+            "for a person's approval. Output is bounded (64 KiB each), the environment minimal.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{\"argv\":{\"type\":\"array\",\"items\":{"
+            "\"type\":\"string\"},\"minItems\":1,\"maxItems\":256},\"cwd\":{\"type\":\"string\"},"
+            "\"timeout\":{\"type\":\"number\",\"minimum\":1,\"maximum\":600},\"reason\":{"
+            "\"type\":\"string\"}},\"required\":[\"argv\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"argv\":{\"type\":\"array\"},\"program\":{"
+            "\"type\":\"string\"},\"cwd\":{\"type\":\"string\"},\"exit_code\":{\"type\":["
+            "\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{"
+            "\"type\":\"boolean\"},\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":"
+            "\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{"
+            "\"type\":\"boolean\"},\"approved_by\":{\"type\":\"string\"}},\"required\":["
+            "\"argv\",\"program\",\"exit_code\",\"stdout\",\"stderr\",\"approved_by\"]}",
+        .call = serve_tool_host_exec,
+    },
+    {
+        .name = "request_host_access",
+        .description =
+            "Ask a person for host access beyond the operator's list: a command pattern "
+            "({program: full path, args: one fnmatch pattern per argument, \"...\" last for "
+            "any further}) or a path prefix with access read or write, and your reason. Waits "
+            "for the decision; once granted (this call's next use, or this server's life) "
+            "matching calls run without asking again.",
+        .input_schema =
+            "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"object\","
+            "\"properties\":{\"program\":{\"type\":\"string\"},\"args\":{\"type\":\"array\","
+            "\"items\":{\"type\":\"string\"}}},\"required\":[\"program\"]},\"path\":{\"type\":"
+            "\"string\"},\"access\":{\"type\":\"string\",\"enum\":[\"read\",\"write\"]},"
+            "\"reason\":{\"type\":\"string\",\"maxLength\":200}},\"required\":[\"reason\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"granted\":{\"type\":\"boolean\"},\"status\":{"
+            "\"type\":\"string\"},\"scope\":{\"type\":\"string\",\"enum\":[\"once\",\"server\"]},"
+            "\"approved_by\":{\"type\":\"string\"}},\"required\":[\"granted\",\"status\"]}",
+        .call = serve_tool_request_host_access,
+    },
+    {
+        .name = "list_host_access",
+        .description = "The operator's host allowlist (--host-access) and what persons granted "
+                       "since, with who and when.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{}}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"enabled\":{\"type\":\"boolean\"},\"file\":{"
+            "\"type\":\"string\"},\"uid\":{\"type\":\"integer\"},\"operator\":{\"type\":"
+            "\"object\",\"properties\":{\"commands\":{\"type\":\"array\"},\"read\":{\"type\":"
+            "\"array\"},\"write\":{\"type\":\"array\"}}},\"granted\":{\"type\":\"array\","
+            "\"items\":{\"type\":\"object\"}}},\"required\":[\"enabled\",\"operator\","
+            "\"granted\"]}",
+        .call = serve_tool_list_host_access,
+    },
+    {
+        .name = "host_file_read",
+        .description = "Read a host file (as the person who started serve): at most max_bytes "
+                       "(64 KiB by default, 1 MiB at most), as UTF-8 text or base64.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                        "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1048576},"
+                        "\"reason\":{\"type\":\"string\"}},\"required\":[\"path\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"size\":{"
+            "\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"truncated\":{\"type\":"
+            "\"boolean\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
+            "\"content\":{\"type\":\"string\"},\"approved_by\":{\"type\":\"string\"}},"
+            "\"required\":[\"path\",\"content\",\"encoding\"]}",
+        .call = serve_tool_host_file_read,
+    },
+    {
+        .name = "host_file_write",
+        .description = "Write a host file (created 0644 or replaced; at most 1 MiB), as the "
+                       "person who started serve.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                        "\"content\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\","
+                        "\"enum\":[\"utf-8\",\"base64\"]},\"reason\":{\"type\":\"string\"}},"
+                        "\"required\":[\"path\",\"content\"]}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"bytes\":{\"type\":\"integer\"},\"approved_by\":{\"type\":"
+                         "\"string\"}},\"required\":[\"path\",\"bytes\"]}",
+        .call = serve_tool_host_file_write,
+    },
+    {
+        .name = "host_file_list",
+        .description = "List a host directory: names, types and sizes (at most max_entries, "
+                       "1000 by default).",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                        "\"max_entries\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000},"
+                        "\"reason\":{\"type\":\"string\"}},\"required\":[\"path\"]}",
+        .output_schema =
+            "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"entries\":{"
+            "\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{"
+            "\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":"
+            "\"integer\"}}}},\"truncated\":{\"type\":\"boolean\"},\"approved_by\":{\"type\":"
+            "\"string\"}},\"required\":[\"path\",\"entries\"]}",
+        .call = serve_tool_host_file_list,
+    },
+    {
+        .name = "host_file_copy",
+        .description = "Copy a host file (read access as host_file_read) into a session's work "
+                       "directory (create_session), under name (default: its own name). At most "
+                       "64 MiB.",
+        .input_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                        "\"session_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
+                        "\"reason\":{\"type\":\"string\"}},\"required\":[\"path\","
+                        "\"session_id\"]}",
+        .output_schema = "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
+                         "\"session_id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},"
+                         "\"bytes\":{\"type\":\"integer\"},\"approved_by\":{\"type\":"
+                         "\"string\"}},\"required\":[\"path\",\"session_id\",\"name\","
+                         "\"bytes\"]}",
+        .call = serve_tool_host_file_copy,
     },
 };
 

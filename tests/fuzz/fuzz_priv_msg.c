@@ -68,6 +68,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (msg.file_name == NULL || !exec_workdir_name_ok(msg.file_name))
 			abort();
 	}
+	/* Host access: paths a walk takes, a write strict, argv within its cap. */
+	if (msg.head.kind == EXEC_PRIV_HOST_OPEN) {
+		inside(msg.host_open.path);
+		if (!exec_host_path_ok(msg.host_open.path) || msg.host_open.mode > EXEC_HOST_DIR ||
+		    (msg.host_open.mode == EXEC_HOST_WRITE && !msg.host_open.strict))
+			abort();
+	}
+	if (msg.head.kind == EXEC_PRIV_HOST_EXEC) {
+		inside(msg.host_exec.program);
+		inside(msg.host_exec.cwd);
+		if (!exec_host_path_ok(msg.host_exec.program) || !exec_host_path_ok(msg.host_exec.cwd) ||
+		    msg.host_exec.argc < 1 || msg.host_exec.argc > EXEC_HOST_ARGV_MAX ||
+		    msg.host_exec.argv[msg.host_exec.argc] != NULL || msg.host_exec.timeout < 1 ||
+		    msg.host_exec.timeout > EXEC_HOST_TIMEOUT_MAX)
+			abort();
+		for (size_t i = 0; i < msg.host_exec.argc; i++)
+			inside(msg.host_exec.argv[i]);
+	}
 	if (msg.head.kind != EXEC_PRIV_START) {
 		if (nfds != 0)
 			abort();

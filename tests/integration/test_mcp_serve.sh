@@ -58,7 +58,7 @@ out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$po
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
 expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"'
-expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,bridge_data,browser_fetch,create_session,execute_code,fetch_webpage,get_artifacts,inspect_state,install_package,list_pending_approvals,list_runtimes,list_sessions,request_egress,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
+expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,bridge_data,browser_fetch,create_session,execute_code,fetch_webpage,get_artifacts,host_exec,host_file_copy,host_file_list,host_file_read,host_file_write,inspect_state,install_package,list_host_access,list_pending_approvals,list_runtimes,list_sessions,request_egress,request_host_access,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
 expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
 expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"
 expect_eq "python: stdout" "$(py "$(step python)" 'd["structured"]["stdout"]')" "out 42"

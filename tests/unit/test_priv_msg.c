@@ -518,6 +518,128 @@ test_policy_add_messages(void **state)
 	free(out);
 }
 
+/* Host access: a path a walk takes (absolute, no ".."), a mode in range, a
+ * write always strict; a command's program and directory alike, 1 to
+ * EXEC_HOST_ARGV_MAX arguments, a timeout of 1 to EXEC_HOST_TIMEOUT_MAX. */
+static void
+test_host_messages(void **state)
+{
+	static const struct {
+		uint32_t mode, strict;
+		int32_t value;
+		const char *path;
+		bool good;
+	} opens[] = {
+	    {EXEC_HOST_READ, 0, 0, "/home/u/file", true},
+	    {EXEC_HOST_RESOLVE, 0, 0, "/", true},
+	    {EXEC_HOST_LIST, 1, 0, "/srv/data", true},
+	    {EXEC_HOST_WRITE, 1, 0, "/home/u/out/w.txt", true},
+	    {EXEC_HOST_WRITE, 0, 0, "/home/u/out/w.txt", false}, /* a write not strict */
+	    {EXEC_HOST_DIR, 0, 0, "/tmp", true},
+	    {EXEC_HOST_DIR + 1, 0, 0, "/tmp", false},             /* no such mode */
+	    {EXEC_HOST_READ, 2, 0, "/tmp/x", false},              /* strict is 0 or 1 */
+	    {EXEC_HOST_READ, 0, 0, "home/u/file", false},         /* relative */
+	    {EXEC_HOST_READ, 0, 0, "/home/u/../../etc/shadow", false},
+	    {EXEC_HOST_READ, 0, 0, "/..", false},
+	    {EXEC_HOST_READ, 0, 0, "", false},
+	    {EXEC_HOST_READ, 0, 0, NULL, false},
+	    {EXEC_HOST_READ, 0, 1, "/tmp/x", false}, /* a value */
+	};
+	static const struct {
+		int32_t value;
+		const char *program, *cwd;
+		uint32_t argc; /* "a" repeated, argv[0] the program */
+		bool good;
+	} execs[] = {
+	    {30, "/usr/bin/id", "/", 1, true},
+	    {1, "/bin/echo", "/home/u", 3, true},
+	    {EXEC_HOST_TIMEOUT_MAX, "/bin/echo", "/", EXEC_HOST_ARGV_MAX, true},
+	    {0, "/usr/bin/id", "/", 1, false},                      /* no timeout */
+	    {EXEC_HOST_TIMEOUT_MAX + 1, "/usr/bin/id", "/", 1, false},
+	    {30, "id", "/", 1, false},                              /* a bare name */
+	    {30, "/usr/bin/../../bin/sh", "/", 1, false},
+	    {30, "/usr/bin/id", "tmp", 1, false},                   /* a relative directory */
+	    {30, "/usr/bin/id", "/tmp/..", 1, false},
+	    {30, "/usr/bin/id", "/", 0, false},                     /* no argv */
+	    {30, "/usr/bin/id", "/", EXEC_HOST_ARGV_MAX + 1, false},
+	};
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	struct msg *m = malloc(sizeof(*m) + 0);
+	char *big = malloc(EXEC_PRIV_MSG_MAX);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(opens) / sizeof(opens[0]); i++) {
+		int rc;
+
+		m_head(m, EXEC_PRIV_HOST_OPEN, 0, opens[i].value);
+		m_u32(m, opens[i].mode);
+		m_u32(m, opens[i].strict);
+		if (opens[i].path != NULL)
+			m_str(m, opens[i].path);
+		rc = parse(m, NULL, 0, out);
+		if (rc != (opens[i].good ? 0 : -EPROTO))
+			fail_msg("open case %zu (%s): rc %d", i, opens[i].path ? opens[i].path : "-", rc);
+		if (opens[i].good) {
+			assert_string_equal(out->host_open.path, opens[i].path);
+			assert_int_equal(out->host_open.mode, opens[i].mode);
+		}
+	}
+	/* An fd with it, or a second path, is refused. */
+	{
+		int fd[2];
+
+		m_head(m, EXEC_PRIV_HOST_OPEN, 0, 0);
+		m_u32(m, EXEC_HOST_READ);
+		m_u32(m, 0);
+		m_str(m, "/tmp/x");
+		assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+		assert_int_equal(parse(m, fd, 1, out), -EPROTO);
+		close(fd[1]);
+		m_str(m, "/etc/shadow");
+		assert_int_equal(parse(m, NULL, 0, out), -EPROTO);
+	}
+	/* The command messages are larger than struct msg: built in big. */
+	for (size_t i = 0; i < sizeof(execs) / sizeof(execs[0]); i++) {
+		struct exec_priv_head h = {.kind = EXEC_PRIV_HOST_EXEC, .value = execs[i].value};
+		size_t at = 0;
+		uint32_t n;
+		int rc;
+
+		memcpy(big + at, &h, sizeof(h));
+		at += sizeof(h);
+		for (int k = 0; k < 2; k++) {
+			const char *s = k == 0 ? execs[i].program : execs[i].cwd;
+
+			n = (uint32_t)strlen(s) + 1;
+			memcpy(big + at, &n, 4);
+			memcpy(big + at + 4, s, n);
+			at += 4 + n;
+		}
+		memcpy(big + at, &execs[i].argc, 4);
+		at += 4;
+		for (uint32_t a = 0; a < execs[i].argc; a++) {
+			const char *s = a == 0 ? execs[i].program : "a";
+
+			n = (uint32_t)strlen(s) + 1;
+			memcpy(big + at, &n, 4);
+			memcpy(big + at + 4, s, n);
+			at += 4 + n;
+		}
+		rc = exec_priv_msg_parse(big, at, NULL, 0, out);
+		if (rc != (execs[i].good ? 0 : -EPROTO))
+			fail_msg("exec case %zu (%s): rc %d", i, execs[i].program, rc);
+		if (execs[i].good) {
+			assert_int_equal(out->host_exec.argc, execs[i].argc);
+			assert_null(out->host_exec.argv[execs[i].argc]);
+			assert_int_equal(out->host_exec.timeout, execs[i].value);
+			assert_string_equal(out->host_exec.cwd, execs[i].cwd);
+		}
+	}
+	free(big);
+	free(m);
+	free(out);
+}
+
 /* A START may name a work directory the parent made, and no other. */
 static void
 test_workdir_ceiling(void **state)
@@ -548,6 +670,7 @@ main(void)
 	    cmocka_unit_test(test_workdir_messages),
 	    cmocka_unit_test(test_policy_add_messages),
 	    cmocka_unit_test(test_workdir_ceiling),
+	    cmocka_unit_test(test_host_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,19 @@ function renderPending() {
   const box = $("pending");
   box.replaceChildren();
   for (const ap of state.pending) {
+    if (ap.kind === "host") {
+      // Host access (serve --host-access): what would run or be touched, as you.
+      box.append(el("div", { class: "card", "data-ref": ap.ref },
+        el("h3", {}, "host access: " + ap.what),
+        el("div", { class: "meta" }, "serve " + (ap.client || "?") + " · gateway " + ap.gateway),
+        el("div", { class: "meta times" }),
+        ap.context ? el("div", { class: "meta" }, "the model's reason: " + ap.context) : "",
+        el("div", { class: "actions" },
+          el("button", { class: "allow", "data-action": "once", onclick: () => decide(ap, true, "once") }, "Allow once"),
+          el("button", { "data-action": "client", onclick: () => decide(ap, true, "client") }, "Allow for this server's life"),
+          el("button", { class: "deny", "data-action": "deny", onclick: () => decide(ap, false, "once") }, "Deny"))));
+      continue;
+    }
     const port = ap.port === 0 ? "any port (DNS)" : "port " + ap.port;
     const card = el("div", { class: "card", "data-ref": ap.ref },
       el("h3", {}, ap.host),
