@@ -385,7 +385,9 @@ static void
 grant_add(struct serve_host *h, struct host_grant *g, enum approval_scope scope, const char *who)
 {
 	g->once = scope == APPROVAL_SCOPE_ONCE;
-	snprintf(g->who, sizeof(g->who), "%s", who != NULL ? who : "unnamed");
+	/* Cut to the field: who may be a long client name. */
+	snprintf(g->who, sizeof(g->who), "%.*s", (int)sizeof(g->who) - 1,
+	         who != NULL ? who : "unnamed");
 	g->when = gw_clock_real();
 	if (h->ngrants >= HOST_GRANTS_MAX) {
 		/* The oldest goes: a person is asked again for it. */
