@@ -157,9 +157,6 @@ struct exec_priv_ceiling {
 	/* --policy: the file "always" approvals are written to (POLICY_ADD);
 	 * NULL: none is. */
 	const char *policy_path;
-	/* The gate will ask for the hub (EXEC_PRIV_HUB): the parent makes it
-	 * at once, while the gate sets up. */
-	bool hub_early;
 	/* serve --host-access: HOST_OPEN and HOST_EXEC are served (as the
 	 * person exec_host_person_note noted); false: refused. */
 	bool host_access;

@@ -58,8 +58,6 @@ static struct {
 	struct exec_priv_ceiling ceil;
 	const char *pool;
 	struct exec_hub *hub;
-	int hub_rc;            /* the early hub's outcome (ceil.hub_early) */
-	char hub_err[256];
 	struct held *held;
 	size_t nheld;
 	uint32_t next_handle;
@@ -733,6 +731,7 @@ serve_one(struct exec_priv_msg *m)
 {
 	struct exec_result res;
 	struct held *h = NULL;
+	char err[512];
 	double cpu;
 	int rc = 0;
 
@@ -750,8 +749,8 @@ serve_one(struct exec_priv_msg *m)
 	switch (m->head.kind) {
 	case EXEC_PRIV_HUB:
 		if (P.hub == NULL)
-			P.hub_rc = exec_hub_new(P.pool, &P.hub, P.hub_err, sizeof(P.hub_err));
-		return reply(P.hub_rc, P.hub_err, NULL, 0, NULL, 0, 0, NULL, 0);
+			rc = exec_hub_new(P.pool, &P.hub, err, sizeof(err));
+		return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 	case EXEC_PRIV_START:
 		return serve_start(m);
 	case EXEC_PRIV_SIGNAL:
@@ -910,9 +909,5 @@ exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool)
 	sa.sa_sigaction = job_control_signal;
 	sigaction(SIGTSTP, &sa, NULL);
 	sigaction(SIGCONT, &sa, NULL);
-	/* While the gate opens its audit log and listeners: the namespace
-	 * takes milliseconds, and its HUB request then finds it made. */
-	if (P.ceil.hub_early)
-		P.hub_rc = exec_hub_new(P.pool, &P.hub, P.hub_err, sizeof(P.hub_err));
 	parent_main();
 }

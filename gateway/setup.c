@@ -184,7 +184,7 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
  * TOLLGATE_PRIVSEP=0 keeps one process (docs/run.md), for debugging.
  */
 static int
-split(const struct gw_setup_flags *f, const struct policy *policy, unsigned int parts)
+split(const struct gw_setup_flags *f, const struct policy *policy)
 {
 	static char home[PATH_MAX], ctl_dir[PATH_MAX];
 	struct exec_priv_ceiling c;
@@ -198,7 +198,6 @@ split(const struct gw_setup_flags *f, const struct policy *policy, unsigned int 
 	c.control_path = f->control_path;
 	/* "always" approvals: the gate cannot rewrite a root-owned file. */
 	c.policy_path = f->policy_path;
-	c.hub_early = (parts & GW_SETUP_HUB) != 0;
 	c.host_access = f->host_access;
 	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
 		c.control_dir = ctl_dir;
@@ -272,7 +271,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	if (gw_policy_build(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
 	/* Before any thread exists: the audit writer starts below. */
-	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy, parts) != 0)
+	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy) != 0)
 		return GW_EXIT_FAILURE;
 	gw->base = event_base_new();
 	if (gw->base == NULL)
