@@ -696,6 +696,60 @@ find_joinable(const struct approvals *a, const char *client, const char *host, i
 	return NULL;
 }
 
+/*
+ * A new pending approval about host for client, asked now: its timer runs
+ * out after timeout, and the registry's listeners hear of it from the loop.
+ * NULL (errno ENOMEM) when out of memory.
+ */
+static struct approval *
+pending_new(struct approvals *a, enum approval_kind kind, const char *client, const char *host,
+            int port, const char *what, const char *context, double timeout, double deadline)
+{
+	struct approval *ap = calloc(1, sizeof(*ap));
+	struct timeval tv;
+
+	if (ap == NULL)
+		return NULL;
+	ap->reg = a;
+	TAILQ_INIT(&ap->waiters);
+	ap->info.id = approval_next_id++;
+	ap->info.kind = kind;
+	copy_str(ap->info.client, sizeof(ap->info.client), client);
+	copy_str(ap->info.host, sizeof(ap->info.host), host);
+	ap->info.port = port;
+	if (what != NULL)
+		copy_str(ap->info.what, sizeof(ap->info.what), what);
+	ap->info.created = gw_clock_real();
+	ap->info.expires = ap->info.created + timeout;
+	copy_str(ap->info.context, sizeof(ap->info.context), context);
+	ap->deadline = deadline;
+	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
+	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
+	tv = gw_clock_timeval(timeout);
+	if (ap->timer == NULL || ap->announce == NULL || evtimer_add(ap->timer, &tv) != 0) {
+		approval_free_one(ap);
+		errno = ENOMEM;
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
+	event_active(ap->announce, EV_TIMEOUT, 1);
+	return ap;
+}
+
+/* w waits on ap, whose deadline moves to w's when that is later. */
+static struct approval_wait *
+join(struct approval *ap, struct approval_wait *w, double deadline)
+{
+	if (deadline > ap->deadline) {
+		ap->info.expires += deadline - ap->deadline;
+		ap->deadline = deadline;
+	}
+	w->approval = ap;
+	TAILQ_INSERT_TAIL(&ap->waiters, w, entry);
+	ap->info.waiters++;
+	return w;
+}
+
 struct approval_wait *
 approval_request(struct approvals *a, const char *client, const char *host, int port,
                  const char *context, double timeout, approval_cb cb, void *arg)
@@ -704,8 +758,7 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	struct approval *ap = NULL;
 	struct grant *g;
 	enum approval_scope scope;
-	struct timeval tv;
-	double now_mono, deadline;
+	double deadline;
 	int known;
 
 	if (a == NULL || host == NULL || *host == '\0' || cb == NULL || port < 0 || port > 65535 ||
@@ -736,16 +789,10 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	w->arg = arg;
 	w->port = port;
 
-	now_mono = gw_clock_mono();
-	deadline = now_mono + timeout;
+	deadline = gw_clock_mono() + timeout;
 	ap = find_joinable(a, client, host, port);
-	if (ap != NULL) {
-		if (deadline > ap->deadline) {
-			ap->info.expires += deadline - ap->deadline;
-			ap->deadline = deadline;
-		}
-		goto join;
-	}
+	if (ap != NULL)
+		return join(ap, w, deadline);
 	/*
 	 * Each pending approval is a question put to a person, a timer and a
 	 * held connection: a sandbox asking for a thousand names would bury the
@@ -757,39 +804,13 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 		errno = ENOSPC;
 		return NULL;
 	}
-
-	ap = calloc(1, sizeof(*ap));
-	if (ap == NULL)
-		goto fail;
-	ap->reg = a;
-	TAILQ_INIT(&ap->waiters);
-	ap->info.id = approval_next_id++;
-	copy_str(ap->info.client, sizeof(ap->info.client), client);
-	copy_str(ap->info.host, sizeof(ap->info.host), host);
-	ap->info.port = port;
-	ap->info.created = gw_clock_real();
-	ap->info.expires = ap->info.created + timeout;
-	copy_str(ap->info.context, sizeof(ap->info.context), context);
-	ap->deadline = deadline;
-	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
-	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
-	if (ap->timer == NULL || ap->announce == NULL)
-		goto fail;
-	tv = gw_clock_timeval(timeout);
-	if (evtimer_add(ap->timer, &tv) != 0)
-		goto fail;
-	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
-	event_active(ap->announce, EV_TIMEOUT, 1);
-join:
-	w->approval = ap;
-	TAILQ_INSERT_TAIL(&ap->waiters, w, entry);
-	ap->info.waiters++;
-	return w;
-fail:
-	approval_free_one(ap);
-	free(w);
-	errno = ENOMEM;
-	return NULL;
+	ap = pending_new(a, APPROVAL_KIND_EGRESS, client, host, port, NULL, context, timeout,
+	                 deadline);
+	if (ap == NULL) {
+		free(w);
+		return NULL;
+	}
+	return join(ap, w, deadline);
 }
 
 struct approval_wait *
@@ -799,7 +820,6 @@ approval_request_host(struct approvals *a, const char *client, const char *subje
 {
 	struct approval_wait *w = NULL;
 	struct approval *ap = NULL;
-	struct timeval tv;
 	double deadline;
 
 	if (a == NULL || subject == NULL || *subject == '\0' || what == NULL || *what == '\0' ||
@@ -823,51 +843,20 @@ approval_request_host(struct approvals *a, const char *client, const char *subje
 		    strcmp(ap->info.host, subject) == 0 && strcmp(ap->info.what, what) == 0)
 			break;
 	}
-	if (ap != NULL) {
-		if (deadline > ap->deadline) {
-			ap->info.expires += deadline - ap->deadline;
-			ap->deadline = deadline;
-		}
-		goto join;
-	}
+	if (ap != NULL)
+		return join(ap, w, deadline);
 	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
 		free(w);
 		errno = ENOSPC;
 		return NULL;
 	}
-	ap = calloc(1, sizeof(*ap));
-	if (ap == NULL)
-		goto fail;
-	ap->reg = a;
-	TAILQ_INIT(&ap->waiters);
-	ap->info.id = approval_next_id++;
-	ap->info.kind = APPROVAL_KIND_HOST;
-	copy_str(ap->info.client, sizeof(ap->info.client), client);
-	copy_str(ap->info.host, sizeof(ap->info.host), subject);
-	copy_str(ap->info.what, sizeof(ap->info.what), what);
-	ap->info.created = gw_clock_real();
-	ap->info.expires = ap->info.created + timeout;
-	copy_str(ap->info.context, sizeof(ap->info.context), context);
-	ap->deadline = deadline;
-	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
-	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
-	if (ap->timer == NULL || ap->announce == NULL)
-		goto fail;
-	tv = gw_clock_timeval(timeout);
-	if (evtimer_add(ap->timer, &tv) != 0)
-		goto fail;
-	TAILQ_INSERT_TAIL(&a->pending, ap, entry);
-	event_active(ap->announce, EV_TIMEOUT, 1);
-join:
-	w->approval = ap;
-	TAILQ_INSERT_TAIL(&ap->waiters, w, entry);
-	ap->info.waiters++;
-	return w;
-fail:
-	approval_free_one(ap);
-	free(w);
-	errno = ENOMEM;
-	return NULL;
+	ap = pending_new(a, APPROVAL_KIND_HOST, client, subject, 0, what, context, timeout,
+	                 deadline);
+	if (ap == NULL) {
+		free(w);
+		return NULL;
+	}
+	return join(ap, w, deadline);
 }
 
 static void
