@@ -30,6 +30,7 @@
 #include "gateway/control/control.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
+#include "gateway/core/listen_addr.h"
 #include "gateway/core/log.h"
 #include "gateway/ui/assets.h"
 #include "gateway/ui/guard.h"
@@ -481,51 +482,6 @@ out:
 
 /* ---- listening -------------------------------------------------------------- */
 
-/* "ADDR:PORT" or "[ADDR6]:PORT". 0 or -EINVAL. */
-static int
-parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *sslen, bool *loopback)
-{
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *colon = strrchr(s, ':');
-	char *end = NULL;
-	size_t n;
-	long port;
-
-	if (colon == NULL || colon == s)
-		return -EINVAL;
-	n = (size_t)(colon - s);
-	if (n >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || end == colon + 1 || *end != '\0' || port < 1 || port > 65535)
-		return -EINVAL;
-	memset(ss, 0, sizeof(*ss));
-	if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-
-		host[n - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-			return -EINVAL;
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*sslen = sizeof(*a6);
-		*loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
-		return 0;
-	}
-	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-
-	if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
-		return -EINVAL;
-	a4->sin_family = AF_INET;
-	a4->sin_port = htons((uint16_t)port);
-	*sslen = sizeof(*a4);
-	*loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
-	return 0;
-}
-
 /* The names Host and Origin may carry: the address as given, and
  * localhost as well when it is loopback. */
 static void
@@ -585,7 +541,7 @@ listen_on(struct ui_page *pg, const char *addr, bool *loopback, char *err, size_
 	socklen_t sslen = 0;
 	int fd = -1, one = 1, rc;
 
-	if (parse_listen(addr, &ss, &sslen, loopback) != 0) {
+	if (gw_listen_addr_parse(addr, &ss, &sslen, loopback) != 0) {
 		gw_set_err(err, errlen, "--listen %s: expected ADDR:PORT (an IP address)", addr);
 		return -EINVAL;
 	}
@@ -668,7 +624,7 @@ ui_page_new(const struct ui_options *o, struct ui_page **out, char *err, size_t 
 		snprintf(pg->api.control_dir, sizeof(pg->api.control_dir), "%s", o->control_dir);
 	else if (gw_control_dir(pg->api.control_dir, sizeof(pg->api.control_dir)) != 0)
 		pg->api.control_dir[0] = '\0';
-	if (parse_listen(listen, &ss, &sslen, &loopback) != 0) {
+	if (gw_listen_addr_parse(listen, &ss, &sslen, &loopback) != 0) {
 		gw_set_err(err, errlen, "--listen %s: expected ADDR:PORT (an IP address)", listen);
 		rc = -EINVAL;
 		goto out;
