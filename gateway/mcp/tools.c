@@ -910,11 +910,11 @@ tool_list_pending_approvals(struct mcp_call *c, json_t *args, void *arg)
 	if (ctx->gw->approvals != NULL)
 		n = approvals_list(ctx->gw->approvals, infos, APPROVALS_LIST_MAX);
 	for (size_t i = 0; i < n && i < APPROVALS_LIST_MAX; i++) {
-		json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:s}", "id",
-		                      (json_int_t)infos[i].id, "sandbox_id", infos[i].client, "host",
-		                      infos[i].host, "port", infos[i].port, "created",
-		                      infos[i].created, "expires", infos[i].expires, "kind",
-		                      approval_kind_name(infos[i].kind));
+		json_t *o =
+		    json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:s}", "id", (json_int_t)infos[i].id,
+		              "sandbox_id", infos[i].client, "host", infos[i].host, "port",
+		              infos[i].port, "created", infos[i].created, "expires",
+		              infos[i].expires, "kind", approval_kind_name(infos[i].kind));
 
 		if (o != NULL && infos[i].kind == APPROVAL_KIND_HOST)
 			json_object_set_new(o, "what", json_string(infos[i].what));
@@ -972,6 +972,18 @@ tool_deny_egress(struct mcp_call *c, json_t *args, void *arg)
 	"\"busy\":{\"type\":\"boolean\"},\"allowed_domains\":{\"type\":\"array\",\"items\":{"      \
 	"\"type\":\"string\"}},\"created\":{\"type\":\"number\"},\"executions\":{\"type\":"        \
 	"\"integer\"}},\"required\":[\"session_id\"]}"
+
+/* fetch_webpage's and browser_fetch's answer. */
+#define FETCH_OUTPUT_SCHEMA                                                                        \
+	"{\"type\":\"object\",\"properties\":{"                                                    \
+	"\"url\":{\"type\":\"string\"},\"final_url\":{\"type\":[\"string\",\"null\"]},"            \
+	"\"status\":{\"type\":[\"integer\",\"null\"]},\"content_type\":{\"type\":\"string\"},"     \
+	"\"title\":{\"type\":[\"string\",\"null\"]},\"text\":{\"type\":\"string\"},"               \
+	"\"truncated\":{\"type\":\"boolean\"},\"bytes\":{\"type\":\"integer\"},"                   \
+	"\"sandbox_id\":{\"type\":\"string\"},"                                                    \
+	"\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"                       \
+	"\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","      \
+	"\"truncated\",\"bytes\"]}"
 
 /* ---- the table ------------------------------------------------------------------ */
 
@@ -1336,16 +1348,7 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"description\":\"the most bytes of the page read, and of the text returned "
             "(default 262144)\"}},"
             "\"required\":[\"url\"]}",
-        .output_schema =
-            "{\"type\":\"object\",\"properties\":{"
-            "\"url\":{\"type\":\"string\"},\"final_url\":{\"type\":[\"string\",\"null\"]},"
-            "\"status\":{\"type\":[\"integer\",\"null\"]},\"content_type\":{\"type\":\"string\"},"
-            "\"title\":{\"type\":[\"string\",\"null\"]},\"text\":{\"type\":\"string\"},"
-            "\"truncated\":{\"type\":\"boolean\"},\"bytes\":{\"type\":\"integer\"},"
-            "\"sandbox_id\":{\"type\":\"string\"},"
-            "\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
-            "\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","
-            "\"truncated\",\"bytes\"]}",
+        .output_schema = FETCH_OUTPUT_SCHEMA,
         .call = serve_tool_fetch_webpage,
     },
     {
@@ -1364,16 +1367,7 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":15000,"
             "\"description\":\"time the page's scripts get after load (default 1000)\"}},"
             "\"required\":[\"url\"]}",
-        .output_schema =
-            "{\"type\":\"object\",\"properties\":{"
-            "\"url\":{\"type\":\"string\"},\"final_url\":{\"type\":[\"string\",\"null\"]},"
-            "\"status\":{\"type\":[\"integer\",\"null\"]},\"content_type\":{\"type\":\"string\"},"
-            "\"title\":{\"type\":[\"string\",\"null\"]},\"text\":{\"type\":\"string\"},"
-            "\"truncated\":{\"type\":\"boolean\"},\"bytes\":{\"type\":\"integer\"},"
-            "\"sandbox_id\":{\"type\":\"string\"},"
-            "\"refused\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
-            "\"required\":[\"url\",\"final_url\",\"status\",\"content_type\",\"title\",\"text\","
-            "\"truncated\",\"bytes\"]}",
+        .output_schema = FETCH_OUTPUT_SCHEMA,
         .call = serve_tool_browser_fetch,
     },
     {
