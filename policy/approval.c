@@ -699,15 +699,26 @@ find_joinable(const struct approvals *a, const char *client, const char *host, i
 /*
  * A new pending approval about host for client, asked now: its timer runs
  * out after timeout, and the registry's listeners hear of it from the loop.
- * NULL (errno ENOMEM) when out of memory.
+ * NULL with errno ENOSPC when client has APPROVAL_PENDING_PER_CLIENT pending
+ * already, ENOMEM when out of memory.
+ *
+ * Each pending approval is a question put to a person, a timer and a held
+ * connection: a sandbox asking for a thousand names would bury the one
+ * question that matters and grow our memory. Joining one already asked
+ * costs nothing, so only new ones count.
  */
 static struct approval *
 pending_new(struct approvals *a, enum approval_kind kind, const char *client, const char *host,
             int port, const char *what, const char *context, double timeout, double deadline)
 {
-	struct approval *ap = calloc(1, sizeof(*ap));
+	struct approval *ap;
 	struct timeval tv;
 
+	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
+		errno = ENOSPC;
+		return NULL;
+	}
+	ap = calloc(1, sizeof(*ap));
 	if (ap == NULL)
 		return NULL;
 	ap->reg = a;
@@ -793,17 +804,6 @@ approval_request(struct approvals *a, const char *client, const char *host, int 
 	ap = find_joinable(a, client, host, port);
 	if (ap != NULL)
 		return join(ap, w, deadline);
-	/*
-	 * Each pending approval is a question put to a person, a timer and a
-	 * held connection: a sandbox asking for a thousand names would bury the
-	 * one question that matters and grow our memory. Joining one already
-	 * asked costs nothing, so only new ones count.
-	 */
-	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
-		free(w);
-		errno = ENOSPC;
-		return NULL;
-	}
 	ap = pending_new(a, APPROVAL_KIND_EGRESS, client, host, port, NULL, context, timeout,
 	                 deadline);
 	if (ap == NULL) {
@@ -845,11 +845,6 @@ approval_request_host(struct approvals *a, const char *client, const char *subje
 	}
 	if (ap != NULL)
 		return join(ap, w, deadline);
-	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
-		free(w);
-		errno = ENOSPC;
-		return NULL;
-	}
 	ap = pending_new(a, APPROVAL_KIND_HOST, client, subject, 0, what, context, timeout,
 	                 deadline);
 	if (ap == NULL) {
