@@ -1085,19 +1085,28 @@ policy_file_open(const char *path, int flags, struct stat *st, char *err, size_t
 }
 
 int
-policy_load_file(const char *path, struct policy **out, char *err, size_t errlen)
+policy_file_slurp(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
 	struct stat st;
-	char *buf = NULL;
-	size_t len = 0;
 	int fd, rc;
 
-	*out = NULL;
 	fd = policy_file_open(path, O_RDONLY, &st, err, errlen);
 	if (fd < 0)
 		return fd;
-	rc = policy_file_read(fd, path, &buf, &len, err, errlen);
+	rc = policy_file_read(fd, path, out, outlen, err, errlen);
 	close(fd);
+	return rc;
+}
+
+int
+policy_load_file(const char *path, struct policy **out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	rc = policy_file_slurp(path, &buf, &len, err, errlen);
 	if (rc != 0)
 		return rc;
 	rc = policy_load_buffer(path, buf, len, out, err, errlen);

@@ -20,5 +20,7 @@ int policy_file_open(const char *path, int flags, struct stat *st, char *err, si
  */
 int policy_file_read(int fd, const char *path, char **out, size_t *outlen, char *err,
                      size_t errlen);
+/* policy_file_open and policy_file_read of path, read-only, in one call. */
+int policy_file_slurp(const char *path, char **out, size_t *outlen, char *err, size_t errlen);
 
 #endif

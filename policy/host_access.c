@@ -468,17 +468,12 @@ out:
 int
 policy_host_access_load(const char *path, struct policy_host_access **out, char *err, size_t errlen)
 {
-	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
-	int fd, rc;
+	int rc;
 
 	*out = NULL;
-	fd = policy_file_open(path, O_RDONLY, &st, err, errlen);
-	if (fd < 0)
-		return fd;
-	rc = policy_file_read(fd, path, &buf, &len, err, errlen);
-	close(fd);
+	rc = policy_file_slurp(path, &buf, &len, err, errlen);
 	if (rc != 0)
 		return rc;
 	rc = policy_host_access_parse(buf, len, path, out, err, errlen);
