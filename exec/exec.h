@@ -236,7 +236,7 @@ struct exec_plan {
 	char proxy_env[10][128];
 	struct rlimit rlim_as, rlim_data, rlim_nproc, rlim_cpu, rlim_nofile;
 	bool set_as, set_data, set_nproc, set_cpu, set_nofile;
-	void *seccomp_prog; /* struct sock_fprog */
+	const struct sock_fprog *seccomp_prog; /* exec/seccomp_bpf.h's; NULL: none */
 	int last_cap;
 	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */
 	/* Binds and the home, each a detached mount the parent made (idmapped
@@ -280,9 +280,6 @@ int exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const
 void exec_mounts_release(struct exec_plan *p);
 int exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan *p);
 int exec_limits_raise_nofile(const struct exec_plan *p, pid_t pid);
-/* Builds the filter; *out is a malloc'd struct sock_fprog with its code. */
-int exec_seccomp_build(void **out, char *err, size_t errlen);
-void exec_seccomp_free(void *prog);
 
 /* ---- cgroups (exec/cgroup.c) ---- */
 

@@ -13,7 +13,7 @@
 #include <linux/securebits.h>
 #include <pwd.h>
 #include <sched.h>
-#include <seccomp.h>
+#include <linux/seccomp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +24,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "exec/sanitized.h"
+#include "exec/seccomp_bpf.h"
 #include "gateway/core/err.h"
 #include "gateway/core/thread.h"
 
@@ -36,20 +38,11 @@ int exec_priv_gate_harden(void);
 
 /*
  * LeakSanitizer checks at exit by ptrace-attaching to the process from a
- * helper: a sanitizer build's gate stays dumpable and may ptrace, or every
- * gate's exit would be LSan's fatal error. Release builds have neither.
+ * helper: a sanitizer build's gate stays dumpable and may ptrace (the gate's
+ * filter leaves ptrace out then: exec/seccomp/rules.c), or every gate's exit
+ * would be LSan's fatal error. Release builds have neither.
  */
-#if defined(__SANITIZE_ADDRESS__)
-#define PRIV_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PRIV_SANITIZED 1
-#endif
-#endif
-#ifndef PRIV_SANITIZED
-#define PRIV_SANITIZED 0
-#endif
-#define PRIV_DUMPABLE PRIV_SANITIZED
+#define PRIV_DUMPABLE EXEC_SANITIZED
 #define PRIV_DROP_ROUNDS 4
 
 static int
@@ -224,81 +217,17 @@ in_own_userns(void)
 int
 exec_priv_gate_filter_load(void)
 {
-	static const char *const denied[] = {
-	    "mount",
-	    "umount2",
-	    "pivot_root",
-	    "chroot",
-	    "setns",
-	    "unshare",
-	    "ptrace",
-	    "process_vm_readv",
-	    "process_vm_writev",
-	    "bpf",
-	    "perf_event_open",
-	    "init_module",
-	    "finit_module",
-	    "delete_module",
-	    "kexec_load",
-	    "kexec_file_load",
-	    "keyctl",
-	    "add_key",
-	    "request_key",
-	    "open_by_handle_at",
-	    "fsopen",
-	    "fsmount",
-	    "fsconfig",
-	    "move_mount",
-	    "open_tree",
-	    "mount_setattr",
-	    "userfaultfd",
-	    "reboot",
-	    "swapon",
-	    "swapoff",
-	    "acct",
-	    "quotactl",
-	};
-	static const unsigned long ns_flags[] = {
-	    CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
-	    CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
-	};
-	static const int raw_families[] = {AF_INET, AF_INET6};
-	scmp_filter_ctx ctx;
-	uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
-	int rc, nr;
+	/* Threads exist by now (the audit writer, the policy file writer):
+	 * TSYNC puts the filter on each, or fails (a positive thread id). */
+	long rc;
 
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (ctx == NULL)
-		return -ENOMEM;
-	/* Threads exist by now (the audit writer, the policy file writer). */
-	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	if (rc == 0)
-		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1);
-	for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++) {
-		nr = seccomp_syscall_resolve_name(denied[i]);
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture */
-		if (PRIV_SANITIZED && strcmp(denied[i], "ptrace") == 0)
-			continue;
-		rc = seccomp_rule_add(ctx, eperm, nr, 0);
-	}
-	for (size_t i = 0; rc == 0 && i < sizeof(ns_flags) / sizeof(ns_flags[0]); i++)
-		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
-		                      SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]));
-	/* clone3's flags are behind a pointer: ENOSYS sends glibc to clone. */
-	if (rc == 0)
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	if (rc == 0)
-		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 1,
-		                      SCMP_A0(SCMP_CMP_EQ, AF_PACKET, 0));
-	for (size_t i = 0; rc == 0 && i < sizeof(raw_families) / sizeof(raw_families[0]); i++)
-		rc = seccomp_rule_add(ctx, eperm, SCMP_SYS(socket), 2,
-		                      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)raw_families[i], 0),
-		                      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
-	if (rc == 0)
-		rc = seccomp_load(ctx);
-	seccomp_release(ctx);
-	return rc;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -errno;
+	rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+	             &exec_seccomp_gate_bpf);
+	if (rc < 0)
+		return -errno;
+	return rc == 0 ? 0 : -EBUSY;
 }
 
 /*

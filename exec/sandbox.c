@@ -32,6 +32,7 @@
 
 #include "exec/priv.h"
 #include "exec/pty.h"
+#include "exec/seccomp_bpf.h"
 #include "exec/userns.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
@@ -57,7 +58,6 @@ struct exec_sandbox {
 	struct exec_plan plan;
 	char **envp; /* envp_cap entries; the parent's copy holds no proxy entry */
 	size_t envp_cap;
-	void *seccomp;
 	struct timespec started;
 	bool reaped;
 	bool killed_for_cpu;
@@ -1035,10 +1035,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		snprintf(err, errlen, "limits: %s", strerror(-rc));
 		goto out;
 	}
-	rc = exec_seccomp_build(&s->seccomp, err, errlen);
-	if (rc != 0)
-		goto out;
-	s->plan.seccomp_prog = s->seccomp;
+	s->plan.seccomp_prog = &exec_seccomp_sandbox_bpf;
 	s->plan.last_cap = read_last_cap();
 	s->plan.argv = spec->argv;
 	rc = build_env(s, spec);
@@ -1358,6 +1355,5 @@ exec_sandbox_free(struct exec_sandbox *s)
 		free(s->envp[i]);
 	}
 	free(s->envp);
-	exec_seccomp_free(s->seccomp);
 	free(s);
 }

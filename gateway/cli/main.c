@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "exec/pty.h"
+#include "exec/sanitized.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
 
@@ -100,13 +101,11 @@ raise_nofile(void)
 static int
 leave(int status)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	return status;
-#else
+	if (EXEC_SANITIZED)
+		return status;
 	exec_pty_restore_at_exit();
 	fflush(NULL);
 	_exit(status);
-#endif
 }
 
 int
