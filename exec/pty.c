@@ -189,8 +189,8 @@ in_foreground(const struct exec_pty *pty)
 	return exec_pty_foreground(pty->term);
 }
 
-static void
-restore_at_exit(void)
+void
+exec_pty_restore_at_exit(void)
 {
 	if (raw_pty != NULL)
 		exec_pty_restore(raw_pty);
@@ -205,7 +205,7 @@ set_raw(struct exec_pty *pty)
 	if (pty->raw)
 		return;
 	if (!registered)
-		registered = atexit(restore_at_exit) == 0;
+		registered = atexit(exec_pty_restore_at_exit) == 0;
 	/* The modes of now: the caller may have changed them while stopped. */
 	if (tcgetattr(pty->term, &pty->saved) != 0)
 		return;

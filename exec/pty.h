@@ -43,6 +43,9 @@ int exec_pty_attach(struct exec_pty *pty, struct event_base *base);
 void exec_pty_hold_input(struct exec_pty *pty, bool held);
 /* The caller's terminal back in the modes it had; the input relay stops. */
 void exec_pty_restore(struct exec_pty *pty);
+/* The terminal of the pty left in raw mode, if any, back in its modes: what
+ * exit() does through atexit, for a process that leaves by _exit(). */
+void exec_pty_restore_at_exit(void);
 /*
  * The privileged parent's side of a gate's pty (exec/priv.h): the slave and
  * the devpts mount it was sent, which the object owns, for

@@ -256,8 +256,11 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		/* Who answers at the terminal, before a namespace or the split
 		 * changes what getuid() says. */
 		gw_terminal_note_person();
-		/* Whose host --host-access opens: the same person. */
-		exec_host_person_note();
+		/* Whose host --host-access opens: the same person. Only then:
+		 * the lookup goes through NSS (libnss_systemd and libcap
+		 * loaded, /etc/passwd and /etc/group read, ~30 page faults). */
+		if (f->host_access)
+			exec_host_person_note();
 		if (geteuid() != 0 && enter_rootless(f) != 0)
 			return GW_EXIT_FAILURE;
 		signal(SIGPIPE, SIG_IGN);

@@ -114,6 +114,14 @@ struct audit {
 	int dirfd;
 	char open_path[64 + NAME_MAX];
 	bool wal_is_new; /* made by this open: its directory entry needs a sync */
+	/*
+	 * The -wal, and the directory when wal_is_new, opened for reading at
+	 * open time, so that the sync at close needs no lookup: by then the gate
+	 * has dropped its privileges, and /proc/self/fd of a process that is no
+	 * longer dumpable is root's (the sync by name failed with EACCES, and
+	 * fell back to a full checkpoint: three syncs instead of one).
+	 */
+	int wal_fd, dir_sync_fd;
 
 	pthread_t writer;
 	bool writer_started;
@@ -570,6 +578,8 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	}
 	a->opt = *o;
 	a->dirfd = -1;
+	a->wal_fd = -1;
+	a->dir_sync_fd = -1;
 	pthread_mutex_init(&a->mu, NULL);
 	gw_hist_init(&a->stats.write, write_bounds, sizeof(write_bounds) / sizeof(write_bounds[0]));
 	pthread_condattr_init(&ca);
@@ -679,6 +689,12 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		if (rc != 0)
 			goto out;
 	}
+	/* Open now, while the names resolve (see wal_fd); -1 falls back to the
+	 * names at close. */
+	a->wal_fd = openat(a->dirfd, strrchr(a->wal_path, '/') + 1,
+	                   O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (a->wal_is_new)
+		a->dir_sync_fd = openat(a->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/*
 	 * Closing neither checkpoints nor deletes the WAL (audit_free makes it
 	 * durable with one fdatasync instead): a checkpoint's two syncs and the
@@ -1190,22 +1206,26 @@ writer_main(void *arg)
 	return NULL;
 }
 
-/* fdatasync of a file by name: the kernel syncs the file, whichever fd. */
+/* fdatasync of fd, or when fd is -1 of the file named path (flags: its open's). */
 static int
-sync_path(const char *path, int flags)
+sync_fd_or_path(int fd, const char *path, int flags)
 {
-	int fd, rc;
+	int own = -1, rc;
 
-	do {
-		fd = open(path, flags | O_RDONLY | O_CLOEXEC);
-	} while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		do {
+			own = open(path, flags | O_RDONLY | O_CLOEXEC);
+		} while (own < 0 && errno == EINTR);
+		if (own < 0)
+			return -errno;
+		fd = own;
+	}
 	do {
 		rc = fdatasync(fd);
 	} while (rc != 0 && errno == EINTR);
 	rc = rc != 0 ? -errno : 0;
-	close(fd);
+	if (own >= 0)
+		close(own);
 	return rc;
 }
 
@@ -1232,7 +1252,7 @@ sync_wal(struct audit *a)
 	    sqlite3_wal_checkpoint_v2(a->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) ==
 	        SQLITE_OK)
 		return;
-	rc = sync_path(a->wal_path, 0);
+	rc = sync_fd_or_path(a->wal_fd, a->wal_path, 0);
 	if (rc == 0 && a->wal_is_new) {
 		slash = strrchr(a->wal_path, '/');
 		if (slash == NULL)
@@ -1241,7 +1261,7 @@ sync_wal(struct audit *a)
 			snprintf(dir, sizeof(dir), "/");
 		else
 			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - a->wal_path), a->wal_path);
-		rc = sync_path(dir, O_DIRECTORY);
+		rc = sync_fd_or_path(a->dir_sync_fd, dir, O_DIRECTORY);
 		if (rc == 0)
 			a->wal_is_new = false;
 	}
@@ -1277,6 +1297,10 @@ audit_free(struct audit *a)
 	sqlite3_close(a->db);
 	if (a->dirfd >= 0)
 		close(a->dirfd);
+	if (a->wal_fd >= 0)
+		close(a->wal_fd);
+	if (a->dir_sync_fd >= 0)
+		close(a->dir_sync_fd);
 	audit_hasher_free(a->hasher);
 	free(a->path);
 	free(a->wal_path);

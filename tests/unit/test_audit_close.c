@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture_audit.h"
@@ -66,6 +68,53 @@ test_close_keeps_wal(void **state)
 	assert_int_equal(vr.rows_checked, 3);
 	assert_int_equal(vr.head_id, 3);
 	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 3);
+}
+
+/*
+ * The gate opens the store as root and closes it after dropping to its own
+ * uid, no longer dumpable: /proc/self/fd is then root's, and the close must
+ * still sync the -wal alone (by the fd it opened), not fall back to a full
+ * checkpoint that writes the rows into the database file.
+ */
+static void
+test_close_after_privilege_drop(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit *a = NULL;
+	char err[256];
+	off_t db_before;
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0)
+		skip(); /* needs root: the drop is setresuid */
+	/* The file exists, with rows only in its -wal. */
+	assert_int_equal(audit_open(fx->path, &a, err, sizeof(err)), 0);
+	append_n(a, 3);
+	audit_free(a);
+	db_before = file_size(fx->path);
+	assert_true(db_before >= 0);
+	/* Forked before the open, as the gate is: no other thread to lose. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		a = NULL;
+		if (audit_open(fx->path, &a, err, sizeof(err)) != 0)
+			_exit(2);
+		append_n(a, 1);
+		if (prctl(PR_SET_DUMPABLE, 0) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+		    setresuid(65534, 65534, 65534) != 0)
+			_exit(3);
+		append_n(a, 1);
+		audit_free(a);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(file_size(fx->path), db_before);
+	assert_true(file_size(fx->wal) > WAL_HEADER);
+	fixture_audit_verify_rows(fx->path, 5);
 }
 
 /* Many short runs: the WAL does not grow past the close-time bound. */
@@ -151,6 +200,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_close_keeps_wal, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_close_after_privilege_drop, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_wal_bounded, fixture_audit_setup,
 	                                    fixture_audit_teardown),

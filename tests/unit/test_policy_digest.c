@@ -63,6 +63,8 @@ test_empty(void **state)
 	digest_of(e, de);
 	digest_of(p, dp);
 	assert_string_not_equal(de, dp);
+	/* Known answer: printf 'default deny\nask_timeout_ms 60000\n' | sha256sum */
+	assert_string_equal(de, "05d92d08d5bd66d573b698b8c3a22b081636cda73bca472e44d742fedb4292ad");
 	policy_free(e);
 	policy_free(p);
 }
