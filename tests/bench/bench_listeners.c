@@ -1,23 +1,29 @@
 /*
  * Growth of the proxy's CPU per request with the number of sandboxes one gateway
- * serves (issue 17): one gateway built as run and serve build theirs (policy, loop,
- * audit, resolver, approvals, proxy, DNS server, hub), N sandbox network namespaces
- * each linked by exec_gate_open_opts (a veth, and 3 proxy and 2 DNS listeners bound
- * to it, registered with the one proxy and DNS server: what every sandbox gets), one
- * request through each gate so that every sandbox is a client the proxy has seen,
- * then a fixed load through the first gate only, from inside its namespace. The
- * figure is this process's CPU (getrusage: the loop and the audit writer) per
- * request, at each N, against the smallest N in the same run. Root only; the origin
- * is the caller's (tests/bench/bench_listeners.sh starts nginx on 127.0.0.1).
+ * serves (issue 17). Each number of sandboxes N gets a gateway of its own in this
+ * process, built as run and serve build theirs (policy, loop, audit, resolver,
+ * approvals, proxy, DNS server, hub), with N sandbox network namespaces each linked by
+ * exec_gate_open_opts (a veth, and 3 proxy and 2 DNS listeners bound to it,
+ * registered with that gateway's proxy and DNS server: what every sandbox gets). One
+ * request goes through each gate, so that every sandbox is a client its proxy has
+ * seen. Then, round after round, each gateway in turn (the order rotating) gets the
+ * same fixed load through its first gate, from inside that sandbox's namespace, while
+ * the others sit idle. The figure is this process's CPU (getrusage: the loaded loop
+ * and its audit writer; idle gateways add nothing) per request, median over rounds,
+ * against the smallest N: baseline and the rest share the machine's load round by
+ * round. Root only; the origin is the caller's (tests/bench/bench_listeners.sh starts
+ * nginx on 127.0.0.1).
  *
  *   bench_listeners -p ORIGIN_PORT [-x CLIENT] [-n REQS] [-k REQS] [-r ROUNDS]
- *                   [-l 1,100,1000]
+ *                   [-l 1,100,1000] [-T SECONDS] [-d DIR]
  *
  * -x: bench_proxy_client (default: the one beside this program). -n: requests per
  * round, each in a new CONNECT tunnel from 4 clients (4000); -k: requests per round
- * on one kept-alive connection in absolute form (4000); -r: rounds per N (3, the
- * median is kept); -l: the numbers of sandboxes, ascending. After the largest N all
- * gates but the first are closed and N = 1 is measured again, to show the drift.
+ * on one kept-alive connection in absolute form (4000); -r: rounds (5); -l: the
+ * numbers of sandboxes, ascending; -T: no round starts after this many seconds
+ * from the start (900), the medians are then of the rounds done; -d: where the
+ * gateways' audit databases go, a directory each (/tmp). BENCH_DEBUG=1 in the environment: the gateways'
+ * debug log on stderr.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -64,7 +70,8 @@ struct bench {
 	const char *client;
 	long churn_reqs, ka_reqs;
 	int rounds;
-	char tmp[64];
+	char tmp[128];
+	bool have_tmp; /* mkdtemp made tmp (its name may well hold an X) */
 };
 
 static double
@@ -327,10 +334,12 @@ warm_batch(struct bench *b, int from, int to)
 static int
 warm(struct bench *b, int from, int to)
 {
+	static int batches; /* in all gateways: the kernel's table is one */
+
 	for (int i = from; i < to; i += WARM_BATCH) {
 		int end = i + WARM_BATCH < to ? i + WARM_BATCH : to;
 
-		if (i > from)
+		if (batches++ > 0)
 			sleep(WARM_PAUSE_S);
 		if (warm_batch(b, i, end) != 0)
 			return -1;
@@ -420,42 +429,18 @@ load(struct bench *b, bool keepalive)
 	return (c1 - c0) / reqs * 1e6;
 }
 
-struct level_result {
-	int gates;
-	double churn_us, ka_us;
-};
-
-static int
-measure(struct bench *b, struct level_result *r)
-{
-	double churn[MAX_ROUNDS], ka[MAX_ROUNDS];
-
-	for (int i = 0; i < b->rounds; i++) {
-		churn[i] = load(b, false);
-		ka[i] = load(b, true);
-		if (churn[i] < 0 || ka[i] < 0)
-			return -1;
-		fprintf(stderr,
-		        "  %4d sandboxes, round %d: new tunnel %.1f us, kept-alive %.1f us\n",
-		        b->ngates, i + 1, churn[i], ka[i]);
-	}
-	r->gates = b->ngates;
-	r->churn_us = median(churn, b->rounds);
-	r->ka_us = median(ka, b->rounds);
-	return 0;
-}
-
 /* ---- set-up ---------------------------------------------------------------- */
 
 static int
 start_gateway(struct bench *b)
 {
-	char allow[64], audit[96];
+	char allow[64], audit[160];
 
 	if (mkdtemp(b->tmp) == NULL) {
 		perror("bench_listeners: mkdtemp");
 		return -1;
 	}
+	b->have_tmp = true;
 	snprintf(allow, sizeof(allow), "origin.test:%d", b->origin_port);
 	snprintf(audit, sizeof(audit), "%s/audit.db", b->tmp);
 	if (gw_setup_flags_init(&b->f, "bench_listeners") != 0 ||
@@ -474,11 +459,11 @@ stop_gateway(struct bench *b)
 {
 	static const char *const files[] = {"audit.db", "audit.db-wal", "audit.db-shm",
 	                                    "audit.db-journal"};
-	char path[128];
+	char path[192];
 
 	close_gates(b, 0);
 	gw_setup_free(&b->gw, &b->s, &b->f);
-	if (b->tmp[0] == '/' && strchr(b->tmp, 'X') == NULL) {
+	if (b->have_tmp) {
 		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 			snprintf(path, sizeof(path), "%s/%s", b->tmp, files[i]);
 			unlink(path);
@@ -511,26 +496,29 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: bench_listeners -p ORIGIN_PORT [-x CLIENT] [-n REQS] [-k REQS] "
-	                "[-r ROUNDS] [-l N,N,...]\n");
+	                "[-r ROUNDS] [-l N,N,...] [-T SECONDS] [-d DIR]\n");
 	exit(2);
 }
 
 int
 main(int argc, char **argv)
 {
-	static struct bench b = {.tmp = "/tmp/tollgate-bench-listeners.XXXXXX",
-	                         .churn_reqs = 4000,
-	                         .ka_reqs = 4000,
-	                         .rounds = 3};
-	struct level_result res[MAX_LEVELS + 1];
-	int levels[MAX_LEVELS], nlevels = 0, opt, rc = 1;
+	static struct bench gws[MAX_LEVELS];
+	static double churn[MAX_LEVELS][MAX_ROUNDS], ka[MAX_LEVELS][MAX_ROUNDS];
+	struct bench b = {.churn_reqs = 4000,
+	                  .ka_reqs = 4000,
+	                  .rounds = 5};
+	int levels[MAX_LEVELS], nlevels = 0, nstarted = 0, opt, rc = 1, total = 0, done = 0;
+	double limit_s = 900, start = now_s();
+	double churn_med[MAX_LEVELS], ka_med[MAX_LEVELS];
 	char client[PATH_MAX];
+	const char *dir = "/tmp";
 	struct rlimit rl;
 	double t0;
 
 	parse_levels("1,100,1000", levels, &nlevels);
 	client[0] = '\0';
-	while ((opt = getopt(argc, argv, "p:x:n:k:r:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:x:n:k:r:l:T:d:")) != -1) {
 		switch (opt) {
 		case 'p':
 			b.origin_port = atoi(optarg);
@@ -547,6 +535,12 @@ main(int argc, char **argv)
 		case 'r':
 			b.rounds = (int)strtol(optarg, NULL, 10);
 			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'T':
+			limit_s = strtod(optarg, NULL);
+			break;
 		case 'l':
 			if (parse_levels(optarg, levels, &nlevels) != 0)
 				usage();
@@ -556,7 +550,9 @@ main(int argc, char **argv)
 		}
 	}
 	if (b.origin_port < 1 || b.origin_port > 65535 || b.churn_reqs < CHURN_CLIENTS ||
-	    b.ka_reqs < 1 || b.rounds < 1 || b.rounds > MAX_ROUNDS || optind != argc)
+	    b.ka_reqs < 1 || b.rounds < 1 || b.rounds > MAX_ROUNDS || limit_s <= 0 || optind != argc ||
+	    snprintf(b.tmp, sizeof(b.tmp), "%s/tollgate-bench-listeners.XXXXXX", dir) >=
+	        (int)sizeof(b.tmp))
 		usage();
 	if (b.client == NULL) {
 		ssize_t n = readlink("/proc/self/exe", client, sizeof(client) - 32);
@@ -579,15 +575,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_listeners: needs root (network namespaces, veth)\n");
 		return 77;
 	}
+	for (int l = 0; l < nlevels; l++)
+		total += levels[l];
 	/* Five listeners and a namespace per sandbox, in this one process. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
-		if (rl.rlim_cur < (rlim_t)levels[nlevels - 1] * 7 + 200) {
+		if (rl.rlim_cur < (rlim_t)total * 7 + 200) {
 			fprintf(stderr,
 			        "bench_listeners: %d sandboxes need %d fds, the limit is %lu\n",
-			        levels[nlevels - 1], levels[nlevels - 1] * 7 + 200,
-			        (unsigned long)rl.rlim_cur);
+			        total, total * 7 + 200, (unsigned long)rl.rlim_cur);
 			return 1;
 		}
 	}
@@ -595,44 +592,61 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	log_init(getenv("BENCH_DEBUG") != NULL ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN, false);
 	b.self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (b.self_ns < 0 || start_gateway(&b) != 0)
-		goto out;
+	if (b.self_ns < 0)
+		return 1;
 
-	printf("one gateway; each sandbox: a veth, 3 proxy listeners, 2 DNS listeners; "
-	       "load through sandbox 1's gate\n");
+	printf("a gateway per number of sandboxes; each sandbox: a veth, 3 proxy listeners, "
+	       "2 DNS listeners; load through each gateway's first sandbox, in turn\n");
 	for (int l = 0; l < nlevels; l++) {
-		int from = b.ngates;
-
+		gws[l] = b;
+		nstarted++;
 		t0 = now_s();
-		if (open_gates(&b, levels[l]) != 0)
+		if (start_gateway(&gws[l]) != 0 || open_gates(&gws[l], levels[l]) != 0)
 			goto out;
-		fprintf(stderr, "%d sandboxes' gates open (%.1f s for %d)\n", b.ngates,
-		        now_s() - t0, b.ngates - from);
-		if (warm(&b, from, b.ngates) != 0 || measure(&b, &res[l]) != 0)
+		fprintf(stderr, "gateway %d: %d sandboxes' gates open in %.1f s\n", l + 1,
+		        gws[l].ngates, now_s() - t0);
+		if (warm(&gws[l], 0, gws[l].ngates) != 0)
 			goto out;
 	}
-	close_gates(&b, 1);
-	if (measure(&b, &res[nlevels]) != 0)
-		goto out;
+	for (int r = 0; r < b.rounds; r++, done++) {
+		if (r > 0 && now_s() - start > limit_s) {
+			fprintf(stderr, "bench_listeners: %.0f s are up after %d rounds\n", limit_s,
+			        r);
+			break;
+		}
+		for (int k = 0; k < nlevels; k++) {
+			int l = (r + k) % nlevels;
+
+			churn[l][r] = load(&gws[l], false);
+			ka[l][r] = load(&gws[l], true);
+			if (churn[l][r] < 0 || ka[l][r] < 0)
+				goto out;
+			fprintf(
+			    stderr,
+			    "  round %d, %4d sandboxes: new tunnel %.1f us, kept-alive %.1f us\n",
+			    r + 1, levels[l], churn[l][r], ka[l][r]);
+		}
+	}
 
 	printf("%-30s %22s %22s\n", "sandboxes (proxy listeners)", "new tunnel, us CPU/req",
 	       "kept-alive, us CPU/req");
-	for (int l = 0; l <= nlevels; l++) {
+	for (int l = 0; l < nlevels; l++) {
 		char label[48];
 
-		snprintf(label, sizeof(label), "%d (%d)%s", res[l].gates, res[l].gates * 3,
-		         l == nlevels ? ", again at the end" : "");
-		printf("%-30s %12.1f (%5.2f x) %12.1f (%5.2f x)\n", label, res[l].churn_us,
-		       res[l].churn_us / res[0].churn_us, res[l].ka_us,
-		       res[l].ka_us / res[0].ka_us);
+		churn_med[l] = median(churn[l], done);
+		ka_med[l] = median(ka[l], done);
+		snprintf(label, sizeof(label), "%d (%d)", levels[l], levels[l] * 3);
+		printf("%-30s %12.1f (%5.2f x) %12.1f (%5.2f x)\n", label, churn_med[l],
+		       churn_med[l] / churn_med[0], ka_med[l], ka_med[l] / ka_med[0]);
 	}
-	printf("ratio %d/%d sandboxes (goal <= 1.5): new tunnel %.2f, kept-alive %.2f\n",
-	       res[nlevels - 1].gates, res[0].gates, res[nlevels - 1].churn_us / res[0].churn_us,
-	       res[nlevels - 1].ka_us / res[0].ka_us);
+	printf("ratio %d/%d sandboxes, medians of %d rounds (goal <= 1.5): new tunnel %.2f, "
+	       "kept-alive %.2f\n",
+	       levels[nlevels - 1], levels[0], done, churn_med[nlevels - 1] / churn_med[0],
+	       ka_med[nlevels - 1] / ka_med[0]);
 	rc = 0;
 out:
-	stop_gateway(&b);
-	if (b.self_ns >= 0)
-		close(b.self_ns);
+	for (int l = 0; l < nstarted; l++)
+		stop_gateway(&gws[l]);
+	close(b.self_ns);
 	return rc;
 }

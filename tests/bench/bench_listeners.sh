@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The proxy's CPU per request with 1, 100 and 1000 sandboxes on one gateway (issue 17;
 # docs/performance.md, "Issue 17's goals"): starts nginx on 127.0.0.1 as the origin (a
-# 612-byte file, access log off), then build/bench_listeners, which opens the sandboxes'
-# gates on one gateway and loads the first one. Its figures are ratios to the smallest
-# number of sandboxes in the same run.
+# 612-byte file, access log off), then build/bench_listeners: a gateway per number of
+# sandboxes, each with that many sandboxes' gates open, loaded in turn round by round
+# through its first sandbox. Its figures are ratios to the smallest number of sandboxes
+# in the same rounds.
 #
 #   tests/bench/bench_listeners.sh [BUILD_DIR]     (default: build; run as root)
 #
-# Knobs: LEVELS (1,100,1000), ROUNDS (3 per level, the median kept), REQS (4000 new
+# Knobs: LEVELS (1,100,1000), ROUNDS (5, the median kept), REQS (4000 new
 # tunnels per round, from 4 clients), KA_REQS (4000 kept-alive requests per round),
-# BENCH_NICE (-20).
+# TIME_LIMIT (900 s: no round starts after it; the whole run is killed 300 s later),
+# BENCH_NICE (-20). A quick look: LEVELS=1,10 ROUNDS=2 REQS=400 KA_REQS=400.
+# Everything it makes (the gateways' audit databases, nginx's files) is under one
+# temporary directory, removed at the end; the namespaces and veths are the
+# program's own and go with it.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -64,7 +69,8 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
+limit=${TIME_LIMIT:-900}
 echo "bench_listeners: $(nproc) cores, $(date -u +%FT%TZ), load:$(uptime | sed 's/.*load average://')"
-"$bench" -p "$op" -l "${LEVELS:-1,100,1000}" -r "${ROUNDS:-3}" -n "${REQS:-4000}" \
-	-k "${KA_REQS:-4000}"
+timeout -k 10 $((limit + 300)) "$bench" -p "$op" -l "${LEVELS:-1,100,1000}" -r "${ROUNDS:-5}" \
+	-n "${REQS:-4000}" -k "${KA_REQS:-4000}" -T "$limit" -d "$tmp"
 echo "bench_listeners: done $(date -u +%FT%TZ), load:$(uptime | sed 's/.*load average://')"
