@@ -65,8 +65,13 @@ struct proxy_client_count {
 struct proxy_client_stats {
 	char key[64];
 	struct proxy_stats s;
-	struct proxy_client_stats *next;
+	struct proxy_client_stats *next;  /* p->stats, in order of first use */
+	struct proxy_client_stats *hnext; /* its bucket of p->stats_index */
 };
+
+/* Buckets of the per-client counters' index: a request finds its client's
+ * among up to PROXY_STATS_CLIENTS without a scan (docs/performance.md). */
+#define PROXY_STATS_BUCKETS 256
 
 struct proxy {
 	struct gw_context *gw;
@@ -76,6 +81,7 @@ struct proxy {
 	size_t nconns;
 	struct proxy_client_count *counts;
 	struct proxy_client_stats *stats; /* per client, kept until proxy_free */
+	struct proxy_client_stats *stats_index[PROXY_STATS_BUCKETS];
 	size_t nstats;
 	struct proxy_stats total;
 	struct proxy_metrics metrics;

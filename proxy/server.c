@@ -74,16 +74,38 @@ json_put(char *buf, size_t len, size_t *pos, const char *s)
 		buf[*pos] = '\0';
 }
 
+/* FNV-1a of the client's id. */
+static size_t
+stats_bucket(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *key != '\0'; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
+	return h % PROXY_STATS_BUCKETS;
+}
+
+static struct proxy_client_stats *
+stats_find(const struct proxy *p, const char *key)
+{
+	struct proxy_client_stats *cs;
+
+	for (cs = p->stats_index[stats_bucket(key)]; cs != NULL; cs = cs->hnext) {
+		if (strcmp(cs->key, key) == 0)
+			return cs;
+	}
+	return NULL;
+}
+
 /* The client's counters, made on first use; NULL past the cap or out of memory. */
 static struct proxy_stats *
 stats_get(struct proxy *p, const char *key)
 {
-	struct proxy_client_stats *cs;
+	struct proxy_client_stats *cs = stats_find(p, key);
+	size_t b;
 
-	for (cs = p->stats; cs != NULL; cs = cs->next) {
-		if (strcmp(cs->key, key) == 0)
-			return &cs->s;
-	}
+	if (cs != NULL)
+		return &cs->s;
 	if (p->nstats >= PROXY_STATS_CLIENTS)
 		return NULL;
 	cs = calloc(1, sizeof(*cs));
@@ -92,6 +114,9 @@ stats_get(struct proxy *p, const char *key)
 	snprintf(cs->key, sizeof(cs->key), "%s", key);
 	cs->next = p->stats;
 	p->stats = cs;
+	b = stats_bucket(key);
+	cs->hnext = p->stats_index[b];
+	p->stats_index[b] = cs;
 	p->nstats++;
 	return &cs->s;
 }
@@ -153,16 +178,14 @@ stats_count_bytes(struct proxy_conn *c)
 int
 proxy_client_stats(const struct proxy *p, const char *client_id, struct proxy_stats *out)
 {
+	const struct proxy_client_stats *cs = stats_find(p, client_id);
 	const struct proxy_conn *c;
 	int rc = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
-	for (const struct proxy_client_stats *cs = p->stats; cs != NULL; cs = cs->next) {
-		if (strcmp(cs->key, client_id) == 0) {
-			*out = cs->s;
-			rc = 0;
-			break;
-		}
+	if (cs != NULL) {
+		*out = cs->s;
+		rc = 0;
 	}
 	/* Connections still open have not written their summary yet: their
 	 * bytes so far count too (a run's summary may come before their close). */

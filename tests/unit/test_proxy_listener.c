@@ -185,6 +185,57 @@ test_proxy_add_refused_keeps_fd(void **state)
 
 /* A listener never removed, with a connection open on it, is closed by
  * proxy_free (under ASan: no leak, no use after free). */
+#define MANY_CLIENTS 100 /* about 20 share a bucket of the counters' index */
+
+static void
+count_client(const char *client_id, const struct proxy_stats *s, void *arg)
+{
+	(void)client_id;
+	(void)s;
+	(*(int *)arg)++;
+}
+
+/*
+ * Each sandbox's counters are its own among many (the index shares its
+ * buckets between clients): a refusal counts once, on its client only.
+ */
+static void
+test_stats_many_clients(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_in addr[MANY_CLIENTS];
+	struct proxy_stats st;
+	char id[32], resp[1024];
+	int n = 0;
+
+	for (int i = 0; i < MANY_CLIENTS; i++) {
+		int lfd = fixture_net_bound(SOCK_STREAM, &addr[i]);
+
+		snprintf(id, sizeof(id), "sbx-%d", i);
+		assert_int_equal(proxy_listener_add(f->proxy, lfd, id, f->deny_all, NULL), 0);
+	}
+	/* Every client once, then every tenth again. */
+	for (int round = 1; round <= 2; round++) {
+		for (int i = 0; i < MANY_CLIENTS; i += round == 1 ? 1 : 10) {
+			int fd = fixture_net_connect(SOCK_STREAM, &addr[i]);
+
+			assert_true(fd >= 0);
+			ask_connect(f, fd, resp, sizeof(resp));
+			assert_non_null(strstr(resp, " 403 "));
+			close(fd);
+		}
+	}
+	for (int i = 0; i < MANY_CLIENTS; i++) {
+		snprintf(id, sizeof(id), "sbx-%d", i);
+		assert_int_equal(proxy_client_stats(f->proxy, id, &st), 0);
+		assert_int_equal(st.connections_refused, i % 10 == 0 ? 2 : 1);
+		assert_int_equal(st.connections_allowed, 0);
+	}
+	assert_int_equal(proxy_client_stats(f->proxy, "sbx-none", &st), -ENOENT);
+	proxy_stats_foreach(f->proxy, count_client, &n);
+	assert_int_equal(n, MANY_CLIENTS);
+}
+
 static void
 test_free_with_listener(void **state)
 {
@@ -210,6 +261,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_proxy_add_set_remove, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_proxy_add_refused_keeps_fd, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stats_many_clients, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_free_with_listener, setup, teardown),
 	};
 
