@@ -88,6 +88,14 @@ struct exec_spec {
 	 * named by HOME (unless env sets it); created 0700 when missing, owned
 	 * as the directory that holds it. NULL: none (HOME is the work dir). */
 	const char *home;
+	/*
+	 * With join_netns, the sandbox joins the network namespace netns_fd
+	 * (borrowed) instead of a new one: a warm slot's (exec/warm.h), owned
+	 * by the initial user namespace, which the sandbox can use but not
+	 * reconfigure. The attach then gets that namespace.
+	 */
+	bool join_netns;
+	int netns_fd;
 };
 
 /*

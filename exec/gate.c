@@ -95,10 +95,9 @@ close_fd(int *fd)
 	*fd = -1;
 }
 
-/* The sandbox's listeners, in the hub, on its veth's host end. */
-static int
-gate_make_listeners(struct exec_gate *g, const struct exec_gate_options *opts, char *err,
-                    size_t errlen)
+int
+exec_gate_listeners_new(struct exec_hub *hub, const struct exec_veth *veth, bool transparent,
+                        struct exec_gate_fds *out, char *err, size_t errlen)
 {
 	const struct {
 		int *fd;
@@ -106,21 +105,28 @@ gate_make_listeners(struct exec_gate *g, const struct exec_gate_options *opts, c
 		int port;
 		bool want;
 	} listeners[] = {
-	    {&g->fds.proxy, SOCK_STREAM, EXEC_GATE_PROXY_PORT, true},
-	    {&g->fds.dns_udp, SOCK_DGRAM, EXEC_GATE_DNS_PORT, true},
-	    {&g->fds.dns_tcp, SOCK_STREAM, EXEC_GATE_DNS_PORT, true},
-	    {&g->fds.http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, !opts->no_transparent},
-	    {&g->fds.https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, !opts->no_transparent},
+	    {&out->proxy, SOCK_STREAM, EXEC_GATE_PROXY_PORT, true},
+	    {&out->dns_udp, SOCK_DGRAM, EXEC_GATE_DNS_PORT, true},
+	    {&out->dns_tcp, SOCK_STREAM, EXEC_GATE_DNS_PORT, true},
+	    {&out->http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, transparent},
+	    {&out->https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, transparent},
 	};
+	*out = (struct exec_gate_fds){-1, -1, -1, -1, -1};
 	for (size_t i = 0; i < sizeof(listeners) / sizeof(listeners[0]); i++) {
 		int fd;
 
 		if (!listeners[i].want)
 			continue;
-		fd = hub_listener(g->hub, g->veth.ifname, g->veth.hub_addr, listeners[i].type,
+		fd = hub_listener(hub, veth->ifname, veth->hub_addr, listeners[i].type,
 		                  listeners[i].port, err, errlen);
-		if (fd < 0)
+		if (fd < 0) {
+			close_fd(&out->proxy);
+			close_fd(&out->dns_udp);
+			close_fd(&out->dns_tcp);
+			close_fd(&out->http);
+			close_fd(&out->https);
 			return fd;
+		}
 		*listeners[i].fd = fd;
 	}
 	return 0;
@@ -225,6 +231,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 {
 	static const struct exec_gate_options defaults = {0};
 	struct exec_gate *g = NULL;
+	int warm_fds[5];
 	int rc = 0;
 
 	*out = NULL;
@@ -253,6 +260,19 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 			goto out;
 		goto registration;
 	}
+	/* A warm slot's sandbox (exec/warm.h): veth and listeners are made. */
+	if (exec_hub_warm_take(hub, sandbox_netns_fd, &g->veth, warm_fds)) {
+		g->attached = true;
+		inet_ntop(AF_INET, &g->veth.hub_addr, g->hub_addr, sizeof(g->hub_addr));
+		inet_ntop(AF_INET, &g->veth.sandbox_addr, g->sandbox_addr, sizeof(g->sandbox_addr));
+		g->fds = (struct exec_gate_fds){warm_fds[0], warm_fds[1], warm_fds[2], warm_fds[3],
+		                                warm_fds[4]};
+		if (opts->no_transparent) {
+			close_fd(&g->fds.http);
+			close_fd(&g->fds.https);
+		}
+		goto registration;
+	}
 	rc = exec_veth_attach(hub, sandbox_netns_fd, &g->veth, err, errlen);
 	if (rc < 0)
 		goto out;
@@ -260,7 +280,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	inet_ntop(AF_INET, &g->veth.hub_addr, g->hub_addr, sizeof(g->hub_addr));
 	inet_ntop(AF_INET, &g->veth.sandbox_addr, g->sandbox_addr, sizeof(g->sandbox_addr));
 
-	rc = gate_make_listeners(g, opts, err, errlen);
+	rc = exec_gate_listeners_new(hub, &g->veth, !opts->no_transparent, &g->fds, err, errlen);
 	if (rc < 0)
 		goto out;
 registration:

@@ -91,6 +91,15 @@ void exec_gate_get_fds(const struct exec_gate *g, struct exec_gate_fds *out);
 void exec_gate_release_fds(struct exec_gate *g);
 
 /*
+ * The listeners of a veth's hub end (proxy, DNS; HTTP and HTTPS when
+ * transparent), made inside the hub and bound to the veth: what
+ * exec_gate_open makes, and what a warm slot holds ready (exec/warm.h).
+ * Unmade ones are -1. 0 or negative errno with err set (none left open).
+ */
+int exec_gate_listeners_new(struct exec_hub *hub, const struct exec_veth *veth, bool transparent,
+                            struct exec_gate_fds *out, char *err, size_t errlen);
+
+/*
  * Listeners closed (those a server took are removed from it, which closes
  * them; connections accepted there run to their end), veth and /30 handed
  * back to the hub: the veth goes with the sandbox's namespace, or the hub

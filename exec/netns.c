@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include <netlink/route/rule.h>
 #include <netlink/socket.h>
 
+#include "exec/warm.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
@@ -55,6 +57,14 @@ struct exec_hub {
 	struct exec_pool pool;
 	struct hub_pending *pending;
 	size_t npending, pending_cap;
+	/* A warm slot's sandbox side (exec/warm.h), kept for the one sandbox
+	 * that claims it; fds -1 once handed on. */
+	struct {
+		bool present, claimed;
+		int netns_fd;
+		struct exec_veth veth;
+		int fds[5];
+	} warm;
 };
 
 /* ---- the /30 pool ------------------------------------------------------- */
@@ -191,6 +201,19 @@ exec_pool_alloc(struct exec_pool *p, uint32_t *slot)
 		i++;
 	}
 	return -ENOSPC;
+}
+
+int
+exec_pool_mark(struct exec_pool *p, uint32_t slot)
+{
+	if (p->used == NULL || slot >= p->nslots)
+		return -ERANGE;
+	if (pool_slot_used(p, slot))
+		return -EEXIST;
+	p->used[slot / 64] |= UINT64_C(1) << (slot % 64);
+	p->nused++;
+	p->next = (slot + 1) % p->nslots;
+	return 0;
 }
 
 void
@@ -511,6 +534,9 @@ exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t err
 		goto out;
 	}
 	h->hub_fd = -1;
+	h->warm.netns_fd = -1;
+	for (int i = 0; i < 5; i++)
+		h->warm.fds[i] = -1;
 	rc = exec_pool_init(&h->pool, pool_cidr, err, errlen);
 	if (rc < 0)
 		goto out;
@@ -538,11 +564,118 @@ exec_hub_free(struct exec_hub *h)
 	/* Pending veths are not deleted one by one: they go with the hub's
 	 * namespace when its last reference does. */
 	free(h->pending);
+	if (h->warm.netns_fd >= 0)
+		close(h->warm.netns_fd);
+	for (int i = 0; i < 5; i++) {
+		if (h->warm.fds[i] >= 0)
+			close(h->warm.fds[i]);
+	}
 	nl_socket_free(h->nl);
 	if (h->hub_fd >= 0)
 		close(h->hub_fd);
 	exec_pool_fini(&h->pool);
 	free(h);
+}
+
+int
+exec_hub_adopt(struct exec_warm_slot *slot, struct exec_hub **out, char *err, size_t errlen)
+{
+	struct exec_hub *h = NULL;
+	int rc = 0, nerr;
+
+	*out = NULL;
+	err[0] = '\0';
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		snprintf(err, errlen, "hub: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	h->hub_fd = -1;
+	h->warm.netns_fd = -1;
+	for (int i = 0; i < 5; i++)
+		h->warm.fds[i] = -1;
+	rc = exec_pool_init(&h->pool, EXEC_POOL_DEFAULT, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = exec_pool_mark(&h->pool, slot->r.slot);
+	if (rc < 0) {
+		snprintf(err, errlen, "warm hub: slot %u: %s", slot->r.slot, strerror(-rc));
+		goto out;
+	}
+	h->nl = nl_socket_alloc();
+	if (h->nl == NULL) {
+		snprintf(err, errlen, "warm hub: netlink: out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
+	nerr = nl_socket_set_fd(h->nl, NETLINK_ROUTE, slot->fd[EXEC_WARM_FD_NL]);
+	if (nerr < 0) {
+		snprintf(err, errlen, "warm hub: netlink socket: %s", nl_geterror(nerr));
+		rc = exec_nl_errno(nerr);
+		goto out;
+	}
+	slot->fd[EXEC_WARM_FD_NL] = -1; /* the nl_sock's now */
+	h->hub_fd = slot->fd[EXEC_WARM_FD_HUB];
+	slot->fd[EXEC_WARM_FD_HUB] = -1;
+	h->warm.present = true;
+	h->warm.netns_fd = slot->fd[EXEC_WARM_FD_SANDBOX];
+	slot->fd[EXEC_WARM_FD_SANDBOX] = -1;
+	for (int i = 0; i < 5; i++) {
+		h->warm.fds[i] = slot->fd[EXEC_WARM_FD_PROXY + i];
+		slot->fd[EXEC_WARM_FD_PROXY + i] = -1;
+	}
+	h->warm.veth.slot = slot->r.slot;
+	snprintf(h->warm.veth.ifname, sizeof(h->warm.veth.ifname), "%s", slot->r.ifname);
+	h->warm.veth.hub_addr.s_addr = slot->r.hub_addr;
+	h->warm.veth.sandbox_addr.s_addr = slot->r.sandbox_addr;
+	h->warm.veth.ifindex = slot->r.ifindex;
+out:
+	exec_warm_slot_close(slot);
+	if (rc < 0) {
+		exec_hub_free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int
+exec_hub_warm_claim(struct exec_hub *h)
+{
+	if (h == NULL || !h->warm.present || h->warm.claimed || h->warm.netns_fd < 0)
+		return -1;
+	h->warm.claimed = true;
+	return h->warm.netns_fd;
+}
+
+/* Whether two fds name the same namespace (nsfs: same device and inode). */
+static bool
+same_ns(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+bool
+exec_hub_warm_take(struct exec_hub *h, int sandbox_netns_fd, struct exec_veth *veth, int fds[5])
+{
+	if (!h->warm.present || !h->warm.claimed || h->warm.netns_fd < 0 ||
+	    !same_ns(h->warm.netns_fd, sandbox_netns_fd))
+		return false;
+	*veth = h->warm.veth;
+	for (int i = 0; i < 5; i++) {
+		fds[i] = h->warm.fds[i];
+		h->warm.fds[i] = -1;
+	}
+	/* The sandbox holds its namespace now; when it ends, the namespace
+	 * and the veth go, as for one the run made itself. */
+	close(h->warm.netns_fd);
+	h->warm.netns_fd = -1;
+	h->warm.present = false;
+	return true;
 }
 
 struct hub_socket_args {

@@ -41,6 +41,9 @@ void exec_pool_fini(struct exec_pool *p);
  * -ENOSPC.
  */
 int exec_pool_alloc(struct exec_pool *p, uint32_t *slot);
+/* Marks a slot taken (one made elsewhere: a warm hub's). 0, or -EEXIST or
+ * -ERANGE. */
+int exec_pool_mark(struct exec_pool *p, uint32_t slot);
 /* Returns a slot; releasing a free or out-of-range slot is ignored. */
 void exec_pool_release(struct exec_pool *p, uint32_t slot);
 /* The slot's host end (.1) and sandbox end (.2), network byte order. */
@@ -62,6 +65,29 @@ int exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t
 /* Closes the hub's fds; the kernel removes the namespace and its veths once
  * nothing else holds them. Accepts NULL. */
 void exec_hub_free(struct exec_hub *h);
+
+/*
+ * A hub from a warm slot (exec/warm.h), which it takes whole: its hub
+ * namespace and netlink socket become the hub's, the slot's /30 is taken in
+ * its pool, and the sandbox namespace, veth and listeners wait for the one
+ * sandbox that claims them (exec_hub_warm_claim, exec_hub_warm_take). On
+ * failure every fd of the slot is closed. 0 or negative errno, err set.
+ */
+struct exec_warm_slot;
+struct exec_veth;
+int exec_hub_adopt(struct exec_warm_slot *slot, struct exec_hub **out, char *err, size_t errlen);
+/*
+ * The warm sandbox namespace for the next sandbox to join (owned by the
+ * hub), or -1: none, or another sandbox claimed it already. Once only.
+ */
+int exec_hub_warm_claim(struct exec_hub *h);
+/*
+ * exec_gate_open's: when sandbox_netns_fd is the claimed warm namespace,
+ * its veth and listeners (as struct exec_gate_fds order: proxy, dns_udp,
+ * dns_tcp, http, https; the caller owns them now) and true; else false.
+ */
+bool exec_hub_warm_take(struct exec_hub *h, int sandbox_netns_fd, struct exec_veth *veth,
+                        int fds[5]);
 
 /*
  * socket(2) made inside the hub (SOCK_CLOEXEC is added): a socket stays in

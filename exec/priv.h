@@ -160,6 +160,8 @@ struct exec_priv_ceiling {
 	/* serve --host-access: HOST_OPEN and HOST_EXEC are served (as the
 	 * person exec_host_person_note noted); false: refused. */
 	bool host_access;
+	/* run: the hub may come from the warm pool (exec/warm.h). */
+	bool warm_pool;
 };
 
 /*

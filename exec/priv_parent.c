@@ -25,6 +25,7 @@
 #include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/vault.h"
+#include "exec/warm.h"
 #include "exec/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
@@ -534,6 +535,11 @@ serve_start(struct exec_priv_msg *m)
 		st->fd[EXEC_PRIV_FD_PTY_SLAVE] = st->fd[EXEC_PRIV_FD_DEVPTS] = -1;
 		spec.pty = pty;
 	}
+	/* A warm hub's one prepared namespace goes to its first sandbox. */
+	if ((st->flags & EXEC_PRIV_F_ATTACH) && P.hub != NULL) {
+		spec.netns_fd = exec_hub_warm_claim(P.hub);
+		spec.join_netns = spec.netns_fd >= 0;
+	}
 	rc = exec_sandbox_start(&spec, (st->flags & EXEC_PRIV_F_ATTACH) ? parent_attach : NULL, &as,
 	                        &sb, err, sizeof(err));
 	if (as.fatal)
@@ -748,8 +754,12 @@ serve_one(struct exec_priv_msg *m)
 	}
 	switch (m->head.kind) {
 	case EXEC_PRIV_HUB:
-		if (P.hub == NULL)
-			rc = exec_hub_new(P.pool, &P.hub, err, sizeof(err));
+		if (P.hub == NULL) {
+			bool warm;
+
+			rc = exec_warm_hub_new(P.pool, P.ceil.warm_pool, &P.hub, &warm, err,
+			                       sizeof(err));
+		}
 		return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 	case EXEC_PRIV_START:
 		return serve_start(m);

@@ -143,6 +143,9 @@ child_lo_up(void)
 		rc = -errno;
 		goto out;
 	}
+	/* A warm slot's namespace comes with lo up, and is not ours to set. */
+	if (ifr.ifr_flags & IFF_UP)
+		goto out;
 	ifr.ifr_flags |= IFF_UP;
 	if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0)
 		rc = -errno;
@@ -954,7 +957,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	struct clone_args ca;
 	char tag[96], hub[64], path[64];
 	int go[2] = {-1, -1}, report[2] = {-1, -1}, agent[2] = {-1, -1};
-	int pidfd = -1, netns = -1, rc;
+	int pidfd = -1, netns = -1, own_netns = -1, rc;
 	uid_t work_uid = 0;
 	gid_t work_gid = 0;
 	long pid;
@@ -1065,8 +1068,40 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	           CLONE_NEWUTS | CLONE_PIDFD;
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	ca.exit_signal = SIGCHLD;
+	if (spec->join_netns) {
+		/*
+		 * The child takes its network namespace from the task that
+		 * clones it, so this thread enters the warm one for the clone
+		 * and comes back. Not a helper thread: PDEATHSIG fires when
+		 * the thread that made the child ends.
+		 */
+		own_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (own_netns < 0 || setns(spec->netns_fd, CLONE_NEWNET) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "joining the warm network namespace: %s",
+			         strerror(errno));
+			goto out;
+		}
+		ca.flags &= ~(uint64_t)CLONE_NEWNET;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &s->started);
 	pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid != 0 && own_netns >= 0) {
+		int saved = errno;
+
+		if (setns(own_netns, CLONE_NEWNET) != 0) {
+			/* Nothing of this process may run in the sandbox's
+			 * network: no way back is the end of it. */
+			fprintf(stderr, "tollgate: cannot leave the warm network namespace: %s\n",
+			        strerror(errno));
+			if (pid > 0)
+				kill((pid_t)pid, SIGKILL);
+			_exit(125);
+		}
+		close(own_netns);
+		own_netns = -1;
+		errno = saved;
+	}
 	if (pid < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "clone: %s", strerror(errno));
@@ -1153,6 +1188,8 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	s = NULL;
 	rc = 0;
 out:
+	if (own_netns >= 0)
+		close(own_netns);
 	if (go[0] >= 0)
 		close(go[0]);
 	if (go[1] >= 0)
