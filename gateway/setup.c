@@ -21,6 +21,7 @@
 #include "exec/netns.h"
 #include "exec/userns.h"
 #include "exec/priv.h"
+#include "exec/warm.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -199,6 +200,7 @@ split(const struct gw_setup_flags *f, const struct policy *policy)
 	/* "always" approvals: the gate cannot rewrite a root-owned file. */
 	c.policy_path = f->policy_path;
 	c.host_access = f->host_access;
+	c.warm_pool = f->warm_pool;
 	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
 		c.control_dir = ctl_dir;
 	rc = exec_priv_split(&c, f->pool);
@@ -314,9 +316,11 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (exec_priv_hub(err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "network hub: %s", err);
 		s->hub = exec_priv_hub_handle();
-	} else if ((parts & GW_SETUP_HUB) &&
-	           exec_hub_new(f->pool, &s->hub, err, sizeof(err)) != 0) {
-		return gw_fail(f->cmd, "network hub: %s", err);
+	} else if (parts & GW_SETUP_HUB) {
+		bool warm;
+
+		if (exec_warm_hub_new(f->pool, f->warm_pool, &s->hub, &warm, err, sizeof(err)) != 0)
+			return gw_fail(f->cmd, "network hub: %s", err);
 	}
 	return 0;
 }

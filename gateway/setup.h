@@ -110,6 +110,8 @@ struct gw_setup_flags {
 	/* serve --host-access: the parent runs host commands and opens host
 	 * files as the person (exec/host.h); false: it refuses them. */
 	bool host_access;
+	/* run: the hub may come from the warm pool (exec/warm.h, docs/run.md). */
+	bool warm_pool;
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */

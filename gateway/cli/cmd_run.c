@@ -440,6 +440,7 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 		parts |= GW_SETUP_GATE | GW_SETUP_CONTROL;
 	f->gw.sandbox = &f->sb; /* the privileged parent's ceiling */
 	f->gw.sandbox_outdir = f->out_dir;
+	f->gw.warm_pool = true; /* one run, one hub: a warm slot fits (exec/warm.h) */
 	if (gw_setup_start(&st->gw, &st->setup, &f->gw, parts) != 0)
 		return GW_EXIT_FAILURE;
 	if (st->setup.control != NULL)

@@ -7,6 +7,7 @@ extern const struct gw_command gw_command_run;
 extern const struct gw_command gw_command_wrap;
 extern const struct gw_command gw_command_serve;
 extern const struct gw_command gw_command_proxy;
+extern const struct gw_command gw_command_pool;
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
 extern const struct gw_command gw_command_pending;
@@ -26,6 +27,7 @@ const struct gw_command *const gw_commands[] = {
 	&gw_command_wrap,
 	&gw_command_serve,
 	&gw_command_proxy,
+	&gw_command_pool,
 	&gw_command_policy,
 	&gw_command_audit,
 	&gw_command_pending,
