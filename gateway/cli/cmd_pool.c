@@ -3,16 +3,20 @@
  * A root process that keeps N slots of network plumbing ready and hands
  * each, once, to a `tollgate run` that asks on its root-only socket, then
  * makes another. Its only input is that socket's one-datagram requests.
+ * The main thread only answers; a thread of its own, at the lowest
+ * priority, makes the slots.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -21,6 +25,7 @@
 #include "exec/warm.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
+#include "gateway/core/thread.h"
 
 extern const struct gw_command gw_command_pool;
 
@@ -29,6 +34,8 @@ extern const struct gw_command gw_command_pool;
 #define POOL_BACKLOG 64
 /* After a slot could not be made, wait this long before the next try. */
 #define POOL_RETRY_MS 1000
+/* The maker thread's nice value: a refill yields to the runs it serves. */
+#define POOL_MAKER_NICE 19
 
 enum { OPT_SIZE = 0x100, OPT_SOCKET };
 
@@ -54,12 +61,77 @@ ns_name(int fd, char *buf, size_t len)
 }
 
 /*
+ * The store of ready slots, shared by the main thread, which only serves
+ * the socket (a run never waits for a slot to be made), and the maker
+ * thread, which refills it at the lowest priority.
+ */
+struct pool {
+	pthread_mutex_t mu;
+	pthread_cond_t refill; /* the store has room, or stopping */
+	struct exec_warm_slot slots[EXEC_WARM_SIZE_MAX];
+	size_t n, size;
+	bool stopping;
+	const char *path;
+};
+
+static void *
+maker_main(void *arg)
+{
+	struct pool *P = arg;
+	struct exec_warm_slot slot;
+	char err[512], hub[48], sandbox[48];
+	bool announced = false;
+
+	/* This thread only: nice is per thread on Linux, and the threads
+	 * exec_hub_new starts inherit it. */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), POOL_MAKER_NICE);
+	pthread_mutex_lock(&P->mu);
+	while (!P->stopping) {
+		struct timespec until;
+		int rc;
+
+		if (P->n >= P->size) {
+			pthread_cond_wait(&P->refill, &P->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&P->mu);
+		rc = exec_warm_slot_make(&slot, err, sizeof(err));
+		if (rc == 0) {
+			ns_name(slot.fd[EXEC_WARM_FD_HUB], hub, sizeof(hub));
+			ns_name(slot.fd[EXEC_WARM_FD_SANDBOX], sandbox, sizeof(sandbox));
+			log_info("pool: made slot: sandbox %s, hub %s", sandbox, hub);
+		} else {
+			log_warnx("pool: making a slot: %s", err);
+		}
+		pthread_mutex_lock(&P->mu);
+		if (rc == 0 && !P->stopping) {
+			P->slots[P->n++] = slot;
+			if (P->n == P->size && !announced) {
+				log_info("pool: %zu slot%s ready on %s", P->size,
+				         P->size == 1 ? "" : "s", P->path);
+				announced = true;
+			}
+		} else if (rc == 0) {
+			exec_warm_slot_close(&slot);
+		} else if (!P->stopping) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += POOL_RETRY_MS / 1000;
+			(void)pthread_cond_timedwait(&P->refill, &P->mu, &until);
+		}
+	}
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+/*
  * One connection: one request, one answer. The peer must be root; the
  * request is exactly a TAKE; the slot is forgotten once sent.
  */
 static void
-serve_one(int conn, struct exec_warm_slot *slots, size_t *nslots)
+serve_one(struct pool *P, int conn)
 {
+	struct exec_warm_slot slot;
+	bool have;
 	struct exec_warm_request req[2];
 	struct exec_warm_reply none = {
 	    .magic = EXEC_WARM_MAGIC, .version = EXEC_WARM_VERSION, .status = -EAGAIN};
@@ -93,23 +165,28 @@ serve_one(int conn, struct exec_warm_slot *slots, size_t *nslots)
 		log_warnx("pool: a malformed request from pid %d refused", (int)cred.pid);
 		return;
 	}
-	if (*nslots == 0) {
+	/* Taken out of the store: forgotten from here on, whether or not it
+	 * arrives. A slot is never offered twice. */
+	pthread_mutex_lock(&P->mu);
+	have = P->n > 0;
+	if (have) {
+		slot = P->slots[--P->n];
+		pthread_cond_signal(&P->refill);
+	}
+	pthread_mutex_unlock(&P->mu);
+	if (!have) {
 		(void)exec_priv_send(conn, &none, sizeof(none), NULL, 0);
 		return;
 	}
-	/* Forgotten from here on, whether or not it arrives: a slot is
-	 * never offered twice. */
-	struct exec_warm_slot *s = &slots[--*nslots];
-
-	ns_name(s->fd[EXEC_WARM_FD_HUB], hub, sizeof(hub));
-	ns_name(s->fd[EXEC_WARM_FD_SANDBOX], sandbox, sizeof(sandbox));
-	rc = exec_priv_send(conn, &s->r, sizeof(s->r), s->fd, EXEC_WARM_FD_N);
+	ns_name(slot.fd[EXEC_WARM_FD_HUB], hub, sizeof(hub));
+	ns_name(slot.fd[EXEC_WARM_FD_SANDBOX], sandbox, sizeof(sandbox));
+	rc = exec_priv_send(conn, &slot.r, sizeof(slot.r), slot.fd, EXEC_WARM_FD_N);
 	if (rc == 0)
 		log_info("pool: handed out to pid %d: sandbox %s, hub %s, %s", (int)cred.pid,
-		         sandbox, hub, s->r.ifname);
+		         sandbox, hub, slot.r.ifname);
 	else
 		log_warnx("pool: handing out to pid %d: %s", (int)cred.pid, strerror(-rc));
-	exec_warm_slot_close(s);
+	exec_warm_slot_close(&slot);
 }
 
 /*
@@ -178,15 +255,18 @@ run_pool(int argc, char **argv)
 	    {"socket", required_argument, NULL, OPT_SOCKET},
 	    {NULL, 0, NULL, 0},
 	};
-	struct exec_warm_slot slots[EXEC_WARM_SIZE_MAX];
+	static struct pool P = {
+	    .mu = PTHREAD_MUTEX_INITIALIZER,
+	    .refill = PTHREAD_COND_INITIALIZER,
+	};
 	const char *path = EXEC_WARM_SOCKET;
-	size_t size = POOL_SIZE_DEFAULT, nslots = 0;
+	size_t size = POOL_SIZE_DEFAULT;
 	struct sigaction sa;
-	bool announced = false;
-	int retry_ms = 0;
-	char err[512], hub[48], sandbox[48], *end;
+	sigset_t all, old, stop, waiting;
+	pthread_t maker;
+	char *end;
 	long v;
-	int c, lfd;
+	int c, lfd, rc;
 
 	gw_getopt_reset();
 	for (;;) {
@@ -229,12 +309,29 @@ run_pool(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* The stop signals are blocked but inside ppoll: none is lost between
+	 * the check of stopping and the wait. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &waiting);
 
-	/* A request first, then a refill: poll waits only when full. */
+	P.size = size;
+	P.path = path;
+	/* The maker takes no signal: they end the main thread's poll. */
+	gw_thread_helper_mask(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&maker, NULL, maker_main, &P);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		close(lfd);
+		(void)unlink(path);
+		return gw_fail(CMD, "thread: %s", strerror(rc));
+	}
 	while (!stopping) {
 		struct pollfd pfd = {.fd = lfd, .events = POLLIN};
-		int timeout = nslots < size ? retry_ms : -1;
-		int n = poll(&pfd, 1, timeout);
+		int n = ppoll(&pfd, 1, NULL, &waiting);
 
 		if (n < 0 && errno != EINTR) {
 			log_warn("pool: poll");
@@ -244,33 +341,21 @@ run_pool(int argc, char **argv)
 			int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (conn >= 0) {
-				serve_one(conn, slots, &nslots);
+				serve_one(&P, conn);
 				close(conn);
 			}
-			continue;
-		}
-		if (stopping || nslots >= size)
-			continue;
-		if (exec_warm_slot_make(&slots[nslots], err, sizeof(err)) != 0) {
-			log_warnx("pool: making a slot: %s", err);
-			retry_ms = POOL_RETRY_MS;
-			continue;
-		}
-		retry_ms = 0;
-		ns_name(slots[nslots].fd[EXEC_WARM_FD_HUB], hub, sizeof(hub));
-		ns_name(slots[nslots].fd[EXEC_WARM_FD_SANDBOX], sandbox, sizeof(sandbox));
-		log_info("pool: made slot: sandbox %s, hub %s", sandbox, hub);
-		nslots++;
-		if (nslots == size && !announced) {
-			log_info("pool: %zu slot%s ready on %s", size, size == 1 ? "" : "s", path);
-			announced = true;
 		}
 	}
 	close(lfd);
 	(void)unlink(path);
+	pthread_mutex_lock(&P.mu);
+	P.stopping = true;
+	pthread_cond_broadcast(&P.refill);
+	pthread_mutex_unlock(&P.mu);
+	pthread_join(maker, NULL);
 	/* What was never handed out goes with its fds. */
-	for (size_t i = 0; i < nslots; i++)
-		exec_warm_slot_close(&slots[i]);
+	for (size_t i = 0; i < P.n; i++)
+		exec_warm_slot_close(&P.slots[i]);
 	return GW_EXIT_OK;
 }
 
