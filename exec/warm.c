@@ -20,6 +20,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <net/if.h>
+#include <netlink/route/link.h>
 #include <netlink/socket.h>
 
 #include "exec/gate.h"
@@ -109,6 +111,25 @@ open_own_netns(void *arg)
 	return *fd < 0 ? -errno : 0;
 }
 
+/*
+ * Whether the hub end is operationally up: a veth has carrier only with
+ * both ends up, and until the kernel's link watcher has seen it, it drops
+ * what it sends. exec_veth_attach waits for that, bounded; a slot that is
+ * still not running after it is not stored (a run would find it dead).
+ */
+static bool
+hub_end_running(struct exec_hub *hub, const char *ifname)
+{
+	struct rtnl_link *link = NULL;
+	unsigned int flags;
+
+	if (rtnl_link_get_kernel(exec_hub_nl(hub), 0, ifname, &link) < 0)
+		return false;
+	flags = rtnl_link_get_flags(link);
+	rtnl_link_put(link);
+	return (flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
+}
+
 int
 exec_warm_slot_make(struct exec_warm_slot *out, char *err, size_t errlen)
 {
@@ -131,6 +152,11 @@ exec_warm_slot_make(struct exec_warm_slot *out, char *err, size_t errlen)
 	rc = exec_veth_attach(hub, out->fd[EXEC_WARM_FD_SANDBOX], &veth, err, errlen);
 	if (rc < 0)
 		goto out;
+	if (!hub_end_running(hub, veth.ifname)) {
+		rc = -ENETDOWN;
+		gw_set_err(err, errlen, "veth %s: not running after 1 s; slot dropped", veth.ifname);
+		goto out;
+	}
 	rc = exec_gate_listeners_new(hub, &veth, true, &gf, err, errlen);
 	if (rc < 0)
 		goto out;

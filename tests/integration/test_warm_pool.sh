@@ -43,7 +43,9 @@ ip -o -6 addr | wc -l
 ip -4 route | tr "\n" ";"; echo
 cat /proc/net/tcp /proc/net/udp /proc/net/raw /proc/net/tcp6 /proc/net/udp6 2>/dev/null | grep -vc local_address
 curl -sS -m 20 http://origin.test:'$port'/hello.txt
-curl -sS -m 20 -o /dev/null -w "refused %{http_code}\n" http://other.test:'$port'/hello.txt'
+curl -sS -m 20 -o /dev/null -w "refused %{http_code}\n" http://other.test:'$port'/hello.txt
+ip neigh | tr "\n" ";"; echo
+ip -o link show eth0'
 
 # sandbox NAME [env...]: one run of the probe, its output in $TEST_TMP/NAME.out.
 sandbox() {
@@ -57,6 +59,11 @@ sandbox() {
 		"$(sed -n 7p "$TEST_TMP/$name.out")" "hello from the origin"
 	expect_eq "$name: another name is refused by the gate" \
 		"$(sed -n 8p "$TEST_TMP/$name.out")" "refused 403"
+	if [[ $(sed -n 7p "$TEST_TMP/$name.out") != "hello from the origin" ]]; then
+		echo "  $name: neighbours: $(sed -n 9p "$TEST_TMP/$name.out")"
+		echo "  $name: eth0: $(sed -n 10p "$TEST_TMP/$name.out")"
+		tail -n 8 "$log" | sed 's/^/  pool: /'
+	fi
 	grep -v '^tollgate: refused other.test' "$TEST_TMP/$name.err" | sed 's/^/  stderr: /' || true
 }
 # The network view without the namespace line.
