@@ -59,6 +59,9 @@ sandbox() {
 		"$(sed -n 7p "$TEST_TMP/$name.out")" "hello from the origin"
 	expect_eq "$name: another name is refused by the gate" \
 		"$(sed -n 8p "$TEST_TMP/$name.out")" "refused 403"
+	# What to look at when the gate was not reached: the kernel's ARP table is
+	# shared by every namespace, and when another program fills it ("neighbor
+	# table overflow" in the kernel log) a sandbox cannot resolve its hub.
 	if [[ $(sed -n 7p "$TEST_TMP/$name.out") != "hello from the origin" ]]; then
 		echo "  $name: neighbours: $(sed -n 9p "$TEST_TMP/$name.out")"
 		echo "  $name: eth0: $(sed -n 10p "$TEST_TMP/$name.out")"
