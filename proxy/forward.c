@@ -45,6 +45,8 @@ struct proxy_forward {
 	struct policy *up_policy; /* the policy whose address checks it passed */
 	bool reused;              /* this request went on a kept connection */
 	struct evbuffer *replay;  /* the request as sent, to retry a kept connection once */
+	/* Bytes on their way to one side, sent before the pump that made them returns. */
+	struct evbuffer *pending;
 	bool retried;
 
 	enum fwd_phase phase;
@@ -84,8 +86,32 @@ proxy_forward_free(struct proxy_forward *f)
 	drop_upstream(f);
 	if (f->replay != NULL)
 		evbuffer_free(f->replay);
+	if (f->pending != NULL)
+		evbuffer_free(f->pending);
 	free(f->rhead);
 	free(f);
+}
+
+/*
+ * Sends what f->pending holds on bev. When nothing waits in bev's output,
+ * the bytes go straight to the socket in this turn of the loop: through the
+ * output they would wait for the next turn and cost two epoll_ctl (the
+ * write event on, then off again), a request and a response each. What the
+ * socket does not take, or a failed write, goes to the output as before:
+ * its write event sends the rest, or reports the error to the event
+ * callback.
+ */
+static void
+fwd_send(struct proxy_forward *f, struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+
+	if (evbuffer_get_length(f->pending) == 0)
+		return;
+	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE))
+		(void)evbuffer_write(f->pending, bufferevent_getfd(bev));
+	if (evbuffer_get_length(f->pending) > 0)
+		evbuffer_add_buffer(out, f->pending);
 }
 
 /* ---- bodies ----------------------------------------------------------------- */
@@ -334,10 +360,11 @@ fwd_pump_request(struct proxy_forward *f)
 	if (f->req.done || f->ubev == NULL)
 		return;
 	out = bufferevent_get_output(f->ubev);
-	if (body_move(&f->req, bufferevent_get_input(c->cbev), out, &c->bytes_up) != 0) {
+	if (body_move(&f->req, bufferevent_get_input(c->cbev), f->pending, &c->bytes_up) != 0) {
 		fwd_fail(f, 400, "malformed-request", "malformed chunked request body");
 		return;
 	}
+	fwd_send(f, f->ubev);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
 		exchange_check_done(f);
@@ -394,36 +421,34 @@ static void
 send_request(struct proxy_forward *f)
 {
 	struct proxy_conn *c = f->c;
-	struct evbuffer *head = evbuffer_new();
-	size_t n;
 
-	if (head == NULL || build_request(f, head) != 0) {
-		if (head != NULL)
-			evbuffer_free(head);
+	evbuffer_drain(f->pending, evbuffer_get_length(f->pending));
+	if (build_request(f, f->pending) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
-	n = evbuffer_get_length(head);
+	c->bytes_up += evbuffer_get_length(f->pending);
 	/* Kept for one retry when a kept connection turns out to be closed. */
 	if (f->reused && f->req.kind == BODY_NONE) {
 		f->replay = evbuffer_new();
 		if (f->replay != NULL)
-			evbuffer_add_buffer_reference(f->replay, head);
+			evbuffer_add_buffer_reference(f->replay, f->pending);
 	}
-	evbuffer_add_buffer(bufferevent_get_output(f->ubev), head);
-	evbuffer_free(head);
-	c->bytes_up += n;
 	f->phase = FWD_RESPONSE_HEAD;
 	bufferevent_setcb(f->ubev, on_upstream_read, on_upstream_write, on_upstream_event, f);
 	bufferevent_setwatermark(f->ubev, EV_WRITE, FWD_BUF_MAX / 2, 0);
 	bufferevent_setwatermark(c->cbev, EV_WRITE, FWD_BUF_MAX / 2, 0);
-	bufferevent_enable(f->ubev, EV_READ | EV_WRITE);
+	/* A new bufferevent has writing enabled; enabling it again would add
+	 * the write event now (an epoll_ctl) with nothing queued to write. */
+	bufferevent_enable(f->ubev, (bufferevent_get_enabled(f->ubev) & EV_WRITE) ? EV_READ
+	                                                                           : EV_READ | EV_WRITE);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
+		fwd_send(f, f->ubev);
 	} else {
 		bufferevent_setcb(c->cbev, on_client_body, on_client_drained, on_client_gone, c);
 		bufferevent_enable(c->cbev, EV_READ);
-		fwd_pump_request(f);
+		fwd_pump_request(f); /* the head, and the body bytes here already */
 	}
 }
 
@@ -511,7 +536,7 @@ read_response_head(struct proxy_forward *f)
 {
 	struct proxy_conn *c = f->c;
 	struct evbuffer *in = bufferevent_get_input(f->ubev);
-	struct evbuffer *out = bufferevent_get_output(c->cbev);
+	struct evbuffer *out = f->pending;
 	size_t len = evbuffer_get_length(in), before;
 	char *buf;
 	long end;
@@ -580,17 +605,23 @@ fwd_pump_response(struct proxy_forward *f)
 
 	while (f->phase == FWD_RESPONSE_HEAD) {
 		rc = read_response_head(f);
-		if (rc != 0)
+		if (rc < 0)
+			return; /* f may be gone */
+		if (rc > 0) {
+			fwd_send(f, c->cbev); /* interim responses */
 			return;
+		}
 	}
 	if (f->phase != FWD_RESPONSE_BODY)
 		return;
 	out = bufferevent_get_output(c->cbev);
-	if (body_move(&f->resp, bufferevent_get_input(f->ubev), out, &c->bytes_down) != 0) {
+	if (body_move(&f->resp, bufferevent_get_input(f->ubev), f->pending, &c->bytes_down) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable",
 		         "malformed chunked response from upstream");
 		return;
 	}
+	/* Before the exchange ends: the next one, or the close, follows these bytes. */
+	fwd_send(f, c->cbev);
 	if (evbuffer_get_length(out) > FWD_BUF_MAX)
 		bufferevent_disable(f->ubev, EV_READ);
 	if (f->resp.done && !f->req.done) {
@@ -704,6 +735,11 @@ proxy_forward_start(struct proxy_conn *c)
 		}
 		f->c = c;
 		c->fwd = f;
+		f->pending = evbuffer_new();
+		if (f->pending == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
 	}
 	f->phase = FWD_IDLE;
 	f->response_started = false;
