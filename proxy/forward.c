@@ -45,6 +45,8 @@ struct proxy_forward {
 	struct policy *up_policy; /* the policy whose address checks it passed */
 	bool reused;              /* this request went on a kept connection */
 	struct evbuffer *replay;  /* the request as sent, to retry a kept connection once */
+	/* Bytes on their way to one side, sent before the pump that made them returns. */
+	struct evbuffer *pending;
 	bool retried;
 
 	enum fwd_phase phase;
@@ -84,8 +86,32 @@ proxy_forward_free(struct proxy_forward *f)
 	drop_upstream(f);
 	if (f->replay != NULL)
 		evbuffer_free(f->replay);
+	if (f->pending != NULL)
+		evbuffer_free(f->pending);
 	free(f->rhead);
 	free(f);
+}
+
+/*
+ * Sends what f->pending holds on bev. When nothing waits in bev's output,
+ * the bytes go straight to the socket in this turn of the loop: through the
+ * output they would wait for the next turn and cost two epoll_ctl (the
+ * write event on, then off again), a request and a response each. What the
+ * socket does not take, or a failed write, goes to the output as before:
+ * its write event sends the rest, or reports the error to the event
+ * callback.
+ */
+static void
+fwd_send(struct proxy_forward *f, struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+
+	if (evbuffer_get_length(f->pending) == 0)
+		return;
+	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE))
+		(void)evbuffer_write(f->pending, bufferevent_getfd(bev));
+	if (evbuffer_get_length(f->pending) > 0)
+		evbuffer_add_buffer(out, f->pending);
 }
 
 /* ---- bodies ----------------------------------------------------------------- */
@@ -250,8 +276,7 @@ exchange_done(struct proxy_forward *f)
 	struct proxy_conn *c = f->c;
 
 	proxy_audit_connection(c, "done");
-	free(f->rhead);
-	f->rhead = NULL;
+	/* f->rhead stays for the next response: it is parsed afresh each time. */
 	if (f->replay != NULL) {
 		evbuffer_free(f->replay);
 		f->replay = NULL;
@@ -334,10 +359,11 @@ fwd_pump_request(struct proxy_forward *f)
 	if (f->req.done || f->ubev == NULL)
 		return;
 	out = bufferevent_get_output(f->ubev);
-	if (body_move(&f->req, bufferevent_get_input(c->cbev), out, &c->bytes_up) != 0) {
+	if (body_move(&f->req, bufferevent_get_input(c->cbev), f->pending, &c->bytes_up) != 0) {
 		fwd_fail(f, 400, "malformed-request", "malformed chunked request body");
 		return;
 	}
+	fwd_send(f, f->ubev);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
 		exchange_check_done(f);
@@ -366,64 +392,120 @@ header_is(const struct proxy_header *h, const char *name)
 	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
 }
 
-/* The request head as it goes upstream. */
-static int
-build_request(struct proxy_forward *f, struct evbuffer *out)
-{
-	struct proxy_head *h = f->c->head;
-	int rc = 0;
+/*
+ * A head is built in two passes of the same code: the first (buf NULL)
+ * counts its bytes, the second copies them into space reserved once in the
+ * output, so a head costs no formatting and at most one allocation.
+ */
+struct head_out {
+	char *buf;
+	size_t len;
+};
 
-	rc |= evbuffer_add_printf(out, "%s %s%.*s HTTP/1.%d\r\nHost: %.*s\r\n", h->method,
-	                          h->path[0] == '?' ? "/" : "", (int)h->path_len, h->path,
-	                          h->version_minor, (int)h->authority_len, h->authority) < 0;
+static void
+emit(struct head_out *o, const char *s, size_t n)
+{
+	if (o->buf != NULL)
+		memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+#define EMIT_LIT(o, lit) emit((o), (lit), sizeof(lit) - 1)
+
+static void
+emit_field(struct head_out *o, const struct proxy_header *hd)
+{
+	emit(o, hd->name, hd->name_len);
+	EMIT_LIT(o, ": ");
+	emit(o, hd->value, hd->value_len);
+	EMIT_LIT(o, "\r\n");
+}
+
+/* Runs build twice: counting, then writing into out. 0, or -ENOMEM. */
+static int
+head_put(struct evbuffer *out, void (*build)(struct head_out *, const void *), const void *arg)
+{
+	struct head_out o = {NULL, 0};
+	struct evbuffer_iovec vec;
+	size_t want;
+
+	build(&o, arg);
+	want = o.len;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)want, &vec, 1) != 1 || vec.iov_len < want)
+		return -ENOMEM;
+	o.buf = vec.iov_base;
+	o.len = 0;
+	build(&o, arg);
+	vec.iov_len = o.len;
+	return evbuffer_commit_space(out, &vec, 1) == 0 ? 0 : -ENOMEM;
+}
+
+/* The request head as it goes upstream. */
+static void
+request_head(struct head_out *o, const void *arg)
+{
+	const struct proxy_head *h = arg;
+	char version[] = " HTTP/1.1\r\nHost: ";
+
+	emit(o, h->method, strlen(h->method));
+	EMIT_LIT(o, " ");
+	if (h->path[0] == '?')
+		EMIT_LIT(o, "/");
+	emit(o, h->path, h->path_len);
+	version[8] = h->version_minor == 0 ? '0' : '1'; /* the parser allows only these */
+	EMIT_LIT(o, version);
+	emit(o, h->authority, h->authority_len);
+	EMIT_LIT(o, "\r\n");
 	for (size_t i = 0; i < h->nheaders; i++) {
 		const struct proxy_header *hd = &h->headers[i];
 
 		if (header_is(hd, "Host") || proxy_head_is_hop_by_hop(h, hd))
 			continue;
-		rc |= evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)hd->name_len, hd->name,
-		                          (int)hd->value_len, hd->value) < 0;
+		emit_field(o, hd);
 	}
 	if (h->chunked)
-		rc |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
-	rc |= evbuffer_add(out, "\r\n", 2);
-	return rc != 0 ? -ENOMEM : 0;
+		EMIT_LIT(o, "Transfer-Encoding: chunked\r\n");
+	EMIT_LIT(o, "\r\n");
+}
+
+static int
+build_request(struct proxy_forward *f, struct evbuffer *out)
+{
+	return head_put(out, request_head, f->c->head);
 }
 
 static void
 send_request(struct proxy_forward *f)
 {
 	struct proxy_conn *c = f->c;
-	struct evbuffer *head = evbuffer_new();
-	size_t n;
 
-	if (head == NULL || build_request(f, head) != 0) {
-		if (head != NULL)
-			evbuffer_free(head);
+	evbuffer_drain(f->pending, evbuffer_get_length(f->pending));
+	if (build_request(f, f->pending) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
-	n = evbuffer_get_length(head);
+	c->bytes_up += evbuffer_get_length(f->pending);
 	/* Kept for one retry when a kept connection turns out to be closed. */
 	if (f->reused && f->req.kind == BODY_NONE) {
 		f->replay = evbuffer_new();
 		if (f->replay != NULL)
-			evbuffer_add_buffer_reference(f->replay, head);
+			evbuffer_add_buffer_reference(f->replay, f->pending);
 	}
-	evbuffer_add_buffer(bufferevent_get_output(f->ubev), head);
-	evbuffer_free(head);
-	c->bytes_up += n;
 	f->phase = FWD_RESPONSE_HEAD;
 	bufferevent_setcb(f->ubev, on_upstream_read, on_upstream_write, on_upstream_event, f);
 	bufferevent_setwatermark(f->ubev, EV_WRITE, FWD_BUF_MAX / 2, 0);
 	bufferevent_setwatermark(c->cbev, EV_WRITE, FWD_BUF_MAX / 2, 0);
-	bufferevent_enable(f->ubev, EV_READ | EV_WRITE);
+	/* A new bufferevent has writing enabled; enabling it again would add
+	 * the write event now (an epoll_ctl) with nothing queued to write. */
+	bufferevent_enable(f->ubev, (bufferevent_get_enabled(f->ubev) & EV_WRITE) ? EV_READ
+	                                                                           : EV_READ | EV_WRITE);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
+		fwd_send(f, f->ubev);
 	} else {
 		bufferevent_setcb(c->cbev, on_client_body, on_client_drained, on_client_gone, c);
 		bufferevent_enable(c->cbev, EV_READ);
-		fwd_pump_request(f);
+		fwd_pump_request(f); /* the head, and the body bytes here already */
 	}
 }
 
@@ -475,34 +557,58 @@ proxy_forward_reusable(struct proxy_conn *c)
 
 /* ---- response: upstream -> client -------------------------------------------------- */
 
-static void
-write_response_head(struct proxy_forward *f, const struct proxy_head *r, struct evbuffer *out)
-{
-	bool interim = r->status < 200;
+struct response_head_arg {
+	const struct proxy_forward *f;
+	const struct proxy_head *r;
+};
 
-	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", r->status, (int)r->reason_len, r->reason);
+static void
+response_head(struct head_out *o, const void *arg)
+{
+	const struct response_head_arg *a = arg;
+	const struct proxy_forward *f = a->f;
+	const struct proxy_head *r = a->r;
+	bool interim = r->status < 200;
+	char status[] = "HTTP/1.1 000 ";
+
+	/* The parser takes exactly three digits, 100 to 999. */
+	status[9] = (char)('0' + r->status / 100);
+	status[10] = (char)('0' + r->status / 10 % 10);
+	status[11] = (char)('0' + r->status % 10);
+	EMIT_LIT(o, status);
+	emit(o, r->reason, r->reason_len);
+	EMIT_LIT(o, "\r\n");
 	for (size_t i = 0; i < r->nheaders; i++) {
 		const struct proxy_header *hd = &r->headers[i];
 
 		if (proxy_head_is_hop_by_hop(r, hd))
 			continue;
-		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)hd->name_len, hd->name,
-		                    (int)hd->value_len, hd->value);
+		emit_field(o, hd);
 	}
 	if (!interim) {
 		const struct proxy_header *te = proxy_head_get(r, "Transfer-Encoding");
 
-		if (f->resp.kind == BODY_CHUNKED)
-			evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
-		else if (r->other_coding && te != NULL)
+		if (f->resp.kind == BODY_CHUNKED) {
+			EMIT_LIT(o, "Transfer-Encoding: chunked\r\n");
+		} else if (r->other_coding && te != NULL) {
 			/* A coding we do not frame (the body ends at close): the
 			 * client needs it to decode the body. */
-			evbuffer_add_printf(out, "Transfer-Encoding: %.*s\r\n", (int)te->value_len,
-			                    te->value);
+			EMIT_LIT(o, "Transfer-Encoding: ");
+			emit(o, te->value, te->value_len);
+			EMIT_LIT(o, "\r\n");
+		}
 		if (f->client_close)
-			evbuffer_add_printf(out, "Connection: close\r\n");
+			EMIT_LIT(o, "Connection: close\r\n");
 	}
-	evbuffer_add(out, "\r\n", 2);
+	EMIT_LIT(o, "\r\n");
+}
+
+static int
+write_response_head(struct proxy_forward *f, const struct proxy_head *r, struct evbuffer *out)
+{
+	struct response_head_arg a = {f, r};
+
+	return head_put(out, response_head, &a);
 }
 
 /* 0: a head was handled; 1: need more bytes; -1: failed (f may be gone). */
@@ -511,7 +617,7 @@ read_response_head(struct proxy_forward *f)
 {
 	struct proxy_conn *c = f->c;
 	struct evbuffer *in = bufferevent_get_input(f->ubev);
-	struct evbuffer *out = bufferevent_get_output(c->cbev);
+	struct evbuffer *out = f->pending;
 	size_t len = evbuffer_get_length(in), before;
 	char *buf;
 	long end;
@@ -555,7 +661,10 @@ read_response_head(struct proxy_forward *f)
 			f->upstream_close = true;
 	}
 	before = evbuffer_get_length(out);
-	write_response_head(f, r, out);
+	if (write_response_head(f, r, out) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return -1;
+	}
 	c->bytes_down += evbuffer_get_length(out) - before;
 	evbuffer_drain(in, (size_t)end);
 	f->response_started = true;
@@ -580,17 +689,23 @@ fwd_pump_response(struct proxy_forward *f)
 
 	while (f->phase == FWD_RESPONSE_HEAD) {
 		rc = read_response_head(f);
-		if (rc != 0)
+		if (rc < 0)
+			return; /* f may be gone */
+		if (rc > 0) {
+			fwd_send(f, c->cbev); /* interim responses */
 			return;
+		}
 	}
 	if (f->phase != FWD_RESPONSE_BODY)
 		return;
 	out = bufferevent_get_output(c->cbev);
-	if (body_move(&f->resp, bufferevent_get_input(f->ubev), out, &c->bytes_down) != 0) {
+	if (body_move(&f->resp, bufferevent_get_input(f->ubev), f->pending, &c->bytes_down) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable",
 		         "malformed chunked response from upstream");
 		return;
 	}
+	/* Before the exchange ends: the next one, or the close, follows these bytes. */
+	fwd_send(f, c->cbev);
 	if (evbuffer_get_length(out) > FWD_BUF_MAX)
 		bufferevent_disable(f->ubev, EV_READ);
 	if (f->resp.done && !f->req.done) {
@@ -704,6 +819,11 @@ proxy_forward_start(struct proxy_conn *c)
 		}
 		f->c = c;
 		c->fwd = f;
+		f->pending = evbuffer_new();
+		if (f->pending == NULL) {
+			proxy_conn_close(c, "out of memory");
+			return;
+		}
 	}
 	f->phase = FWD_IDLE;
 	f->response_started = false;
