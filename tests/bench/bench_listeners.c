@@ -320,7 +320,7 @@ warm_batch(struct bench *b, int from, int to)
 	close(out[1]);
 	if (serve_until_child_done(b, pid, out[0], &co) != 0 || co.len == 0)
 		return -1;
-	return atoi(co.buf);
+	return (int)strtol(co.buf, NULL, 10);
 }
 
 /*
@@ -539,7 +539,7 @@ main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "p:x:n:k:r:l:T:d:")) != -1) {
 		switch (opt) {
 		case 'p':
-			b.origin_port = atoi(optarg);
+			b.origin_port = (int)strtol(optarg, NULL, 10);
 			break;
 		case 'x':
 			b.client = optarg;
