@@ -11,7 +11,11 @@ mkdir -p "$TOLLGATE_HOME"
 input=
 vrun() {
 	set +e
-	out=$(printf '%s' "$input" | "$TOLLGATE" vault "$@" 2>"$TEST_TMP/err")
+	# From a file, not a pipe: a command that reads no stdin (list, delete)
+	# may exit before printf has written, and pipefail would take printf's
+	# SIGPIPE (141) for the command's status.
+	printf '%s' "$input" >"$TEST_TMP/in"
+	out=$("$TOLLGATE" vault "$@" <"$TEST_TMP/in" 2>"$TEST_TMP/err")
 	rc=$?
 	set -e
 	err=$(cat "$TEST_TMP/err")
