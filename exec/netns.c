@@ -518,26 +518,41 @@ hub_setup_inside(void *arg)
 	return hub_configure(hs->h, hs->err, hs->errlen);
 }
 
-int
-exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t errlen)
+/* A hub with no namespace yet, its addresses from pool_cidr; err says why not. */
+static int
+hub_alloc(const char *pool_cidr, struct exec_hub **out, char *err, size_t errlen)
 {
-	struct exec_hub *h = NULL;
-	struct hub_setup hs;
-	int rc = 0;
+	struct exec_hub *h;
+	int rc;
 
-	*out = NULL;
 	err[0] = '\0';
 	h = calloc(1, sizeof(*h));
 	if (h == NULL) {
 		snprintf(err, errlen, "hub: out of memory");
-		rc = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	h->hub_fd = -1;
 	h->warm.netns_fd = -1;
 	for (int i = 0; i < 5; i++)
 		h->warm.fds[i] = -1;
 	rc = exec_pool_init(&h->pool, pool_cidr, err, errlen);
+	if (rc < 0) {
+		exec_hub_free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int
+exec_hub_new(const char *pool_cidr, struct exec_hub **out, char *err, size_t errlen)
+{
+	struct exec_hub *h = NULL;
+	struct hub_setup hs;
+	int rc;
+
+	*out = NULL;
+	rc = hub_alloc(pool_cidr, &h, err, errlen);
 	if (rc < 0)
 		goto out;
 	hs.h = h;
@@ -581,21 +596,10 @@ int
 exec_hub_adopt(struct exec_warm_slot *slot, struct exec_hub **out, char *err, size_t errlen)
 {
 	struct exec_hub *h = NULL;
-	int rc = 0, nerr;
+	int rc, nerr;
 
 	*out = NULL;
-	err[0] = '\0';
-	h = calloc(1, sizeof(*h));
-	if (h == NULL) {
-		snprintf(err, errlen, "hub: out of memory");
-		rc = -ENOMEM;
-		goto out;
-	}
-	h->hub_fd = -1;
-	h->warm.netns_fd = -1;
-	for (int i = 0; i < 5; i++)
-		h->warm.fds[i] = -1;
-	rc = exec_pool_init(&h->pool, EXEC_POOL_DEFAULT, err, errlen);
+	rc = hub_alloc(EXEC_POOL_DEFAULT, &h, err, errlen);
 	if (rc < 0)
 		goto out;
 	rc = exec_pool_mark(&h->pool, slot->r.slot);
