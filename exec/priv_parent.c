@@ -754,12 +754,8 @@ serve_one(struct exec_priv_msg *m)
 	}
 	switch (m->head.kind) {
 	case EXEC_PRIV_HUB:
-		if (P.hub == NULL) {
-			bool warm;
-
-			rc = exec_warm_hub_new(P.pool, P.ceil.warm_pool, &P.hub, &warm, err,
-			                       sizeof(err));
-		}
+		if (P.hub == NULL)
+			rc = exec_warm_hub_new(P.pool, P.ceil.warm_pool, &P.hub, err, sizeof(err));
 		return reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 	case EXEC_PRIV_START:
 		return serve_start(m);

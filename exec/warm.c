@@ -327,19 +327,16 @@ out:
 }
 
 int
-exec_warm_hub_new(const char *pool_cidr, bool want_warm, struct exec_hub **out, bool *warm,
-                  char *err, size_t errlen)
+exec_warm_hub_new(const char *pool_cidr, bool want_warm, struct exec_hub **out, char *err,
+                  size_t errlen)
 {
 	struct exec_warm_slot slot;
 	const char *path = want_warm ? exec_warm_socket() : NULL;
 
-	*warm = false;
 	if (path != NULL && (pool_cidr == NULL || strcmp(pool_cidr, EXEC_POOL_DEFAULT) == 0) &&
 	    exec_warm_take(path, &slot, err, errlen) == 0 &&
-	    exec_hub_adopt(&slot, out, err, errlen) == 0) {
-		*warm = true;
+	    exec_hub_adopt(&slot, out, err, errlen) == 0)
 		return 0;
-	}
 	/* No pool, or none ready: the run makes its own, as without one. */
 	err[0] = '\0';
 	return exec_hub_new(pool_cidr, out, err, errlen);

@@ -100,9 +100,9 @@ int exec_warm_take(const char *path, struct exec_warm_slot *out, char *err, size
 /*
  * The hub for a run: a warm slot's when want_warm, the pool CIDR is the
  * default (NULL or EXEC_POOL_DEFAULT) and the pool answers, else a new one
- * (exec_hub_new). *warm says which.
+ * (exec_hub_new).
  */
-int exec_warm_hub_new(const char *pool_cidr, bool want_warm, struct exec_hub **out, bool *warm,
-                      char *err, size_t errlen);
+int exec_warm_hub_new(const char *pool_cidr, bool want_warm, struct exec_hub **out, char *err,
+                      size_t errlen);
 
 #endif

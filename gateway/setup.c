@@ -316,11 +316,9 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (exec_priv_hub(err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "network hub: %s", err);
 		s->hub = exec_priv_hub_handle();
-	} else if (parts & GW_SETUP_HUB) {
-		bool warm;
-
-		if (exec_warm_hub_new(f->pool, f->warm_pool, &s->hub, &warm, err, sizeof(err)) != 0)
-			return gw_fail(f->cmd, "network hub: %s", err);
+	} else if ((parts & GW_SETUP_HUB) &&
+	           exec_warm_hub_new(f->pool, f->warm_pool, &s->hub, err, sizeof(err)) != 0) {
+		return gw_fail(f->cmd, "network hub: %s", err);
 	}
 	return 0;
 }
