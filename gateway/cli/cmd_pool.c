@@ -264,7 +264,6 @@ run_pool(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t all, old, stop, waiting;
 	pthread_t maker;
-	char *end;
 	long v;
 	int c, lfd, rc;
 
@@ -276,10 +275,7 @@ run_pool(int argc, char **argv)
 		if (c == GW_OPT_HELP)
 			return GW_EXIT_OK;
 		if (c == OPT_SIZE) {
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' || v < 1 ||
-			    v > EXEC_WARM_SIZE_MAX)
+			if (gw_parse_long(optarg, 1, EXEC_WARM_SIZE_MAX, &v) != 0)
 				return gw_fail(CMD, "--size %s: a number from 1 to %d", optarg,
 				               EXEC_WARM_SIZE_MAX);
 			size = (size_t)v;
