@@ -37,7 +37,7 @@ fi
 debs=("$TEST_TMP"/pkg/tollgate_*.deb)
 [[ -f "${debs[0]}" ]] || { fail "cpack made no tollgate_*.deb"; finish; }
 deb=${debs[0]}
-version=$("$TOLLGATE" --version | awk '{ print $NF; exit }')
+version=$("$TOLLGATE" --version | awk 'NR == 1 { print $NF }')
 field() { dpkg-deb -f "$deb" "$1"; }
 expect_eq "Package" "$(field Package)" tollgate
 expect_eq "Version is the binary's" "$(field Version)" "$version"
@@ -50,8 +50,8 @@ expect_match "Recommends" "$(field Recommends)" 'python3-html2text'
 # Depends: the package that holds each library the binary is linked with.
 depends=$(field Depends)
 while read -r soname; do
-	path=$(ldconfig -p | awk -v so="$soname" '$1 == so && /x86-64|x86_64|64bit/ { print $NF; exit }')
-	[[ -n "$path" ]] || path=$(ldconfig -p | awk -v so="$soname" '$1 == so { print $NF; exit }')
+	# (awk reads all of ldconfig's output: an early exit would be ldconfig's SIGPIPE)
+	path=$(ldconfig -p | awk -v so="$soname" '$1 == so && !p { p = $NF } END { print p }')
 	# dpkg knows a file by the path its package ships (/lib or /usr/lib on a
 	# merged /usr): ask for the real file's name under any directory.
 	real=$(readlink -f "$path")
@@ -80,7 +80,7 @@ expect_eq "nothing under /usr/local or the build tree" \
 # ---- a fresh Debian root ----
 # mirror_failure LOG: the line of LOG saying the mirror was out of reach, if any.
 mirror_failure() {
-	grep -m1 -iE 'could not resolve|temporary failure|failed to fetch|unable to connect|connection (failed|refused|timed out)|network is unreachable|no route to host' "$1" || true
+	grep -m1 -iE 'could not resolve|could not connect|temporary failure|failed to fetch|unable to connect|connection (failed|refused|timed out)|network is unreachable|no route to host' "$1" || true
 }
 if [[ -n "${TOLLGATE_DEB_MIRROR:-}" ]]; then
 	mirror=$TOLLGATE_DEB_MIRROR
@@ -97,7 +97,7 @@ cache=$TOLLGATE_BUILD/deb-root/base.tar
 if [[ ! -s "$cache" ]]; then
 	mkdir -p "$(dirname "$cache")"
 	echo "making a $suite minbase root with mmdebstrap (kept as $cache)"
-	if ! timeout 600 mmdebstrap --variant=minbase --format=tar --quiet "$suite" "$cache.tmp.$$" "$mirror" \
+	if ! timeout 600 mmdebstrap --variant=minbase --format=tar "$suite" "$cache.tmp.$$" "$mirror" \
 		</dev/null >"$TEST_TMP/mmdebstrap.log" 2>&1; then
 		rm -f "$cache.tmp.$$"
 		why=$(mirror_failure "$TEST_TMP/mmdebstrap.log")
@@ -188,7 +188,7 @@ rc=$?
 set -e
 err=$(cat "$TEST_TMP/run.err")
 echo "tollgate run in the root: status $rc"
-[[ -z "$err" ]] || echo "$err" | head -20
+[[ -z "$err" ]] || sed -n 1,20p <<<"$err"
 expect_match "run: the allowed origin answers through the gate" "$out" 'hello from the origin'
 expect_match "run: a denied name is refused, with tollgate's line" "$err" '(^|'$'\n'')tollgate: refused denied\.test '
 if [[ "$out" == *"denied.test: connected"* ]]; then fail "run: the sandbox reached denied.test"; fi
