@@ -9,7 +9,7 @@
 # token), while B's own cookie does reach C (so the browser under test does
 # share cookies across ports), and every request B and C recorded, replayed
 # against A's /api/session, is refused. The tab's session survives a visit
-# away and back; a new tab has none.
+# away and back (and its CSV export works); a new tab has none.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/ui/ui_lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
@@ -79,5 +79,6 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Tollgate-Session: $KEY" "$UI
 expect_eq "the tab's own key opens /api/session" "$code" "200"
 
 expect_match "back on the page, the tab's session still works" "$(get who_after)" '^session s-[0-9a-f]{8}$'
+expect_match "the CSV export works with the key (no cookie): the row is in it" "$(get export_csv)" "a\.test"
 expect_match "a new tab without the token has no session" "$(get fresh_tab)" "this tab has no session"
 finish

@@ -5,6 +5,9 @@
 // object of what it saw, the session key and CSRF token included, so that
 // the test can look for them in what B and C recorded.
 // usage: node second_port.mjs PAGE-URL B-URL C-URL
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { launch, until } from "./browser.mjs";
 
 const [url, other, third] = process.argv.slice(2);
@@ -41,6 +44,19 @@ try {
     const t = document.getElementById("who").textContent;
     return t.startsWith("session s-") && t;
   });
+  // The CSV export still works without a cookie: fetched with the key, saved.
+  const downloads = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-ui-downloads-"));
+  const cdp = await page.createCDPSession();
+  await cdp.send("Browser.setDownloadBehavior", { behavior: "allow", downloadPath: downloads });
+  await page.click(`#tabs button[data-view="search"]`);
+  await until(page, () => document.querySelector("#search-rows tbody tr") !== null);
+  await page.click("#export-csv");
+  for (let i = 0; i < 100 && !seen.export_csv; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const f = path.join(downloads, "tollgate-audit.csv");
+    if (fs.existsSync(f)) seen.export_csv = fs.readFileSync(f, "utf8");
+  }
+  fs.rmSync(downloads, { recursive: true, force: true });
   // A new tab of the page without the token has no session.
   const fresh = await browser.newPage();
   await fresh.goto(new URL("/", url).href, { waitUntil: "load" });
