@@ -278,4 +278,19 @@ set -e
 expect_eq "a bad --host-access file: exit 125" "$rc" 125
 expect_match "... naming file, line and column" "$err" "bad.json:3:17: \"program\" 'id' is not a full path"
 
+# ---- docs/mcp.md's example file is one serve takes ---------------------------------------
+"$PY" - "$TOLLGATE_SRC/docs/mcp.md" "$TEST_TMP/doc.json" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"\*\*The file\*\*.*?```json\n(.*?)```", text, re.S).group(1)
+open(sys.argv[2], "w").write(block)
+PYEOF
+set +e
+err=$(: | "$TOLLGATE" serve --no-network --audit "$TEST_TMP/audit-doc.db" --host-access "$TEST_TMP/doc.json" 2>&1); rc=$?
+set -e
+expect_eq "docs/mcp.md's example --host-access file is accepted" "$rc" "0"
+[[ $rc == 0 ]] || echo "$err" >&2
+expect_eq "... and every command in it names its directories" \
+	"$("$PY" -c 'import json,sys; print(all(c.get("cwd") for c in json.load(open(sys.argv[1]))["commands"]))' "$TEST_TMP/doc.json")" True
+
 finish
