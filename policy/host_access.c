@@ -116,8 +116,8 @@ cwd_match(const struct policy_host_command *c, const char *cwd)
 }
 
 bool
-policy_host_command_match(const struct policy_host_command *c, const char *program,
-                          const char *cwd, const char *const *args, size_t nargs)
+policy_host_command_match(const struct policy_host_command *c, const char *program, const char *cwd,
+                          const char *const *args, size_t nargs)
 {
 	if (c == NULL || program == NULL || strcmp(c->program, program) != 0)
 		return false;
@@ -376,8 +376,9 @@ policy_host_command_json(const struct policy_host_command *c)
 	for (size_t i = 0; args != NULL && i < c->nargs; i++)
 		json_array_append_new(args, json_string(c->args[i]));
 	if (args != NULL && c->more)
-		json_array_append_new(args, json_string(c->more_options ? POLICY_HOST_ARGS_MORE_OPTIONS
-		                                                        : POLICY_HOST_ARGS_MORE));
+		json_array_append_new(args,
+		                      json_string(c->more_options ? POLICY_HOST_ARGS_MORE_OPTIONS
+		                                                  : POLICY_HOST_ARGS_MORE));
 	for (size_t i = 0; cwd != NULL && i < c->ncwd; i++)
 		json_array_append_new(cwd, json_string(c->cwd[i]));
 	o = json_pack("{s:s, s:o, s:o}", "program", c->program, "args", args, "cwd", cwd);

@@ -89,8 +89,7 @@ bool policy_host_command_match(const struct policy_host_command *c, const char *
  */
 const struct policy_host_command *policy_host_access_command(const struct policy_host_access *h,
                                                              const char *program,
-                                                             const char *resolved,
-                                                             const char *cwd,
+                                                             const char *resolved, const char *cwd,
                                                              const char *const *args, size_t nargs);
 /* Whether one of h's read (write: write) prefixes holds path. */
 bool policy_host_access_path(const struct policy_host_access *h, const char *path, bool write);

@@ -1293,12 +1293,13 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 		                                  JSON_COMPACT | JSON_ENSURE_ASCII)
 		                     : NULL;
 		json_decref(shown);
-		set_what(op,
-		         "run %s (the file %s) with arguments matching %s (fnmatch per argument, "
-		         "an option only by a pattern starting with -; \"...\": any further but "
-		         "options, \"-...\": any further) in %s or below, as uid %u, whenever asked",
-		         g->cmd.program, canon, dump != NULL ? dump : "?", dirs != NULL ? dirs : "?",
-		         (unsigned)exec_host_person()->uid);
+		set_what(
+		    op,
+		    "run %s (the file %s) with arguments matching %s (fnmatch per argument, "
+		    "an option only by a pattern starting with -; \"...\": any further but "
+		    "options, \"-...\": any further) in %s or below, as uid %u, whenever asked",
+		    g->cmd.program, canon, dump != NULL ? dump : "?", dirs != NULL ? dirs : "?",
+		    (unsigned)exec_host_person()->uid);
 		free(dump);
 		free(dirs);
 		snprintf(op->resolved, sizeof(op->resolved), "%s", canon);

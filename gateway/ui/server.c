@@ -372,8 +372,9 @@ login(struct ui_page *pg, struct evhttp_request *req)
 
 	if (!ui_secret_equal(header(req, UI_TOKEN_HEADER), pg->token)) {
 		log_warnx("ui: a wrong token was offered");
-		ui_reply_error(req, 401, "that token is not this page's: open the address tollgate "
-		                         "ui printed");
+		ui_reply_error(req, 401,
+		               "that token is not this page's: open the address tollgate "
+		               "ui printed");
 		return;
 	}
 	s = session_new(pg);

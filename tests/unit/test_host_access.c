@@ -70,7 +70,8 @@ test_parse_errors(void **state)
 	     "f.json:1:45: '/a/../b': '..' is not allowed"},
 	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": [2]}]}",
 	     "f.json:1:45: expected a string"},
-	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": [\"-...\", \"a\"], \"cwd\": [\"/\"]}]}",
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": [\"-...\", \"a\"], \"cwd\": "
+	     "[\"/\"]}]}",
 	     "f.json:1:46: \"-...\" (any further arguments) may only be the last"},
 	    {"{\"read\": [\"relative/dir\"]}",
 	     "f.json:1:11: 'relative/dir' is not an absolute path"},
@@ -149,12 +150,24 @@ test_command_match(void **state)
 	    {{NULL}, "/usr/bin/id", "/", {NULL}, true},          /* no args: none allowed */
 	    {{NULL}, "/usr/bin/id", "/", {"-a", NULL}, false},
 	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", NULL}, true},
-	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", "x", "y", NULL}, true},
+	    {{"status", "...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "x", "y", NULL},
+	     true},
 	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"push", NULL}, false},
 	    /* "..." takes no option; "-..." does. */
 	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", "-s", NULL}, false},
-	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", "x", "--", NULL}, false},
-	    {{"status", "-...", NULL}, "/usr/bin/git", "/srv/repo", {"status", "-s", "x", NULL}, true},
+	    {{"status", "...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "x", "--", NULL},
+	     false},
+	    {{"status", "-...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "-s", "x", NULL},
+	     true},
 	    {{"status", "-...", NULL}, "/usr/bin/git", "/srv/repo", {"status", NULL}, true},
 	    /* The directory: the prefix itself or below it, never beside or above. */
 	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo/sub", {"status", NULL}, true},
@@ -164,7 +177,11 @@ test_command_match(void **state)
 	    {{"status", "...", NULL}, "/usr/bin/git", "/", {"status", NULL}, false},
 	    {{"status", "...", NULL}, "/usr/bin/git", NULL, {"status", NULL}, false},
 	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"notes.txt", NULL}, true},
-	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"/etc/x.txt", NULL}, true}, /* '*' crosses '/' */
+	    {{"*.txt", NULL},
+	     "/usr/bin/cat",
+	     "/",
+	     {"/etc/x.txt", NULL},
+	     true}, /* '*' crosses '/' */
 	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"notes.md", NULL}, false},
 	    /* '*' (or '?', '[') never stands for an option... */
 	    {{"*", NULL}, "/usr/bin/cat", "/", {"-", NULL}, false},
@@ -228,13 +245,14 @@ test_access_command(void **state)
 	(void)state;
 	h = parse_ok("{\"commands\": [{\"program\": \"/usr/bin/git\", \"args\": [\"status\", "
 	             "\"...\"], \"cwd\": [\"/home/me/src\"]}]}");
-	assert_non_null(policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/src/a", plain, 1));
-	assert_null(policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/Downloads/a",
-	                                       plain, 1));
+	assert_non_null(
+	    policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/src/a", plain, 1));
+	assert_null(
+	    policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/Downloads/a", plain, 1));
 	assert_null(policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/src/a", st, 2));
 	/* The file a link names counts, the directory still does. */
-	assert_non_null(policy_host_access_command(h, "/bin/git", "/usr/bin/git", "/home/me/src",
-	                                           plain, 1));
+	assert_non_null(
+	    policy_host_access_command(h, "/bin/git", "/usr/bin/git", "/home/me/src", plain, 1));
 	assert_null(policy_host_access_command(h, "/bin/git", "/usr/bin/git", "/tmp", plain, 1));
 	policy_host_access_free(h);
 }
@@ -457,8 +475,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_parse_good),
 	    cmocka_unit_test(test_command_match), cmocka_unit_test(test_access_command),
-	    cmocka_unit_test(test_exact_grant),
-	    cmocka_unit_test(test_paths),         cmocka_unit_test(test_walk),
+	    cmocka_unit_test(test_exact_grant),   cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
