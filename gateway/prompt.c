@@ -21,8 +21,12 @@
 #include "exec/pty.h"
 #include "gateway/bridges.h"
 #include "gateway/core/log.h"
+#include "gateway/core/textsafe.h"
 #include "gateway/prompt.h"
 #include "policy/approval.h"
+
+/* What an approval is about, escaped: its host or its text, grown at most four times. */
+#define WHERE_MAX (APPROVAL_WHAT_MAX * GW_TEXT_SAFE_GROWTH + 32)
 
 struct gw_prompt {
 	struct approvals *approvals;
@@ -139,15 +143,23 @@ set_held(struct gw_prompt *p, bool held)
 		p->hold(p->hold_arg, held);
 }
 
+/* What is asked about, escaped: the host or the command is the guarded side's text. */
 static void
 where(const struct approval_info *info, char *buf, size_t len)
 {
-	if (info->kind == APPROVAL_KIND_HOST)
-		snprintf(buf, len, "host access: %s", info->what);
-	else if (info->port > 0)
-		snprintf(buf, len, "%s:%d", info->host, info->port);
+	size_t at;
+
+	if (info->kind == APPROVAL_KIND_HOST) {
+		at = (size_t)snprintf(buf, len, "host access: ");
+		gw_text_safe(buf + at, len - at, info->what, strnlen(info->what, sizeof(info->what)));
+		return;
+	}
+	gw_text_safe(buf, len - 16, info->host, strnlen(info->host, sizeof(info->host)));
+	at = strlen(buf);
+	if (info->port > 0)
+		snprintf(buf + at, len - at, ":%d", info->port);
 	else
-		snprintf(buf, len, "%s (any port)", info->host);
+		snprintf(buf + at, len - at, " (any port)");
 }
 
 static void
@@ -167,7 +179,7 @@ static void
 ask_next(struct gw_prompt *p)
 {
 	struct approval_info info;
-	char what[APPROVAL_WHAT_MAX + 32], question[APPROVAL_WHAT_MAX + GW_PROMPT_COMMAND_MAX + 128];
+	char what[WHERE_MAX], question[WHERE_MAX + GW_PROMPT_COMMAND_MAX + 128];
 
 	while (p->current == 0 && p->nqueue > 0 && !p->closed) {
 		uint64_t id = p->queue[0];
@@ -215,7 +227,7 @@ on_approval_event(enum approval_event event, const struct approval_info *info, b
                   enum approval_scope scope, void *arg)
 {
 	struct gw_prompt *p = arg;
-	char what[APPROVAL_WHAT_MAX + 32], note[APPROVAL_WHAT_MAX + 128];
+	char what[WHERE_MAX], note[WHERE_MAX + 128];
 
 	if (event == APPROVAL_EVENT_PENDING) {
 		if (p->closed)
@@ -344,23 +356,23 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		log_warnx("prompt: no countdown");
 }
 
-/* The command as shown: control characters cannot reach the terminal. */
+/* The command as shown: escaped (gw_text_safe), and no backquote to end its quoting. */
 static void
 format_command(char *dst, size_t len, char *const *argv)
 {
-	size_t n = 0;
+	size_t n = 0, room = len < GW_PROMPT_COMMAND_MAX + 1 ? len : GW_PROMPT_COMMAND_MAX + 1;
 	bool cut = false;
 
 	dst[0] = '\0';
 	for (size_t i = 0; argv != NULL && argv[i] != NULL && !cut; i++) {
-		if (i > 0 && n + 1 < len)
+		size_t alen = strlen(argv[i]);
+
+		if (i > 0 && n + 1 < room)
 			dst[n++] = ' ';
-		for (const unsigned char *c = (const unsigned char *)argv[i]; *c != '\0'; c++) {
-			if (n >= GW_PROMPT_COMMAND_MAX || n + 1 >= len) {
-				cut = true;
-				break;
-			}
-			dst[n++] = (*c < 0x20 || *c == 0x7f || *c == '`') ? '?' : (char)*c;
+		cut = gw_text_safe(dst + n, room - n, argv[i], alen) < alen;
+		for (; dst[n] != '\0'; n++) {
+			if (dst[n] == '`')
+				dst[n] = '?';
 		}
 	}
 	if (cut && n + 4 < len) {

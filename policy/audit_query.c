@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/textsafe.h"
 
 #define BUSY_TIMEOUT_MS 5000
 
@@ -406,11 +407,27 @@ audit_table_cell(char *line, size_t cap, size_t *pos, const char *s, size_t len,
                  unsigned int flags)
 {
 	bool right = flags & AUDIT_CELL_RIGHT, cut = flags & AUDIT_CELL_CUT;
+	char *safe = NULL;
 	int chars, shown;
 
 	if (s == NULL || len == 0) {
 		s = "-";
 		len = 1;
+	}
+	/* Stored text is the guarded side's (a host, an SNI, a name): shown
+	 * escaped, as the terminal prompt and tollgate pending show it. */
+	if (!gw_text_is_safe(s, len)) {
+		size_t safecap = len * GW_TEXT_SAFE_GROWTH + 1;
+
+		safe = malloc(safecap);
+		if (safe == NULL) {
+			s = "?";
+			len = 1;
+		} else {
+			gw_text_safe(safe, safecap, s, len);
+			s = safe;
+			len = strlen(safe);
+		}
 	}
 	chars = audit_utf8_chars(s, len);
 	shown = cut && chars > width ? width - 1 : chars;
@@ -422,12 +439,13 @@ audit_table_cell(char *line, size_t cap, size_t *pos, const char *s, size_t len,
 
 		if ((c & 0xc0) != 0x80 && (int)n++ == shown)
 			break;
-		line[(*pos)++] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
+		line[(*pos)++] = (char)c;
 	}
 	if (shown < chars && *pos + 4 < cap) {
 		memcpy(line + *pos, "\u2026", 3);
 		*pos += 3;
 	}
+	free(safe);
 	if (flags & AUDIT_CELL_LAST)
 		return;
 	for (int i = right || shown < chars ? width : chars; i < width + 2 && *pos < cap; i++)

@@ -90,19 +90,46 @@ policy_host_path_under(const char *prefix, const char *path)
 
 /* ---- commands ------------------------------------------------------------- */
 
+/* One argument against one pattern: an option only by a pattern that is one. */
+static bool
+arg_match(const char *pattern, const char *arg, bool exact)
+{
+	if (exact)
+		return strcmp(pattern, arg) == 0;
+	if (arg[0] == '-' && pattern[0] != '-')
+		return false;
+	return fnmatch(pattern, arg, 0) == 0;
+}
+
+static bool
+cwd_match(const struct policy_host_command *c, const char *cwd)
+{
+	if (cwd == NULL)
+		return false;
+	if (c->exact)
+		return c->ncwd == 1 && strcmp(c->cwd[0], cwd) == 0;
+	for (size_t i = 0; i < c->ncwd; i++) {
+		if (policy_host_path_under(c->cwd[i], cwd))
+			return true;
+	}
+	return false;
+}
+
 bool
-policy_host_command_match(const struct policy_host_command *c, const char *program,
+policy_host_command_match(const struct policy_host_command *c, const char *program, const char *cwd,
                           const char *const *args, size_t nargs)
 {
 	if (c == NULL || program == NULL || strcmp(c->program, program) != 0)
 		return false;
 	if (nargs < c->nargs || (nargs > c->nargs && !c->more))
 		return false;
-	for (size_t i = 0; i < c->nargs; i++) {
+	if (!cwd_match(c, cwd))
+		return false;
+	for (size_t i = 0; i < nargs; i++) {
 		if (args[i] == NULL)
 			return false;
-		if (c->exact ? strcmp(c->args[i], args[i]) != 0
-		             : fnmatch(c->args[i], args[i], 0) != 0)
+		if (i < c->nargs ? !arg_match(c->args[i], args[i], c->exact)
+		                 : args[i][0] == '-' && !c->more_options)
 			return false;
 	}
 	return true;
@@ -110,15 +137,16 @@ policy_host_command_match(const struct policy_host_command *c, const char *progr
 
 const struct policy_host_command *
 policy_host_access_command(const struct policy_host_access *h, const char *program,
-                           const char *resolved, const char *const *args, size_t nargs)
+                           const char *resolved, const char *cwd, const char *const *args,
+                           size_t nargs)
 {
 	if (h == NULL)
 		return NULL;
 	for (size_t i = 0; i < h->ncommands; i++) {
 		const struct policy_host_command *c = &h->commands[i];
 
-		if (policy_host_command_match(c, program, args, nargs) ||
-		    (resolved != NULL && policy_host_command_match(c, resolved, args, nargs)))
+		if (policy_host_command_match(c, program, cwd, args, nargs) ||
+		    (resolved != NULL && policy_host_command_match(c, resolved, cwd, args, nargs)))
 			return c;
 	}
 	return NULL;
@@ -150,7 +178,55 @@ policy_host_command_clear(struct policy_host_command *c)
 	for (size_t i = 0; i < c->nargs; i++)
 		free(c->args[i]);
 	free(c->args);
+	for (size_t i = 0; i < c->ncwd; i++)
+		free(c->cwd[i]);
+	free(c->cwd);
 	memset(c, 0, sizeof(*c));
+}
+
+/* A command's "cwd": the directories (and below) it may run in; one at least. */
+static int
+cwd_from_json(const json_t *cwd, struct policy_host_command *out, const char **at_key,
+              size_t *at_index, char *err, size_t errlen)
+{
+	char norm[POLICY_HOST_PATH_MAX + 1];
+	size_t n = json_array_size(cwd);
+
+	*at_key = "cwd";
+	*at_index = (size_t)-1;
+	if (!json_is_array(cwd) || n == 0) {
+		snprintf(err, errlen,
+		         "a command needs \"cwd\": the directories it may run in, as an array "
+		         "of absolute paths (each with what is below it; [\"/\"]: anywhere)");
+		return -EINVAL;
+	}
+	if (n > POLICY_HOST_CWDS_MAX) {
+		snprintf(err, errlen, "at most %d \"cwd\" directories", POLICY_HOST_CWDS_MAX);
+		return -EINVAL;
+	}
+	out->cwd = calloc(n + 1, sizeof(*out->cwd));
+	if (out->cwd == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *d = json_array_get(cwd, i);
+		const char *s = json_string_value(d);
+		int rc;
+
+		*at_index = i;
+		if (s == NULL || strlen(s) != json_string_length(d)) {
+			snprintf(err, errlen, "expected a string (an absolute directory)");
+			return -EINVAL;
+		}
+		rc = policy_host_path_normalise(s, norm, sizeof(norm), err, errlen);
+		if (rc != 0)
+			return rc;
+		out->cwd[out->ncwd] = strdup(norm);
+		if (out->cwd[out->ncwd] == NULL)
+			return -ENOMEM;
+		out->ncwd++;
+	}
+	*at_index = (size_t)-1;
+	return 0;
 }
 
 /* A command's parts; *at says which member is wrong ("program", "args", index). */
@@ -170,16 +246,17 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 	*at_index = (size_t)-1;
 	if (!json_is_object(v)) {
 		snprintf(err, errlen,
-		         "expected a command: {\"program\": \"/full/path\", \"args\": [...]}");
+		         "expected a command: {\"program\": \"/full/path\", \"args\": [...], "
+		         "\"cwd\": [\"/dir\"]}");
 		return -EINVAL;
 	}
 	json_object_foreach((json_t *)v, key, m)
 	{
 		if (strcmp(key, "program") != 0 && strcmp(key, "args") != 0 &&
-		    strcmp(key, "comment") != 0) {
+		    strcmp(key, "cwd") != 0 && strcmp(key, "comment") != 0) {
 			*at_key = key;
 			snprintf(err, errlen,
-			         "unknown member \"%s\" of a command (program, args, comment)",
+			         "unknown member \"%s\" of a command (program, args, cwd, comment)",
 			         key);
 			return -EINVAL;
 		}
@@ -209,7 +286,8 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 	if (args != NULL && !json_is_array(args)) {
 		snprintf(err, errlen,
 		         "\"args\" must be an array of strings (one pattern per "
-		         "argument; \"...\" last: any further arguments)");
+		         "argument; \"...\" last: any further arguments but options, "
+		         "\"-...\" last: any further arguments)");
 		return -EINVAL;
 	}
 	n = json_array_size(args);
@@ -235,14 +313,18 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 			         POLICY_HOST_ARG_MAX);
 			goto fail;
 		}
-		if (strcmp(s, POLICY_HOST_ARGS_MORE) == 0) {
+		if (strcmp(s, POLICY_HOST_ARGS_MORE) == 0 ||
+		    strcmp(s, POLICY_HOST_ARGS_MORE_OPTIONS) == 0) {
 			if (i + 1 != n) {
 				snprintf(err, errlen,
-				         "\"...\" (any further arguments) may only be the last "
-				         "pattern");
+				         "\"%s\" (any further arguments) may only be the last "
+				         "pattern",
+				         s[0] == '-' ? POLICY_HOST_ARGS_MORE_OPTIONS
+				                     : POLICY_HOST_ARGS_MORE);
 				goto fail;
 			}
 			out->more = true;
+			out->more_options = strcmp(s, POLICY_HOST_ARGS_MORE_OPTIONS) == 0;
 			break;
 		}
 		out->args[out->nargs] = strdup(s);
@@ -250,6 +332,11 @@ command_from_json(const json_t *v, struct policy_host_command *out, const char *
 			goto nomem;
 		out->nargs++;
 	}
+	rc = cwd_from_json(json_object_get(v, "cwd"), out, at_key, at_index, err, errlen);
+	if (rc == -ENOMEM)
+		goto nomem;
+	if (rc != 0)
+		goto fail;
 	*at_key = NULL;
 	*at_index = (size_t)-1;
 	return 0;
@@ -284,13 +371,17 @@ policy_host_command_from_json(const json_t *v, struct policy_host_command *out, 
 json_t *
 policy_host_command_json(const struct policy_host_command *c)
 {
-	json_t *args = json_array(), *o;
+	json_t *args = json_array(), *cwd = json_array(), *o;
 
 	for (size_t i = 0; args != NULL && i < c->nargs; i++)
 		json_array_append_new(args, json_string(c->args[i]));
 	if (args != NULL && c->more)
-		json_array_append_new(args, json_string(POLICY_HOST_ARGS_MORE));
-	o = json_pack("{s:s, s:o}", "program", c->program, "args", args);
+		json_array_append_new(args,
+		                      json_string(c->more_options ? POLICY_HOST_ARGS_MORE_OPTIONS
+		                                                  : POLICY_HOST_ARGS_MORE));
+	for (size_t i = 0; cwd != NULL && i < c->ncwd; i++)
+		json_array_append_new(cwd, json_string(c->cwd[i]));
+	o = json_pack("{s:s, s:o, s:o}", "program", c->program, "args", args, "cwd", cwd);
 	if (o != NULL && c->exact)
 		json_object_set_new(o, "exact", json_true());
 	return o;
@@ -396,7 +487,8 @@ parse_commands(const struct parse *p, const json_t *root, struct policy_host_acc
 				 * program at the command. */
 				if (json_object_get(json_array_get(arr, i), key) == NULL)
 					depth--;
-				else if (strcmp(key, "program") != 0 && strcmp(key, "args") != 0)
+				else if (strcmp(key, "program") != 0 && strcmp(key, "args") != 0 &&
+				         strcmp(key, "cwd") != 0)
 					at_key = true;
 			}
 			if (index != (size_t)-1 && depth == 3)

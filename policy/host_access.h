@@ -14,21 +14,34 @@
 #define POLICY_HOST_ARGS_MAX 64   /* argument patterns of one command */
 #define POLICY_HOST_ARG_MAX 1024  /* bytes of one argument or pattern */
 #define POLICY_HOST_PATH_MAX 4095 /* bytes of a path (PATH_MAX less its NUL) */
-/* The last argument pattern "..." matches any further arguments (none too). */
+#define POLICY_HOST_CWDS_MAX 64   /* directory prefixes of one command */
+/*
+ * The last argument pattern "..." matches any further arguments that do not
+ * start with '-' (none too); "-..." any further arguments, options included.
+ */
 #define POLICY_HOST_ARGS_MORE "..."
+#define POLICY_HOST_ARGS_MORE_OPTIONS "-..."
 
 /*
  * One allowed command: program is a normalised absolute path; args[i]
  * matches argument i (argv[i + 1]) as fnmatch(3) with no flags ('*' also
- * matches '/'); the argument count must be nargs exactly, unless more (the
- * file's last pattern was "...") lets any further arguments follow. exact
- * (grants of a person, never the file's): args are compared byte for byte.
+ * matches '/'), except that an argument starting with '-' (an option) is
+ * matched only by a pattern that starts with '-' itself; the argument count
+ * must be nargs exactly, unless more (the file's last pattern was "...")
+ * lets any further arguments follow: none of them an option, unless
+ * more_options (the last pattern was "-..."). The working directory must
+ * be one of cwd[] or below it (normalised absolute prefixes, at least one).
+ * exact (grants of a person, never the file's): args are compared byte for
+ * byte and the working directory must be cwd[0] itself.
  */
 struct policy_host_command {
 	char *program;
 	char **args;
 	size_t nargs;
 	bool more;
+	bool more_options;
+	char **cwd;
+	size_t ncwd;
 	bool exact;
 };
 
@@ -64,24 +77,25 @@ int policy_host_path_normalise(const char *in, char *out, size_t len, char *err,
 bool policy_host_path_under(const char *prefix, const char *path);
 
 /*
- * Whether rule c allows running program (a normalised absolute path) with
- * the nargs arguments args (argv[1] on).
+ * Whether rule c allows running program (a normalised absolute path) in
+ * the directory cwd (canonical, every link resolved) with the nargs
+ * arguments args (argv[1] on).
  */
 bool policy_host_command_match(const struct policy_host_command *c, const char *program,
-                               const char *const *args, size_t nargs);
+                               const char *cwd, const char *const *args, size_t nargs);
 /*
  * The first command of h allowing program (or, when not NULL, resolved,
- * the file program names after its links) with args; NULL when none.
+ * the file program names after its links) in cwd with args; NULL when none.
  */
 const struct policy_host_command *policy_host_access_command(const struct policy_host_access *h,
                                                              const char *program,
-                                                             const char *resolved,
+                                                             const char *resolved, const char *cwd,
                                                              const char *const *args, size_t nargs);
 /* Whether one of h's read (write: write) prefixes holds path. */
 bool policy_host_access_path(const struct policy_host_access *h, const char *path, bool write);
 
 /*
- * A command rule from JSON {"program": ..., "args": [...]} (request_host_access
+ * A command rule from JSON {"program": ..., "args": [...], "cwd": [...]} (request_host_access
  * and the file share it): 0, or -EINVAL with why in err. *out is filled (its
  * strings are new: policy_host_command_clear).
  */
@@ -89,7 +103,7 @@ struct json_t;
 int policy_host_command_from_json(const struct json_t *v, struct policy_host_command *out,
                                   char *err, size_t errlen);
 void policy_host_command_clear(struct policy_host_command *c);
-/* The rule as JSON {"program", "args", ["exact": true]}: a new reference or NULL. */
+/* The rule as JSON {"program", "args", "cwd", ["exact": true]}: a new reference or NULL. */
 struct json_t *policy_host_command_json(const struct policy_host_command *c);
 
 #endif

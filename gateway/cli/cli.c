@@ -20,6 +20,7 @@
 
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
+#include "gateway/core/textsafe.h"
 
 const struct gw_command *
 gw_command_find(const char *name)
@@ -62,8 +63,12 @@ vreport(int status, const char *cmd, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (capture_buf != NULL && capture_buf[0] == '\0')
 		snprintf(capture_buf, capture_len, "%s", msg);
-	else if (capture_buf == NULL)
-		fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
+	else if (capture_buf == NULL) {
+		/* A message may quote a gateway's answer or a file: one safe line. */
+		fprintf(stderr, "tollgate: %s: ", cmd);
+		gw_text_safe_fput(stderr, msg, strlen(msg));
+		fputc('\n', stderr);
+	}
 	return status;
 }
 

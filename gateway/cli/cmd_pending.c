@@ -14,6 +14,7 @@
 
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/core/textsafe.h"
 #include "policy/approval.h"
 
 #define PENDING_MAX_GATEWAYS 64
@@ -71,24 +72,24 @@ format_age(double age, char *buf, size_t len)
 static void
 print_row(const json_t *ap, const char *ref)
 {
-	const char *client = json_string_value(json_object_get(ap, "client"));
-	const char *host = json_string_value(json_object_get(ap, "host"));
-	const char *context = json_string_value(json_object_get(ap, "context"));
+	/* Every text but the numbers is the guarded side's: shown escaped. */
+	char *client = gw_text_safe_dup(json_string_value(json_object_get(ap, "client")));
+	char *host = gw_text_safe_dup(json_string_value(json_object_get(ap, "host")));
+	char *context = gw_text_safe_dup(json_string_value(json_object_get(ap, "context")));
+	char *what = gw_text_safe_dup(json_string_value(json_object_get(ap, "what")));
 	json_int_t port = json_integer_value(json_object_get(ap, "port"));
 	char age[32], portbuf[16];
 
 	const char *kind = json_string_value(json_object_get(ap, "kind"));
-	const char *what = json_string_value(json_object_get(ap, "what"));
 
 	format_age(json_number_value(json_object_get(ap, "age")), age, sizeof(age));
 	if (kind != NULL && strcmp(kind, "host") == 0) {
-		/* Host access: what would run or be touched, as the gateway
-		 * escaped it, then the model's reason. */
+		/* Host access: what would run or be touched, then the model's reason. */
 		printf("%-12s %-20s %-32s %-6s %-7s %s%s%s%s\n", ref, client != NULL ? client : "",
 		       host != NULL ? host : "", "-", age, what != NULL ? what : "?",
 		       context != NULL && context[0] != '\0' ? " (reason: " : "",
 		       context != NULL ? context : "", context != NULL && context[0] != '\0' ? ")" : "");
-		return;
+		goto out;
 	}
 	if (port == 0)
 		snprintf(portbuf, sizeof(portbuf), "*");
@@ -96,6 +97,11 @@ print_row(const json_t *ap, const char *ref)
 		snprintf(portbuf, sizeof(portbuf), "%" JSON_INTEGER_FORMAT, port);
 	printf("%-12s %-20s %-32s %-6s %-7s %s\n", ref, client != NULL ? client : "",
 	       host != NULL ? host : "", portbuf, age, context != NULL ? context : "");
+out:
+	free(client);
+	free(host);
+	free(context);
+	free(what);
 }
 
 static int
@@ -173,7 +179,9 @@ run_pending(int argc, char **argv)
 				json_object_set_new(ap, "gateway", json_integer(pid));
 				json_object_set_new(ap, "control", json_string(t.ep[i].path));
 				json_object_set_new(ap, "ref", json_string(ref));
-				text = json_dumps(ap, JSON_COMPACT | JSON_REAL_PRECISION(15));
+				/* ASCII only: a terminal shows \u escapes, not controls. */
+				text = json_dumps(ap, JSON_COMPACT | JSON_ENSURE_ASCII |
+				                          JSON_REAL_PRECISION(15));
 				if (text != NULL)
 					printf("%s\n", text);
 				free(text);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "gateway/core/exit.h"
+#include "gateway/core/textsafe.h"
 
 static enum log_level log_verbosity = LOG_LEVEL_INFO;
 static bool log_json;
@@ -84,16 +85,19 @@ static void vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 static void
 vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 {
-	char msg[2048];
+	char raw[2048], msg[sizeof(raw) * GW_TEXT_SAFE_GROWTH];
 	size_t len;
 
 	if (level > log_verbosity)
 		return;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	if (errnum != 0) {
-		len = strlen(msg);
-		snprintf(msg + len, sizeof(msg) - len, ": %s", strerror(errnum));
+		len = strlen(raw);
+		snprintf(raw + len, sizeof(raw) - len, ": %s", strerror(errnum));
 	}
+	/* A line may quote the guarded side (a host, a name, a reason): one
+	 * line, and nothing a terminal or a log viewer would obey. */
+	gw_text_safe(msg, sizeof(msg), raw, strlen(raw));
 	if (log_json) {
 		struct timespec ts;
 		struct tm tm;

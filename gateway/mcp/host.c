@@ -356,7 +356,8 @@ op_refuse(struct host_op *op, const char *decision, const char *reason, const ch
 /* A grant covering the call (a once grant is used up): its who, or NULL. */
 static bool
 grant_take(struct serve_host *h, enum host_op_kind kind, const char *program, const char *resolved,
-           const char *const *args, size_t nargs, const char *path, char *who, size_t wholen)
+           const char *cwd, const char *const *args, size_t nargs, const char *path, char *who,
+           size_t wholen)
 {
 	for (struct host_grant **pp = &h->grants; *pp != NULL; pp = &(*pp)->next) {
 		struct host_grant *g = *pp;
@@ -364,8 +365,8 @@ grant_take(struct serve_host *h, enum host_op_kind kind, const char *program, co
 
 		if (kind == OP_EXEC)
 			hit = g->kind == OP_EXEC &&
-			      (policy_host_command_match(&g->cmd, program, args, nargs) ||
-			       policy_host_command_match(&g->cmd, resolved, args, nargs));
+			      (policy_host_command_match(&g->cmd, program, cwd, args, nargs) ||
+			       policy_host_command_match(&g->cmd, resolved, cwd, args, nargs));
 		else
 			hit = g->kind == kind && policy_host_path_under(g->prefix, path);
 		if (!hit)
@@ -435,8 +436,8 @@ on_decided(enum approval_outcome outcome, enum approval_scope scope, const char 
 	}
 	op_by(op, who);
 	if (scope != APPROVAL_SCOPE_ONCE) {
-		/* For the server's life: the same command (argv exactly) or the
-		 * same path runs again without asking. */
+		/* For the server's life: the same command (argv exactly, in the
+		 * same directory) or the same path runs again without asking. */
 		struct host_grant *g = calloc(1, sizeof(*g));
 
 		if (g != NULL) {
@@ -448,7 +449,12 @@ on_decided(enum approval_outcome outcome, enum approval_scope scope, const char 
 
 				g->cmd.program = strdup(op->resolved);
 				g->cmd.args = calloc(n + 1, sizeof(char *));
+				g->cmd.cwd = calloc(2, sizeof(char *));
 				g->cmd.exact = true;
+				if (g->cmd.cwd != NULL) {
+					g->cmd.cwd[0] = strdup(op->cwd);
+					g->cmd.ncwd = g->cmd.cwd[0] != NULL;
+				}
 				for (size_t i = 1; g->cmd.args != NULL && i < n; i++)
 					g->cmd.args[g->cmd.nargs++] =
 					    strdup(json_string_value(json_array_get(op->argv, i)));
@@ -457,7 +463,7 @@ on_decided(enum approval_outcome outcome, enum approval_scope scope, const char 
 			}
 			snprintf(g->reason, sizeof(g->reason), "approved at a call");
 			if ((op->kind == OP_EXEC &&
-			     (g->cmd.program == NULL || g->cmd.args == NULL)) ||
+			     (g->cmd.program == NULL || g->cmd.args == NULL || g->cmd.ncwd != 1)) ||
 			    (op->kind != OP_EXEC && g->prefix == NULL))
 				grant_free(g);
 			else
@@ -770,12 +776,15 @@ serve_tool_host_exec(struct mcp_call *c, json_t *args, void *arg)
 	set_what(op, "run %s (program %s) in %s as uid %u", dump != NULL ? dump : "?", op->resolved,
 	         op->cwd, (unsigned)exec_host_person()->uid);
 	free(dump);
-	if (policy_host_access_command(h->ops, op->program, op->resolved, rest, n - 1) != NULL) {
+	/* The directory counts as much as the command: a repository's own
+	 * configuration can make a harmless command run code. */
+	if (policy_host_access_command(h->ops, op->program, op->resolved, op->cwd, rest, n - 1) !=
+	    NULL) {
 		op_by(op, "operator allowlist");
 		run_exec(op);
 		return;
 	}
-	if (grant_take(h, OP_EXEC, op->program, op->resolved, rest, n - 1, NULL, op->by,
+	if (grant_take(h, OP_EXEC, op->program, op->resolved, op->cwd, rest, n - 1, NULL, op->by,
 	               sizeof(op->by))) {
 		run_exec(op);
 		return;
@@ -1161,7 +1170,7 @@ file_tool(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, enum host
 		finish_file(op);
 		return;
 	}
-	if (grant_take(h, write ? OP_WRITE : OP_READ, NULL, NULL, NULL, 0, op->path, op->by,
+	if (grant_take(h, write ? OP_WRITE : OP_READ, NULL, NULL, NULL, NULL, 0, op->path, op->by,
 	               sizeof(op->by))) {
 		finish_file(op);
 		return;
@@ -1251,7 +1260,7 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 	}
 	snprintf(g->reason, sizeof(g->reason), "%s", reason);
 	if (cmd != NULL) {
-		char *dump = NULL;
+		char *dump = NULL, *dirs = NULL;
 		json_t *shown;
 
 		g->kind = OP_EXEC;
@@ -1280,13 +1289,19 @@ serve_tool_request_host_access(struct mcp_call *c, json_t *args, void *arg)
 		dump = shown != NULL ? json_dumps(json_object_get(shown, "args"),
 		                                  JSON_COMPACT | JSON_ENSURE_ASCII)
 		                     : NULL;
+		dirs = shown != NULL ? json_dumps(json_object_get(shown, "cwd"),
+		                                  JSON_COMPACT | JSON_ENSURE_ASCII)
+		                     : NULL;
 		json_decref(shown);
-		set_what(op,
-		         "run %s (the file %s) with arguments matching %s (fnmatch per argument, "
-		         "\"...\": any further), as uid %u, whenever asked",
-		         g->cmd.program, canon, dump != NULL ? dump : "?",
-		         (unsigned)exec_host_person()->uid);
+		set_what(
+		    op,
+		    "run %s (the file %s) with arguments matching %s (fnmatch per argument, "
+		    "an option only by a pattern starting with -; \"...\": any further but "
+		    "options, \"-...\": any further) in %s or below, as uid %u, whenever asked",
+		    g->cmd.program, canon, dump != NULL ? dump : "?", dirs != NULL ? dirs : "?",
+		    (unsigned)exec_host_person()->uid);
 		free(dump);
+		free(dirs);
 		snprintf(op->resolved, sizeof(op->resolved), "%s", canon);
 	} else {
 		bool write;

@@ -1396,14 +1396,18 @@ const struct mcp_tool mcp_serve_tools[] = {
         .name = "request_host_access",
         .description =
             "Ask a person for host access beyond the operator's list: a command pattern "
-            "({program: full path, args: one fnmatch pattern per argument, \"...\" last for "
-            "any further}) or a path prefix with access read or write, and your reason. Waits "
+            "({program: full path, args: one fnmatch pattern per argument (an argument "
+            "starting with - only by a pattern starting with -), \"...\" last for any "
+            "further but options, \"-...\" for any further; cwd: the directories it may run "
+            "in}) or a path prefix with access read or write, and your reason. Waits "
             "for the decision; once granted (this call's next use, or this server's life) "
             "matching calls run without asking again.",
         .input_schema =
             "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"object\","
             "\"properties\":{\"program\":{\"type\":\"string\"},\"args\":{\"type\":\"array\","
-            "\"items\":{\"type\":\"string\"}}},\"required\":[\"program\"]},\"path\":{\"type\":"
+            "\"items\":{\"type\":\"string\"}},\"cwd\":{\"type\":\"array\",\"items\":{"
+            "\"type\":\"string\"},\"minItems\":1}},\"required\":[\"program\",\"cwd\"]},"
+            "\"path\":{\"type\":"
             "\"string\"},\"access\":{\"type\":\"string\",\"enum\":[\"read\",\"write\"]},"
             "\"reason\":{\"type\":\"string\",\"maxLength\":200}},\"required\":[\"reason\"]}",
         .output_schema =

@@ -1,6 +1,6 @@
 /*
  * The review page's gate: pure checks of the request headers a browser sends
- * (Host, Origin, Cookie) and a constant-time token comparison. No sockets, so
+ * (Host, Origin) and a constant-time token comparison. No sockets, so
  * they are table-tested and fuzzed (tests/fuzz/fuzz_ui_guard.c).
  */
 #ifndef TOLLGATE_UI_GUARD_H
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define UI_HEADER_MAX 4096 /* a Host, Origin or Cookie header longer than this is refused */
+#define UI_HEADER_MAX 4096 /* a Host or Origin header longer than this is refused */
 
 /*
  * Whether host (a Host header's value; NULL: absent) is exactly one of
@@ -24,14 +24,6 @@ bool ui_guard_host_ok(const char *host, const char *const *allowed);
  * with a path, user or query fail.
  */
 bool ui_guard_origin_ok(const char *origin, const char *scheme, const char *const *allowed);
-
-/*
- * The value of the cookie named name in a Cookie header ("a=1; b=2"),
- * copied into out (NUL-terminated). 0; -ENOENT when it is not there or
- * header is NULL; -E2BIG when the value does not fit in outlen or the
- * header is longer than UI_HEADER_MAX. The first of duplicate names wins.
- */
-int ui_cookie_find(const char *header, const char *name, char *out, size_t outlen);
 
 /* Whether two secrets are equal, in a time that does not depend on where they
  * differ (it depends only on the lengths). NULL is equal to nothing. */

@@ -1,8 +1,10 @@
 /*
  * The review page's HTTP server: libevent's evhttp on one loop, the token
- * printed at start traded once for an HttpOnly SameSite=Strict cookie, Host
- * and Origin checked on every request, a CSRF token on every POST, the
- * embedded assets, and server-sent events when the pending approvals change.
+ * printed at start traded by the page's script for a session key it sends
+ * in a header (never a cookie: a browser would send that to every port of
+ * the host), Host and Origin checked on every request, a CSRF token on
+ * every POST, the embedded assets, and server-sent events when the pending
+ * approvals change.
  */
 #include "gateway/ui/server.h"
 
@@ -37,7 +39,8 @@
 #include "policy/audit.h"
 
 #define UI_DEFAULT_LISTEN "127.0.0.1:8080"
-#define UI_COOKIE "tollgate_session"
+#define UI_TOKEN_HEADER "X-Tollgate-Token"     /* POST /api/login: the printed token */
+#define UI_SESSION_HEADER "X-Tollgate-Session" /* every /api/ call: the session key */
 #define UI_CSRF_HEADER "X-Tollgate-CSRF"
 #define UI_HEADERS_MAX 16384  /* a request head */
 #define UI_REQUEST_TIMEOUT 30 /* seconds a client may take over a request */
@@ -155,10 +158,10 @@ header(struct evhttp_request *req, const char *name)
 static struct ui_session *
 session_of(struct ui_page *pg, struct evhttp_request *req)
 {
-	char id[UI_SECRET_HEX + 1];
+	const char *id = header(req, UI_SESSION_HEADER);
 	double now = gw_clock_mono();
 
-	if (ui_cookie_find(header(req, "Cookie"), UI_COOKIE, id, sizeof(id)) != 0)
+	if (id == NULL)
 		return NULL;
 	for (size_t i = 0; i < UI_SESSIONS_MAX; i++) {
 		struct ui_session *s = &pg->sessions[i];
@@ -355,33 +358,23 @@ serve_asset(struct evhttp_request *req, const char *name)
 	reply_text(req, 200, a->type, a->data, a->len);
 }
 
-/* The only page shown without a session: how to get one. */
+/*
+ * POST /api/login with the printed token in X-Tollgate-Token: a new session,
+ * whose key and CSRF token go back in the body for the page's script to
+ * keep (in the tab's sessionStorage, which no other origin, port included,
+ * can read) and send as headers. Nothing is set that the browser would send
+ * by itself.
+ */
 static void
-reply_login_needed(struct evhttp_request *req, const char *why)
+login(struct ui_page *pg, struct evhttp_request *req)
 {
-	char page[1024];
-	int n = snprintf(page, sizeof(page),
-	                 "<!doctype html><meta charset=utf-8><title>tollgate</title>"
-	                 "<h1>tollgate review page</h1><p>%s</p><p>Open the address that "
-	                 "<code>tollgate ui</code> printed when it started (it carries the "
-	                 "token).</p>",
-	                 why);
-
-	reply_text(req, 401, "text/html; charset=utf-8", page, n > 0 ? (size_t)n : 0);
-}
-
-/* GET /?token=...: a valid token becomes a session cookie, and the address
- * bar loses the token (303 to /). */
-static void
-login(struct ui_page *pg, struct evhttp_request *req, const char *token)
-{
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	struct ui_session *s;
-	char cookie[200];
 
-	if (!ui_secret_equal(token, pg->token)) {
+	if (!ui_secret_equal(header(req, UI_TOKEN_HEADER), pg->token)) {
 		log_warnx("ui: a wrong token was offered");
-		reply_login_needed(req, "That token is not this page's.");
+		ui_reply_error(req, 401,
+		               "that token is not this page's: open the address tollgate "
+		               "ui printed");
 		return;
 	}
 	s = session_new(pg);
@@ -389,12 +382,9 @@ login(struct ui_page *pg, struct evhttp_request *req, const char *token)
 		ui_reply_error(req, 500, "no randomness for a session");
 		return;
 	}
-	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict%s", UI_COOKIE,
-	         s->id, pg->tls != NULL ? "; Secure" : "");
-	add_common_headers(req);
-	evhttp_add_header(h, "Set-Cookie", cookie);
-	evhttp_add_header(h, "Location", "/");
-	evhttp_send_reply(req, 303, "See Other", NULL);
+	ui_reply_json(req, 200,
+	              json_pack("{s:b, s:s, s:s, s:s}", "ok", 1, "key", s->id, "csrf", s->csrf,
+	                        "session", s->tag));
 	log_info("ui: session %s opened", s->tag);
 }
 
@@ -432,17 +422,24 @@ route(struct evhttp_request *req, void *arg)
 		ui_reply_error(req, 400, "a malformed query");
 		return;
 	}
-	if (!post && strcmp(path, "/") == 0 && evhttp_find_header(&params, "token") != NULL) {
-		login(pg, req, evhttp_find_header(&params, "token"));
+	if (post && strcmp(path, "/api/login") == 0) {
+		login(pg, req);
+		goto out;
+	}
+	/* The page and its files hold no secret: served to anyone who may
+	 * reach the address; the script logs in with the token in its URL. */
+	if (!post && strcmp(path, "/") == 0) {
+		serve_asset(req, "index.html");
+		goto out;
+	}
+	if (!post && strncmp(path, "/api/", 5) != 0 && path[0] == '/' &&
+	    strchr(path + 1, '/') == NULL) {
+		serve_asset(req, path + 1);
 		goto out;
 	}
 	sess = session_of(pg, req);
 	if (sess == NULL) {
-		if (strncmp(path, "/api/", 5) == 0)
-			ui_reply_error(req, 401,
-			               "no session: open the address tollgate ui printed");
-		else
-			reply_login_needed(req, "This browser has no session yet.");
+		ui_reply_error(req, 401, "no session: open the address tollgate ui printed");
 		goto out;
 	}
 	if (post && !ui_secret_equal(header(req, UI_CSRF_HEADER), sess->csrf)) {
@@ -450,9 +447,7 @@ route(struct evhttp_request *req, void *arg)
 		goto out;
 	}
 
-	if (!post && strcmp(path, "/") == 0)
-		serve_asset(req, "index.html");
-	else if (!post && strcmp(path, "/api/session") == 0)
+	if (!post && strcmp(path, "/api/session") == 0)
 		ui_reply_json(req, 200,
 		              json_pack("{s:b, s:s, s:s}", "ok", 1, "csrf", sess->csrf, "session",
 		                        sess->tag));
@@ -472,8 +467,6 @@ route(struct evhttp_request *req, void *arg)
 		ui_api_verify(&pg->api, req);
 	else if (!post && strcmp(path, "/api/logs") == 0)
 		ui_api_logs(&pg->api, req);
-	else if (!post && path[0] == '/' && strchr(path + 1, '/') == NULL)
-		serve_asset(req, path + 1);
 	else
 		ui_reply_error(req, 404, "no such page");
 out:
@@ -700,7 +693,7 @@ ui_run(const struct ui_options *o, char *err, size_t errlen)
 	if (!loopback && pg->tls == NULL)
 		fprintf(stderr,
 		        "tollgate: ui: WARNING: %s is not loopback and there is no --cert: the "
-		        "token, the session cookie and every approval cross the network in clear "
+		        "token, the session key and every approval cross the network in clear "
 		        "text\n",
 		        listen);
 	pg->poll_ev = event_new(pg->base, -1, EV_PERSIST, poll_cb, pg);

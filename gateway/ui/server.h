@@ -25,7 +25,7 @@ struct audit_reader;
 #define UI_GATEWAYS_MAX 64      /* running gateways asked at once */
 
 struct ui_session {
-	char id[UI_SECRET_HEX + 1];   /* the cookie: a secret, never logged */
+	char id[UI_SECRET_HEX + 1];   /* the key sent in X-Tollgate-Session: a secret, never logged */
 	char csrf[UI_SECRET_HEX + 1]; /* sent back in X-Tollgate-CSRF on each POST */
 	char tag[16];                 /* "s-" and 8 hex: names the session in audit rows */
 	double last_used;             /* gw_clock_mono */

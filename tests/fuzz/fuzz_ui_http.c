@@ -2,8 +2,9 @@
  * libFuzzer harness for the review page's request handling: the input is
  * what a browser would send on one connection, fed through libevent's HTTP
  * parser into the page's own routing, guards and API (gateway/ui/). "@T@",
- * "@C@" and "@X@" in the input become the page's token, a live session
- * cookie and its CSRF token, so that the paths behind the login are reached.
+ * "@C@" and "@X@" in the input become the page's token, a live session key
+ * (X-Tollgate-Session) and its CSRF token, so that the paths behind the
+ * login are reached.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct ui_options opts;
 static struct ui_page *page;
-static char cookie[128], csrf[80];
+static char session_key[128], csrf[80];
 
 /* The page listens on a unix socket of its own (evhttp has no public call
  * that serves a connected descriptor); this is its address. */
@@ -93,15 +94,14 @@ login(void)
 {
 	char req[512], reply[8192];
 
-	snprintf(req, sizeof(req), "GET /?token=%s HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
+	snprintf(req, sizeof(req),
+	         "POST /api/login HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nOrigin: "
+	         "http://127.0.0.1:8080\r\nX-Tollgate-Token: %s\r\nContent-Length: 0\r\n\r\n",
 	         ui_page_token(page));
 	exchange(req, strlen(req), reply, sizeof(reply));
-	copy_after(reply, "Set-Cookie: ", ";", cookie, sizeof(cookie));
-	snprintf(req, sizeof(req),
-	         "GET /api/session HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nCookie: %s\r\n\r\n", cookie);
-	exchange(req, strlen(req), reply, sizeof(reply));
+	copy_after(reply, "\"key\":\"", "\"", session_key, sizeof(session_key));
 	copy_after(reply, "\"csrf\":\"", "\"", csrf, sizeof(csrf));
-	if (cookie[0] == '\0' || csrf[0] == '\0')
+	if (session_key[0] == '\0' || csrf[0] == '\0')
 		abort();
 }
 
@@ -152,7 +152,7 @@ expand(const uint8_t *data, size_t size, size_t *outlen)
 			if (data[i + 1] == 'T')
 				v = tok;
 			else if (data[i + 1] == 'C')
-				v = cookie;
+				v = session_key;
 			else if (data[i + 1] == 'X')
 				v = csrf;
 		}

@@ -3,7 +3,10 @@
 # default split and under TOLLGATE_PRIVSEP=0: a host command in the
 # operator's list runs as the person (a real /usr/bin/id); one outside it is
 # refused when the person denies it or no one answers, and runs once a
-# person approves it with `tollgate approve` (the audit names them); a bare
+# person approves it with `tollgate approve` (the audit names them); an
+# allowlisted `/usr/bin/git status ...` runs only in the directory its rule
+# names (in another repository, whose configuration would run a command, it
+# is asked and denied, and nothing ran) and its "..." takes no option; a bare
 # argv[0] is refused; host files: an allowed read, another user's symlink
 # refused, the person's own followed, '..' refused, a write and a copy into
 # a session's work directory; without --host-access every host tool says
@@ -39,14 +42,24 @@ echo "hello-host" >"$H/data/a.txt"
 echo "not for the model" >"$H/private/p.txt"
 ln -s "$H/data/a.txt" "$H/links/theirs"
 ln -s "$H/data/a.txt" "$H/links/mine"
+# Two repositories whose configuration runs a command on `git status`
+# (core.fsmonitor): the one the rule names, and one the model names.
+for r in repo other; do
+	git init -q "$H/$r"
+	echo x >"$H/$r/f"
+	git -C "$H/$r" -c user.name=t -c user.email=t@t add f
+	git -C "$H/$r" -c user.name=t -c user.email=t@t commit -qm init
+	git -C "$H/$r" config core.fsmonitor "touch $H/ran-in-$r #"
+done
 chown -R "$puid" "$H"
 chown -h "$suid" "$H/links/theirs"
 cat >"$TEST_TMP/access.json" <<EOF
 {
   "comment": "test_serve_host.sh",
   "commands": [
-    {"program": "/usr/bin/id", "args": ["-u"]},
-    {"program": "/bin/echo", "args": ["allowed", "..."]}
+    {"program": "/usr/bin/id", "args": ["-u"], "cwd": ["/"]},
+    {"program": "/bin/echo", "args": ["allowed", "..."], "cwd": ["$H"]},
+    {"program": "/usr/bin/git", "args": ["status", "..."], "cwd": ["$H/repo"]}
   ],
   "read": ["$H/data", "$H/links"],
   "write": ["$H/out"]
@@ -58,6 +71,12 @@ cat >"$TEST_TMP/steps.json" <<EOF
  {"step": "list", "tool": "list_host_access"},
  {"step": "id", "tool": "host_exec", "args": {"argv": ["/usr/bin/id", "-u"]}},
  {"step": "echo", "tool": "host_exec", "args": {"argv": ["/bin/echo", "allowed", "a b"], "cwd": "$H"}},
+ {"step": "git-here", "tool": "host_exec", "args": {"argv": ["/usr/bin/git", "status", "."], "cwd": "$H/repo"}},
+ {"step": "git-elsewhere", "tool": "host_exec", "args": {"argv": ["/usr/bin/git", "status", "."], "cwd": "$H/other"}},
+ {"step": "git-option", "tool": "host_exec", "args": {"argv": ["/usr/bin/git", "status", "--porcelain"], "cwd": "$H/repo"}},
+ {"step": "echo-option", "tool": "host_exec", "args": {"argv": ["/bin/echo", "allowed", "-e", "x"], "cwd": "$H"}},
+ {"step": "echo-below", "tool": "host_exec", "args": {"argv": ["/bin/echo", "allowed"], "cwd": "$H/data"}},
+ {"step": "request-nocwd", "tool": "request_host_access", "args": {"command": {"program": "/usr/bin/git", "args": ["log"]}, "reason": "r"}},
  {"step": "bare", "tool": "host_exec", "args": {"argv": ["id", "-u"]}},
  {"step": "shell", "tool": "host_exec", "args": {"argv": ["/bin/echo allowed"]}},
  {"step": "denied", "tool": "host_exec", "args": {"argv": ["/bin/echo", "deny-me"]}},
@@ -112,7 +131,7 @@ run_mode() {
 	local mode=$1 ctl=$TEST_TMP/serve-$1.sock audit=$TEST_TMP/audit-$1.db rc
 	local -a envs=(SUDO_UID="$puid")
 	[[ $mode == single ]] && envs+=(TOLLGATE_PRIVSEP=0)
-	rm -f "$H/out/w.txt"
+	rm -f "$H/out/w.txt" "$H/ran-in-repo" "$H/ran-in-other"
 	approver "$ctl" "$TEST_TMP/asked-$mode" &
 	local apid=$!
 	set +e
@@ -130,12 +149,29 @@ run_mode() {
 		"['host_exec', 'host_file_copy', 'host_file_list', 'host_file_read', 'host_file_write', 'list_host_access', 'request_host_access']"
 	expect_eq "$mode: list_host_access: the person's uid" "$(py "$(step list)" 'd["structured"]["uid"]')" "$puid"
 	expect_eq "$mode: list_host_access: the operator's commands" \
-		"$(py "$(step list)" '[c["program"] for c in d["structured"]["operator"]["commands"]]')" "['/usr/bin/id', '/bin/echo']"
+		"$(py "$(step list)" '[(c["program"], c["cwd"]) for c in d["structured"]["operator"]["commands"]]')" \
+		"[('/usr/bin/id', ['/']), ('/bin/echo', ['$H']), ('/usr/bin/git', ['$H/repo'])]"
 	expect_eq "$mode: an allowed /usr/bin/id runs as the person" "$(py "$(step id)" 'd["structured"]["stdout"].strip()')" "$puid"
 	expect_eq "$mode: ... allowed by the operator's list" "$(py "$(step id)" 'd["structured"]["approved_by"]')" "operator allowlist"
 	expect_eq "$mode: /bin/echo with a pattern runs, argv intact, in cwd" \
 		"$(py "$(step echo)" 'd["structured"]["stdout"] + "|" + d["structured"]["cwd"]')" "allowed a b
 |$H"
+	expect_eq "$mode: git status ... runs in the directory its rule names" \
+		"$(py "$(step git-here)" 'd["structured"]["exit_code"], d["structured"]["approved_by"]')" "0 operator allowlist"
+	expect_eq "$mode: ... where the repository's configuration ran (so the check below can fail)" \
+		"$([[ -e $H/ran-in-repo ]] && echo ran)" "ran"
+	expect_match "$mode: the same git status in another repository is asked, and the denial refuses" \
+		"$(py "$(step git-elsewhere)" 'd["isError"], d["text"]')" \
+		"True.*run \[\"/usr/bin/git\",\"status\",\"\.\"\].* in $H/other as uid $puid is outside the operator's --host-access list and the person denied it"
+	expect_eq "$mode: ... and nothing of that repository ran" "$([[ -e $H/ran-in-other ]] && echo ran || echo none)" "none"
+	expect_match "$mode: an option after \"...\" is no match: asked, denied" \
+		"$(py "$(step git-option)" 'd["isError"], d["text"]')" "True.*--porcelain.*the person denied it"
+	expect_match "$mode: ... nor after a fixed argument" \
+		"$(py "$(step echo-option)" 'd["isError"], d["text"]')" "True.*\"-e\".*the person denied it"
+	expect_match "$mode: an allowed echo below its directory runs" \
+		"$(py "$(step echo-below)" 'd["isError"], d.get("structured") and d["structured"]["approved_by"]')" "False operator allowlist"
+	expect_match "$mode: request_host_access for a command without cwd is an error" \
+		"$(py "$(step request-nocwd)" 'd["isError"], d["text"]')" "True.*command: a command needs \"cwd\""
 	expect_match "$mode: a bare argv[0] is refused" "$(py "$(step bare)" 'd["isError"], d["text"]')" \
 		"True.*not a full path.*never searches PATH.*/usr/bin/id"
 	expect_match "$mode: a shell line as argv[0] is no program" "$(py "$(step shell)" 'd["isError"], d["text"]')" "True"
@@ -241,5 +277,20 @@ err=$("$TOLLGATE" serve --no-network --host-access "$TEST_TMP/bad.json" </dev/nu
 set -e
 expect_eq "a bad --host-access file: exit 125" "$rc" 125
 expect_match "... naming file, line and column" "$err" "bad.json:3:17: \"program\" 'id' is not a full path"
+
+# ---- docs/mcp.md's example file is one serve takes ---------------------------------------
+"$PY" - "$TOLLGATE_SRC/docs/mcp.md" "$TEST_TMP/doc.json" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"\*\*The file\*\*.*?```json\n(.*?)```", text, re.S).group(1)
+open(sys.argv[2], "w").write(block)
+PYEOF
+set +e
+err=$(: | "$TOLLGATE" serve --no-network --audit "$TEST_TMP/audit-doc.db" --host-access "$TEST_TMP/doc.json" 2>&1); rc=$?
+set -e
+expect_eq "docs/mcp.md's example --host-access file is accepted" "$rc" "0"
+[[ $rc == 0 ]] || echo "$err" >&2
+expect_eq "... and every command in it names its directories" \
+	"$("$PY" -c 'import json,sys; print(all(c.get("cwd") for c in json.load(open(sys.argv[1]))["commands"]))' "$TEST_TMP/doc.json")" True
 
 finish

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The review page over HTTPS (--cert/--key): the certificate is the one
-# given, the login works over TLS and its cookie is Secure, plain HTTP on the
+# given, the login works over TLS and gives a session key, plain HTTP on the
 # same port gets no page, --cert and --key go together and must match, and a
 # non-loopback address warns without a certificate and not with one (in a
 # namespace of the test's own, so nothing listens outside it).
@@ -42,12 +42,12 @@ subject=$(openssl s_client -connect "127.0.0.1:$PORT" -servername localhost </de
 	openssl x509 -noout -subject 2>/dev/null)
 expect_match "openssl s_client sees the given certificate" "$subject" "CN ?= ?tollgate-ui-test"
 
-headers=$(curl -s --max-time 10 --cacert "$TEST_TMP/cert.pem" -D - -o /dev/null -c "$TEST_TMP/jar" "$URL")
-expect_match "login over TLS: 303" "$headers" $'HTTP/1.1 303'
-expect_match "the cookie is Secure, HttpOnly and SameSite=Strict" "$headers" \
-	'[Ss]et-[Cc]ookie: tollgate_session=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict; Secure'
+body=$(curl -s --max-time 10 --cacert "$TEST_TMP/cert.pem" -X POST -H "Origin: https://127.0.0.1:$PORT" \
+	-H "X-Tollgate-Token: ${URL##*token=}" "https://127.0.0.1:$PORT/api/login")
+key=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("key", ""))' "$body" 2>/dev/null || true)
+expect_match "login over TLS: a session key" "$key" '^[0-9a-f]{64}$'
 code=$(curl -s --max-time 10 --cacert "$TEST_TMP/cert.pem" -o /dev/null -w '%{http_code}' \
-	-b "$TEST_TMP/jar" "https://127.0.0.1:$PORT/api/session")
+	-H "X-Tollgate-Session: $key" "https://127.0.0.1:$PORT/api/session")
 expect_eq "the session's API over TLS: 200" "$code" "200"
 code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL" 2>/dev/null || true)
 expect_eq "a client that does not trust the certificate gets nothing" "$code" "000"
@@ -88,8 +88,10 @@ start_in_ns tls --cert "$TEST_TMP/cert.pem" --key "$TEST_TMP/key.pem"
 expect_eq "not loopback with --cert: no warning" "$(grep -c WARNING "$TEST_TMP/tls.log" || true)" "0"
 url=$(head -n 1 "$TEST_TMP/tls.out")
 expect_match "not loopback with --cert: announced as https" "$url" "^https://10\.77\.0\.1:8443/"
-code=$(ip netns exec "$NS" curl -s --max-time 10 --cacert "$TEST_TMP/cert.pem" -o /dev/null -w '%{http_code}' "$url")
-expect_eq "login over TLS on the namespace's address: 303" "$code" "303"
+code=$(ip netns exec "$NS" curl -s --max-time 10 --cacert "$TEST_TMP/cert.pem" -o /dev/null -w '%{http_code}' \
+	-X POST -H "Origin: https://10.77.0.1:8443" -H "X-Tollgate-Token: ${url##*token=}" \
+	"https://10.77.0.1:8443/api/login")
+expect_eq "login over TLS on the namespace's address: 200" "$code" "200"
 kill "$NS_PID" 2>/dev/null
 wait "$NS_PID" 2>/dev/null
 finish

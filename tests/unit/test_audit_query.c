@@ -420,8 +420,14 @@ test_table_cell(void **state)
 	/* A terminal escape stored in a row is shown, not obeyed. */
 	pos = 0;
 	audit_table_cell(line, sizeof(line), &pos, "a\033[2J\x7f", 6, 8, AUDIT_CELL_LAST);
-	assert_int_equal(pos, 6);
-	assert_memory_equal(line, "a?[2J?", 6);
+	assert_int_equal(pos, 12);
+	assert_memory_equal(line, "a\\x1b[2J\\x7f", 12);
+	/* So is a C1 control (U+009B, CSI) and a bidirectional override. */
+	pos = 0;
+	audit_table_cell(line, sizeof(line), &pos, "\xc2\x9b" "1m\xe2\x80\xae" "x", 8, 20,
+	                 AUDIT_CELL_LAST);
+	assert_int_equal(pos, 15);
+	assert_memory_equal(line, "\\u009b1m\\u202ex", 15);
 	/* Padded to the width plus the two-space gap; a missing value is "-". */
 	pos = 0;
 	audit_table_cell(line, sizeof(line), &pos, NULL, 0, 3, 0);

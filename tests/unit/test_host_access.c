@@ -1,7 +1,8 @@
 /*
  * serve --host-access's pure parts and its path walk, table-driven: the
  * file's parser (errors at FILE:LINE:COL), the command matcher (full paths,
- * one pattern per argument, "..." last), path normalising and prefixes, and
+ * the directory it runs in, one pattern per argument, options only by
+ * patterns that are options, "..." and "-..." last), path normalising and prefixes, and
  * exec_host_walk over a real tree with symlinks of root, of the person and
  * of a stranger.
  */
@@ -56,6 +57,22 @@ test_parse_errors(void **state)
 	     "f.json:1:51: expected a string"},
 	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": \"-u\"}]}",
 	     "f.json:1:45: \"args\" must be an array"},
+	    /* Where a command may run is part of it. */
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": []}]}",
+	     "f.json:1:15: a command needs \"cwd\""},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": []}]}",
+	     "f.json:1:44: a command needs \"cwd\""},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": \"/srv\"}]}",
+	     "f.json:1:44: a command needs \"cwd\""},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": [\"/srv\", \"src\"]}]}",
+	     "f.json:1:53: 'src' is not an absolute path"},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": [\"/a/../b\"]}]}",
+	     "f.json:1:45: '/a/../b': '..' is not allowed"},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"cwd\": [2]}]}",
+	     "f.json:1:45: expected a string"},
+	    {"{\"commands\": [{\"program\": \"/bin/x\", \"args\": [\"-...\", \"a\"], \"cwd\": "
+	     "[\"/\"]}]}",
+	     "f.json:1:46: \"-...\" (any further arguments) may only be the last"},
 	    {"{\"read\": [\"relative/dir\"]}",
 	     "f.json:1:11: 'relative/dir' is not an absolute path"},
 	    {"{\"write\": [\"/a/../etc\"]}", "f.json:1:12: '/a/../etc': '..' is not allowed"},
@@ -86,14 +103,24 @@ test_parse_good(void **state)
 
 	(void)state;
 	h = parse_ok("{\"comment\": \"x\", \"commands\": [{\"program\": \"//usr/bin/./id\", "
-	             "\"args\": [\"-u\"], \"comment\": \"c\"}, {\"program\": \"/bin/echo\", "
-	             "\"args\": [\"...\"]}], \"read\": [\"/srv/data/\", \"/\"], \"write\": []}");
-	assert_int_equal(h->ncommands, 2);
+	             "\"args\": [\"-u\"], \"cwd\": [\"/\"], \"comment\": \"c\"}, {\"program\": "
+	             "\"/bin/echo\", \"args\": [\"...\"], \"cwd\": [\"/srv//a/\", \"/b\"]}, "
+	             "{\"program\": \"/bin/ls\", \"args\": [\"-...\"], \"cwd\": [\"/\"]}], "
+	             "\"read\": [\"/srv/data/\", \"/\"], \"write\": []}");
+	assert_int_equal(h->ncommands, 3);
 	assert_string_equal(h->commands[0].program, "/usr/bin/id");
 	assert_int_equal(h->commands[0].nargs, 1);
 	assert_false(h->commands[0].more);
+	assert_int_equal(h->commands[0].ncwd, 1);
+	assert_string_equal(h->commands[0].cwd[0], "/");
 	assert_int_equal(h->commands[1].nargs, 0);
 	assert_true(h->commands[1].more);
+	assert_false(h->commands[1].more_options);
+	assert_int_equal(h->commands[1].ncwd, 2);
+	assert_string_equal(h->commands[1].cwd[0], "/srv/a");
+	assert_string_equal(h->commands[1].cwd[1], "/b");
+	assert_true(h->commands[2].more);
+	assert_true(h->commands[2].more_options);
 	assert_int_equal(h->nread, 2);
 	assert_string_equal(h->read[0], "/srv/data");
 	assert_string_equal(h->read[1], "/");
@@ -111,42 +138,89 @@ test_command_match(void **state)
 	static const struct {
 		const char *args[4];
 		const char *program;
+		const char *cwd;
 		const char *argv[5]; /* NULL-ended */
 		bool match;
 	} cases[] = {
-	    {{"-u", NULL}, "/usr/bin/id", {"-u", NULL}, true},
-	    {{"-u", NULL}, "/usr/bin/id", {NULL}, false}, /* one argument, exactly */
-	    {{"-u", NULL}, "/usr/bin/id", {"-u", "root", NULL}, false},
-	    {{"-u", NULL}, "/bin/id", {"-u", NULL}, false}, /* another file */
-	    {{"-u", NULL}, "id", {"-u", NULL}, false},      /* never a basename */
-	    {{NULL}, "/usr/bin/id", {NULL}, true},          /* no args: none allowed */
-	    {{NULL}, "/usr/bin/id", {"-a", NULL}, false},
-	    {{"status", "...", NULL}, "/usr/bin/git", {"status", NULL}, true},
-	    {{"status", "...", NULL}, "/usr/bin/git", {"status", "-s", "x", NULL}, true},
-	    {{"status", "...", NULL}, "/usr/bin/git", {"push", NULL}, false},
-	    {{"*.txt", NULL}, "/usr/bin/cat", {"notes.txt", NULL}, true},
-	    {{"*.txt", NULL}, "/usr/bin/cat", {"/etc/x.txt", NULL}, true}, /* '*' crosses '/' */
-	    {{"*.txt", NULL}, "/usr/bin/cat", {"notes.md", NULL}, false},
-	    {{"-[nv]", NULL}, "/bin/echo", {"-n", NULL}, true},
-	    {{"-[nv]", NULL}, "/bin/echo", {"-e", NULL}, false},
-	    {{"?", NULL}, "/bin/echo", {"ab", NULL}, false},
+	    {{"-u", NULL}, "/usr/bin/id", "/", {"-u", NULL}, true},
+	    {{"-u", NULL}, "/usr/bin/id", "/", {NULL}, false}, /* one argument, exactly */
+	    {{"-u", NULL}, "/usr/bin/id", "/", {"-u", "root", NULL}, false},
+	    {{"-u", NULL}, "/bin/id", "/", {"-u", NULL}, false}, /* another file */
+	    {{"-u", NULL}, "id", "/", {"-u", NULL}, false},      /* never a basename */
+	    {{NULL}, "/usr/bin/id", "/", {NULL}, true},          /* no args: none allowed */
+	    {{NULL}, "/usr/bin/id", "/", {"-a", NULL}, false},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", NULL}, true},
+	    {{"status", "...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "x", "y", NULL},
+	     true},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"push", NULL}, false},
+	    /* "..." takes no option; "-..." does. */
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo", {"status", "-s", NULL}, false},
+	    {{"status", "...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "x", "--", NULL},
+	     false},
+	    {{"status", "-...", NULL},
+	     "/usr/bin/git",
+	     "/srv/repo",
+	     {"status", "-s", "x", NULL},
+	     true},
+	    {{"status", "-...", NULL}, "/usr/bin/git", "/srv/repo", {"status", NULL}, true},
+	    /* The directory: the prefix itself or below it, never beside or above. */
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repo/sub", {"status", NULL}, true},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv/repository", {"status", NULL}, false},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/srv", {"status", NULL}, false},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/tmp/evil", {"status", NULL}, false},
+	    {{"status", "...", NULL}, "/usr/bin/git", "/", {"status", NULL}, false},
+	    {{"status", "...", NULL}, "/usr/bin/git", NULL, {"status", NULL}, false},
+	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"notes.txt", NULL}, true},
+	    {{"*.txt", NULL},
+	     "/usr/bin/cat",
+	     "/",
+	     {"/etc/x.txt", NULL},
+	     true}, /* '*' crosses '/' */
+	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"notes.md", NULL}, false},
+	    /* '*' (or '?', '[') never stands for an option... */
+	    {{"*", NULL}, "/usr/bin/cat", "/", {"-", NULL}, false},
+	    {{"*", NULL}, "/usr/bin/cat", "/", {"--help", NULL}, false},
+	    {{"*.txt", NULL}, "/usr/bin/cat", "/", {"-v.txt", NULL}, false},
+	    {{"?v", NULL}, "/usr/bin/cat", "/", {"-v", NULL}, false},
+	    {{"[-a]v", NULL}, "/usr/bin/cat", "/", {"-v", NULL}, false},
+	    /* ... but a pattern starting with '-' names options. */
+	    {{"-*", NULL}, "/usr/bin/cat", "/", {"--help", NULL}, true},
+	    {{"-*", NULL}, "/usr/bin/cat", "/", {"x", NULL}, false},
+	    {{"-[nv]", NULL}, "/bin/echo", "/", {"-n", NULL}, true},
+	    {{"-[nv]", NULL}, "/bin/echo", "/", {"-e", NULL}, false},
+	    {{"--format=*", NULL}, "/bin/echo", "/", {"--format=x", NULL}, true},
+	    {{"?", NULL}, "/bin/echo", "/", {"ab", NULL}, false},
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct policy_host_command c = {.program = "/usr/bin/id"};
+		char *dirs[2] = {"/srv/repo", "/usr/share/doc"};
+		struct policy_host_command c = {.program = "/usr/bin/id", .cwd = dirs, .ncwd = 2};
+		char *root_only[1] = {"/"};
 		char *pats[4];
 		size_t nargv = 0;
 
-		if (strcmp(cases[i].program, "/usr/bin/git") == 0)
+		if (strcmp(cases[i].program, "/usr/bin/git") == 0) {
 			c.program = "/usr/bin/git";
-		else if (strcmp(cases[i].program, "/usr/bin/cat") == 0)
-			c.program = "/usr/bin/cat";
-		else if (strcmp(cases[i].program, "/bin/echo") == 0)
-			c.program = "/bin/echo";
+		} else {
+			c.cwd = root_only;
+			c.ncwd = 1;
+			if (strcmp(cases[i].program, "/usr/bin/cat") == 0)
+				c.program = "/usr/bin/cat";
+			else if (strcmp(cases[i].program, "/bin/echo") == 0)
+				c.program = "/bin/echo";
+		}
 		for (size_t k = 0; k < 4 && cases[i].args[k] != NULL; k++) {
-			if (strcmp(cases[i].args[k], "...") == 0) {
+			if (strcmp(cases[i].args[k], "...") == 0 ||
+			    strcmp(cases[i].args[k], "-...") == 0) {
 				c.more = true;
+				c.more_options = cases[i].args[k][0] == '-';
 				break;
 			}
 			pats[c.nargs++] = (char *)cases[i].args[k];
@@ -154,24 +228,58 @@ test_command_match(void **state)
 		c.args = pats;
 		while (cases[i].argv[nargv] != NULL)
 			nargv++;
-		if (policy_host_command_match(&c, cases[i].program, cases[i].argv, nargv) !=
-		    cases[i].match)
-			fail_msg("case %zu: %s", i, cases[i].program);
+		if (policy_host_command_match(&c, cases[i].program, cases[i].cwd, cases[i].argv,
+		                              nargv) != cases[i].match)
+			fail_msg("case %zu: %s in %s", i, cases[i].program,
+			         cases[i].cwd != NULL ? cases[i].cwd : "(none)");
 	}
 }
 
-/* A person's grant (exact) compares bytes: a pattern character is itself. */
+/* A rule parsed from a file and found through the list: the same matcher. */
+static void
+test_access_command(void **state)
+{
+	struct policy_host_access *h;
+	const char *st[2] = {"status", "--porcelain"}, *plain[1] = {"status"};
+
+	(void)state;
+	h = parse_ok("{\"commands\": [{\"program\": \"/usr/bin/git\", \"args\": [\"status\", "
+	             "\"...\"], \"cwd\": [\"/home/me/src\"]}]}");
+	assert_non_null(
+	    policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/src/a", plain, 1));
+	assert_null(
+	    policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/Downloads/a", plain, 1));
+	assert_null(policy_host_access_command(h, "/usr/bin/git", NULL, "/home/me/src/a", st, 2));
+	/* The file a link names counts, the directory still does. */
+	assert_non_null(
+	    policy_host_access_command(h, "/bin/git", "/usr/bin/git", "/home/me/src", plain, 1));
+	assert_null(policy_host_access_command(h, "/bin/git", "/usr/bin/git", "/tmp", plain, 1));
+	policy_host_access_free(h);
+}
+
+/* A person's grant (exact) compares bytes: a pattern character is itself,
+ * and the directory is the one it was approved in, not what is below. */
 static void
 test_exact_grant(void **state)
 {
-	char *pats[1] = {"*"};
-	struct policy_host_command c = {
-	    .program = "/bin/echo", .args = pats, .nargs = 1, .exact = true};
+	char *pats[1] = {"*"}, *dirs[1] = {"/srv/repo"};
+	struct policy_host_command c = {.program = "/bin/echo",
+	                                .args = pats,
+	                                .nargs = 1,
+	                                .cwd = dirs,
+	                                .ncwd = 1,
+	                                .exact = true};
 	const char *star[1] = {"*"}, *other[1] = {"x"};
 
 	(void)state;
-	assert_true(policy_host_command_match(&c, "/bin/echo", star, 1));
-	assert_false(policy_host_command_match(&c, "/bin/echo", other, 1));
+	assert_true(policy_host_command_match(&c, "/bin/echo", "/srv/repo", star, 1));
+	assert_false(policy_host_command_match(&c, "/bin/echo", "/srv/repo", other, 1));
+	assert_false(policy_host_command_match(&c, "/bin/echo", "/srv/repo/sub", star, 1));
+	assert_false(policy_host_command_match(&c, "/bin/echo", "/tmp", star, 1));
+	/* An option the person saw is the person's to allow. */
+	pats[0] = "-n";
+	star[0] = "-n";
+	assert_true(policy_host_command_match(&c, "/bin/echo", "/srv/repo", star, 1));
 }
 
 static void
@@ -366,8 +474,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_errors),  cmocka_unit_test(test_parse_good),
-	    cmocka_unit_test(test_command_match), cmocka_unit_test(test_exact_grant),
-	    cmocka_unit_test(test_paths),         cmocka_unit_test(test_walk),
+	    cmocka_unit_test(test_command_match), cmocka_unit_test(test_access_command),
+	    cmocka_unit_test(test_exact_grant),   cmocka_unit_test(test_paths),
+	    cmocka_unit_test(test_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

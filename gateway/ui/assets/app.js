@@ -1,9 +1,21 @@
 // The review page's script: talks only to its own server (/api/...). Every
 // value from the audit log or a gateway is shown as text, never as markup:
 // hosts and sandbox names come from the guarded side.
+//
+// The session is no cookie (a browser sends a cookie of 127.0.0.1 to every
+// port of it, so to any other local server the browser visits): the token in
+// the printed address is traded once for a session key, kept in this tab's
+// sessionStorage (its origin's alone, port included) and sent as a header.
 "use strict";
 
-const state = { csrf: null, session: "", seen: new Set(), pending: [], received: 0 };
+const state = { csrf: null, key: null, session: "", seen: new Set(), pending: [], received: 0 };
+const SAVED = "tollgate-ui-session";
+
+// Headers of every call: the session key (and on a change the CSRF token);
+// credentials are never the browser's own.
+function request(extra) {
+  return { credentials: "omit", headers: Object.assign({ "X-Tollgate-Session": state.key || "" }, extra || {}) };
+}
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -18,18 +30,16 @@ function el(tag, attrs, ...children) {
 const $ = (id) => document.getElementById(id);
 
 async function getJSON(url) {
-  const r = await fetch(url, { credentials: "same-origin" });
+  const r = await fetch(url, request());
   const body = await r.json();
   if (!r.ok || body.ok === false) throw new Error(body.error || r.statusText);
   return body;
 }
 
 async function postJSON(url, data) {
-  const r = await fetch(url, {
-    method: "POST", credentials: "same-origin",
-    headers: { "Content-Type": "application/json", "X-Tollgate-CSRF": state.csrf },
-    body: JSON.stringify(data),
-  });
+  const r = await fetch(url, Object.assign(
+    request({ "Content-Type": "application/json", "X-Tollgate-CSRF": state.csrf }),
+    { method: "POST", body: JSON.stringify(data) }));
   const body = await r.json();
   if (!r.ok || body.ok === false) throw new Error(body.error || r.statusText);
   return body;
@@ -140,11 +150,77 @@ async function decide(ap, allow, scope) {
   }
 }
 
-function listen() {
-  const es = new EventSource("/api/events");
-  es.addEventListener("pending", (ev) => onPending(JSON.parse(ev.data)));
-  es.onopen = () => { $("live").textContent = "live"; };
-  es.onerror = () => { $("live").textContent = "reconnecting…"; };
+// Server-sent events read through fetch (EventSource cannot send a header);
+// reconnects every three seconds after the stream ends or fails.
+async function listen() {
+  for (;;) {
+    try {
+      const r = await fetch("/api/events", request());
+      if (!r.ok || !r.body) throw new Error(r.statusText);
+      $("live").textContent = "live";
+      const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let end;
+        while ((end = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          let event = "message";
+          const data = [];
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) event = line.slice(6).trim();
+            else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+          }
+          if (event === "pending" && data.length > 0) onPending(JSON.parse(data.join("\n")));
+        }
+      }
+    } catch (e) {
+      // falls through to the retry
+    }
+    $("live").textContent = "reconnecting…";
+    await new Promise((res) => setTimeout(res, 3000));
+  }
+}
+
+// The exports are links for their address only: fetched with the session's
+// header, then saved from memory.
+async function exportRows(ev) {
+  ev.preventDefault();
+  const link = ev.currentTarget;
+  try {
+    const r = await fetch(link.href, request());
+    if (!r.ok) throw new Error((await r.json()).error || r.statusText);
+    const url = URL.createObjectURL(await r.blob());
+    const name = link.id === "export-csv" ? "tollgate-audit.csv" : "tollgate-audit.jsonl";
+    const a = el("a", { href: url, download: name, hidden: "" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (e) {
+    $("search-status").textContent = e.message;
+  }
+}
+
+// The session: the token in the address traded for a key (the address then
+// loses the token), or the key this tab kept from an earlier load.
+async function login() {
+  const token = new URLSearchParams(location.search).get("token");
+  if (token !== null) {
+    history.replaceState(null, "", "/" + location.hash);
+    const r = await fetch("/api/login", { method: "POST", credentials: "omit", headers: { "X-Tollgate-Token": token } });
+    const body = await r.json();
+    if (!r.ok || body.ok === false) throw new Error(body.error || r.statusText);
+    sessionStorage.setItem(SAVED, JSON.stringify({ key: body.key, csrf: body.csrf }));
+  }
+  const saved = JSON.parse(sessionStorage.getItem(SAVED) || "null");
+  if (!saved || !saved.key)
+    throw new Error("this tab has no session: open the address tollgate ui printed (it carries the token)");
+  state.key = saved.key;
+  state.csrf = saved.csrf;
 }
 
 // ---- audit rows -----------------------------------------------------------------
@@ -396,6 +472,9 @@ async function start() {
   $("older").addEventListener("click", () => search($("older").dataset.before));
   $("verify").addEventListener("click", verify);
   $("notify").addEventListener("click", () => { if ("Notification" in window) Notification.requestPermission(); });
+  $("export-csv").addEventListener("click", exportRows);
+  $("export-json").addEventListener("click", exportRows);
+  await login();
   const sess = await getJSON("/api/session");
   state.csrf = sess.csrf;
   $("who").textContent = "session " + sess.session;
