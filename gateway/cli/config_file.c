@@ -18,6 +18,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/spelling.h"
 #include "policy/policy.h"
 
 /* Text a flag's handler may return about one value. */
@@ -340,48 +341,17 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 	return 0;
 }
 
-/* Edits from a to b, for "did you mean"; capped at 3. */
-static size_t
-distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-
-	if (la >= 63 || lb >= 63)
-		return 3;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			/* max_conns for max-conns: the usual slip costs nothing. */
-			bool same = a[i - 1] == b[j - 1] || (a[i - 1] == '_' && b[j - 1] == '-');
-			size_t sub = prev[j - 1] + !same;
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof(*cur));
-	}
-	return prev[lb] > 3 ? 3 : prev[lb];
-}
-
 static void
 unknown_key(const struct gw_config *cfg, const struct gw_config_apply *how, const char *key)
 {
-	const char *best = NULL;
-	size_t best_d = 3;
+	struct gw_suggest s;
 
-	for (const struct option *o = how->options; o->name != NULL; o++) {
-		size_t d = distance(key, o->name);
-
-		if (d < best_d) {
-			best = o->name;
-			best_d = d;
-		}
-	}
-	if (best != NULL)
+	gw_suggest_init(&s, key);
+	for (const struct option *o = how->options; o->name != NULL; o++)
+		gw_suggest_offer(&s, o->name);
+	if (s.best != NULL)
 		report_at(cfg, how, key, -1, true, "unknown key \"%s\" (did you mean \"%s\"?)", key,
-		          best);
+		          s.best);
 	else
 		report_at(cfg, how, key, -1, true,
 		          "unknown key \"%s\" (keys are the long flags of 'tollgate proxy --help')",
