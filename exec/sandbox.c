@@ -831,8 +831,19 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		if (mkdir(s->plan.workdir, 0700) != 0 ||
 		    chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
 			rc = -errno;
-			snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
-			         strerror(errno));
+			/* EINVAL: root of a user namespace (a container's) whose map
+			 * lacks the sandbox's ids. */
+			if (rc == -EINVAL && !exec_rootless())
+				snprintf(err, errlen,
+				         "work directory %s: %s; the sandbox's user, uid %u, is not "
+				         "mapped in this user namespace (root here is a container's); "
+				         "give the container an id map that covers %u-%u, or run "
+				         "tollgate in it as a normal user (rootless mode)",
+				         s->plan.workdir, strerror(-rc), (unsigned)*work_uid,
+				         EXEC_HOST_ID_BASE, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID);
+			else
+				snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
+				         strerror(-rc));
 			return rc;
 		}
 	}

@@ -3,7 +3,8 @@
 # machine refuses"), tollgate exits 125 with one line that names the cause
 # and the fix: `tollgate: <what failed>: <why>; <fix>`. Each refusal here is
 # real: a chroot (as root and as a user), a /proc with a path mounted over
-# it as container runtimes mask them, a seccomp filter like a container
+# it as container runtimes mask them, root of a user namespace without the
+# sandbox's ids, a seccomp filter like a container
 # runtime's (clone3 answered ENOSYS, user namespaces refused), and a kernel
 # whose Landlock is off or absent as this process sees it. The sysctls this
 # kernel lacks (kernel.unprivileged_userns_clone, AppArmor's) are covered by
@@ -97,6 +98,17 @@ set -e
 expect_eq "/proc masked: exit 125" "$rc" 125
 one_line "/proc masked" "$err" \
 	"^tollgate: run: sandbox set-up failed at 'mount /proc': Operation not permitted; /proc/uptime is mounted over .*; run the container with /proc unmasked \(docker: --security-opt systempaths=unconfined"
+
+# ---- root of a user namespace whose map lacks the sandbox's ids -----------------------
+# As in a container started with a short id map: root there, but the
+# sandbox's user (2000001000) has no id to be.
+set +e
+err=$(timeout 60 unshare --user --map-root-user env TOLLGATE_HOME="$TEST_TMP/nshome" \
+	"$TOLLGATE" run --no-network -- true 2>&1); rc=$?
+set -e
+expect_eq "ids not mapped: exit 125" "$rc" 125
+one_line "ids not mapped" "$err" \
+	"^tollgate: run: work directory .*: Invalid argument; the sandbox's user, uid 2000001000, is not mapped in this user namespace .*; give the container an id map that covers 2000000000-2000001000, or run tollgate in it as a normal user"
 
 # ---- a seccomp filter like a container runtime's -----------------------------------
 set +e
