@@ -6,6 +6,7 @@
  * cpu.stat): moving a pid into any hierarchy costs an RCU grace period (below).
  */
 #include "exec/exec.h"
+#include "exec/diagnose.h"
 #include "exec/userns.h"
 
 #include <dirent.h>
@@ -468,18 +469,64 @@ out:
 	return 0;
 }
 
-bool
-exec_cgroup_delegated(void)
+/* Whether name is off in /proc/cgroups (its "enabled" column 0). */
+static bool
+controller_disabled(const char *name)
+{
+	char buf[2048], row[64];
+	size_t n = strlen(name);
+
+	if (read_small("/proc/cgroups", buf, sizeof(buf)) != 0)
+		return false;
+	for (const char *p = buf; p != NULL && *p != '\0';) {
+		if (strncmp(p, name, n) == 0 && (p[n] == '\t' || p[n] == ' ')) {
+			unsigned int hier, num, enabled;
+
+			snprintf(row, sizeof(row), "%.*s", (int)strcspn(p, "\n"), p);
+			return sscanf(row + n, "%u %u %u", &hier, &num, &enabled) == 3 &&
+			       enabled == 0;
+		}
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return false;
+}
+
+void
+exec_cgroup_facts_read(struct exec_cgroup_facts *f)
 {
 	struct cg_layout lay;
-	char base[PATH_MAX], buf[512];
+	char cgfile[8192], path[PATH_MAX], buf[512], prefix[128];
+	unsigned int uid = (unsigned int)exec_rootless_host_uid();
 
+	memset(f, 0, sizeof(*f));
 	memset(&lay, 0, sizeof(lay));
 	mount_points(&lay);
-	if (!shared_base(&lay, base, sizeof(base)) ||
-	    read_at(base, "cgroup.controllers", buf, sizeof(buf)) != 0)
-		return false;
-	return has_word(buf, "memory", ' ') && has_word(buf, "pids", ' ');
+	f->rootless = exec_rootless();
+	f->uid = uid;
+	f->v2_mounted = lay.v2_mnt[0] != '\0';
+	f->v1_memory = lay.mem_mnt[0] != '\0';
+	f->memory_disabled = controller_disabled("memory");
+	f->read_only = (f->v2_mounted && access(lay.v2_mnt, W_OK) != 0 && errno == EROFS) ||
+	               (f->v1_memory && access(lay.mem_mnt, W_OK) != 0 && errno == EROFS);
+	if (f->v2_mounted && read_at(lay.v2_mnt, "cgroup.controllers", buf, sizeof(buf)) == 0)
+		f->v2_controllers = has_word(buf, "memory", ' ') && has_word(buf, "pids", ' ');
+	if (read_small("/proc/self/cgroup", cgfile, sizeof(cgfile)) == 0 &&
+	    !own_path(cgfile, "", f->own_cgroup, sizeof(f->own_cgroup)))
+		f->own_cgroup[0] = '\0';
+	if (!f->v2_mounted)
+		return;
+	snprintf(prefix, sizeof(prefix), "/user.slice/user-%u.slice/user@%u.service", uid, uid);
+	if (snprintf(path, sizeof(path), "%s%s", lay.v2_mnt, prefix) >= (int)sizeof(path))
+		return;
+	f->user_service = access(path, F_OK) == 0;
+	f->user_service_mine = f->user_service && access(path, W_OK) == 0;
+	if (read_at(path, "cgroup.controllers", buf, sizeof(buf)) == 0)
+		f->user_delegated = has_word(buf, "memory", ' ') && has_word(buf, "pids", ' ');
+	f->inside_user_service =
+	    strncmp(f->own_cgroup, prefix, strlen(prefix)) == 0 &&
+	    (f->own_cgroup[strlen(prefix)] == '/' || f->own_cgroup[strlen(prefix)] == '\0');
 }
 
 bool

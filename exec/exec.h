@@ -297,9 +297,6 @@ struct exec_cgroup;
 int exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgroup **out,
                     char *err, size_t errlen);
 bool exec_cgroup_has_memory(const struct exec_cgroup *cg);
-/* Rootless: true when the systemd user slice delegates a writable cgroup v2
- * subtree with memory and pids (exec/userns.h's limits note). */
-bool exec_cgroup_delegated(void);
 /* Child side, first thing after clone(): joins the v1 cgroups (no RCU wait). */
 int exec_cgroup_join_self(struct exec_cgroup *cg);
 /* Parent side, after clone(): the v2 cgroup, if one is used. */

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/diagnose.h"
 #include "exec/priv.h"
 #include "exec/pty.h"
 #include "exec/seccomp_bpf.h"
@@ -830,8 +831,19 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		if (mkdir(s->plan.workdir, 0700) != 0 ||
 		    chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
 			rc = -errno;
-			snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
-			         strerror(errno));
+			/* EINVAL: root of a user namespace (a container's) whose map
+			 * lacks the sandbox's ids. */
+			if (rc == -EINVAL && !exec_rootless())
+				snprintf(err, errlen,
+				         "work directory %s: %s; the sandbox's user, uid %u, is not "
+				         "mapped in this user namespace (root here is a container's); "
+				         "give the container an id map that covers %u-%u, or run "
+				         "tollgate in it as a normal user (rootless mode)",
+				         s->plan.workdir, strerror(-rc), (unsigned)*work_uid,
+				         EXEC_HOST_ID_BASE, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID);
+			else
+				snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
+				         strerror(-rc));
 			return rc;
 		}
 	}
@@ -949,6 +961,25 @@ start_remote(const struct exec_spec *spec, exec_attach_fn attach, void *attach_a
 	return 0;
 }
 
+/*
+ * clone3 refused: where the kernel or the machine explains it (a chroot, a
+ * container's seccomp filter, the sysctls), the cause and the fix; the
+ * namespaces are all asked for at once, and the user namespace is the one
+ * these refuse.
+ */
+static void
+clone_refused(int rc, char *err, size_t errlen)
+{
+	struct exec_userns_facts f;
+	char why[768];
+
+	exec_userns_facts_read(&f, -rc);
+	if (exec_userns_why(&f, "clone3", why, sizeof(why)))
+		snprintf(err, errlen, "a sandbox needs a user namespace: %s", why);
+	else
+		snprintf(err, errlen, "clone: %s", strerror(-rc));
+}
+
 int
 exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
                    struct exec_sandbox **out, char *err, size_t errlen)
@@ -1023,16 +1054,17 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		goto out;
-	if (exec_rootless() &&
-	    (spec->limits.ram_mb > 0 || spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)) {
+	if (!exec_cgroup_has_memory(s->cg) &&
+	    (spec->limits.ram_mb > 0 ||
+	     (exec_rootless() && (spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)))) {
 		static bool noted; /* once a process: the reason does not change */
-		const char *note = exec_rootless_limits_note();
+		char note[1536];
 
-		if (note != NULL && !noted)
+		if (!noted && exec_cgroup_limits_note(note, sizeof(note)) != NULL)
 			log_warnx("%s", note);
 		noted = true;
-	} else if (spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg))
-		log_warnx("run: no memory cgroup here: --ram limits each process only");
+	}
+	exec_landlock_note();
 	rc = exec_limits_plan(&spec->limits, exec_cgroup_has_memory(s->cg), &s->plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "limits: %s", strerror(-rc));
@@ -1104,7 +1136,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	}
 	if (pid < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "clone: %s", strerror(errno));
+		clone_refused(rc, err, errlen);
 		goto out;
 	}
 	if (pid == 0) {

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
@@ -70,51 +71,16 @@ write_proc(const char *path, const char *text)
 	return rc;
 }
 
-/* The first character of a sysctl, or '\0' when it cannot be read. */
-static char
-sysctl_first(const char *path)
-{
-	char c = '\0';
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return '\0';
-	if (read(fd, &c, 1) != 1)
-		c = '\0';
-	close(fd);
-	return c;
-}
-
-/*
- * Why the kernel refused: the settings that do so, in the order they are
- * checked (the AppArmor one lets the namespace be made but takes its
- * capabilities away, so the map write is what fails).
- */
+/* One line: what failed, why, and the fix (exec/diagnose.c). */
 static void
 explain_refusal(const char *step, int rc, char *err, size_t errlen)
 {
-	if (sysctl_first("/proc/sys/user/max_user_namespaces") == '0')
-		gw_set_err(
-		    err, errlen,
-		    "rootless mode: user namespaces are disabled by user.max_user_namespaces=0 "
-		    "(fix: sysctl -w user.max_user_namespaces=15000, or run as root)");
-	else if (sysctl_first("/proc/sys/kernel/unprivileged_userns_clone") == '0')
-		gw_set_err(err, errlen,
-		           "rootless mode: unprivileged user namespaces are disabled by "
-		           "kernel.unprivileged_userns_clone=0 (fix: sysctl -w "
-		           "kernel.unprivileged_userns_clone=1, or run as root)");
-	else if (sysctl_first("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == '1')
-		gw_set_err(
-		    err, errlen,
-		    "rootless mode: AppArmor restricts unprivileged user namespaces "
-		    "(kernel.apparmor_restrict_unprivileged_userns=1; fix: an AppArmor profile "
-		    "for tollgate with the 'userns,' rule, or sysctl -w "
-		    "kernel.apparmor_restrict_unprivileged_userns=0, or run as root)");
-	else
-		gw_set_err(err, errlen,
-		           "rootless mode: the kernel refused a user namespace (%s: %s); "
-		           "run as root",
-		           step, strerror(-rc));
+	struct exec_userns_facts f;
+	char why[768];
+
+	exec_userns_facts_read(&f, -rc);
+	exec_userns_why(&f, step, why, sizeof(why));
+	gw_set_err(err, errlen, "rootless mode needs a user namespace: %s", why);
 }
 
 int
@@ -181,15 +147,4 @@ exec_rootless_enter(char *err, size_t errlen)
 	rootless = true;
 out:
 	return rc;
-}
-
-const char *
-exec_rootless_limits_note(void)
-{
-	if (!rootless || exec_cgroup_delegated())
-		return NULL;
-	return "rootless: no delegated cgroup v2 subtree with memory and pids (systemd user "
-	       "slice), so limits are rlimits: --ram caps each process's writable memory "
-	       "(RLIMIT_DATA), not the sandbox's; --cpu each process's CPU time; --pids "
-	       "counts the sandbox user's processes (RLIMIT_NPROC, per uid)";
 }

@@ -17,9 +17,9 @@
  * mount propagation private. Must be called while the process has one
  * thread (the kernel refuses a user namespace to a threaded process), and
  * before anything caches its uid. 0, or negative errno with one line in err
- * that names the refusing setting and its fix when the kernel says no
- * (user.max_user_namespaces, kernel.unprivileged_userns_clone,
- * kernel.apparmor_restrict_unprivileged_userns).
+ * that names what refused and its fix when the kernel says no (exec/diagnose.h:
+ * user.max_user_namespaces, kernel.unprivileged_userns_clone,
+ * kernel.apparmor_restrict_unprivileged_userns, a chroot, a seccomp filter).
  */
 int exec_rootless_enter(char *err, size_t errlen);
 
@@ -39,13 +39,5 @@ gid_t exec_rootless_host_gid(void);
  */
 uid_t exec_sandbox_host_uid(void);
 gid_t exec_sandbox_host_gid(void);
-
-/*
- * The one line that says which limits are weaker without a delegated
- * cgroup v2 subtree, or NULL when there is nothing to say (root, or a
- * delegated subtree with memory and pids). Static storage. exec/sandbox.c
- * prints it once, with the first sandbox that asks for a limit.
- */
-const char *exec_rootless_limits_note(void);
 
 #endif

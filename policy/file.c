@@ -19,6 +19,7 @@
 #include <openssl/crypto.h>
 
 #include "gateway/core/hex.h"
+#include "gateway/core/spelling.h"
 #include "policy/file.h"
 
 #define FILE_VERSION 1
@@ -487,12 +488,65 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 
 /* ---- the format --------------------------------------------------------- */
 
-static const char top_keys[] =
-    "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, "
-    "filesystem";
-static const char client_keys[] = "name, comment, sources, user, password_sha256, mode, "
-                                  "tls_subject, tls_cn, default, ask_timeout, allow, deny, ask, "
-                                  "allow_cidr, deny_cidr";
+/* '_' and '-' are one character in a key (docs/policy.md, "Spelling"). */
+static const char *const top_key_names[] = {
+    "version", "comment",    "default",   "ask-timeout", "allow",      "deny",
+    "ask",     "allow-cidr", "deny-cidr", "clients",     "filesystem", NULL,
+};
+static const char *const client_key_names[] = {
+    "name",        "comment",    "sources",   "user",        "password-sha256", "mode",
+    "tls-subject", "tls-cn",     "default",   "ask-timeout", "allow",           "deny",
+    "ask",         "allow-cidr", "deny-cidr", NULL,
+};
+static const char top_keys[] = "version, comment, default, ask-timeout, allow, deny, ask, "
+                               "allow-cidr, deny-cidr, clients, filesystem";
+static const char client_keys[] = "name, comment, sources, user, password-sha256, mode, "
+                                  "tls-subject, tls-cn, default, ask-timeout, allow, deny, ask, "
+                                  "allow-cidr, deny-cidr";
+
+/*
+ * An unknown key at the current path: the closest known one, else the list.
+ * where is "" or " in a client section".
+ */
+static int
+unknown_key(struct loader *ld, const char *key, const char *const *names, const char *list,
+            const char *where)
+{
+	struct gw_suggest s;
+
+	gw_suggest_init(&s, key);
+	for (size_t i = 0; names[i] != NULL; i++)
+		gw_suggest_offer(&s, names[i]);
+	if (s.best != NULL)
+		return fail_at(ld, true, "unknown key \"%s\"%s (did you mean \"%s\"?)", key, where,
+		               s.best);
+	return fail_at(ld, true, "unknown key \"%s\"%s (expected one of: %s)", key, where, list);
+}
+
+/*
+ * Whether key (a known one) was given before in obj under another spelling
+ * ("ask_timeout" after "ask-timeout"); the error is reported at key. Known
+ * keys have a few spellings each, so the scans stay linear in the file.
+ */
+static int
+given_twice(struct loader *ld, json_t *obj, const char *key)
+{
+	const char *other;
+	json_t *v;
+
+	if (strpbrk(key, "_-") == NULL)
+		return 0;
+	json_object_foreach(obj, other, v)
+	{
+		if (strcmp(other, key) == 0)
+			return 0;
+		if (gw_key_same(other, key))
+			return fail_at(ld, true,
+			               "\"%s\" and \"%s\" are the same key (give it once)", other,
+			               key);
+	}
+	return 0;
+}
 
 static int
 load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
@@ -551,13 +605,14 @@ load_common_key(struct loader *ld, struct policy *p, const char *key, json_t *v)
 			return policy_set_default(p, POLICY_ASK);
 		return fail_at(ld, false, "\"default\": expected \"deny\" or \"ask\"");
 	}
-	if (strcmp(key, "ask_timeout") == 0) {
+	if (gw_key_same(key, "ask-timeout")) {
 		double t = json_is_number(v) ? json_number_value(v) : -1;
 
 		if (!(t > 0 && t <= ASK_TIMEOUT_MAX))
 			return fail_at(ld, false,
-			               "\"ask_timeout\": expected a number of seconds, more than 0 "
-			               "and at most 86400");
+			               "\"%s\": expected a number of seconds, more than 0 "
+			               "and at most 86400",
+			               key);
 		policy_set_ask_timeout(p, t);
 		return 0;
 	}
@@ -567,9 +622,9 @@ load_common_key(struct loader *ld, struct policy *p, const char *key, json_t *v)
 		return load_rule_list(ld, p, key, v, POLICY_DENY, false);
 	if (strcmp(key, "ask") == 0)
 		return load_rule_list(ld, p, key, v, POLICY_ASK, false);
-	if (strcmp(key, "allow_cidr") == 0)
+	if (gw_key_same(key, "allow-cidr"))
 		return load_rule_list(ld, p, key, v, POLICY_ALLOW, true);
-	if (strcmp(key, "deny_cidr") == 0)
+	if (gw_key_same(key, "deny-cidr"))
 		return load_rule_list(ld, p, key, v, POLICY_DENY, true);
 	return 1;
 }
@@ -654,6 +709,9 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 	json_object_foreach(obj, key, v)
 	{
 		path_push_key(ld, key);
+		rc = given_twice(ld, obj, key);
+		if (rc != 0)
+			goto pop_out;
 		if (strcmp(key, "name") == 0) {
 			if (!json_is_string(v) || !client_name_ok(json_string_value(v))) {
 				rc = fail_at(ld, false,
@@ -670,31 +728,34 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 				goto pop_out;
 			}
 			user = json_string_value(v);
-		} else if (strcmp(key, "tls_subject") == 0) {
+		} else if (gw_key_same(key, "tls-subject")) {
 			if (!json_is_string(v) ||
 			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_SUBJECT_MAX)) {
 				rc = fail_at(ld, false,
-				             "\"tls_subject\": expected a certificate subject in "
+				             "\"%s\": expected a certificate subject in "
 				             "RFC 2253 form (\"CN=ci-runner,O=example\"), 1-1024 "
-				             "characters, no control characters");
+				             "characters, no control characters",
+				             key);
 				goto pop_out;
 			}
 			tls_subject = json_string_value(v);
-		} else if (strcmp(key, "tls_cn") == 0) {
+		} else if (gw_key_same(key, "tls-cn")) {
 			if (!json_is_string(v) ||
 			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_CN_MAX)) {
 				rc = fail_at(ld, false,
-				             "\"tls_cn\": expected a certificate's commonName, "
-				             "1-64 characters, no control characters");
+				             "\"%s\": expected a certificate's commonName, "
+				             "1-64 characters, no control characters",
+				             key);
 				goto pop_out;
 			}
 			tls_cn = json_string_value(v);
-		} else if (strcmp(key, "password_sha256") == 0) {
+		} else if (gw_key_same(key, "password-sha256")) {
 			if (!json_is_string(v) ||
 			    parse_sha256_hex(json_string_value(v), hash) != 0) {
 				rc = fail_at(ld, false,
-				             "\"password_sha256\": expected 64 hex digits "
-				             "(the SHA-256 of the password)");
+				             "\"%s\": expected 64 hex digits "
+				             "(the SHA-256 of the password)",
+				             key);
 				goto pop_out;
 			}
 			have_hash = true;
@@ -751,10 +812,8 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		} else {
 			rc = load_common_key(ld, section, key, v);
 			if (rc == 1)
-				rc = fail_at(ld, true,
-				             "unknown key \"%s\" in a client section "
-				             "(expected one of: %s)",
-				             key, client_keys);
+				rc = unknown_key(ld, key, client_key_names, client_keys,
+				                 " in a client section");
 			if (rc != 0)
 				goto pop_out;
 		}
@@ -765,16 +824,16 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		goto out;
 	}
 	if (user != NULL && !have_hash) {
-		rc = fail_at(ld, false, "client \"%s\": \"user\" needs \"password_sha256\"", name);
+		rc = fail_at(ld, false, "client \"%s\": \"user\" needs \"password-sha256\"", name);
 		goto out;
 	}
 	if (user == NULL && have_hash) {
-		rc = fail_at(ld, false, "client \"%s\": \"password_sha256\" needs \"user\"", name);
+		rc = fail_at(ld, false, "client \"%s\": \"password-sha256\" needs \"user\"", name);
 		goto out;
 	}
 	if (tls_subject != NULL && tls_cn != NULL) {
 		rc = fail_at(ld, false,
-		             "client \"%s\": give \"tls_subject\" or \"tls_cn\", not both", name);
+		             "client \"%s\": give \"tls-subject\" or \"tls-cn\", not both", name);
 		goto out;
 	}
 	if ((tls_subject != NULL || tls_cn != NULL) && user != NULL) {
@@ -888,13 +947,13 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 		if (strcmp(key, "version") == 0 || strcmp(key, "clients") == 0)
 			continue;
 		path_push_key(ld, key);
-		if (strcmp(key, "filesystem") == 0)
+		rc = given_twice(ld, root, key);
+		if (rc == 0 && strcmp(key, "filesystem") == 0)
 			rc = load_filesystem(ld, p, v);
-		else
+		else if (rc == 0)
 			rc = load_common_key(ld, p, key, v);
 		if (rc == 1)
-			rc = fail_at(ld, true, "unknown key \"%s\" (expected one of: %s)", key,
-			             top_keys);
+			rc = unknown_key(ld, key, top_key_names, top_keys, "");
 		path_pop(ld);
 		if (rc != 0)
 			goto out;

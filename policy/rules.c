@@ -369,7 +369,7 @@ pattern_parse(const char *s, const char *origin, struct pattern *out, char *why_
 	slen = strlen(s);
 	if (s[0] == '[')
 		return "an IP address is not a host pattern; use an address rule "
-		       "(--allow-cidr / \"allow_cidr\")";
+		       "(--allow-cidr / \"allow-cidr\")";
 	colon = strchr(s, ':');
 	hlen = colon != NULL ? (size_t)(colon - s) : slen;
 	if (colon != NULL && strchr(colon + 1, ':') != NULL)
@@ -411,7 +411,7 @@ pattern_parse(const char *s, const char *origin, struct pattern *out, char *why_
 			return "malformed host";
 		if (h.kind != POLICY_HOST_NAME)
 			return "an IP address is not a host pattern; use an address rule "
-			       "(--allow-cidr / \"allow_cidr\")";
+			       "(--allow-cidr / \"allow-cidr\")";
 		memcpy(pt.host, h.text, sizeof(pt.host));
 	}
 	{

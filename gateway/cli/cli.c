@@ -20,6 +20,7 @@
 
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
+#include "gateway/core/spelling.h"
 #include "gateway/core/textsafe.h"
 
 const struct gw_command *
@@ -110,6 +111,7 @@ gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
                   const struct gw_command *const *subs)
 {
 	char names[256];
+	struct gw_suggest s;
 	size_t n = 0, pos = 0;
 	int c = gw_getopt(argc, argv, "", NULL, cmd);
 
@@ -135,10 +137,72 @@ gw_run_subcommand(int argc, char **argv, const struct gw_command *cmd,
 	if (optind >= argc)
 		return gw_fail(cmd->name, "expected a subcommand: %s (see 'tollgate %s --help')",
 		               names, cmd->name);
-	for (size_t i = 0; i < n; i++)
+	gw_suggest_init(&s, argv[optind]);
+	for (size_t i = 0; i < n; i++) {
 		if (strcmp(argv[optind], subcommand_word(subs[i])) == 0)
 			return subs[i]->run(argc - optind, argv + optind);
+		gw_suggest_offer(&s, subcommand_word(subs[i]));
+	}
+	if (s.best != NULL)
+		return gw_fail(cmd->name, "unknown subcommand '%s' (did you mean '%s'?)",
+		               argv[optind], s.best);
 	return gw_fail(cmd->name, "unknown subcommand '%s' (expected %s)", argv[optind], names);
+}
+
+/*
+ * "--alow": the closest long flag ("did you mean '--allow'?"); "--allo",
+ * which getopt refuses as the start of several, names them.
+ */
+static void
+unknown_long(const struct gw_command *cmd, const struct option *all, const char *arg, int name_len)
+{
+	char name[64], list[192];
+	struct gw_suggest s;
+	size_t nprefix = 0, pos = 0;
+
+	if (name_len - 2 >= (int)sizeof(name) || strncmp(arg, "--", 2) != 0) {
+		gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')", name_len, arg,
+		        cmd->name);
+		return;
+	}
+	snprintf(name, sizeof(name), "%.*s", name_len - 2, arg + 2);
+	gw_suggest_init(&s, name);
+	list[0] = '\0';
+	for (const struct option *o = all; o->name != NULL; o++) {
+		gw_suggest_offer(&s, o->name);
+		if (name[0] != '\0' && strncmp(o->name, name, strlen(name)) == 0 &&
+		    pos < sizeof(list)) {
+			int w = snprintf(list + pos, sizeof(list) - pos, "%s--%s",
+			                 nprefix == 0 ? "" : ", ", o->name);
+
+			if (w > 0)
+				pos += (size_t)w;
+			nprefix++;
+		}
+	}
+	if (nprefix > 1)
+		gw_fail(cmd->name, "ambiguous flag '--%s' (could be %s)", name, list);
+	else if (s.best != NULL)
+		gw_fail(cmd->name, "unknown flag '--%s' (did you mean '--%s'?)", name, s.best);
+	else
+		gw_fail(cmd->name, "unknown flag '--%s' (see 'tollgate %s --help')", name,
+		        cmd->name);
+}
+
+/* "-alow", a long flag with one dash: getopt saw '-a'; suggest '--allow'. */
+static void
+unknown_short(const struct gw_command *cmd, const struct option *all, const char *arg, int c)
+{
+	struct gw_suggest s;
+
+	gw_suggest_init(&s, arg + 1);
+	for (const struct option *o = all; arg[0] == '-' && strlen(arg) > 2 && o->name != NULL; o++)
+		gw_suggest_offer(&s, o->name);
+	if (s.best != NULL && strchr(arg, '=') == NULL)
+		gw_fail(cmd->name, "unknown flag '-%c' in '%s' (did you mean '--%s'?)", c, arg,
+		        s.best);
+	else
+		gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')", c, cmd->name);
 }
 
 int
@@ -170,14 +234,18 @@ gw_getopt(int argc, char **argv, const char *shortopts, const struct option *lon
 		int name_len = (int)strcspn(arg, "=");
 
 		if (strncmp(arg, "--", 2) != 0 && optopt > ' ' && optopt < 127)
-			gw_fail(cmd->name, "unknown flag '-%c' (see 'tollgate %s --help')", optopt,
-			        cmd->name);
+			/* A word's first letter leaves optind on the word. */
+			unknown_short(cmd, all,
+			              optind < argc && argv[optind][0] == '-' &&
+			                      argv[optind][1] == optopt
+			                  ? argv[optind]
+			                  : arg,
+			              optopt);
 		else if (strncmp(arg, "--", 2) == 0 && arg[name_len] == '=' && optopt != 0)
 			/* getopt knew the name: a flag without a value was given one. */
 			gw_fail(cmd->name, "flag '%.*s' takes no value", name_len, arg);
 		else
-			gw_fail(cmd->name, "unknown flag '%.*s' (see 'tollgate %s --help')",
-			        name_len, arg, cmd->name);
+			unknown_long(cmd, all, arg, name_len);
 		return GW_OPT_ERROR;
 	}
 	case ':':

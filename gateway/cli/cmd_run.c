@@ -20,6 +20,7 @@
 #include "dns/resolve.h"
 #include "dns/server.h"
 #include "exec/artifact.h"
+#include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
 #include "exec/job.h"
@@ -500,11 +501,14 @@ hold_terminal(void *arg, bool held)
 static void
 report_failure(const struct run_state *st, const struct exec_result *res)
 {
-	if (res->setup_failed)
-		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res->failed_step,
-		        strerror(res->failed_errno));
-	else if (res->exec_failed)
+	char text[1024];
+
+	if (res->setup_failed) {
+		exec_setup_failure_text(res->failed_step, res->failed_errno, text, sizeof(text));
+		gw_fail(CMD, "%s", text);
+	} else if (res->exec_failed) {
 		gw_fail(CMD, "%s: %s", st->flags->argv[0], strerror(res->failed_errno));
+	}
 }
 
 /* What the job needs of run's flags and set-up (exec/job.h). */

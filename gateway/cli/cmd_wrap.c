@@ -17,6 +17,7 @@
 
 #include "dns/resolve.h"
 #include "dns/server.h"
+#include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
 #include "exec/job.h"
@@ -497,9 +498,13 @@ run_wrap(int argc, char **argv)
 		goto out;
 	}
 	exit_code = res_p->exit_status;
-	if (res_p->setup_failed)
-		gw_fail(CMD, "sandbox set-up failed at '%s': %s", res_p->failed_step,
-		        strerror(res_p->failed_errno));
+	if (res_p->setup_failed) {
+		char text[1024];
+
+		exec_setup_failure_text(res_p->failed_step, res_p->failed_errno, text,
+		                        sizeof(text));
+		gw_fail(CMD, "%s", text);
+	}
 	else if (res_p->exec_failed)
 		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res_p->failed_errno));
 out:

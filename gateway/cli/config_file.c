@@ -18,6 +18,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/spelling.h"
 #include "policy/policy.h"
 
 /* Text a flag's handler may return about one value. */
@@ -301,10 +302,10 @@ value_text(struct gw_config *cfg, const char *key, const json_t *v)
 	return keep_value(cfg, text);
 }
 
-/* One value of a key (index >= 0: an element of its array). */
+/* One value of a key, as written in the file (index >= 0: an element of its array). */
 static int
 apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const struct option *opt,
-            const json_t *v, long index)
+            const char *key, const json_t *v, long index)
 {
 	char msg[CONFIG_MSG_MAX];
 	char *text = NULL;
@@ -312,8 +313,8 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 
 	if (opt->has_arg == no_argument) {
 		if (!json_is_boolean(v)) {
-			report_at(cfg, how, opt->name, index, false,
-			          "\"%s\": expected true or false", opt->name);
+			report_at(cfg, how, key, index, false, "\"%s\": expected true or false",
+			          key);
 			return -EINVAL;
 		}
 		if (json_is_false(v))
@@ -321,10 +322,10 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 	} else {
 		text = value_text(cfg, opt->name, v);
 		if (text == NULL && (json_is_string(v) || json_is_number(v)))
-			report_at(cfg, how, opt->name, index, false, "out of memory");
+			report_at(cfg, how, key, index, false, "out of memory");
 		else if (text == NULL)
-			report_at(cfg, how, opt->name, index, false,
-			          "\"%s\": expected a string or a number%s", opt->name,
+			report_at(cfg, how, key, index, false,
+			          "\"%s\": expected a string or a number%s", key,
 			          index >= 0 ? "" : ", or an array of them");
 		if (text == NULL)
 			return -EINVAL;
@@ -333,55 +334,23 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 	rc = how->flag(opt->val, text, how->arg);
 	gw_fail_capture(NULL, 0);
 	if (rc != 0) {
-		report_at(cfg, how, opt->name, index, false, "%s",
-		          msg[0] != '\0' ? msg : "not accepted");
+		report_at(cfg, how, key, index, false, "%s", msg[0] != '\0' ? msg : "not accepted");
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* Edits from a to b, for "did you mean"; capped at 3. */
-static size_t
-distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-
-	if (la >= 63 || lb >= 63)
-		return 3;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			/* max_conns for max-conns: the usual slip costs nothing. */
-			bool same = a[i - 1] == b[j - 1] || (a[i - 1] == '_' && b[j - 1] == '-');
-			size_t sub = prev[j - 1] + !same;
-			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof(*cur));
-	}
-	return prev[lb] > 3 ? 3 : prev[lb];
-}
-
 static void
 unknown_key(const struct gw_config *cfg, const struct gw_config_apply *how, const char *key)
 {
-	const char *best = NULL;
-	size_t best_d = 3;
+	struct gw_suggest s;
 
-	for (const struct option *o = how->options; o->name != NULL; o++) {
-		size_t d = distance(key, o->name);
-
-		if (d < best_d) {
-			best = o->name;
-			best_d = d;
-		}
-	}
-	if (best != NULL)
+	gw_suggest_init(&s, key);
+	for (const struct option *o = how->options; o->name != NULL; o++)
+		gw_suggest_offer(&s, o->name);
+	if (s.best != NULL)
 		report_at(cfg, how, key, -1, true, "unknown key \"%s\" (did you mean \"%s\"?)", key,
-		          best);
+		          s.best);
 	else
 		report_at(cfg, how, key, -1, true,
 		          "unknown key \"%s\" (keys are the long flags of 'tollgate proxy --help')",
@@ -426,6 +395,29 @@ apply_inline_policy(struct gw_config *cfg, const struct gw_config_apply *how)
 	return rc;
 }
 
+/*
+ * Whether key was given before under another spelling ("ask_timeout" after
+ * "ask-timeout": '_' and '-' are one character in a key); reported at it.
+ */
+static bool
+twice(const struct gw_config *cfg, const struct gw_config_apply *how, const char *key)
+{
+	const char *other;
+	json_t *v;
+
+	json_object_foreach(cfg->root, other, v)
+	{
+		if (other == key || strcmp(other, key) == 0)
+			return false; /* reached key itself: nothing before it */
+		if (gw_key_same(other, key)) {
+			report_at(cfg, how, key, -1, true,
+			          "\"%s\" and \"%s\" are the same key (give it once)", other, key);
+			return true;
+		}
+	}
+	return false;
+}
+
 static bool
 skipped(const struct gw_config_apply *how, int val)
 {
@@ -450,11 +442,16 @@ gw_config_apply(struct gw_config *cfg, const struct gw_config_apply *how)
 		if (strcmp(key, "comment") == 0)
 			continue;
 		for (opt = how->options; opt->name != NULL; opt++) {
-			if (strcmp(opt->name, key) == 0)
+			if (gw_key_same(opt->name, key))
 				break;
 		}
 		if (opt->name == NULL) {
 			unknown_key(cfg, how, key);
+			errors++;
+			continue;
+		}
+		/* Known keys only: a few spellings each, so the scan stays linear. */
+		if (strpbrk(key, "_-") != NULL && twice(cfg, how, key)) {
 			errors++;
 			continue;
 		}
@@ -465,19 +462,37 @@ gw_config_apply(struct gw_config *cfg, const struct gw_config_apply *how)
 			continue;
 		}
 		if (!json_is_array(v) || opt->has_arg == no_argument) {
-			errors += apply_value(cfg, how, opt, v, -1) != 0;
+			errors += apply_value(cfg, how, opt, key, v, -1) != 0;
 			continue;
 		}
 		json_array_foreach(v, i, item) errors +=
-		    apply_value(cfg, how, opt, item, (long)i) != 0;
+		    apply_value(cfg, how, opt, key, item, (long)i) != 0;
 	}
 	return errors;
+}
+
+/* key's value under either spelling, and the spelling (*written), or NULL. */
+static json_t *
+lookup(json_t *root, const char *key, const char **written)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(root, k, v)
+	{
+		if (gw_key_same(k, key)) {
+			if (written != NULL)
+				*written = k;
+			return v;
+		}
+	}
+	return NULL;
 }
 
 bool
 gw_config_changed(const struct gw_config *a, const struct gw_config *b, const char *key)
 {
-	json_t *va = json_object_get(a->root, key), *vb = json_object_get(b->root, key);
+	json_t *va = lookup(a->root, key, NULL), *vb = lookup(b->root, key, NULL);
 
 	if (va == NULL || vb == NULL)
 		return va != vb;
@@ -487,12 +502,15 @@ gw_config_changed(const struct gw_config *a, const struct gw_config *b, const ch
 int
 gw_config_keep(struct gw_config *cfg, const struct gw_config *old, const char *key)
 {
-	json_t *v = json_object_get(old->root, key);
+	json_t *v = lookup(old->root, key, NULL);
+	const char *written;
 
+	/* One spelling at a time in cfg: its own goes, old's value comes as key. */
+	while (lookup(cfg->root, key, &written) != NULL) {
+		if (json_object_del(cfg->root, written) != 0)
+			return -ENOMEM;
+	}
 	if (v == NULL)
-		return json_object_del(cfg->root, key) == 0 ||
-		               json_object_get(cfg->root, key) == NULL
-		           ? 0
-		           : -ENOMEM;
+		return 0;
 	return json_object_set(cfg->root, key, v) == 0 ? 0 : -ENOMEM;
 }

@@ -13,6 +13,7 @@
 #include "exec/sanitized.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
+#include "gateway/core/spelling.h"
 
 static void
 print_help(FILE *f)
@@ -38,6 +39,48 @@ static int
 shown_len(const char *word)
 {
 	return (int)strcspn(word, "=");
+}
+
+/*
+ * "tollgate: unknown command 'rn' (did you mean 'run'?)": the closest
+ * command, else the pointer to --help.
+ */
+static int
+unknown_command(const char *word)
+{
+	struct gw_suggest s;
+
+	gw_suggest_init(&s, word);
+	for (size_t i = 0; gw_commands[i] != NULL; i++)
+		gw_suggest_offer(&s, gw_commands[i]->name);
+	if (strchr(word, '=') == NULL && s.best != NULL)
+		fprintf(stderr, "tollgate: unknown command '%s' (did you mean '%s'?)\n", word,
+		        s.best);
+	else
+		fprintf(stderr, "tollgate: unknown command '%.*s' (see 'tollgate --help')\n",
+		        shown_len(word), word);
+	return GW_EXIT_FAILURE;
+}
+
+/* The same for a flag before any command: only --help and --version are. */
+static int
+unknown_global_flag(const char *word)
+{
+	static const char *const flags[] = {"--help", "--version", NULL};
+	struct gw_suggest s;
+	int n = shown_len(word);
+	char name[64];
+
+	snprintf(name, sizeof(name), "%.*s", n, word);
+	gw_suggest_init(&s, name);
+	for (size_t i = 0; flags[i] != NULL && strncmp(name, "--", 2) == 0; i++)
+		gw_suggest_offer(&s, flags[i]);
+	if (s.best != NULL)
+		fprintf(stderr, "tollgate: unknown flag '%.*s' (did you mean '%s'?)\n", n, word,
+		        s.best);
+	else
+		fprintf(stderr, "tollgate: unknown flag '%.*s' (see 'tollgate --help')\n", n, word);
+	return GW_EXIT_FAILURE;
 }
 
 /* Commands that hold secrets (vault values, proxy passwords, keys) in memory. */
@@ -120,16 +163,11 @@ main(int argc, char **argv)
 		return GW_EXIT_FAILURE;
 	}
 	name = argv[1];
-	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
-	    strcmp(name, "help") == 0) {
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
 		if (argc > 2 && strcmp(name, "help") == 0) {
 			cmd = gw_command_find(argv[2]);
-			if (cmd == NULL) {
-				fprintf(stderr,
-				        "tollgate: unknown command '%.*s' (see 'tollgate --help')\n",
-				        shown_len(argv[2]), argv[2]);
-				return GW_EXIT_FAILURE;
-			}
+			if (cmd == NULL)
+				return unknown_command(argv[2]);
 			fputs(cmd->usage, stdout);
 			return GW_EXIT_OK;
 		}
@@ -141,17 +179,11 @@ main(int argc, char **argv)
 		printf("tollgate %s\n", TOLLGATE_VERSION);
 		return GW_EXIT_OK;
 	}
-	if (name[0] == '-') {
-		fprintf(stderr, "tollgate: unknown flag '%.*s' (see 'tollgate --help')\n",
-		        shown_len(name), name);
-		return GW_EXIT_FAILURE;
-	}
+	if (name[0] == '-')
+		return unknown_global_flag(name);
 	cmd = gw_command_find(name);
-	if (cmd == NULL) {
-		fprintf(stderr, "tollgate: unknown command '%.*s' (see 'tollgate --help')\n",
-		        shown_len(name), name);
-		return GW_EXIT_FAILURE;
-	}
+	if (cmd == NULL)
+		return unknown_command(name);
 	if (listed(holds_secrets, cmd->name))
 		harden_secrets();
 	if (listed(runs_gateway, cmd->name))

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "exec/artifact.h"
+#include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
 #include "exec/job.h"
@@ -422,7 +423,7 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 {
 	const struct exec_result res = r->res;
 	json_t *result, *structured, *refused, *artifacts;
-	char text[512];
+	char text[1024];
 	int status = res.exit_status; /* 124 when the timeout killed it */
 
 	if (r->timed_out)
@@ -431,8 +432,8 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		j->ctx->stats.cancelled++;
 	if (res.setup_failed) {
 		j->ctx->stats.failed++;
-		mcp_call_fail(j->call, "tollgate: sandbox set-up failed at '%s': %s",
-		              res.failed_step, strerror(res.failed_errno));
+		exec_setup_failure_text(res.failed_step, res.failed_errno, text, sizeof(text));
+		mcp_call_fail(j->call, "tollgate: %s", text);
 		goto out;
 	}
 	if (j->done != NULL) {

@@ -58,7 +58,7 @@ set -e
 expect_eq "user namespaces refused: exit 125" "$rc" 125
 expect_eq "user namespaces refused: one line" "$(wc -l <<<"$err")" 1
 expect_match "user namespaces refused: names the setting and the fix" "$err" \
-	'^tollgate: run: rootless mode: .*user\.max_user_namespaces=0 \(fix: sysctl -w user\.max_user_namespaces='
+	'^tollgate: run: rootless mode needs a user namespace: user\.max_user_namespaces is 0, .*; sysctl -w user\.max_user_namespaces=15000 as root'
 
 # ---- allowed, refused, audited ------------------------------------------------
 export TOLLGATE_TEST_AS=$USER_NAME
@@ -103,7 +103,7 @@ if [[ -w /sys/fs/cgroup/user.slice/user-$(id -u "$USER_NAME").slice ]]; then
 	echo "note: a delegated cgroup v2 subtree exists here; the rlimit note is not checked"
 else
 	expect_match "rootless: one line names the weaker limits" "$err" \
-		'^tollgate: rootless: no delegated cgroup v2 subtree.*RLIMIT_DATA.*RLIMIT_NPROC'
+		'^tollgate: rootless: no cgroup for the limits, so they are rlimits \(.*RLIMIT_DATA.*RLIMIT_NPROC, per uid\): [^;]+; .+'
 	expect_eq "rootless: the note is one line" "$(grep -c . <<<"$err")" 1
 fi
 

@@ -142,8 +142,13 @@ static const struct apply_case apply_cases[] = {
     {"{/* éé */ \"nope\": 1}", "",
      "c.json:1:11: unknown key \"nope\" (keys are the long flags of "
      "'tollgate proxy --help')\n"},
-    {"{\"max_conns\": 1}", "",
-     "c.json:1:2: unknown key \"max_conns\" (did you mean \"max-conns\"?)\n"},
+    /* '_' and '-' spell one key; both spellings are one key given twice */
+    {"{\"max_conns\": 1}", "m=1 ", ""},
+    {"{\"max-conns\": 1,\n \"max_conns\": 2}", "m=1 ",
+     "c.json:2:2: \"max-conns\" and \"max_conns\" are the same key (give it once)\n"},
+    {"{\"max_conns\": \"bad\"}", "", "c.json:1:15: --max-conns: 'bad' is no good\n"},
+    {"{\"max_cons\": 1}", "",
+     "c.json:1:2: unknown key \"max_cons\" (did you mean \"max-conns\"?)\n"},
     {"{\"listen\": [\"a\",\n  true]}", "l=a ",
      "c.json:2:3: \"listen\": expected a string or a number\n"},
     {"{\"verbose\": 1}", "", "c.json:1:13: \"verbose\": expected true or false\n"},
@@ -209,6 +214,16 @@ test_policy(void **state)
 	assert_non_null(gw_config_policy(cfg));
 	gw_config_free(cfg);
 
+	/* Either spelling around the policy and in it: one file. */
+	load_apply("{\"max_conns\": 3, \"policy\": {\"version\": 1, \"ask-timeout\": 7,\n"
+	           "  \"allow_cidr\": [\"10.0.0.0/8\"], \"deny-cidr\": [\"10.1.0.0/16\"]}}",
+	           NULL, 0, &s, &cfg);
+	assert_string_equal(s.errors, "");
+	assert_string_equal(s.applied, "m=3 ");
+	assert_non_null(gw_config_policy(cfg));
+	assert_true(policy_ask_timeout(gw_config_policy(cfg)) == 7.0);
+	gw_config_free(cfg);
+
 	/* The policy loader's error, at this file's line and column. */
 	load_apply("{\"listen\": \"a\",\n /* é */ \"policy\": {\"version\": 1,\n  \"alow\": []}}",
 	           NULL, 0, &s, &cfg);
@@ -236,6 +251,17 @@ test_changed_keep(void **state)
 	assert_int_equal(gw_config_keep(b, a, "verbose"), 0);
 	assert_false(gw_config_changed(a, b, "listen"));
 	assert_false(gw_config_changed(a, b, "verbose"));
+	gw_config_free(b);
+	b = NULL;
+	/* The other spelling is the same key, for the comparison and the keep. */
+	load_apply("{\"listen\": [\"a\"], \"max_conns\": 5}", NULL, 0, &s, &b);
+	assert_false(gw_config_changed(a, b, "max-conns"));
+	gw_config_free(b);
+	b = NULL;
+	load_apply("{\"listen\": [\"a\"], \"max_conns\": 6}", NULL, 0, &s, &b);
+	assert_true(gw_config_changed(a, b, "max-conns"));
+	assert_int_equal(gw_config_keep(b, a, "max-conns"), 0);
+	assert_false(gw_config_changed(a, b, "max-conns"));
 	gw_config_free(a);
 	gw_config_free(b);
 }

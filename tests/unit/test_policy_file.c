@@ -152,6 +152,33 @@ test_client_mode(void **state)
 	assert_string_not_equal(plain, moded);
 }
 
+/* '_' and '-' spell one key: the full policy either way is the same policy. */
+static void
+test_spellings(void **state)
+{
+	static const char *const keys[] = { "ask_timeout", "allow_cidr", "deny_cidr",
+		                            "password_sha256", NULL };
+	char hyphens[sizeof(full_policy)], a[65], b[65];
+	struct policy *p;
+
+	(void)state;
+	memcpy(hyphens, full_policy, sizeof(full_policy));
+	for (size_t i = 0; keys[i] != NULL; i++) {
+		for (char *at = strstr(hyphens, keys[i]); at != NULL; at = strstr(at + 1, keys[i]))
+			*strchr(at, '_') = '-';
+	}
+	assert_null(strstr(hyphens, "ask_timeout"));
+	assert_non_null(strstr(hyphens, "\"password-sha256\""));
+	p = load(full_policy);
+	assert_int_equal(policy_digest(p, a), 0);
+	policy_free(p);
+	p = load(hyphens);
+	assert_int_equal(policy_digest(p, b), 0);
+	assert_true(policy_ask_timeout(p) == 30.0);
+	policy_free(p);
+	assert_string_equal(a, b);
+}
+
 static void
 test_minimal(void **state)
 {
@@ -183,8 +210,7 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": \"1\"}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
 	{ "{\"version\": 1.0}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
 	{ "{\"version\": 1,\n \"alow\": [\"a.com\"]}",
-	  "t.json:2:2: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "t.json:2:2: unknown key \"alow\" (did you mean \"allow\"?)" },
 	{ "{\"version\": 1,\n \"allow\": [\"a.com\",\n   \"a.*.b\"]}",
 	  "t.json:3:4: 'a.*.b': malformed pattern: '*' is allowed only as the whole host ('*') "
 	  "or as the whole first label ('*.example.com') (expected HOST[:PORT], e.g. "
@@ -210,6 +236,20 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1, \"ask_timeout\": 0}",
 	  "t.json:1:31: \"ask_timeout\": expected a number of seconds, more than 0 and at most "
 	  "86400" },
+	{ "{\"version\": 1, \"ask-timeout\": 0}",
+	  "t.json:1:31: \"ask-timeout\": expected a number of seconds, more than 0 and at most "
+	  "86400" },
+	/* '_' and '-' are one character: both spellings of a key are one key given twice. */
+	{ "{\"version\": 1, \"ask_timeout\": 5,\n \"ask-timeout\": 6}",
+	  "t.json:2:2: \"ask_timeout\" and \"ask-timeout\" are the same key (give it once)" },
+	{ "{\"version\": 1, \"allow-cidr\": [], \"allow_cidr\": []}",
+	  "t.json:1:34: \"allow-cidr\" and \"allow_cidr\" are the same key (give it once)" },
+	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"tls_cn\": \"x\", \"tls-cn\": "
+	  "\"y\"}]}",
+	  "t.json:1:57: \"tls_cn\" and \"tls-cn\" are the same key (give it once)" },
+	{ "{\"version\": 1, \"frobnicate\": 1}",
+	  "t.json:1:16: unknown key \"frobnicate\" (expected one of: version, comment, default, "
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem)" },
 	{ "{\"version\": 1, \"ask_timeout\": -1}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": 86401}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL },
@@ -231,14 +271,14 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1,\n \"clients\": [\n  {\"name\": \"a\",\n   \"sources\": [\"10.0.0.0/8\"],\n"
 	  "   \"version\": 1}]}",
 	  "t.json:5:4: unknown key \"version\" in a client section (expected one of: name, comment, "
-	  "sources, user, password_sha256, mode, tls_subject, tls_cn, default, ask_timeout, "
-	  "allow, deny, ask, allow_cidr, deny_cidr)" },
+	  "sources, user, password-sha256, mode, tls-subject, tls-cn, default, ask-timeout, "
+	  "allow, deny, ask, allow-cidr, deny-cidr)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
 	  "\"mode\": \"audit\"}]}",
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
 	{ "{\"version\": 1, \"mode\": \"report\"}",
 	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
@@ -246,10 +286,10 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:68: '10.1/16': malformed address: expected an IPv4 dotted quad or an IPv6 "
 	  "address (no brackets), optionally followed by /PREFIX" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\"}]}",
-	  "t.json:1:28: client \"a\": \"user\" needs \"password_sha256\"" },
+	  "t.json:1:28: client \"a\": \"user\" needs \"password-sha256\"" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\"], "
 	  "\"password_sha256\": \"" S3CRET_SHA256 "\"}]}",
-	  "t.json:1:28: client \"a\": \"password_sha256\" needs \"user\"" },
+	  "t.json:1:28: client \"a\": \"password-sha256\" needs \"user\"" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"user\": \"a\", \"password_sha256\": "
 	  "\"abc\"}]}",
 	  "t.json:1:74: \"password_sha256\": expected 64 hex digits (the SHA-256 of the password)" },
@@ -266,13 +306,11 @@ static const struct err_case err_cases[] = {
 	  NULL },
 	/* Columns count characters, as jansson's do. */
 	{ "{\"version\": 1, \"comment\": \"\xc3\xa9\xc3\xa9\", \"alow\": 1}",
-	  "t.json:1:33: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "t.json:1:33: unknown key \"alow\" (did you mean \"allow\"?)" },
 	/* A key written with escapes is found where it is. */
 	{ "{\"version\": 1, \"\\u0061llow\": [\"*.\"]}", NULL },
 	{ "{\"version\": 1, \"al\\nlow\": 1}",
-	  "t.json:1:16: unknown key \"al?low\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "t.json:1:16: unknown key \"al?low\" (did you mean \"allow\"?)" },
 	{ "{\"version\": 1, \"allow\": [\"a\\nb.com\"]}", NULL },
 	{ "\xef\xbb\xbf{\"version\": 1}", NULL },
 	{ "{\"version\": 1, \"allow\": [\"\xff\"]}", NULL },
@@ -696,6 +734,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_minimal),
+		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_client_mode),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_filesystem),
