@@ -89,6 +89,7 @@ struct run_flags {
 	double timeout;
 	const char *json_status;
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
+	struct proxy_config proxy;    /* the defaults, but held requests are ours to say */
 	const char *out_dir;          /* --out: signed after the run */
 	struct vault_inject *secrets; /* --secret */
 	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
@@ -441,6 +442,10 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	f->gw.sandbox = &f->sb; /* the privileged parent's ceiling */
 	f->gw.sandbox_outdir = f->out_dir;
 	f->gw.warm_pool = true; /* one run, one hub: a warm slot fits (exec/warm.h) */
+	/* The prompt or a refusal line says a request waits (gateway/refusals.h). */
+	proxy_config_defaults(&f->proxy);
+	f->proxy.quiet_asks = true;
+	f->gw.proxy_cfg = &f->proxy;
 	if (gw_setup_start(&st->gw, &st->setup, &f->gw, parts) != 0)
 		return GW_EXIT_FAILURE;
 	if (st->setup.control != NULL)
@@ -567,8 +572,8 @@ run_run(int argc, char **argv)
 		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
 	/* A line on stderr for each refused host (gateway/refusals.h). */
 	if (!f.quiet && !f.no_network &&
-	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
-	                     prompt != NULL, &refusals) != 0)
+	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO, prompt,
+	                     &refusals) != 0)
 		log_warnx("run: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
