@@ -74,7 +74,9 @@ exec_job_audit_sandbox(struct audit *audit, const char *kind, const char *sandbo
 
 	if (audit == NULL)
 		return;
-	text = detail != NULL ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	text = detail != NULL
+	           ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15))
+	           : NULL;
 	ev.kind = kind;
 	ev.sandbox = sandbox_id;
 	ev.detail = text;
@@ -338,8 +340,8 @@ report_exceeded(struct exec_job *j, const struct exec_result *res)
 	if (l->cpu_seconds > 0 &&
 	    (j->cpu_exceeded || res->cpu_exceeded || res->signal == SIGXCPU)) {
 		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", "cpu", "value",
-		              (json_int_t)l->cpu_seconds, "used", res->cpu_seconds, "signal",
-		              res->signal);
+		              (json_int_t)l->cpu_seconds, "used", gw_clock_round3(res->cpu_seconds),
+		              "signal", res->signal);
 	} else if (l->ram_mb > 0 &&
 	           (res->oom_known
 	                ? res->oom_killed
@@ -424,8 +426,8 @@ job_report(struct exec_job *j, const struct exec_result *res)
 		json_object_set_new(p, "exit_status", json_integer(r.res.exit_status));
 		json_object_set_new(p, "exit_code", json_integer(res->exit_code));
 		json_object_set_new(p, "signal", json_integer(res->signal));
-		json_object_set_new(p, "cpu_seconds", json_real(res->cpu_seconds));
-		json_object_set_new(p, "wall_seconds", json_real(r.wall_seconds));
+		json_object_set_new(p, "cpu_seconds", json_real(gw_clock_round3(res->cpu_seconds)));
+		json_object_set_new(p, "wall_seconds", json_real(gw_clock_round3(r.wall_seconds)));
 		json_object_set_new(p, "timed_out", json_boolean(j->timed_out));
 		json_object_set_new(p, "cancelled", json_boolean(j->cancelled));
 		if (res->setup_failed || res->exec_failed)

@@ -31,6 +31,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/bridges.h"
+#include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -366,7 +367,8 @@ write_json_file(json_t *o, const char *path, struct run_state *st)
 		gw_fail(CMD, "--json-status %s: %s", path, st->json_err);
 		return;
 	}
-	if (json_dumpfd(o, st->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	if (json_dumpfd(o, st->json_fd,
+	                JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) != 0)
 		gw_fail(CMD, "--json-status %s: cannot write it", path);
 	close(st->json_fd);
 	st->json_fd = -1;
@@ -390,10 +392,10 @@ write_json_status(const char *path, struct run_state *st, const struct exec_resu
 	              res->exit_code >= 0 ? json_integer(res->exit_code) : json_null(), "signal",
 	              res->signal > 0 ? json_integer(res->signal) : json_null(), "timed_out",
 	              st->result.timed_out, "cpu_exceeded", st->result.cpu_exceeded, "wall_seconds",
-	              wall, "cpu_seconds", res->cpu_seconds, "peak_memory_bytes",
-	              (json_int_t)res->peak_memory, "network", "connections_allowed",
-	              (json_int_t)ps.connections_allowed, "connections_refused",
-	              (json_int_t)ps.connections_refused, "bytes_allowed",
+	              gw_clock_round3(wall), "cpu_seconds", gw_clock_round3(res->cpu_seconds),
+	              "peak_memory_bytes", (json_int_t)res->peak_memory, "network",
+	              "connections_allowed", (json_int_t)ps.connections_allowed,
+	              "connections_refused", (json_int_t)ps.connections_refused, "bytes_allowed",
 	              (json_int_t)(ps.bytes_up + ps.bytes_down), "bytes_refused", (json_int_t)0);
 	if (o == NULL) {
 		gw_fail(CMD, "--json-status: cannot build the summary");

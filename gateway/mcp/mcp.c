@@ -513,7 +513,7 @@ mcp_chan_send(struct mcp_chan *ch, const json_t *msg)
 	if (msg == NULL)
 		return -ENOMEM;
 	/* Compact JSON escapes control characters, so it never holds a newline. */
-	text = json_dumps(msg, JSON_COMPACT);
+	text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (text == NULL)
 		return -ENOMEM;
 	rc = mcp_chan_write_line(ch, text, strlen(text));
