@@ -86,6 +86,8 @@ function renderPending() {
       el("div", { class: "meta" },
         port + " · sandbox " + (ap.client || "?") + " · gateway " + ap.gateway),
       el("div", { class: "meta times" }),
+      // The sandbox's command, as its gateway named it (vault values redacted).
+      ap.command ? el("div", { class: "meta command" }, "command: " + ap.command) : "",
       ap.context ? el("div", { class: "meta" }, "request: " + ap.context) : "",
       el("div", { class: "actions" },
         el("button", { class: "allow", "data-action": "once", onclick: () => decide(ap, true, "once") }, "Allow once"),
