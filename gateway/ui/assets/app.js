@@ -248,7 +248,7 @@ function summarize(sandbox, rows) {
   }
   if (end && end.detail) {
     if ("exit_status" in end.detail) add("exit status", end.detail.exit_status);
-    if ("wall_seconds" in end.detail) add("duration", end.detail.wall_seconds + " s");
+    if ("wall_seconds" in end.detail) add("duration", Math.round(end.detail.wall_seconds * 1000) / 1000 + " s");
     if (end.detail.timed_out) add("timed out", "yes");
   }
   let allowed = 0, refused = 0, bytes = 0;
