@@ -315,10 +315,15 @@ name_command(struct exec_job *j, const json_t *argv, bool truncated)
 		}
 		at += (size_t)n;
 	}
-	if (truncated && sizeof(text) - at < 5)
-		at = sizeof(text) - 5;
-	if (truncated)
+	if (truncated) {
+		/* What fits, cut between characters, and a mark that it was cut. */
+		at = strlen(text);
+		if (at > sizeof(text) - 5)
+			at = sizeof(text) - 5;
+		while (at > 0 && ((unsigned char)text[at] & 0xc0) == 0x80)
+			at--;
 		snprintf(text + at, sizeof(text) - at, " ...");
+	}
 	if (approvals_set_command(j->gw->approvals, j->sandbox_id, text) != 0)
 		log_debug("%s: %s: no command named for its approvals", __func__, j->sandbox_id);
 	j->named = true;

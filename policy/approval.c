@@ -1141,6 +1141,10 @@ approvals_set_command(struct approvals *a, const char *client, const char *comma
 
 		c->text[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
 	}
+	/* Cut between UTF-8 characters, never inside one. */
+	if (command[i] != '\0')
+		while (i > 0 && ((unsigned char)command[i] & 0xc0) == 0x80)
+			i--;
 	c->text[i] = '\0';
 	return 0;
 }

@@ -214,7 +214,7 @@ test_client_command(void **state)
 {
 	struct fixture *f = *state;
 	struct outcome_rec r = {0};
-	struct approval_info info[4];
+	struct approval_info info[5];
 	char long_cmd[600];
 
 	assert_int_equal(approvals_set_command(f->a, "c1", "curl\thttps://a.test/\x1b[2J"), 0);
@@ -231,12 +231,20 @@ test_client_command(void **state)
 	assert_non_null(approval_request(f->a, "c1", "b.test", 443, NULL, 60, record_cb, &r));
 	assert_int_equal(approvals_list(f->a, info, 4), 3);
 	assert_int_equal(strlen(info[2].command), APPROVAL_COMMAND_MAX - 1);
+	/* Cut between UTF-8 characters: "é" is two bytes, the last would not fit. */
+	memset(long_cmd, 'x', sizeof(long_cmd) - 1);
+	memcpy(long_cmd + APPROVAL_COMMAND_MAX - 2, "\xc3\xa9", 2);
+	assert_int_equal(approvals_set_command(f->a, "c2", long_cmd), 0);
+	assert_non_null(approval_request(f->a, "c2", "b.test", 443, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 4);
+	assert_int_equal(strlen(info[3].command), APPROVAL_COMMAND_MAX - 2);
+	assert_int_equal(approvals_set_command(f->a, "c2", NULL), 0);
 	/* Forgotten (the sandbox ended): later approvals carry none. */
 	assert_int_equal(approvals_set_command(f->a, "c1", NULL), 0);
 	assert_int_equal(approvals_set_command(f->a, "c1", NULL), 0);
 	assert_non_null(approval_request(f->a, "c1", "c.test", 443, NULL, 60, record_cb, &r));
-	assert_int_equal(approvals_list(f->a, info, 4), 4);
-	assert_string_equal(info[3].command, "");
+	assert_int_equal(approvals_list(f->a, info, 5), 5);
+	assert_string_equal(info[4].command, "");
 	end_test(f);
 }
 
