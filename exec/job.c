@@ -28,6 +28,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 
@@ -51,6 +52,7 @@ struct exec_job {
 	bool running;
 	bool timed_out, cancelled, cpu_exceeded;
 	bool freeing; /* exec_job_free abandons a running session command */
+	bool named;   /* its command is named to the approvals registry */
 	char **env;   /* spec's env and the caller's CA settings (job_env); owned */
 };
 
@@ -74,7 +76,9 @@ exec_job_audit_sandbox(struct audit *audit, const char *kind, const char *sandbo
 
 	if (audit == NULL)
 		return;
-	text = detail != NULL ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	text = detail != NULL
+	           ? json_dumps(detail, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15))
+	           : NULL;
 	ev.kind = kind;
 	ev.sandbox = sandbox_id;
 	ev.detail = text;
@@ -285,6 +289,46 @@ fail:
 	return NULL;
 }
 
+/*
+ * Names the sandbox's command to the approvals registry, from the redacted
+ * argv of its sandbox.start row: a person asked about its requests sees
+ * what asks (the review page's card, `tollgate pending --json`).
+ */
+static void
+name_command(struct exec_job *j, const json_t *argv, bool truncated)
+{
+	char text[APPROVAL_COMMAND_MAX];
+	size_t at = 0, i;
+	json_t *v;
+
+	if (j->gw->approvals == NULL || argv == NULL)
+		return;
+	text[0] = '\0';
+	json_array_foreach(argv, i, v)
+	{
+		int n = snprintf(text + at, sizeof(text) - at, "%s%s", i > 0 ? " " : "",
+		                 json_string_value(v) != NULL ? json_string_value(v) : "");
+
+		if (n < 0 || (size_t)n >= sizeof(text) - at) {
+			truncated = true;
+			break;
+		}
+		at += (size_t)n;
+	}
+	if (truncated) {
+		/* What fits, cut between characters, and a mark that it was cut. */
+		at = strlen(text);
+		if (at > sizeof(text) - 5)
+			at = sizeof(text) - 5;
+		while (at > 0 && ((unsigned char)text[at] & 0xc0) == 0x80)
+			at--;
+		snprintf(text + at, sizeof(text) - at, " ...");
+	}
+	if (approvals_set_command(j->gw->approvals, j->sandbox_id, text) != 0)
+		log_debug("%s: %s: no command named for its approvals", __func__, j->sandbox_id);
+	j->named = true;
+}
+
 static void
 report_start(struct exec_job *j)
 {
@@ -299,6 +343,7 @@ report_start(struct exec_job *j)
 		bool truncated = false;
 		json_t *argv = argv_for_audit(j->spec.sandbox.argv, j->spec.secrets, &truncated);
 
+		name_command(j, argv, truncated);
 		/* The row, not the bus: the command line and policy are the record's. */
 		if (row != NULL && argv != NULL) {
 			json_object_set_new(row, "argv", argv);
@@ -338,8 +383,8 @@ report_exceeded(struct exec_job *j, const struct exec_result *res)
 	if (l->cpu_seconds > 0 &&
 	    (j->cpu_exceeded || res->cpu_exceeded || res->signal == SIGXCPU)) {
 		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", "cpu", "value",
-		              (json_int_t)l->cpu_seconds, "used", res->cpu_seconds, "signal",
-		              res->signal);
+		              (json_int_t)l->cpu_seconds, "used", gw_clock_round3(res->cpu_seconds),
+		              "signal", res->signal);
 	} else if (l->ram_mb > 0 &&
 	           (res->oom_known
 	                ? res->oom_killed
@@ -424,8 +469,8 @@ job_report(struct exec_job *j, const struct exec_result *res)
 		json_object_set_new(p, "exit_status", json_integer(r.res.exit_status));
 		json_object_set_new(p, "exit_code", json_integer(res->exit_code));
 		json_object_set_new(p, "signal", json_integer(res->signal));
-		json_object_set_new(p, "cpu_seconds", json_real(res->cpu_seconds));
-		json_object_set_new(p, "wall_seconds", json_real(r.wall_seconds));
+		json_object_set_new(p, "cpu_seconds", json_real(gw_clock_round3(res->cpu_seconds)));
+		json_object_set_new(p, "wall_seconds", json_real(gw_clock_round3(r.wall_seconds)));
 		json_object_set_new(p, "timed_out", json_boolean(j->timed_out));
 		json_object_set_new(p, "cancelled", json_boolean(j->cancelled));
 		if (res->setup_failed || res->exec_failed)
@@ -706,6 +751,8 @@ exec_job_free(struct exec_job *job)
 		event_free(job->ev_timeout);
 	if (job->ev_cpu != NULL)
 		event_free(job->ev_cpu);
+	if (job->named)
+		(void)approvals_set_command(job->gw->approvals, job->sandbox_id, NULL);
 	exec_sandbox_free(job->sandbox);
 	/* After the sandbox: its veth goes with its network namespace. */
 	exec_gate_close(job->gate);

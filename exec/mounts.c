@@ -259,48 +259,112 @@ build_etc(const struct exec_plan *p, const char **step)
 }
 
 /*
- * The mount point of a bind, relative to the new root: its parents made as
- * needed (policy_fs_dest_why kept dest out of every directory the set-up
- * made or bound, so none of them is a symlink or read-only), then an empty
- * directory or file.
+ * The mount point of a bind, walked from the new root (the cwd) one
+ * component at a time: a missing directory is made, one already there is
+ * entered but never through a symlink (O_NOFOLLOW: below /work lies the
+ * work directory, which an earlier sandbox may have written), and the last
+ * component is an empty directory or file, made or already there as the
+ * bind's kind. What is made belongs to the sandbox's user, as what it
+ * writes itself (on the host, in a --workdir, its owner's). Returns an
+ * O_PATH fd of the mount point, or -errno.
  */
 static int
-make_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
+open_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
 {
-	int fd;
+	struct stat st;
+	char *name = rel, *slash;
+	int dirfd, next, rc;
 
 	cat(rel, len, 0, b->dest + 1);
-	for (char *c = strchr(rel, '/'); c != NULL; c = strchr(c + 1, '/')) {
-		*c = '\0';
-		if (mkdir(rel, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*c = '/';
-	}
-	if (b->is_dir)
-		return mkdir(rel, 0755) == 0 ? 0 : -errno;
-	fd = open(rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+	dirfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
 		return -errno;
-	close(fd);
-	return 0;
+	for (;;) {
+		slash = strchr(name, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (slash != NULL || b->is_dir) {
+			if (mkdirat(dirfd, name, 0755) == 0) {
+				if (fchownat(dirfd, name, EXEC_SANDBOX_UID, EXEC_SANDBOX_GID,
+				             AT_SYMLINK_NOFOLLOW) != 0)
+					goto fail;
+			} else if (errno != EEXIST) {
+				goto fail;
+			}
+			next = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		} else {
+			next = openat(dirfd, name,
+			              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (next >= 0) {
+				rc = fchown(next, EXEC_SANDBOX_UID, EXEC_SANDBOX_GID);
+				close(next);
+				if (rc != 0)
+					goto fail;
+			} else if (errno != EEXIST) {
+				goto fail;
+			}
+			next = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0)
+			goto fail;
+		close(dirfd);
+		dirfd = next;
+		if (slash == NULL)
+			break;
+		*slash = '/';
+		name = slash + 1;
+	}
+	/* A file there already must be a plain file: not a FIFO, a device or a
+	 * symlink (which O_PATH | O_NOFOLLOW opens as itself). */
+	if (fstat(dirfd, &st) != 0)
+		goto fail;
+	if (!b->is_dir && !S_ISREG(st.st_mode)) {
+		close(dirfd);
+		return -EEXIST;
+	}
+	return dirfd;
+fail:
+	rc = -errno;
+	close(dirfd);
+	return rc;
 }
 
-/* The parent's detached mounts (exec_mounts_prepare) attached at their dest. */
+/* "mount point /DEST", cut to what a report carries (child only: no stdio). */
+static const char *
+mount_point_step(const char *dest)
+{
+	static char step[48];
+
+	cat(step, sizeof(step), cat(step, sizeof(step), 0, "mount point "), dest);
+	return step;
+}
+
+/*
+ * The parent's detached mounts (exec_mounts_prepare) attached at their
+ * dest, after the set-up's own (a bind below /tmp or /work lands on the
+ * tmpfs or the work directory, as bubblewrap orders its mounts).
+ */
 static int
 attach_binds(const struct exec_plan *p, const char **step)
 {
 	char rel[sizeof(p->binds[0].dest)];
-	int rc;
+	int fd, rc;
 
 	for (size_t i = 0; i < p->nbinds; i++) {
-		rc = make_mount_point(&p->binds[i], rel, sizeof(rel));
+		fd = open_mount_point(&p->binds[i], rel, sizeof(rel));
+		if (fd < 0) {
+			*step = mount_point_step(p->binds[i].dest);
+			return fd;
+		}
+		rc = move_mount(p->binds[i].tree_fd, "", fd, "",
+		                MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0
+		         ? 0
+		         : -errno;
+		close(fd);
 		if (rc != 0) {
-			*step = "mount point of a bind";
+			*step = "attach a bind";
 			return rc;
 		}
-		if (move_mount(p->binds[i].tree_fd, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH) !=
-		    0)
-			FAIL("attach a bind");
 		close(p->binds[i].tree_fd);
 	}
 	return 0;
@@ -694,6 +758,10 @@ exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const cha
 			if (policy_fs_overlap(dests[i], dests[k]))
 				why = "overlaps another bind's";
 		}
+		/* TOLLGATE_HOME inside the work directory (plan_hide): no mount
+		 * point is made in it. */
+		if (why == NULL && p->hide[0] != '\0' && policy_fs_overlap(dests[i], p->hide))
+			why = "overlaps TOLLGATE_HOME, which stays covered";
 		if (why != NULL) {
 			gw_set_err(err, errlen, "%s %s: %s in the sandbox %s", what, src, dests[i],
 			           why);

@@ -55,6 +55,12 @@ in_foreground(const struct gw_prompt *p)
 	return exec_pty_foreground(p->fd);
 }
 
+bool
+gw_prompt_asks(const struct gw_prompt *p)
+{
+	return p != NULL && !p->closed && in_foreground(p);
+}
+
 /*
  * The question must reach the screen whole even right after a flood of the
  * sandbox's output filled the terminal's buffer: a full terminal is waited

@@ -31,6 +31,12 @@ int gw_prompt_open(struct event_base *base, struct approvals *a, char *const *ar
  */
 typedef void (*gw_prompt_hold_fn)(void *arg, bool held);
 void gw_prompt_set_hold(struct gw_prompt *p, gw_prompt_hold_fn hold, void *arg);
+/*
+ * Whether p asks at all now: its terminal is there and tollgate is in its
+ * foreground (a background job never reads it). False for NULL. What the
+ * prompt asks and answers, gateway/refusals.h does not say again.
+ */
+bool gw_prompt_asks(const struct gw_prompt *p);
 /* Stops listening, restores the terminal's modes, closes it. Accepts NULL. */
 void gw_prompt_free(struct gw_prompt *p);
 

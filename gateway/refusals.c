@@ -18,6 +18,7 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 #include "gateway/core/refusal.h"
+#include "gateway/prompt.h"
 #include "policy/approval.h"
 
 #define SEEN_KEY_MAX 300
@@ -28,7 +29,8 @@ struct gw_refusals {
 	struct event *ev_summary; /* the end of a window with suppressed lines */
 	int fd;
 	int sub;
-	bool prompting;
+	/* The terminal prompt, or NULL. */
+	const struct gw_prompt *prompt;
 	double window_start; /* gw_clock_mono */
 	unsigned int shown;  /* lines in this window */
 	unsigned long suppressed;
@@ -124,6 +126,10 @@ on_denied(struct gw_refusals *r, json_t *p)
 	/* The approvals bridge says "denied" for a person's no: not a deny rule. */
 	if (via != NULL && strcmp(via, "approval") == 0 && strcmp(reason, "denied") == 0)
 		reason = "approval-denied";
+	/* The prompt said it already ("denied", "no answer in time"). */
+	if ((strcmp(reason, "approval-denied") == 0 || strcmp(reason, "approval-timeout") == 0) &&
+	    gw_prompt_asks(r->prompt))
+		return;
 	snprintf(key, sizeof(key), "%s:%d", host, port);
 	if (!first_time(r, key) || !rate_ok(r))
 		return;
@@ -140,7 +146,7 @@ on_requested(struct gw_refusals *r, json_t *p)
 	struct approval_info info;
 	char line[600], left[48] = "";
 
-	if (r->prompting || host == NULL || id <= 0)
+	if (gw_prompt_asks(r->prompt) || host == NULL || id <= 0)
 		return;
 	if (r->approvals != NULL && approvals_get(r->approvals, (uint64_t)id, &info) == 0) {
 		double secs = info.expires - gw_clock_real();
@@ -171,7 +177,7 @@ on_event(const struct gw_event *ev, void *arg)
 
 int
 gw_refusals_open(struct event_base *base, struct gw_events *bus, struct approvals *a, int fd,
-                 bool prompting, struct gw_refusals **out)
+                 const struct gw_prompt *prompt, struct gw_refusals **out)
 {
 	struct gw_refusals *r;
 	int rc;
@@ -191,7 +197,7 @@ gw_refusals_open(struct event_base *base, struct gw_events *bus, struct approval
 	r->bus = bus;
 	r->approvals = a;
 	r->fd = fd;
-	r->prompting = prompting;
+	r->prompt = prompt;
 	r->window_start = gw_clock_mono();
 	r->sub =
 	    gw_events_subscribe(bus, GW_EV_EGRESS_DENIED | GW_EV_EGRESS_REQUESTED, on_event, r);

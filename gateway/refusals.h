@@ -12,6 +12,7 @@ struct event_base;
 struct gw_events;
 struct approvals;
 struct gw_refusals;
+struct gw_prompt;
 
 /* Lines shown per second; the rest are counted into one "N more" line. */
 #define GW_REFUSALS_PER_SECOND 10
@@ -21,13 +22,15 @@ struct gw_refusals;
 /*
  * Subscribes to bus's egress.denied and egress.requested and writes the
  * lines to fd (stderr: never the MCP channel on stdout). a (may be NULL)
- * tells how long a pending approval has left; prompting says a terminal
- * prompt already asks, so pending approvals are not announced. The lines
+ * tells how long a pending approval has left. prompt (may be NULL) is the
+ * terminal prompt: while it asks (gw_prompt_asks), a pending approval and
+ * its outcome (a person's no, a timeout) are its to say, not said twice
+ * here; a run in the background still gets the lines. The lines
  * are built from the bus's payloads: host, port, reason and rule, never a
  * value of a secret. 0 and *out (free with gw_refusals_free), or -errno.
  */
 int gw_refusals_open(struct event_base *base, struct gw_events *bus, struct approvals *a, int fd,
-                     bool prompting, struct gw_refusals **out);
+                     const struct gw_prompt *prompt, struct gw_refusals **out);
 /* Prints a pending "N more" summary, unsubscribes, frees. Accepts NULL. */
 void gw_refusals_free(struct gw_refusals *r);
 

@@ -55,6 +55,13 @@ struct approval {
 	struct event *announce;
 };
 
+/* A client's command (approvals_set_command). */
+struct command {
+	TAILQ_ENTRY(command) entry;
+	char client[sizeof(((struct approval_info *)0)->client)];
+	char text[APPROVAL_COMMAND_MAX];
+};
+
 struct remembered {
 	TAILQ_ENTRY(remembered) entry;
 	bool all_clients; /* scope always */
@@ -94,6 +101,8 @@ struct approvals {
 	TAILQ_HEAD(, grant) grants; /* oldest first */
 	size_t ngrants;
 	TAILQ_HEAD(, listener) listeners;
+	TAILQ_HEAD(, command) commands;
+	size_t ncommands;
 	int next_handle;
 	int telling; /* depth of listener calls: removal is deferred meanwhile */
 	approval_notify_cb notify;
@@ -171,6 +180,19 @@ copy_str(char *dst, size_t len, const char *src)
 	if (n > 0)
 		memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+static struct command *
+command_find(const struct approvals *a, const char *client)
+{
+	struct command *c;
+
+	TAILQ_FOREACH(c, &a->commands, entry)
+	{
+		if (strcmp(c->client, client) == 0)
+			return c;
+	}
+	return NULL;
 }
 
 /* ---- listeners ---------------------------------------------------------- */
@@ -712,6 +734,7 @@ pending_new(struct approvals *a, enum approval_kind kind, const char *client, co
             int port, const char *what, const char *context, double timeout, double deadline)
 {
 	struct approval *ap;
+	struct command *cmd;
 	struct timeval tv;
 
 	if (count_pending(a, client) >= APPROVAL_PENDING_PER_CLIENT) {
@@ -733,6 +756,9 @@ pending_new(struct approvals *a, enum approval_kind kind, const char *client, co
 	ap->info.created = gw_clock_real();
 	ap->info.expires = ap->info.created + timeout;
 	copy_str(ap->info.context, sizeof(ap->info.context), context);
+	cmd = command_find(a, client);
+	if (cmd != NULL)
+		copy_str(ap->info.command, sizeof(ap->info.command), cmd->text);
 	ap->deadline = deadline;
 	ap->timer = evtimer_new(a->base, approval_timer_cb, ap);
 	ap->announce = event_new(a->base, -1, 0, approval_announce_cb, ap);
@@ -1036,6 +1062,7 @@ approvals_new(struct event_base *base, struct approvals **out)
 	TAILQ_INIT(&a->remembered);
 	TAILQ_INIT(&a->grants);
 	TAILQ_INIT(&a->listeners);
+	TAILQ_INIT(&a->commands);
 	gw_hist_init(&a->metrics.wait, wait_bounds, sizeof(wait_bounds) / sizeof(wait_bounds[0]));
 	*out = a;
 	return 0;
@@ -1048,6 +1075,7 @@ approvals_free(struct approvals *a)
 	struct approval_wait *w;
 	struct remembered *r;
 	struct listener *l;
+	struct command *c;
 
 	if (a == NULL)
 		return;
@@ -1073,5 +1101,50 @@ approvals_free(struct approvals *a)
 		TAILQ_REMOVE(&a->listeners, l, entry);
 		free(l);
 	}
+	while ((c = TAILQ_FIRST(&a->commands)) != NULL) {
+		TAILQ_REMOVE(&a->commands, c, entry);
+		free(c);
+	}
 	free(a);
+}
+
+int
+approvals_set_command(struct approvals *a, const char *client, const char *command)
+{
+	struct command *c;
+	size_t i;
+
+	if (a == NULL || client == NULL)
+		return -EINVAL;
+	c = command_find(a, client);
+	if (command == NULL) {
+		if (c != NULL) {
+			TAILQ_REMOVE(&a->commands, c, entry);
+			a->ncommands--;
+			free(c);
+		}
+		return 0;
+	}
+	if (c == NULL) {
+		if (a->ncommands >= APPROVAL_COMMANDS_MAX)
+			return -ENOSPC;
+		c = calloc(1, sizeof(*c));
+		if (c == NULL)
+			return -ENOMEM;
+		copy_str(c->client, sizeof(c->client), client);
+		TAILQ_INSERT_TAIL(&a->commands, c, entry);
+		a->ncommands++;
+	}
+	/* Bytes of any value but control characters: a terminal shows it too. */
+	for (i = 0; command[i] != '\0' && i + 1 < sizeof(c->text); i++) {
+		unsigned char ch = (unsigned char)command[i];
+
+		c->text[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	/* Cut between UTF-8 characters, never inside one. */
+	if (command[i] != '\0')
+		while (i > 0 && ((unsigned char)command[i] & 0xc0) == 0x80)
+			i--;
+	c->text[i] = '\0';
+	return 0;
 }

@@ -48,6 +48,9 @@ enum approval_kind {
 	APPROVAL_KIND_HOST,
 };
 #define APPROVAL_WHAT_MAX 4096
+#define APPROVAL_COMMAND_MAX 256
+/* Clients with a command named at once (sandboxes running); past it, no more. */
+#define APPROVAL_COMMANDS_MAX 1024
 /* "egress", "host". */
 const char *approval_kind_name(enum approval_kind k);
 
@@ -60,7 +63,10 @@ struct approval_info {
 	double created;  /* CLOCK_REALTIME seconds */
 	double expires;  /* CLOCK_REALTIME seconds: the timer denies then */
 	size_t waiters;  /* requests held by it (0 when only detached ones asked) */
-	char context[256]; /* e.g. the sandboxed command, for the prompt */
+	char context[256]; /* the request: "CONNECT host:443 from 10.77.0.2:41234" */
+	/* The client's command as approvals_set_command named it ("" unknown):
+	 * what a person deciding is shown besides the host. */
+	char command[APPROVAL_COMMAND_MAX];
 	char what[APPROVAL_WHAT_MAX]; /* APPROVAL_KIND_HOST: what will run or be touched */
 };
 
@@ -192,6 +198,15 @@ int approvals_remembered(const struct approvals *a, const char *client, const ch
                          int port);
 
 /* Copies up to max pending approvals, oldest first; returns how many there are. */
+/*
+ * Names the command client (a sandbox id) runs, so that every approval it
+ * asks for from now on carries it (approval_info.command) to whoever
+ * decides: a line of text, already redacted of secrets by the caller;
+ * cut at APPROVAL_COMMAND_MAX - 1 bytes, control characters shown as '?'.
+ * NULL forgets it (the sandbox ended). 0, or -ENOSPC past
+ * APPROVAL_COMMANDS_MAX clients, -ENOMEM.
+ */
+int approvals_set_command(struct approvals *a, const char *client, const char *command);
 size_t approvals_list(const struct approvals *a, struct approval_info *out, size_t max);
 /* One pending approval by id: 0, or -ENOENT. */
 int approvals_get(const struct approvals *a, uint64_t id, struct approval_info *out);

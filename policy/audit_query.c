@@ -526,7 +526,8 @@ audit_json_row(FILE *out, const struct audit_row *row)
 	rc = set_new(obj, "hash", json_text(row->hash, row->hash != NULL ? strlen(row->hash) : 0));
 	if (rc != 0)
 		goto out;
-	if (json_dumpf(obj, out, JSON_COMPACT) != 0 || fputc('\n', out) == EOF)
+	if (json_dumpf(obj, out, JSON_COMPACT | JSON_REAL_PRECISION(15)) != 0 ||
+	    fputc('\n', out) == EOF)
 		rc = -EIO;
 out:
 	json_decref(detail);

@@ -11,10 +11,19 @@
 
 #include "gateway/core/err.h"
 
-/* What the sandbox's own set-up mounts or makes (exec/mounts.c). */
+/*
+ * What the sandbox's own set-up mounts or makes (exec/mounts.c), which no
+ * bind may cover or lie in: the kernel's views, the devices, the generated
+ * resolv.conf and hosts (/run/tollgate), /var/tmp (a symlink to /tmp, which
+ * a mount point must not be made through) and run --out's directory.
+ */
 static const char *const reserved_dests[] = {
-    "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/run/tollgate", "/work", "/out", NULL,
+    "/proc", "/sys", "/dev", "/var/tmp", "/run/tollgate", "/out", NULL,
 };
+/* Made by the set-up too, but only covering them is refused: a bind below
+ * one is mounted over it once it is made (the tmpfs, the work directory,
+ * the root tmpfs that holds /run), as bubblewrap orders its mounts. */
+static const char *const parent_dests[] = {"/tmp", "/work", "/run", NULL};
 /* Bound read-only from the host: no mount point can be made in them. */
 static const char *const system_dests[] = {
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", NULL,
@@ -62,10 +71,15 @@ policy_fs_dest_why(const char *dest)
 			break;
 		c = end;
 	}
+	for (size_t i = 0; parent_dests[i] != NULL; i++) {
+		if (strcmp(dest, parent_dests[i]) == 0)
+			return "would cover what the sandbox's own set-up mounts there "
+			       "(/tmp, /work, /run): bind below it instead (e.g. /tmp/NAME)";
+	}
 	for (size_t i = 0; reserved_dests[i] != NULL; i++) {
 		if (policy_fs_overlap(dest, reserved_dests[i]))
 			return "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, "
-			       "/tmp, /var/tmp, /run/tollgate, /work, /out)";
+			       "/var/tmp, /run/tollgate, /out)";
 	}
 	for (size_t i = 0; system_dests[i] != NULL; i++) {
 		if (policy_fs_overlap(dest, system_dests[i]))

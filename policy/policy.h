@@ -378,8 +378,9 @@ void policy_fs_entry_clear(struct policy_fs_entry *e);
  * Why dest may not be a mount point in the sandbox, or NULL when it may: it
  * must be absolute and plain (no "." or ".." component, no "//", no
  * trailing '/'), and neither cover nor lie in what the sandbox's own set-up
- * uses (/proc, /sys, /dev, /tmp, /var/tmp, /run/tollgate, /work, /out) nor
- * a system directory bound from the host (/usr, /etc, ...).
+ * uses (/proc, /sys, /dev, /var/tmp, /run/tollgate, /out) nor a system
+ * directory bound from the host (/usr, /etc, ...), nor be /tmp, /work or
+ * /run itself (below them it may: mounted over what the set-up made).
  */
 const char *policy_fs_dest_why(const char *dest);
 /* Whether one path equals the other or lies below it (plain paths). */

@@ -279,8 +279,12 @@ target_ask(struct proxy_conn *c)
 		proxy_refuse(c, 403, "approval-denied", "cannot create an approval");
 		return;
 	}
-	log_info("proxy: %s: %s -> %s:%d waits for approval", c->peer, c->client, c->host.text,
-	         c->port);
+	if (c->proxy->cfg.quiet_asks)
+		log_debug("%s: proxy: %s: %s -> %s:%d waits for approval", __func__, c->peer,
+		          c->client, c->host.text, c->port);
+	else
+		log_info("proxy: %s: %s -> %s:%d waits for approval", c->peer, c->client,
+		         c->host.text, c->port);
 }
 
 /*

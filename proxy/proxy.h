@@ -36,6 +36,10 @@ struct proxy_config {
 	 * would refuse goes through, audited as would-deny; the address and SNI
 	 * checks stay enforced (docs/operations.md, "Report mode"). */
 	bool report_mode;
+	/* The command tells the person of a request held for approval itself
+	 * (run's prompt and refusal lines, wrap's): the proxy's own line about
+	 * it is debug level, not said twice. */
+	bool quiet_asks;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,

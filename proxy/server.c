@@ -43,6 +43,7 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->parent = NULL;
 	cfg->parent_check_dns = false;
 	cfg->report_mode = false;
+	cfg->quiet_asks = false;
 }
 
 /* ---- audit -------------------------------------------------------------- */

@@ -383,7 +383,8 @@ gw_print_json(const char *cmd, json_t *obj)
 	if (obj == NULL)
 		return gw_fail(cmd, "cannot encode the answer as JSON");
 	/* ASCII only: a name a sandbox chose reaches no terminal as raw bytes. */
-	if (json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) != 0 ||
+	if (json_dumpf(obj, stdout, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15)) !=
+	        0 ||
 	    putchar('\n') == EOF || fflush(stdout) != 0)
 		rc = gw_fail(cmd, "cannot write the answer: %s", strerror(errno));
 	json_decref(obj);

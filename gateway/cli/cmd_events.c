@@ -138,7 +138,7 @@ print_event(json_t *line)
 	int w;
 
 	json_object_del(line, "event");
-	text = json_dumps(line, JSON_COMPACT);
+	text = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (text == NULL)
 		return true;
 	w = printf("%s\n", text);

@@ -32,6 +32,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/bridges.h"
+#include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -90,6 +91,7 @@ struct run_flags {
 	double timeout;
 	const char *json_status;
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
+	struct proxy_config proxy;    /* the defaults, but held requests are ours to say */
 	const char *out_dir;          /* --out: signed after the run */
 	struct vault_inject *secrets; /* --secret */
 	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
@@ -366,7 +368,8 @@ write_json_file(json_t *o, const char *path, struct run_state *st)
 		gw_fail(CMD, "--json-status %s: %s", path, st->json_err);
 		return;
 	}
-	if (json_dumpfd(o, st->json_fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+	if (json_dumpfd(o, st->json_fd,
+	                JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15)) != 0)
 		gw_fail(CMD, "--json-status %s: cannot write it", path);
 	close(st->json_fd);
 	st->json_fd = -1;
@@ -390,10 +393,10 @@ write_json_status(const char *path, struct run_state *st, const struct exec_resu
 	              res->exit_code >= 0 ? json_integer(res->exit_code) : json_null(), "signal",
 	              res->signal > 0 ? json_integer(res->signal) : json_null(), "timed_out",
 	              st->result.timed_out, "cpu_exceeded", st->result.cpu_exceeded, "wall_seconds",
-	              wall, "cpu_seconds", res->cpu_seconds, "peak_memory_bytes",
-	              (json_int_t)res->peak_memory, "network", "connections_allowed",
-	              (json_int_t)ps.connections_allowed, "connections_refused",
-	              (json_int_t)ps.connections_refused, "bytes_allowed",
+	              gw_clock_round3(wall), "cpu_seconds", gw_clock_round3(res->cpu_seconds),
+	              "peak_memory_bytes", (json_int_t)res->peak_memory, "network",
+	              "connections_allowed", (json_int_t)ps.connections_allowed,
+	              "connections_refused", (json_int_t)ps.connections_refused, "bytes_allowed",
 	              (json_int_t)(ps.bytes_up + ps.bytes_down), "bytes_refused", (json_int_t)0);
 	if (o == NULL) {
 		gw_fail(CMD, "--json-status: cannot build the summary");
@@ -442,6 +445,10 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 	f->gw.sandbox = &f->sb; /* the privileged parent's ceiling */
 	f->gw.sandbox_outdir = f->out_dir;
 	f->gw.warm_pool = true; /* one run, one hub: a warm slot fits (exec/warm.h) */
+	/* The prompt or a refusal line says a request waits (gateway/refusals.h). */
+	proxy_config_defaults(&f->proxy);
+	f->proxy.quiet_asks = true;
+	f->gw.proxy_cfg = &f->proxy;
 	if (gw_setup_start(&st->gw, &st->setup, &f->gw, parts) != 0)
 		return GW_EXIT_FAILURE;
 	if (st->setup.control != NULL)
@@ -571,8 +578,8 @@ run_run(int argc, char **argv)
 		(void)gw_prompt_open(st.gw.base, st.gw.approvals, f.argv, &prompt);
 	/* A line on stderr for each refused host (gateway/refusals.h). */
 	if (!f.quiet && !f.no_network &&
-	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
-	                     prompt != NULL, &refusals) != 0)
+	    gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO, prompt,
+	                     &refusals) != 0)
 		log_warnx("run: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
@@ -706,7 +713,8 @@ const struct gw_command gw_command_run = {
              "out is this process's proxy and DNS server. stdin, stdout and stderr are\n"
              "the command's; at a terminal, through a pseudo-terminal of its own that\n"
              "tollgate relays. Exit status: the command's; 124 timeout; 128+N signal N;\n"
-             "125 tollgate failed; 126 cannot execute; 127 not found. Needs root.\n"
+             "125 tollgate failed; 126 cannot execute; 127 not found. As root, or as\n"
+             "any user where the kernel allows user namespaces (rootless, docs/run.md).\n"
              "\n"
              "limits:\n"
              "  --ram MB                 memory (cgroup; RLIMIT_DATA per process)\n"

@@ -165,8 +165,9 @@ run_stats(int argc, char **argv)
 		if (json) {
 			json_t *line = json_pack("{s:I, s:O}", "pid", pid, "stats",
 			                         json_object_get(reply, "stats"));
-			char *text =
-			    line != NULL ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+			char *text = line != NULL ? json_dumps(line, JSON_COMPACT | JSON_SORT_KEYS |
+			                                                 JSON_REAL_PRECISION(15))
+			                          : NULL;
 
 			if (text != NULL)
 				printf("%s\n", text);

@@ -259,7 +259,7 @@ const struct gw_command gw_command_validate = {
              "network (as 'tollgate run --no-network'): python3's compile(), node\n"
              "--check, bash -n (or sh -n). Prints 'valid' and exits 0, or prints the\n"
              "first error as 'LINE: message' and exits 1; 125 when the check itself\n"
-             "could not be made. Needs root, as run does.\n"
+             "could not be made. Needs root (unlike run, it has no rootless mode).\n"
              "\n"
              "  --lang L            python, node or sh\n"
              "  --code TEXT         the code (else read from FILE, at most 128 KiB)\n"

@@ -72,6 +72,7 @@ static const struct option wrap_options[] = {
 struct wrap_flags {
 	struct gw_sandbox_flags sb; /* --ram, --cpu, --pids, --nofile, --workdir, --env */
 	struct gw_setup_flags gw;   /* --policy, --allow, ..., --pool, --audit */
+	struct proxy_config proxy;  /* the defaults, but held requests are ours to say */
 	bool no_transparent;
 	char *tools_allow[WRAP_TOOLS_MAX + 1];
 	size_t nallow;
@@ -436,6 +437,10 @@ run_wrap(int argc, char **argv)
 		goto out;
 	f.gw.sandbox = &f.sb;
 	f.gw.sandbox_home = f.name != NULL ? f.name_home : NULL;
+	/* A refusal line says a request waits (gateway/refusals.h). */
+	proxy_config_defaults(&f.proxy);
+	f.proxy.quiet_asks = true;
+	f.gw.proxy_cfg = &f.proxy;
 	if (gw_setup_start(&st.gw, &st.setup, &f.gw,
 	                   GW_SETUP_SANDBOXES | GW_SETUP_GATE | GW_SETUP_CONTROL_SOFT) != 0)
 		goto out;
@@ -443,7 +448,7 @@ run_wrap(int argc, char **argv)
 		gw_control_set_stats(st.setup.control, wrap_stats, &st);
 	/* A line on stderr (never stdout: the client reads it) per refused host. */
 	if (!f.quiet && gw_refusals_open(st.gw.base, st.gw.events, st.gw.approvals, STDERR_FILENO,
-	                                 false, &st.refusals) != 0)
+	                                 NULL, &st.refusals) != 0)
 		log_warnx("wrap: refused requests will not be reported on stderr");
 
 	spec.argv = f.argv;
@@ -540,7 +545,8 @@ const struct gw_command gw_command_wrap = {
              "tool gets error -32602 and one over the rate an isError result, both from\n"
              "tollgate; every tools/call is audited (kind mcp.call: tool, duration,\n"
              "isError, SHA-256 of the arguments). Use it as the `command` of an MCP\n"
-             "client's server entry. Needs root. docs/mcp.md has examples.\n"
+             "client's server entry. As root, or rootless as any user, as run.\n"
+             "docs/mcp.md has examples.\n"
              "\n"
              "tools:\n"
              "  --tools-allow NAME,...   only these tools (repeatable; shell patterns)\n"

@@ -260,6 +260,9 @@ approval_json(const struct approval_info *info, double now)
 	                      "expires_in", left, "waiters", (json_int_t)info->waiters, "context",
 	                      info->context, "kind", approval_kind_name(info->kind));
 
+	/* The sandbox's command, when its job named it (redacted of vault values). */
+	if (o != NULL && info->command[0] != '\0')
+		json_object_set_new(o, "command", json_string(info->command));
 	/* A host approval (serve --host-access): exactly what would run or be touched. */
 	if (o != NULL && info->kind == APPROVAL_KIND_HOST)
 		json_object_set_new(o, "what", json_string(info->what));

@@ -3,6 +3,8 @@
  */
 #include "gateway/core/clock.h"
 
+#include <math.h>
+
 static double
 read_seconds(clockid_t id)
 {
@@ -62,4 +64,12 @@ gw_clock_timeval(double secs)
 		tv.tv_usec -= 1000000;
 	}
 	return tv;
+}
+
+double
+gw_clock_round3(double v)
+{
+	if (isnan(v) || v > 1e12 || v < -1e12) /* past any duration: as it is */
+		return v;
+	return (double)(int64_t)(v * 1000 + (v < 0 ? -0.5 : 0.5)) / 1000;
 }

@@ -23,5 +23,13 @@ double gw_clock_since(const struct timespec *t0);
 double gw_clock_ms_since(const struct timespec *t0);
 /* A libevent timer's timeval for secs (>= 0). */
 struct timeval gw_clock_timeval(double secs);
+/*
+ * A duration as people and clients read it: rounded to 3 decimals
+ * (seconds to milliseconds, milliseconds to microseconds). Printed by
+ * jansson with JSON_REAL_PRECISION(15), it reads 0.062, never
+ * 0.061909502999999980; its default precision (17) shows the double's
+ * error again.
+ */
+double gw_clock_round3(double v);
 
 #endif

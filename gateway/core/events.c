@@ -168,7 +168,7 @@ gw_events_publish(struct gw_events *bus, enum gw_event_type type, const char *sa
 	if (payload != NULL && !json_is_object(payload))
 		return -EINVAL;
 	if (payload != NULL) {
-		text = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS);
+		text = json_dumps(payload, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 		if (text == NULL)
 			return -ENOMEM;
 	}

@@ -31,12 +31,12 @@ static const char *
 unfixable_why(const char *reason)
 {
 	if (strcmp(reason, "non-public-address") == 0)
-		return "a non-public address is refused unless a CIDR rule in a policy file allows "
-		       "it";
+		return "a non-public address is refused unless --allow-cidr or a policy file's "
+		       "allow_cidr rule covers it";
 	if (strcmp(reason, "sni-mismatch") == 0)
 		return "the TLS name differs from the one asked for";
 	if (strcmp(reason, "ip-literal") == 0)
-		return "an IP address needs a CIDR rule in a policy file";
+		return "an IP address needs --allow-cidr or a policy file's allow_cidr rule";
 	if (strcmp(reason, "malformed-host") == 0)
 		return "not a valid host name";
 	return "a deny rule wins over every allow";

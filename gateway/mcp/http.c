@@ -137,7 +137,7 @@ static void
 reply_json(struct evhttp_request *req, const json_t *msg, const char *session_id)
 {
 	struct evbuffer *buf = evbuffer_new();
-	char *text = json_dumps(msg, JSON_COMPACT);
+	char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 	if (buf == NULL || text == NULL) {
@@ -428,7 +428,8 @@ transport_send(void *arg, const json_t *msg, const json_t *related)
 	if (!st->started && st->req != NULL)
 		stream_start(st, st->req, true);
 	ev = calloc(1, sizeof(*ev));
-	if (ev == NULL || (ev->data = json_dumps(msg, JSON_COMPACT)) == NULL) {
+	if (ev == NULL ||
+	    (ev->data = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15))) == NULL) {
 		free(ev);
 		return -ENOMEM;
 	}

@@ -101,7 +101,7 @@ struct mcp_job {
 static double
 job_elapsed(const struct mcp_job *j)
 {
-	return gw_clock_since(&j->started);
+	return gw_clock_round3(gw_clock_since(&j->started));
 }
 
 /* The sandbox the job's code runs in: its own, or its session's. */
@@ -452,7 +452,7 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		         json_is_true(json_object_get(structured, "valid")) ? "valid" : "invalid");
 		result = mcp_tool_text_result(text, false);
 		{
-			char *dump = json_dumps(structured, JSON_COMPACT);
+			char *dump = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
 			if (dump != NULL) {
 				json_decref(result);
@@ -523,7 +523,7 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 	/* The full result is structuredContent; the text content carries it too,
 	 * for clients that show only text. */
 	{
-		char *dump = json_dumps(structured, JSON_COMPACT);
+		char *dump = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
 		result = mcp_tool_text_result(dump != NULL ? dump : text, false);
 		free(dump);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "policy/approval.h"
@@ -513,7 +514,7 @@ mcp_chan_send(struct mcp_chan *ch, const json_t *msg)
 	if (msg == NULL)
 		return -ENOMEM;
 	/* Compact JSON escapes control characters, so it never holds a newline. */
-	text = json_dumps(msg, JSON_COMPACT);
+	text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (text == NULL)
 		return -ENOMEM;
 	rc = mcp_chan_write_line(ch, text, strlen(text));
@@ -810,11 +811,13 @@ mcp_call_progress(struct mcp_call *c, double progress, double total, const char 
 
 	if (c->progress_token == NULL || c->cancelled)
 		return;
-	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token, "progress", progress);
+	/* Seconds, as the callers count: to the millisecond. */
+	params = json_pack("{s:O, s:f}", "progressToken", c->progress_token, "progress",
+	                   gw_clock_round3(progress));
 	if (params == NULL)
 		return;
 	if (total > 0)
-		json_object_set_new(params, "total", json_real(total));
+		json_object_set_new(params, "total", json_real(gw_clock_round3(total)));
 	if (message != NULL)
 		json_object_set_new(params, "message", json_string(message));
 	server_send_related(c->server, mcp_notification_new("notifications/progress", params),

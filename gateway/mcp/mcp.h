@@ -295,7 +295,8 @@ void mcp_call_finish(struct mcp_call *c, json_t *result);
 void mcp_call_fail(struct mcp_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Whether the client cancelled this call (notifications/cancelled). */
 bool mcp_call_cancelled(const struct mcp_call *c);
-/* A progress notification, when the client gave a progressToken. */
+/* A progress notification, when the client gave a progressToken: progress and
+ * total are seconds, sent to the millisecond. */
 void mcp_call_progress(struct mcp_call *c, double progress, double total, const char *message);
 /* A notifications/message about a call, as mcp_server_log. */
 void mcp_call_log(struct mcp_call *c, const char *level, const char *text);

@@ -26,6 +26,7 @@
 #include "exec/runtime.h"
 #include "exec/session.h"
 #include "exec/vault.h"
+#include "gateway/core/clock.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
@@ -440,13 +441,13 @@ install_done(struct serve_cmd *cmd, const struct exec_job_result *r)
 	json_object_set_new(s, "installed", json_boolean(ok));
 	json_object_set_new(s, "exit_status", json_integer(status));
 	json_object_set_new(s, "timed_out", json_boolean(r->timed_out));
-	json_object_set_new(s, "duration_seconds", json_real(r->wall_seconds));
+	json_object_set_new(s, "duration_seconds", json_real(gw_clock_round3(r->wall_seconds)));
 	json_object_set_new(s, "stdout", buffer_text(cmd->out, cmd->out_trunc));
 	json_object_set_new(s, "stderr", buffer_text(cmd->err, cmd->err_trunc));
 	snprintf(text, sizeof(text), "%s install: %s (exit status %d%s)",
 	         serve_pkg_manager_name(cmd->manager), ok ? "done" : "failed", status,
 	         r->timed_out ? ", timed out" : "");
-	dump = json_dumps(s, JSON_COMPACT);
+	dump = json_dumps(s, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	/* A failed install is a tool error the model sees as one, with pip's or
 	 * npm's own words in it. */
 	result = mcp_tool_text_result(dump != NULL ? dump : text, !ok);

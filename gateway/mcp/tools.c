@@ -42,7 +42,7 @@
 void
 serve_finish_structured(struct mcp_call *c, json_t *structured)
 {
-	char *dump = json_dumps(structured, JSON_COMPACT);
+	char *dump = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	json_t *result = mcp_tool_text_result(dump != NULL ? dump : "{}", false);
 
 	free(dump);

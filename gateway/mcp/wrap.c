@@ -128,10 +128,10 @@ audit_call(struct mcp_wrap *w, const char *tool, const char *hash, double ms, in
 	if (d == NULL)
 		return;
 	if (ms >= 0)
-		json_object_set_new(d, "duration_ms", json_real(ms));
+		json_object_set_new(d, "duration_ms", json_real(gw_clock_round3(ms)));
 	/* -1: no answer came (cancelled, or the server ended first). */
 	json_object_set_new(d, "is_error", is_error < 0 ? json_null() : json_boolean(is_error));
-	text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS);
+	text = json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
 	json_decref(d);
 	log_debug("%s: %s %s %s", __func__, tool, decision, text != NULL ? text : "");
 	if (w->cfg.audit != NULL && text != NULL) {

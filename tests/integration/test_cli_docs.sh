@@ -78,6 +78,13 @@ else
 	expect_match "tollgate-audit(1) documents --local" "$text" "--local"
 fi
 
+# ---- run, wrap and serve run rootless: neither --help nor the page says root only --
+for c in run wrap serve; do
+	expect_eq "$c --help does not say it needs root" "$("$TOLLGATE" "$c" --help 2>&1 | grep -ci 'needs root' || true)" 0
+	expect_match "$c --help says it runs as any user" "$("$TOLLGATE" "$c" --help 2>&1 | tr '\n' ' ')" "rootless"
+	expect_eq "tollgate-$c(1) does not say it needs root" "$(grep -ci 'needs root' "$man_src/tollgate-$c.1.scd" || true)" 0
+done
+
 # ---- completions ------------------------------------------------------------------
 bash_comp=$TOLLGATE_BUILD/completions/tollgate
 [[ -s $bash_comp ]] || { fail "no bash completion at $bash_comp"; finish; }

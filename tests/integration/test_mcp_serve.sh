@@ -58,6 +58,11 @@ out=$(cd "$MCP_DIR" && timeout 180 node client.mjs serve "http://origin.test:$po
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
 expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"'
+# Durations are rounded to milliseconds, in the structured result and in its
+# text (the server's own JSON): 0.062, never 0.06190950299999998.
+durs=$(grep -oE 'duration_seconds(\\)?"?:[0-9.eE+-]+' <<<"$out" || true)
+expect_match "execute_code results carry duration_seconds" "$durs" 'duration_seconds'
+expect_eq "every duration_seconds has at most 3 decimals" "$(grep -cE '\.[0-9]{4,}' <<<"$durs" || true)" 0
 expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,bridge_data,browser_fetch,create_session,execute_code,fetch_webpage,get_artifacts,host_exec,host_file_copy,host_file_list,host_file_read,host_file_write,inspect_state,install_package,list_host_access,list_pending_approvals,list_runtimes,list_sessions,request_egress,request_host_access,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
 expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
 expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"

@@ -43,6 +43,12 @@ line_match "a port the allow rule does not cover: the flag names the port" "$err
 line_match "a deny rule: no flag is suggested" "$err" \
 	'^tollgate: refused bad\.test:80 \(denied: deny bad\.test .*\): no --allow changes this'
 
+# ---- an address no --allow fixes: the hint names --allow-cidr -----------------------
+# Refused before any connection: nothing is sent to 10.1.2.3.
+tg --allow in.test --resolve in.test:10.1.2.3 -- sh -c 'curl -s -o /dev/null http://in.test/'
+line_match "a non-public address: the line names --allow-cidr and the policy file's rule" "$err" \
+	"^tollgate: refused in\\.test:80 \\(non-public-address.*\\): no --allow changes this \\(a non-public address is refused unless --allow-cidr or a policy file's allow_cidr rule covers it\\)\$"
+
 # ---- --quiet ------------------------------------------------------------------------
 tg --quiet -- sh -c 'curl -s -o /dev/null http://refused.test/'
 expect_eq "--quiet: no refusal line" "$(refused_lines "$err")" 0
@@ -63,6 +69,8 @@ tg --default ask --ask-timeout 2 -- sh -c 'curl -s -o /dev/null --max-time 20 ht
 line_match "a pending approval says how to decide it" "$err" \
 	"^tollgate: ask\\.test:80 waits for approval: run 'tollgate approve [0-9]+' or 'tollgate deny [0-9]+' within [0-9]+ s"
 expect_eq "said once" "$(grep -c '^tollgate: ask.test:80 waits for approval: run' <<<"$err")" 1
+expect_eq "and no other line repeats it (the proxy's log line is debug level here)" \
+	"$(grep -c 'waits for approval' <<<"$err")" 1
 line_match "the timeout then refuses it, with the flag" "$err" \
 	'^tollgate: refused ask\.test:80 \(approval-timeout.*\); allow with --allow ask\.test$'
 

@@ -95,6 +95,10 @@ expect_eq "deny: the run ends normally (curl saw a 403)" "$RUN_RC" 0
 expect_eq "deny: curl got the proxy's refusal" "$(cat "$TEST_TMP/deny.out")" 403
 checks=$((checks + 1))
 if tty_has "tollgate: denied"; then pass "deny: the terminal confirms"; else fail "deny: no confirmation"; fi
+# Said once: the prompt asked and answered, so neither the proxy's log line
+# nor a refusal line repeats it on stderr.
+expect_eq "deny: stderr does not repeat the question or the answer" \
+	"$(grep -c 'waits for approval\|approval-denied' "$TEST_TMP/deny.err" || true)" 0
 
 # No answer: the ask timeout denies, and the prompt says so.
 prompt_run silent 2s "${CURL[@]}"
@@ -104,6 +108,8 @@ expect_eq "no answer: the run ends normally" "$RUN_RC" 0
 expect_eq "no answer: refused after the timeout" "$(cat "$TEST_TMP/silent.out")" 403
 checks=$((checks + 1))
 if tty_has "no answer in time"; then pass "no answer: the prompt says it timed out"; else fail "no answer: no timeout note"; fi
+expect_eq "no answer: stderr does not repeat the timeout" \
+	"$(grep -c 'waits for approval\|approval-timeout' "$TEST_TMP/silent.err" || true)" 0
 
 # Decided through the control socket while the question is on screen.
 pending_id() { "$TOLLGATE" pending --json 2>/dev/null | python3 -c '
@@ -134,5 +140,8 @@ expect_eq "background: the run succeeds" "$RUN_RC" 0
 expect_eq "background: curl got through" "$(cat "$TEST_TMP/background.out")" 200
 checks=$((checks + 1))
 if tty_has "tollgate: allow"; then fail "background: a question was asked"; else pass "background: no question on the terminal"; fi
+# No question, so the refusal lines say how to decide it, once.
+expect_eq "background: stderr says once how to decide it" \
+	"$(grep -c "waits for approval: run 'tollgate approve" "$TEST_TMP/background.err" || true)" 1
 
 finish

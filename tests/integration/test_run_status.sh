@@ -40,5 +40,16 @@ n=json.load(open(sys.argv[1]))["network"]
 print(n["connections_allowed"], n["connections_refused"], n["bytes_allowed"])
 ' "$TEST_TMP/st2.json" 2>&1)
 expect_eq "json-status network without network: zeros" "$js" "0 0 0"
+# Seconds are printed rounded to milliseconds (0.062, not 0.06190950299999998),
+# in the summary and in the audit row of the sandbox's end.
+secs=$(grep -E '"(wall|cpu)_seconds"' "$TEST_TMP/st2.json")
+expect_eq "json-status: wall and cpu seconds" "$(wc -l <<<"$secs")" 2
+expect_eq "json-status: at most 3 decimals" "$(grep -cE '_seconds": -?[0-9]+(\.[0-9]{1,3})?,?$' <<<"$secs")" 2
+if command -v sqlite3 >/dev/null; then
+	end=$(sqlite3 "$TOLLGATE_HOME/audit.db" "select detail from events where kind='sandbox.end' order by id desc limit 1")
+	expect_match "the sandbox.end row has wall_seconds" "$end" '"wall_seconds":'
+	expect_eq "the sandbox.end row: at most 3 decimals" \
+		"$(grep -oE '"(wall|cpu)_seconds":[0-9.eE+-]+' <<<"$end" | cut -d: -f2 | grep -cE '\.[0-9]{4,}|[eE]' || true)" 0
+fi
 
 finish

@@ -2,7 +2,10 @@
 # The review page in headless Chromium: a sandboxed request (tollgate run
 # --ask) is held, the page shows it without a reload, the browser clicks
 # Allow once, the request completes, the timeline shows the connection, and
-# the audit row names the page and its session as the approver.
+# the audit row names the page and its session as the approver. The card
+# shows the sandbox's command, the page's icon is served, Search shows
+# lifecycle rows by default, and no view, Search with every row included,
+# needs sideways scrolling at 400 px.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 source "$(dirname "$0")/ui/ui_lib.sh"
@@ -37,6 +40,11 @@ get() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); [v:=v.get(k) if 
 expect_eq "after login the token is gone from the address" "$(get address_after_login)" ""
 expect_match "the page shows the held request" "$(get card)" "port $HTTP_PORT · sandbox sb-"
 expect_eq "the tab counts it" "$(get count_badge)" "1"
+expect_eq "the card shows the sandbox's command" "$(get card_command)" \
+	"command: curl -sS -m 80 -o /dev/null -w %{http_code}\n http://origin.test:$HTTP_PORT/hello.txt"
+expect_eq "the page names its icon" "$(get favicon href)" "/favicon.svg"
+expect_eq "the icon is served, as SVG" "$(get favicon status) $(get favicon type) $(get favicon svg)" \
+	"200 image/svg+xml True"
 expect_eq "after Allow once the card goes" "$(get card_gone)" "True"
 expect_eq "the page reports no error" "$(get errors)" ""
 
@@ -52,6 +60,11 @@ expect_match "the timeline shows the sandbox's policy digest" "$(get timeline_su
 expect_match "the timeline draws the sandbox's events" "$(get timeline_dots)" '^[1-9][0-9]*$'
 expect_match "the timeline row opens the audit row with its chain position" "$(get timeline_detail)" \
 	'row \(chain position\)[0-9]+.*hash[0-9a-f]{64}'
+expect_match "Search shows lifecycle rows by default" "$(get default_kinds)" \
+	'(^| )sandbox\.end( |$).*|(^| )sandbox\.start( |$)'
+expect_match "Search's default: the sandbox's start and end, and its connection" "$(get default_kinds)" \
+	'connection.*sandbox\.end sandbox\.start'
+expect_eq "the kind filter reads as unset" "$(get kind_placeholder)" "any"
 expect_match "the search finds the approval row" "$(get approval_row)" 'approval \| sb-[^|]* \| origin.test'
 expect_eq "the approval row names the page" "$(get approval_detail detail by)" "ui"
 expect_match "the approval row names the browser session" "$(get approval_detail detail session)" '^s-[0-9a-f]{8}$'
@@ -59,7 +72,7 @@ expect_eq "the approval row's scope" "$(get approval_detail detail scope)" "once
 row=$(sqlite3 "$DB" "select detail from events where kind='approval' and host='origin.test'")
 expect_match "the audit log itself says who approved" "$row" '"by":"ui","session":"s-[0-9a-f]{8}"'
 expect_match "the integrity view: the chain holds" "$(get integrity)" 'chainintact'
-for view in waiting timeline search integrity counters; do
+for view in waiting timeline search search_all integrity counters; do
 	expect_eq "readable at 400 px: $view needs no sideways scrolling" "$(get overflow_400 $view)" "400"
 done
 expect_eq "the page is still up after all that" "$(kill -0 "$UI_PID" 2>/dev/null && echo up)" "up"

@@ -208,6 +208,64 @@ test_deny_and_unknown(void **state)
 	end_test(f);
 }
 
+/* approvals_set_command: a client's command rides on each approval it asks. */
+static void
+test_client_command(void **state)
+{
+	struct fixture *f = *state;
+	struct outcome_rec r = {0};
+	struct approval_info info[5];
+	char long_cmd[600];
+
+	assert_int_equal(approvals_set_command(f->a, "c1", "curl\thttps://a.test/\x1b[2J"), 0);
+	assert_non_null(approval_request(f->a, "c1", "a.test", 443, NULL, 60, record_cb, &r));
+	assert_non_null(approval_request(f->a, "c2", "a.test", 443, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 2);
+	/* Control characters never reach whoever shows it. */
+	assert_string_equal(info[0].command, "curl?https://a.test/?[2J");
+	assert_string_equal(info[1].command, "");
+	/* Named again: replaced; cut to what an approval holds. */
+	memset(long_cmd, 'x', sizeof(long_cmd) - 1);
+	long_cmd[sizeof(long_cmd) - 1] = '\0';
+	assert_int_equal(approvals_set_command(f->a, "c1", long_cmd), 0);
+	assert_non_null(approval_request(f->a, "c1", "b.test", 443, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 3);
+	assert_int_equal(strlen(info[2].command), APPROVAL_COMMAND_MAX - 1);
+	/* Cut between UTF-8 characters: "é" is two bytes, the last would not fit. */
+	memset(long_cmd, 'x', sizeof(long_cmd) - 1);
+	memcpy(long_cmd + APPROVAL_COMMAND_MAX - 2, "\xc3\xa9", 2);
+	assert_int_equal(approvals_set_command(f->a, "c2", long_cmd), 0);
+	assert_non_null(approval_request(f->a, "c2", "b.test", 443, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 4), 4);
+	assert_int_equal(strlen(info[3].command), APPROVAL_COMMAND_MAX - 2);
+	assert_int_equal(approvals_set_command(f->a, "c2", NULL), 0);
+	/* Forgotten (the sandbox ended): later approvals carry none. */
+	assert_int_equal(approvals_set_command(f->a, "c1", NULL), 0);
+	assert_int_equal(approvals_set_command(f->a, "c1", NULL), 0);
+	assert_non_null(approval_request(f->a, "c1", "c.test", 443, NULL, 60, record_cb, &r));
+	assert_int_equal(approvals_list(f->a, info, 5), 5);
+	assert_string_equal(info[4].command, "");
+	end_test(f);
+}
+
+static void
+test_client_command_bounded(void **state)
+{
+	struct fixture *f = *state;
+	char client[32];
+
+	for (int i = 0; i < APPROVAL_COMMANDS_MAX; i++) {
+		snprintf(client, sizeof(client), "c%d", i);
+		assert_int_equal(approvals_set_command(f->a, client, "true"), 0);
+	}
+	assert_int_equal(approvals_set_command(f->a, "one-more", "true"), -ENOSPC);
+	/* A client already named may be named again, and forgetting frees a place. */
+	assert_int_equal(approvals_set_command(f->a, "c0", "false"), 0);
+	assert_int_equal(approvals_set_command(f->a, "c1", NULL), 0);
+	assert_int_equal(approvals_set_command(f->a, "one-more", "true"), 0);
+	end_test(f);
+}
+
 static void
 test_ids_increase_across_registries(void **state)
 {
@@ -1512,6 +1570,8 @@ main(void)
 	    cmocka_unit_test(test_scope_names),
 	    cmocka_unit_test_setup_teardown(test_approve_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_deny_and_unknown, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_command, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_command_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ids_increase_across_registries, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_join_same_request, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dns_approval_joined_by_any_port, setup, teardown),

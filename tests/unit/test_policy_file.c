@@ -329,9 +329,14 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:41: '/srv:dest': DEST must be an absolute path" },
 	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/proc\"]}}",
 	  "t.json:1:40: '/proc': without a DEST the path is also the one in the sandbox, which "
-	  "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, /tmp, /var/tmp, "
-	  "/run/tollgate, /work, /out)" },
-	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/tmp/x\"]}}", NULL },
+	  "overlaps what the sandbox's own set-up mounts (/proc, /sys, /dev, /var/tmp, "
+	  "/run/tollgate, /out)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/tmp\"]}}",
+	  "t.json:1:40: '/srv:/tmp': DEST would cover what the sandbox's own set-up mounts there "
+	  "(/tmp, /work, /run): bind below it instead (e.g. /tmp/NAME)" },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/var/tmp/x\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/run/tollgate/x\"]}}", NULL },
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/out/x\"]}}", NULL },
 	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/dev\"]}}", NULL },
 	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/sys/fs\"]}}", NULL },
 	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/srv:/work\"]}}", NULL },
@@ -382,6 +387,11 @@ static const struct fs_case {
 	  {"/y"}, {false} },
 	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/data\", \"/database\"]}}", 2,
 	  {"/data", "/database"}, {"/data", "/database"}, {false, false} },
+	/* Below /tmp, /work and /run: mounted over what the set-up made there. */
+	{ "{\"version\": 1, \"filesystem\": {\"read\": [\"/tmp/data\", \"/srv:/run/srv\"],\n"
+	  " \"write\": [\"/srv/cache:/work/cache\"]}}",
+	  3, {"/tmp/data", "/srv", "/srv/cache"}, {"/tmp/data", "/run/srv", "/work/cache"},
+	  {false, false, true} },
 };
 
 static void

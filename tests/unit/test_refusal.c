@@ -35,7 +35,10 @@ static const struct line_case line_cases[] = {
      "rule wins over every allow)"},
     {"in.test", 443, "non-public-address", NULL,
      "refused in.test:443 (non-public-address): no --allow changes this (a non-public address "
-     "is refused unless a CIDR rule in a policy file allows it)"},
+     "is refused unless --allow-cidr or a policy file's allow_cidr rule covers it)"},
+    {"192.0.2.7", 443, "ip-literal", NULL,
+     "refused 192.0.2.7:443 (ip-literal): no --allow changes this (an IP address needs "
+     "--allow-cidr or a policy file's allow_cidr rule)"},
     {"sni.test", 443, "sni-mismatch", "sni-mismatch",
      "refused sni.test:443 (sni-mismatch): no --allow changes this (the TLS name differs from "
      "the one asked for)"},

@@ -96,6 +96,8 @@ function renderPending() {
       el("div", { class: "meta" },
         port + " · sandbox " + (ap.client || "?") + " · gateway " + ap.gateway),
       el("div", { class: "meta times" }),
+      // The sandbox's command, as its gateway named it (vault values redacted).
+      ap.command ? el("div", { class: "meta command" }, "command: " + ap.command) : "",
       ap.context ? el("div", { class: "meta" }, "request: " + ap.context) : "",
       el("div", { class: "actions" },
         el("button", { class: "allow", "data-action": "once", onclick: () => decide(ap, true, "once") }, "Allow once"),
@@ -322,7 +324,7 @@ function summarize(sandbox, rows) {
   }
   if (end && end.detail) {
     if ("exit_status" in end.detail) add("exit status", end.detail.exit_status);
-    if ("wall_seconds" in end.detail) add("duration", end.detail.wall_seconds + " s");
+    if ("wall_seconds" in end.detail) add("duration", Math.round(end.detail.wall_seconds * 1000) / 1000 + " s");
     if (end.detail.timed_out) add("timed out", "yes");
   }
   let allowed = 0, refused = 0, bytes = 0;

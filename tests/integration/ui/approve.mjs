@@ -21,6 +21,15 @@ try {
     return null;
   }, host);
   seen.count_badge = await page.$eval("#count", (e) => e.textContent);
+  seen.card_command = await page.$eval("#pending .card .command", (e) => e.textContent).catch(() => null);
+  // The page's icon: named by the page, served with the session.
+  seen.favicon = await page.evaluate(async () => {
+    const link = document.querySelector('link[rel="icon"]');
+    const r = await fetch(link.href, { credentials: "same-origin" });
+    const body = await r.text();
+    return { href: new URL(link.href).pathname, status: r.status, type: r.headers.get("content-type"),
+      svg: body.startsWith("<svg") };
+  });
   await page.click(`#pending .card button[data-action="once"]`);
   seen.card_gone = await until(page, (h) => {
     return ![...document.querySelectorAll("#pending .card h3")].some((e) => e.textContent === h);
@@ -54,8 +63,15 @@ try {
   });
   await page.click("#detail-close");
 
-  // Search: the approval row names the page as who decided.
+  // Search: by default (no filter) every kind shows, lifecycle rows too.
   await page.click(`#tabs button[data-view="search"]`);
+  await page.click(`#search-form button[type="submit"]`);
+  seen.default_kinds = await until(page, () => {
+    const kinds = [...document.querySelectorAll("#search-rows tbody tr")].map((tr) => tr.cells[2].textContent);
+    return kinds.includes("sandbox.end") && [...new Set(kinds)].sort().join(" ");
+  });
+  seen.kind_placeholder = await page.$eval(`#search-form input[name="kind"]`, (e) => e.placeholder);
+  // Search: the approval row names the page as who decided.
   await page.type(`#search-form input[name="kind"]`, "approval");
   await page.type(`#search-form input[name="host"]`, host);
   await page.click(`#search-form button[type="submit"]`);
@@ -86,6 +102,16 @@ try {
     await new Promise((r) => setTimeout(r, 300));
     seen.overflow_400[view] = await page.evaluate(() => document.documentElement.scrollWidth);
   }
+  // Search at 400 px with every row of the log (long kinds, ids, reasons), as
+  // it opens: the table scrolls in its own box, the page does not.
+  await page.click(`#tabs button[data-view="search"]`);
+  await page.evaluate(() => document.getElementById("search-form").reset());
+  await page.click(`#search-form button[type="submit"]`);
+  seen.search_rows_400 = await until(page, () => {
+    const n = document.querySelectorAll("#search-rows tbody tr").length;
+    return n > 3 && n;
+  });
+  seen.overflow_400.search_all = await page.evaluate(() => document.documentElement.scrollWidth);
 } catch (e) {
   seen.error = String(e && e.stack ? e.stack : e);
 } finally {
