@@ -54,17 +54,28 @@ gw_fail_capture(char *buf, size_t len)
 		capture_buf[0] = '\0';
 }
 
+/* The last line printed, for gw_last_failure. */
+static char last_failure[1100];
+
 static int
 vreport(int status, const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (capture_buf != NULL && capture_buf[0] == '\0')
+	if (capture_buf != NULL && capture_buf[0] == '\0') {
 		snprintf(capture_buf, capture_len, "%s", msg);
-	else if (capture_buf == NULL)
-		fprintf(stderr, "tollgate: %s: %s\n", cmd, msg);
+	} else if (capture_buf == NULL) {
+		snprintf(last_failure, sizeof(last_failure), "tollgate: %s: %s", cmd, msg);
+		fprintf(stderr, "%s\n", last_failure);
+	}
 	return status;
+}
+
+const char *
+gw_last_failure(void)
+{
+	return last_failure;
 }
 
 int
