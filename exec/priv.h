@@ -152,7 +152,7 @@ struct exec_priv_ceiling {
 	bool gate_workdirs;
 	/* The control socket the gate makes (a path; or, NULL, the default
 	 * <control_dir>/<the parent's pid>.sock, gw_control_self_pid): removed
-	 * once the gate is gone. */
+	 * once the gate is gone, with a path's <control_dir>/<pid>.link. */
 	const char *control_path, *control_dir;
 	/* --policy: the file "always" approvals are written to (POLICY_ADD);
 	 * NULL: none is. */

@@ -795,8 +795,18 @@ remove_control_socket(void)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	struct stat st;
+	char link[PATH_MAX];
 	int n, fd, rc;
 
+	/* A socket elsewhere has a link to it, <pid>.link, in the control
+	 * directory (docs/control.md, "Finding gateways"): ours by its name. */
+	if (P.ceil.control_path != NULL && P.ceil.control_dir != NULL) {
+		n = snprintf(link, sizeof(link), "%s/%ld.link", P.ceil.control_dir, (long)getpid());
+		if (n > 0 && (size_t)n < sizeof(link) && lstat(link, &st) == 0 &&
+		    S_ISLNK(st.st_mode) && st.st_uid == geteuid() && unlink(link) != 0 &&
+		    errno != ENOENT)
+			log_warn("privileged parent: cannot remove %s", link);
+	}
 	if (P.ceil.control_path != NULL)
 		n = snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", P.ceil.control_path);
 	else if (P.ceil.control_dir != NULL)

@@ -201,7 +201,7 @@ split(const struct gw_setup_flags *f, const struct policy *policy)
 	c.policy_path = f->policy_path;
 	c.host_access = f->host_access;
 	c.warm_pool = f->warm_pool;
-	if (f->control_path == NULL && gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
+	if (gw_control_dir(ctl_dir, sizeof(ctl_dir)) == 0)
 		c.control_dir = ctl_dir;
 	rc = exec_priv_split(&c, f->pool);
 	if (rc != 0)

@@ -546,7 +546,13 @@ audit_end(struct approvals *a, const struct approval *ap, enum approval_event ev
 	row.sandbox = ap->info.client;
 	row.host = ap->info.kind == APPROVAL_KIND_HOST ? NULL : ap->info.host;
 	row.port = ap->info.port;
-	row.decision = ev == APPROVAL_EVENT_GONE ? NULL : allow ? "allow" : "deny";
+	/* Nobody answered: no person's deny, though the request is refused. */
+	if (ev == APPROVAL_EVENT_GONE)
+		row.decision = NULL;
+	else if (ev == APPROVAL_EVENT_TIMEOUT)
+		row.decision = "timeout";
+	else
+		row.decision = allow ? "allow" : "deny";
 	row.reason = reason;
 	row.detail = detail;
 	if (audit_append(a->audit, &row) != 0)

@@ -56,21 +56,31 @@ gw_fail_capture(char *buf, size_t len)
 		capture_buf[0] = '\0';
 }
 
+/* The last line printed, for gw_last_failure. */
+static char last_failure[1100];
+
 static int
 vreport(int status, const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (capture_buf != NULL && capture_buf[0] == '\0')
+	if (capture_buf != NULL && capture_buf[0] == '\0') {
 		snprintf(capture_buf, capture_len, "%s", msg);
-	else if (capture_buf == NULL) {
+	} else if (capture_buf == NULL) {
 		/* A message may quote a gateway's answer or a file: one safe line. */
+		snprintf(last_failure, sizeof(last_failure), "tollgate: %s: %s", cmd, msg);
 		fprintf(stderr, "tollgate: %s: ", cmd);
 		gw_text_safe_fput(stderr, msg, strlen(msg));
 		fputc('\n', stderr);
 	}
 	return status;
+}
+
+const char *
+gw_last_failure(void)
+{
+	return last_failure;
 }
 
 int

@@ -64,6 +64,12 @@ int gw_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf,
  * configuration file's loader reports it at the offending key.
  */
 void gw_fail_capture(char *buf, size_t len);
+/*
+ * The last line gw_fail or gw_not_done printed, "tollgate: CMD: message"
+ * without its newline ("" when none yet): what wrap and serve tell an MCP
+ * client when they could not start.
+ */
+const char *gw_last_failure(void);
 
 /*
  * The exit status of the commands that ask running gateways (pending,

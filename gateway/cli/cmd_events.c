@@ -88,25 +88,30 @@ static int
 pick_socket(const char *socket_path, long pid, char *path, size_t len)
 {
 	struct gw_control_endpoint *eps = NULL;
-	char dir[PATH_MAX], pids[256];
+	char pids[256];
 	size_t pos = 0, found = 0;
 	int rc, n;
 
-	if (socket_path == NULL && pid > 0) {
-		rc = gw_control_dir(dir, sizeof(dir));
-		if (rc != 0)
-			return gw_not_done(CMD, "no control directory: %s", strerror(-rc));
-		n = snprintf(path, len, "%s/%ld.sock", dir, pid);
-		if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX)
-			return gw_not_done(CMD, "%s: path too long for a unix socket", dir);
-		return 0;
-	}
 	eps = calloc(EVENTS_GATEWAYS_MAX, sizeof(*eps));
 	if (eps == NULL)
 		return gw_fail(CMD, "out of memory");
 	rc = gw_gateways(CMD, "--socket", socket_path, eps, EVENTS_GATEWAYS_MAX, &found);
 	if (rc != 0)
 		goto out;
+	/* --pid: the live gateway of that pid, whether its socket is the
+	 * default <pid>.sock or one registered from elsewhere. */
+	if (socket_path == NULL && pid > 0) {
+		size_t k;
+
+		for (k = 0; k < found && eps[k].pid != (pid_t)pid; k++)
+			;
+		if (k == found) {
+			rc = gw_not_done(CMD, "no running gateway with pid %ld", pid);
+			goto out;
+		}
+		eps[0] = eps[k];
+		found = 1;
+	}
 	if (found > 1) {
 		pids[0] = '\0';
 		for (size_t i = 0; i < found && pos + 16 < sizeof(pids); i++) {

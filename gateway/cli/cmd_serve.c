@@ -289,6 +289,8 @@ run_serve(int argc, char **argv)
 	const char *host_access = NULL;
 	char herr[1024];
 	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
+	/* A failed start is told to the stdio client too (clients hide stderr). */
+	bool tell_client = true;
 
 	if (gw_setup_flags_init(&f, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
@@ -298,6 +300,7 @@ run_serve(int argc, char **argv)
 			break;
 		if (c == GW_OPT_HELP) {
 			exit_code = GW_EXIT_OK;
+			tell_client = false;
 			goto out;
 		}
 		if (c == GW_OPT_ERROR)
@@ -565,6 +568,7 @@ run_serve(int argc, char **argv)
 			goto out;
 		}
 	}
+	tell_client = false;
 	if (event_base_dispatch(st.gw.base) != 0) {
 		gw_fail(CMD, "event loop failed");
 		goto out;
@@ -583,6 +587,12 @@ out:
 	gw_setup_free(&st.gw, &st.setup, &f);
 	gw_sandbox_flags_free(&st.sb);
 	free(st.tools);
+	/* Over HTTP (--listen) stdin is no client's. */
+	if (tell_client && exit_code != GW_EXIT_OK && listen == NULL)
+		mcp_start_failure_answer(STDIN_FILENO, STDOUT_FILENO,
+		                         gw_last_failure()[0] != '\0'
+		                             ? gw_last_failure()
+		                             : "tollgate: serve: could not start (its stderr says why)");
 	return exit_code;
 }
 

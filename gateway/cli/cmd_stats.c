@@ -131,9 +131,11 @@ run_stats(int argc, char **argv)
 		if (k == n) {
 			if (gw_control_dir(dir, sizeof(dir)) != 0)
 				dir[0] = '\0';
-			return gw_not_done("stats",
-			                   "no running gateway with pid %ld (no live %s/%ld.sock)",
-			                   want_pid, dir, want_pid);
+			return gw_not_done(
+			    "stats",
+			    "no running gateway with pid %ld (no live %s/%ld.sock, nor a "
+			    "socket its %ld.link names)",
+			    want_pid, dir, want_pid, want_pid);
 		}
 		ep[0] = ep[k];
 		n = 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gateway/cli/cli.h"
+#include "gateway/control/control.h"
 #include "gateway/ui/ui.h"
 
 extern const struct gw_command gw_command_ui;
@@ -16,17 +17,15 @@ static int
 run_ui(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"listen", required_argument, NULL, 'l'},
-	    {"audit", required_argument, NULL, 'a'},
-	    {"cert", required_argument, NULL, 'C'},
-	    {"key", required_argument, NULL, 'K'},
-	    {NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, 'l'},  {"audit", required_argument, NULL, 'a'},
+	    {"cert", required_argument, NULL, 'C'},    {"key", required_argument, NULL, 'K'},
+	    {"control", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
 	};
 	struct ui_options o = {0};
 	char default_audit[PATH_MAX], err[512];
 	int c, rc;
 
-	while ((c = gw_getopt(argc, argv, "l:a:", longopts, &gw_command_ui)) != -1) {
+	while ((c = gw_getopt(argc, argv, "l:a:c:", longopts, &gw_command_ui)) != -1) {
 		switch (c) {
 		case 'l':
 			o.listen = optarg;
@@ -35,6 +34,12 @@ run_ui(int argc, char **argv)
 			if (o.naudit == UI_AUDIT_MAX)
 				return gw_fail("ui", "at most %d --audit files", UI_AUDIT_MAX);
 			o.audit_paths[o.naudit++] = optarg;
+			break;
+		case 'c':
+			if (strlen(optarg) == 0 || strlen(optarg) >= GW_CONTROL_PATH_MAX)
+				return gw_fail("ui", "--control %s: not a unix socket path",
+				               optarg);
+			o.control_path = optarg;
 			break;
 		case 'C':
 			o.cert_path = optarg;
@@ -67,7 +72,8 @@ run_ui(int argc, char **argv)
 const struct gw_command gw_command_ui = {
     .name = "ui",
     .summary = "serve the review page: approvals, timeline, audit search",
-    .usage = "usage: tollgate ui [--listen ADDR:PORT] [--audit FILE]... [--cert PEM --key PEM]\n"
+    .usage = "usage: tollgate ui [--listen ADDR:PORT] [--audit FILE]... [--control SOCKET]\n"
+             "                   [--cert PEM --key PEM]\n"
              "\n"
              "Serves the review page: what running gateways wait for you to approve,\n"
              "each sandbox's traffic over time, the audit search and export, the hash\n"
@@ -78,11 +84,15 @@ const struct gw_command gw_command_ui = {
              "                          address that is not loopback wants --cert/--key\n"
              "  -a, --audit FILE        an audit log to show (repeatable; default\n"
              "                          $TOLLGATE_HOME/audit.db)\n"
+             "  -c, --control SOCKET    show and decide this gateway's approvals only\n"
+             "                          (default: every gateway 'tollgate pending' finds)\n"
              "      --cert PEM          serve HTTPS with this certificate (chain)...\n"
              "      --key PEM           ...and its private key\n"
              "\n"
-             "Gateways are found as 'tollgate pending' finds them ($TOLLGATE_CONTROL_DIR\n"
-             "overrides the directory). Runs until SIGINT or SIGTERM; exit status 0, or\n"
-             "125 when it could not start (a bad flag, the address is taken, ...).\n",
+             "Gateways are found as 'tollgate pending' finds them: their sockets, and\n"
+             "the ones registered from elsewhere, in the control directory\n"
+             "($TOLLGATE_CONTROL_DIR overrides it; docs/control.md). Runs until SIGINT\n"
+             "or SIGTERM; exit status 0, or 125 when it could not start (a bad flag, the\n"
+             "address is taken, ...).\n",
     .run = run_ui,
 };

@@ -393,6 +393,18 @@ out:
 	return rc;
 }
 
+/*
+ * The one-line reason wrap could not start, as stderr had it: MCP clients
+ * hide a server's stderr, but show an error answer to their initialize.
+ */
+static const char *
+start_failure_reason(void)
+{
+	const char *why = gw_last_failure();
+
+	return why[0] != '\0' ? why : "tollgate: wrap: could not start (its stderr says why)";
+}
+
 /* {"op":"stats"} on the control socket: the gate's counters (no queue). */
 static json_t *
 wrap_stats(void *arg)
@@ -419,12 +431,16 @@ run_wrap(int argc, char **argv)
 	struct mcp_wrap_config wcfg = {0};
 	char err[512], home[PATH_MAX];
 	int rc, exit_code = GW_EXIT_FAILURE, server_in = -1, server_out = -1;
+	/* Whether the client is told of a failed start (once the loop runs,
+	 * only when the server itself never started), and was told. */
+	bool tell_client = true, told = false;
 
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
+		tell_client = false;
 		goto out;
 	}
 	if (rc != 0)
@@ -494,6 +510,7 @@ run_wrap(int argc, char **argv)
 	/* Root no longer, before the loop reads a byte of the server's or the client's. */
 	if (gw_setup_drop(CMD) != 0)
 		goto out;
+	tell_client = false;
 	if (event_base_dispatch(st.gw.base) != 0) {
 		gw_fail(CMD, "event loop failed");
 		goto out;
@@ -503,6 +520,7 @@ run_wrap(int argc, char **argv)
 		goto out;
 	}
 	exit_code = res_p->exit_status;
+	tell_client = res_p->setup_failed || res_p->exec_failed;
 	if (res_p->setup_failed) {
 		char text[1024];
 
@@ -513,6 +531,9 @@ run_wrap(int argc, char **argv)
 	else if (res_p->exec_failed)
 		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res_p->failed_errno));
 out:
+	/* An initialize the relay passed on to a server that never ran. */
+	if (tell_client && exit_code != GW_EXIT_OK)
+		told = mcp_wrap_fail_start(st.relay, start_failure_reason());
 	/* No approval event may reach a freed relay. */
 	mcp_elicit_free(st.elicit);
 	gw_refusals_free(st.refusals);
@@ -529,6 +550,9 @@ out:
 	exec_job_free(st.job);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	gw_sandbox_flags_free(&f.sb);
+	/* Else the client's initialize is still to come, or unread. */
+	if (tell_client && exit_code != GW_EXIT_OK && !told)
+		mcp_start_failure_answer(STDIN_FILENO, STDOUT_FILENO, start_failure_reason());
 	return exit_code;
 }
 

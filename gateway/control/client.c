@@ -7,9 +7,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,16 +292,16 @@ endpoint_cmp(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* "<pid>.sock": the pid, or -1. */
-long
-gw_control_pid_of_name(const char *name)
+/* "<pid><suffix>": the pid, or -1. */
+static long
+pid_of(const char *name, const char *suffix)
 {
 	const char *dot = strchr(name, '.');
 	char digits[16];
 	size_t n;
 	long pid;
 
-	if (dot == NULL || strcmp(dot, ".sock") != 0)
+	if (dot == NULL || strcmp(dot, suffix) != 0)
 		return -1;
 	n = (size_t)(dot - name);
 	if (n == 0 || n >= sizeof(digits))
@@ -309,6 +311,47 @@ gw_control_pid_of_name(const char *name)
 	if (gw_parse_long(digits, 1, INT32_MAX, &pid) != 0)
 		return -1;
 	return pid;
+}
+
+long
+gw_control_pid_of_name(const char *name)
+{
+	return pid_of(name, ".sock");
+}
+
+long
+gw_control_pid_of_link(const char *name)
+{
+	return pid_of(name, GW_CONTROL_LINK_SUFFIX);
+}
+
+/*
+ * A registry entry: the socket a "<pid>.link" in dir points at, into path.
+ * Read through one O_PATH descriptor, so the owner checked is that of the
+ * link whose target is read: only a link of our own uid (or root's) counts,
+ * whatever the directory's mode. 0, or -1 to skip the entry.
+ */
+static int
+read_link_entry(DIR *d, const char *name, char *path, size_t len)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = openat(dirfd(d), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISLNK(st.st_mode) ||
+	    (st.st_uid != geteuid() && st.st_uid != 0)) {
+		close(fd);
+		return -1;
+	}
+	n = readlinkat(fd, "", path, len);
+	close(fd);
+	if (n <= 0 || (size_t)n >= len || (size_t)n >= GW_CONTROL_PATH_MAX || path[0] != '/')
+		return -1;
+	path[n] = '\0';
+	return 0;
 }
 
 int
@@ -333,24 +376,39 @@ gw_control_find(const char *dir, struct gw_control_endpoint *out, size_t max)
 		struct gw_control_endpoint ep;
 		struct stat st;
 		long pid = gw_control_pid_of_name(de->d_name);
+		bool link = false, dup = false;
 		int n, fd;
 
+		if (pid < 0) {
+			pid = gw_control_pid_of_link(de->d_name);
+			link = true;
+		}
 		if (pid < 0)
 			continue;
-		/* A dead pid's socket is stale: ignored, and replaced when that
-		 * pid runs a gateway again. */
+		/* A dead pid's socket or link is stale: ignored, and replaced
+		 * when that pid runs a gateway again. */
 		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
 			continue;
-		n = snprintf(ep.path, sizeof(ep.path), "%s/%s", dir, de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(ep.path))
-			continue;
-		if (lstat(ep.path, &st) != 0 || !S_ISSOCK(st.st_mode))
-			continue;
-		/* The pid may have been reused by something else. */
+		if (link) {
+			if (read_link_entry(d, de->d_name, ep.path, sizeof(ep.path)) != 0)
+				continue;
+		} else {
+			n = snprintf(ep.path, sizeof(ep.path), "%s/%s", dir, de->d_name);
+			if (n < 0 || (size_t)n >= sizeof(ep.path))
+				continue;
+			if (lstat(ep.path, &st) != 0 || !S_ISSOCK(st.st_mode))
+				continue;
+		}
+		/* The pid may have been reused by something else. Whose socket
+		 * it is, each call checks (gw_control_connect). */
 		fd = gw_control_connect_path(ep.path);
 		if (fd < 0)
 			continue;
 		close(fd);
+		for (size_t i = 0; i < found && i < max; i++)
+			dup = dup || strcmp(out[i].path, ep.path) == 0;
+		if (dup)
+			continue;
 		ep.pid = (pid_t)pid;
 		if (found < max)
 			out[found] = ep;

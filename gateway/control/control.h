@@ -32,6 +32,10 @@ struct proxy;
  * with ctx->approvals. The directory is created 0700 when missing, the
  * socket is 0600, and only the gateway's own uid may connect. A socket left
  * at path by a process that is gone is replaced; a live one is -EADDRINUSE.
+ * A path that is not the default is registered in gw_control_dir as
+ * <pid>.link, a symlink to it removed again by gw_control_free, so that
+ * clients find it without being told (when the directory cannot be used,
+ * a warning, and the socket works all the same).
  * Also makes "always" decisions write ctx->policy_path (when set) and reload
  * the policy (gw_policy_always_start, reload.h). 0 or negative errno, with
  * one line in err.
@@ -83,8 +87,10 @@ struct gw_control_endpoint {
 
 /*
  * The live gateways in dir (NULL: gw_control_dir), sorted by pid: sockets
- * named <pid>.sock whose process exists and which accept a connection.
- * Stale sockets are skipped. Returns how many were found (up to max
+ * named <pid>.sock, and the sockets that links named <pid>.link point at
+ * (a gateway started with a socket elsewhere registers it so; only links
+ * owned by our uid or root count), whose process exists and which accept a
+ * connection. Stale sockets and links are skipped. Returns how many were found (up to max
  * copied), or negative errno when dir cannot be read (-ENOENT: no gateway
  * ever ran here).
  */

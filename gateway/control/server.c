@@ -62,6 +62,14 @@ struct gw_control {
 	char path[GW_CONTROL_PATH_MAX];
 	dev_t dev; /* of the socket file we made: only that one is removed */
 	ino_t ino;
+	/* The socket's absolute path, its directory's links resolved: what
+	 * the registry's link points at ("" when it does not fit). */
+	char real[GW_CONTROL_PATH_MAX];
+	/* The registry's <pid>.link for a socket outside the default name,
+	 * and the link we made ("" when none). */
+	char link[PATH_MAX];
+	dev_t link_dev;
+	ino_t link_ino;
 	int fd;
 	/* Who started tollgate: the gate of a split one (exec/priv.h) runs
 	 * under another uid from the end of its set-up on. */
@@ -804,10 +812,11 @@ accept_cb(evutil_socket_t lfd, short what, void *arg)
 /* ---- the server: start and stop ------------------------------------------ */
 
 /*
- * A gateway killed with -9 leaves its <pid>.sock behind. The finder skips
- * such sockets; a starting gateway removes them so the directory does not
- * fill up. Only sockets named for a dead pid that nothing accepts on go: a
- * live pid may be a gateway between bind and listen.
+ * A gateway killed with -9 leaves its <pid>.sock (or its registry link,
+ * <pid>.link) behind. The finder skips such entries; a starting gateway
+ * removes them so the directory does not fill up. Only entries named for a
+ * dead pid through which nothing accepts go: a live pid may be a gateway
+ * between bind and listen.
  */
 static void
 sweep_stale_sockets(const char *dir)
@@ -817,6 +826,7 @@ sweep_stale_sockets(const char *dir)
 	struct stat st;
 	DIR *d;
 	long pid;
+	bool link;
 	int n, fd;
 
 	d = opendir(dir); /* glibc opens it O_CLOEXEC */
@@ -824,6 +834,9 @@ sweep_stale_sockets(const char *dir)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		pid = gw_control_pid_of_name(de->d_name);
+		link = pid < 0;
+		if (link)
+			pid = gw_control_pid_of_link(de->d_name);
 		if (pid < 0 || pid == (long)gw_control_self_pid())
 			continue;
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
@@ -831,7 +844,7 @@ sweep_stale_sockets(const char *dir)
 		n = snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (n < 0 || (size_t)n >= sizeof(path))
 			continue;
-		if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+		if (lstat(path, &st) != 0 || !(link ? S_ISLNK(st.st_mode) : S_ISSOCK(st.st_mode)))
 			continue;
 		fd = gw_control_connect_path(path);
 		if (fd >= 0) {
@@ -877,6 +890,98 @@ clear_stale(int dirfd, const char *base, const char *via, const char *path, char
 		return -errno;
 	}
 	return 0;
+}
+
+/* c->real: where the socket is, as /proc tells of the directory checked. */
+static void
+real_path(struct gw_control *c, int dirfd, const char *base)
+{
+	char proc[64], dir[PATH_MAX];
+	ssize_t len;
+	int n;
+
+	c->real[0] = '\0';
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+	len = readlink(proc, dir, sizeof(dir) - 1);
+	if (len <= 0 || dir[0] != '/')
+		return;
+	dir[len] = '\0';
+	n = snprintf(c->real, sizeof(c->real), "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, base);
+	if (n <= 0 || (size_t)n >= sizeof(c->real))
+		c->real[0] = '\0';
+}
+
+/*
+ * The registry: a socket outside the default name gets a symlink
+ * <pid>.link to it in the control directory, so that `tollgate pending`
+ * and the rest find it as they find <pid>.sock. That directory is kept
+ * ours and 0700 as for the default sockets; clients count only links of
+ * their own uid or root's and check the peer behind it as always. Failing
+ * is a warning: the socket still serves whoever names it.
+ */
+static void
+register_link(struct gw_control *c)
+{
+	char dir[PATH_MAX], name[32], via[64], err[512];
+	struct stat st;
+	int dfd = -1, fd, rc, n;
+
+	rc = gw_control_dir(dir, sizeof(dir));
+	if (rc != 0) {
+		gw_set_err(err, sizeof(err), "no control directory: %s", strerror(-rc));
+		goto fail;
+	}
+	if (c->real[0] == '\0') {
+		gw_set_err(err, sizeof(err), "its path is too long to link to");
+		goto fail;
+	}
+	if (ensure_dir(dir, true, err, sizeof(err)) != 0)
+		goto fail;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		gw_set_err(err, sizeof(err), "%s: %s", dir, strerror(errno));
+		goto fail;
+	}
+	snprintf(name, sizeof(name), "%ld" GW_CONTROL_LINK_SUFFIX, (long)gw_control_self_pid());
+	snprintf(via, sizeof(via), "/proc/self/fd/%d/%s", dfd, name);
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* Our pid's name: left by a gateway that is gone, unless a
+		 * gateway of another pid namespace answers through it. */
+		fd = gw_control_connect_path(via);
+		if (fd >= 0) {
+			close(fd);
+			gw_set_err(err, sizeof(err), "%s/%s is taken by a live gateway", dir, name);
+			goto fail;
+		}
+		if (unlinkat(dfd, name, 0) != 0 && errno != ENOENT) {
+			gw_set_err(err, sizeof(err), "cannot remove %s/%s: %s", dir, name,
+			           strerror(errno));
+			goto fail;
+		}
+	}
+	if (symlinkat(c->real, dfd, name) != 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		gw_set_err(err, sizeof(err), "cannot link %s/%s: %s", dir, name, strerror(errno));
+		goto fail;
+	}
+	n = snprintf(c->link, sizeof(c->link), "%s/%s", dir, name);
+	if (n <= 0 || (size_t)n >= sizeof(c->link)) {
+		unlinkat(dfd, name, 0);
+		c->link[0] = '\0';
+		gw_set_err(err, sizeof(err), "%s: path too long", dir);
+		goto fail;
+	}
+	c->link_dev = st.st_dev;
+	c->link_ino = st.st_ino;
+	close(dfd);
+	sweep_stale_sockets(dir);
+	log_debug("%s: %s registered as %s", __func__, c->path, c->link);
+	return;
+fail:
+	if (dfd >= 0)
+		close(dfd);
+	log_warnx("control: %s is not registered (tollgate pending needs --control %s): %s",
+	          c->path, c->path, err);
 }
 
 /*
@@ -927,6 +1032,7 @@ control_listen(struct gw_control *c, bool is_default, char *err, size_t errlen)
 	rc = clear_stale(dirfd, base, via, c->path, err, errlen);
 	if (rc != 0)
 		goto out;
+	real_path(c, dirfd, base);
 
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
@@ -1012,6 +1118,8 @@ gw_control_start(struct gw_context *ctx, const char *path, struct gw_control **o
 
 		if (gw_control_dir(dir, sizeof(dir)) == 0)
 			sweep_stale_sockets(dir);
+	} else {
+		register_link(c);
 	}
 	c->ev_accept = event_new(ctx->base, c->fd, EV_READ | EV_PERSIST, accept_cb, c);
 	c->ev_resume = evtimer_new(ctx->base, resume_cb, c);
@@ -1084,6 +1192,9 @@ gw_control_free(struct gw_control *c)
 			unlink(c->path);
 		close(c->fd);
 	}
+	if (c->link[0] != '\0' && lstat(c->link, &st) == 0 && S_ISLNK(st.st_mode) &&
+	    st.st_dev == c->link_dev && st.st_ino == c->link_ino)
+		unlink(c->link);
 	free(c);
 }
 

@@ -41,6 +41,7 @@
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
+#include "policy/approval.h"
 #include "policy/policy.h"
 
 #define JOB_CODE_MAX (1024 * 1024)
@@ -94,7 +95,11 @@ struct mcp_job {
 	/* The refusals heard on the bus while the code ran (refusal_heard). */
 	json_t *refused;
 	int refused_sub; /* its bus subscription, 0: none */
-	json_t *egress;  /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
+	/* The approvals it asked for that no person answered (approval_heard),
+	 * and the registry's listener handle (0: none). */
+	json_t *asked;
+	int asked_listen;
+	json_t *egress; /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
 	struct mcp_job *next;
 };
 
@@ -136,6 +141,9 @@ job_free(struct mcp_job *j)
 	if (j->refused_sub > 0)
 		gw_events_unsubscribe(j->ctx->gw->events, j->refused_sub);
 	json_decref(j->refused);
+	if (j->asked_listen > 0)
+		approvals_unlisten(j->ctx->gw->approvals, j->asked_listen);
+	json_decref(j->asked);
 	/* The sandbox, its gate's listeners and fds, its timers. */
 	exec_job_free(j->job);
 	j->job = NULL;
@@ -417,12 +425,102 @@ program_report(struct mcp_job *j, const struct exec_job_result *r)
 	json_decref(none);
 }
 
+/*
+ * What the call's sandbox asked a person about and no person answered: an
+ * approval is noted when it is announced, dropped when a person decides
+ * it, and marked "timed-out" when the ask timeout refuses it or
+ * "abandoned" when the code stopped waiting for it first (it gave up, or
+ * the call's own timeout ended it). One still pending when the call ends
+ * is "waiting". None of these is a person's or the policy's no, so the
+ * result says so apart from "refused" (job_unanswered).
+ */
+static void
+approval_heard(enum approval_event event, const struct approval_info *info, bool allow,
+               enum approval_scope scope, void *arg)
+{
+	struct mcp_job *j = arg;
+	json_t *item = NULL;
+	size_t i;
+
+	(void)allow;
+	(void)scope;
+	if (info->kind != APPROVAL_KIND_EGRESS || strcmp(info->client, job_sandbox_id(j)) != 0)
+		return;
+	json_array_foreach(j->asked, i, item)
+	{
+		if ((uint64_t)json_integer_value(json_object_get(item, "id")) == info->id)
+			break;
+	}
+	if (i == json_array_size(j->asked))
+		item = NULL;
+	switch (event) {
+	case APPROVAL_EVENT_PENDING:
+		if (item == NULL && json_array_size(j->asked) < JOB_REFUSED_MAX)
+			json_array_append_new(j->asked,
+			                      json_pack("{s:s, s:i, s:s, s:I}", "host", info->host,
+			                                "port", info->port, "status", "waiting",
+			                                "id", (json_int_t)info->id));
+		break;
+	case APPROVAL_EVENT_DECIDED:
+		if (item != NULL)
+			json_array_remove(j->asked, i);
+		break;
+	case APPROVAL_EVENT_TIMEOUT:
+		if (item != NULL)
+			json_object_set_new(item, "status", json_string("timed-out"));
+		break;
+	case APPROVAL_EVENT_GONE:
+		if (item != NULL)
+			json_object_set_new(item, "status", json_string("abandoned"));
+		break;
+	}
+}
+
+/* Starts hearing the job's approvals; without a registry the list stays empty. */
+static void
+approvals_hear(struct mcp_job *j)
+{
+	int h;
+
+	j->asked = json_array();
+	if (j->asked == NULL || j->ctx->gw->approvals == NULL)
+		return;
+	h = approvals_listen(j->ctx->gw->approvals, approval_heard, j);
+	if (h > 0)
+		j->asked_listen = h;
+}
+
+/* The result's "unanswered": what approval_heard kept, a waiting one with
+ * its seconds left (whole: enough to decide whether to wait). */
+static json_t *
+job_unanswered(struct mcp_job *j)
+{
+	struct approval_info info;
+	double now = gw_clock_real();
+	json_t *item;
+	size_t i;
+
+	json_array_foreach(j->asked, i, item)
+	{
+		json_int_t id = json_integer_value(json_object_get(item, "id"));
+
+		if (strcmp(json_string_value(json_object_get(item, "status")), "waiting") == 0 &&
+		    j->ctx->gw->approvals != NULL &&
+		    approvals_get(j->ctx->gw->approvals, (uint64_t)id, &info) == 0)
+			json_object_set_new(
+			    item, "expires_in",
+			    json_integer(
+			        (json_int_t)(info.expires > now ? info.expires - now + 0.5 : 0)));
+	}
+	return j->asked != NULL ? json_deep_copy(j->asked) : json_array();
+}
+
 /* The code has ended: answers the call with res and frees the job. */
 static void
 job_report(struct mcp_job *j, const struct exec_job_result *r)
 {
 	const struct exec_result res = r->res;
-	json_t *result, *structured, *refused, *artifacts;
+	json_t *result, *structured, *refused, *artifacts, *unanswered;
 	char text[1024];
 	int status = res.exit_status; /* 124 when the timeout killed it */
 
@@ -500,6 +598,9 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		mcp_call_fail(j->call, "tollgate: out of memory");
 		goto out;
 	}
+	unanswered = job_unanswered(j);
+	if (unanswered != NULL)
+		json_object_set_new(structured, "unanswered", unanswered);
 	/* The memory cgroup's count (a fresh sandbox's; a session's is not per
 	 * call): null where unknown. */
 	json_object_set_new(structured, "oom_killed",
@@ -513,9 +614,11 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 		json_object_set_new(structured, "run_id", json_string(job_sandbox_id(j)));
 	}
 	snprintf(text, sizeof(text),
-	         "execute_code: sandbox %s: exit status %d%s; %zu connection(s) refused",
+	         "execute_code: sandbox %s: exit status %d%s; %zu connection(s) refused; "
+	         "%zu approval(s) no person answered",
 	         job_sandbox_id(j), status, r->timed_out ? " (timed out)" : "",
-	         json_array_size(json_object_get(structured, "refused_egress")));
+	         json_array_size(json_object_get(structured, "refused_egress")),
+	         json_array_size(unanswered));
 	mcp_call_log(j->call,
 	             json_array_size(json_object_get(structured, "refused_egress")) > 0 ? "warning"
 	                                                                                : "info",
@@ -744,8 +847,10 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	js.done = on_exec_job_done;
 	js.arg = j;
 	rc = exec_job_start(ctx->gw, &js, &j->job, err, errlen);
-	if (rc == 0 && !j->validate)
+	if (rc == 0 && !j->validate) {
 		refusals_listen(j);
+		approvals_hear(j);
+	}
 out:
 	json_decref(detail);
 	job_pipes_done(j, out, errp, rc == 0);

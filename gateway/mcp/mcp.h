@@ -182,6 +182,24 @@ void mcp_chan_shutdown_output(struct mcp_chan *ch);
 void mcp_chan_flush_blocking(struct mcp_chan *ch);
 void mcp_chan_free(struct mcp_chan *ch);
 
+/* ---- start-up failures (gateway/mcp/startfail.c) ------------------------------ */
+
+/*
+ * Whether the client can be answered after a failed start: in_fd is a pipe
+ * or a socket (an MCP client's), not a terminal, /dev/null or a file.
+ */
+bool mcp_start_failure_wanted(int in_fd);
+/*
+ * For a wrap or serve that could not start: reads the client's messages
+ * from in_fd (at most 1 MiB, for at most 10 s) and answers each request
+ * with a JSON-RPC error (-32603) whose message is message (tollgate's
+ * one-line reason), until initialize has been answered or the input ends.
+ * Nothing when !mcp_start_failure_wanted(in_fd). 0 or -errno.
+ */
+int mcp_start_failure_answer(int in_fd, int out_fd, const char *message);
+/* The error answer to one request id, written to out_fd at once. 0 or -errno. */
+int mcp_start_failure_reply(int out_fd, const json_t *id, const char *message);
+
 /* ---- the relay of `tollgate wrap` (gateway/mcp_wrap.c) ------------------------ */
 
 struct audit;
@@ -226,6 +244,15 @@ bool mcp_wrap_client_elicits(const struct mcp_wrap *w);
 const char *mcp_wrap_client_name(const struct mcp_wrap *w);
 /* Whether a tool name passes the allow and deny lists. */
 bool mcp_wrap_tool_visible(const struct mcp_wrap_config *cfg, const char *name);
+/*
+ * The server never started (its sandbox's set-up or execve failed): the
+ * client's initialize, if the relay passed it on and the server never
+ * answered, is answered now with a JSON-RPC error carrying message. true
+ * when the relay saw an initialize (answered now or by the server before);
+ * false when none came yet, and the caller reads the client itself
+ * (mcp_start_failure_answer) once the relay is freed.
+ */
+bool mcp_wrap_fail_start(struct mcp_wrap *w, const char *message);
 
 /* ---- a server (for `tollgate serve`) ----------------------------------------- */
 

@@ -996,8 +996,9 @@ const struct mcp_tool mcp_serve_tools[] = {
             "allowed_domains are proposals, never grants: one the policy does not allow "
             "already is held for a person's approval when the code connects (egress.ask in "
             "the result; egress.allowed: allowed already). '*', a public suffix ('*.com') "
-            "and addresses are refused. Returns stdout, stderr, the exit status and the "
-            "connections the gate refused.",
+            "and addresses are refused. Returns stdout, stderr, the exit status, the "
+            "connections the gate refused and, in unanswered, the approvals no person "
+            "answered while the code ran (timed-out, abandoned, or still waiting).",
         .input_schema =
             "{\"type\":\"object\",\"properties\":{"
             "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"node\",\"sh\"]},"
@@ -1028,6 +1029,10 @@ const struct mcp_tool mcp_serve_tools[] = {
             "\"reason\":{\"type\":\"string\"},\"via\":{\"type\":\"string\"},"
             "\"count\":{\"type\":\"integer\"}}}},"
             "\"refused_egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+            "\"unanswered\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+            "\"properties\":{\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},"
+            "\"status\":{\"type\":\"string\",\"enum\":[\"timed-out\",\"abandoned\",\"waiting\"]},"
+            "\"id\":{\"type\":\"integer\"},\"expires_in\":{\"type\":\"integer\"}}}},"
             "\"egress\":{\"type\":\"object\",\"properties\":{"
             "\"allowed\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
             "\"ask\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"

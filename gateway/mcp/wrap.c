@@ -65,6 +65,9 @@ struct mcp_wrap {
 	bool client_elicits; /* its initialize declared form elicitation */
 	char client_name[64]; /* its initialize's clientInfo.name */
 	bool client_ended;
+	/* The client sent initialize; its id, until the server answers it. */
+	bool init_seen;
+	json_t *init_id;
 	struct mcp_wrap_config cfg;
 	struct mcp_chan *client; /* reads the client, writes to it */
 	struct mcp_chan *server; /* reads the server's stdout, writes its stdin */
@@ -464,6 +467,9 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		w->client_elicits = mcp_caps_elicit_form(json_object_get(msg, "params"));
 		mcp_caps_client_name(json_object_get(msg, "params"), w->client_name,
 		                     sizeof(w->client_name));
+		w->init_seen = true;
+		json_decref(w->init_id);
+		w->init_id = json_deep_copy(json_object_get(msg, "id"));
 	}
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "tools/call") == 0) {
 		client_tools_call(w, msg, line, len);
@@ -570,6 +576,11 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		json_decref(refusal);
 		goto out;
 	}
+	if (kind == MCP_KIND_RESPONSE && w->init_id != NULL &&
+	    json_equal(w->init_id, json_object_get(msg, "id"))) {
+		json_decref(w->init_id);
+		w->init_id = NULL;
+	}
 	if (kind == MCP_KIND_RESPONSE)
 		p = pending_take(w, json_object_get(msg, "id"));
 	if (p != NULL && p->kind == PENDING_LIST && filter_tool_list(w, msg) == 0) {
@@ -653,6 +664,18 @@ mcp_wrap_new(struct event_base *base, int client_in, int client_out, int server_
 	return 0;
 }
 
+bool
+mcp_wrap_fail_start(struct mcp_wrap *w, const char *message)
+{
+	if (w == NULL || !w->init_seen)
+		return false;
+	if (w->init_id != NULL)
+		send_client(w, mcp_error_new(w->init_id, MCP_ERR_INTERNAL, message, NULL));
+	json_decref(w->init_id);
+	w->init_id = NULL;
+	return true;
+}
+
 void
 mcp_wrap_free(struct mcp_wrap *w)
 {
@@ -674,6 +697,7 @@ mcp_wrap_free(struct mcp_wrap *w)
 		r->cb(NULL, NULL, r->arg);
 		free(r);
 	}
+	json_decref(w->init_id);
 	mcp_chan_flush_blocking(w->client);
 	mcp_chan_free(w->client);
 	if (w->server != NULL)

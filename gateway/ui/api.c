@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,42 @@
 
 /* ---- gateways --------------------------------------------------------------- */
 
+/*
+ * --control: the one gateway named, its pid learnt from a ping (the page
+ * names gateways by pid); 0 when it does not answer as ours.
+ */
+static size_t
+named_gateway(const char *path, struct gw_control_endpoint *ep)
+{
+	json_t *req = json_pack("{s:s}", "op", "ping"), *reply = NULL;
+	json_int_t pid;
+	char err[512];
+	int rc;
+
+	if (req == NULL)
+		return 0;
+	rc = gw_control_call(path, req, &reply, err, sizeof(err));
+	json_decref(req);
+	if (rc != 0)
+		return 0;
+	pid = json_integer_value(json_object_get(reply, "pid"));
+	json_decref(reply);
+	if (pid <= 0 || pid > INT32_MAX)
+		return 0;
+	memset(ep, 0, sizeof(*ep));
+	snprintf(ep->path, sizeof(ep->path), "%s", path);
+	ep->pid = (pid_t)pid;
+	return 1;
+}
+
 /* The live gateways; a count (0 when none or the directory is missing). */
 static size_t
 find_gateways(struct ui_server *s, struct gw_control_endpoint *ep)
 {
 	int n;
 
+	if (s->opts->control_path != NULL)
+		return named_gateway(s->opts->control_path, ep);
 	if (s->control_dir[0] == '\0')
 		return 0;
 	n = gw_control_find(s->control_dir, ep, UI_GATEWAYS_MAX);

@@ -16,8 +16,9 @@ struct ui_options {
 	const char *listen;                    /* "ADDR:PORT"; NULL: 127.0.0.1:8080 */
 	const char *audit_paths[UI_AUDIT_MAX]; /* the logs to read (borrowed) */
 	size_t naudit;
-	const char *control_dir; /* where gateways' sockets are; NULL: gw_control_dir */
-	const char *cert_path;   /* PEM certificate and key: serve HTTPS (both or neither) */
+	const char *control_dir;  /* where gateways' sockets are; NULL: gw_control_dir */
+	const char *control_path; /* --control: this gateway's socket only; NULL: all found */
+	const char *cert_path;    /* PEM certificate and key: serve HTTPS (both or neither) */
 	const char *key_path;
 	FILE *announce; /* where the URL with the token is printed (stdout) */
 };

@@ -1,11 +1,15 @@
 /*
  * libFuzzer harness for the JSON-RPC line handling of `serve` and `wrap`
  * (gateway/mcp.c): each input line is parsed and classified as the relay
- * and the server do, then answered, hashed and re-serialised as they would.
+ * and the server do, then answered, hashed and re-serialised as they would;
+ * and the whole input is read, as a client's pipe, by the answer of a
+ * failed start (gateway/mcp/startfail.c).
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -47,6 +51,28 @@ handle_line(const char *line, size_t len)
 	json_decref(msg);
 }
 
+/* The input on a pipe whose writer is gone: read to its end, answered to /dev/null. */
+static void
+start_failure(const uint8_t *data, size_t size)
+{
+	static int devnull = -1;
+	int fds[2];
+
+	if (devnull < 0)
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	/* What a pipe holds without a reader: the write never blocks. */
+	if (devnull < 0 || size > 60000 || pipe2(fds, O_CLOEXEC) != 0)
+		return;
+	if (write(fds[1], data, size) == (ssize_t)size) {
+		close(fds[1]);
+		fds[1] = -1;
+		(void)mcp_start_failure_answer(fds[0], devnull, "tollgate: wrap: fuzz");
+	}
+	if (fds[1] >= 0)
+		close(fds[1]);
+	close(fds[0]);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -54,6 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > MCP_LINE_MAX)
 		return 0;
+	start_failure(data, size);
 	while (p < end) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)

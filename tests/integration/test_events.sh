@@ -69,7 +69,7 @@ set +e
 err=$("$TOLLGATE" events --pid 999999999 2>&1 >/dev/null); rc=$?
 set -e
 expect_eq "--pid of no gateway: exit 1" "$rc" 1
-expect_match "--pid of no gateway: says so" "$err" '^tollgate: events: no gateway listens on'
+expect_match "--pid of no gateway: says so" "$err" '^tollgate: events: no running gateway with pid 999999999'
 
 # The control socket refuses an unknown name itself (a client other than ours).
 ans=$(python3 - "$SOCK" <<'EOF'

@@ -95,6 +95,10 @@ defer "kill $SECOND 2>/dev/null"
 found() { [[ -S $TEST_TMP/run/$SECOND.sock ]]; }
 wait_for 10 found || fail "the second proxy made no socket under TOLLGATE_CONTROL_DIR"
 out=$("$TOLLGATE" stats --json)
-expect_match "found: one line for the second gateway" "$out" "^\{\"pid\": ?$SECOND,"
+expect_match "found: one line for the second gateway" "$out" "(^|"$'\n'")\{\"pid\": ?$SECOND,"
+# The first one's socket is elsewhere (--control): found through its link.
+expect_match "found: one line for the first gateway, registered from elsewhere" "$out" \
+	"(^|"$'\n'")\{\"pid\": ?$PROXY_PID,"
+expect_eq "found: the two, once each" "$(wc -l <<<"$out")" "2"
 
 finish

@@ -148,8 +148,8 @@ expect_eq "approve: the scope" "$(json_field "$arow" scope)" "once"
 expect_match "approve: the wait" "$(json_field "$arow" waited_ms)" '^[0-9]{3,}$'
 expect_eq "approved: then the request's final allow" "$(final "$DB" ask.test)" "allow approved"
 row=$(q "$SDB" "select decision || ' ' || reason || ' ' || detail from events where kind='approval' and host='slow.test'")
-expect_match "timeout: an approval row" "$row" '^deny approval-timeout '
-trow=${row#deny approval-timeout }
+expect_match "timeout: an approval row, decision timeout (no person denied it)" "$row" '^timeout approval-timeout '
+trow=${row#timeout approval-timeout }
 expect_match "timeout: waited the ask timeout" "$(json_field "$trow" waited_ms)" '^(19[0-9][0-9]|[2-9][0-9]{3})$'
 expect_eq "timeout: no one decided" "$(json_field "$trow" by)" ""
 expect_eq "timeout: the request's final row" "$(final "$SDB" slow.test)" "deny approval-timeout"

@@ -1554,7 +1554,7 @@ test_approval_timeout_row(void **state)
 	audit_free(audit);
 	read_approval_rows(fx, &rows);
 	assert_int_equal(rows.n, 1);
-	assert_string_equal(rows.decision[0], "deny");
+	assert_string_equal(rows.decision[0], "timeout");
 	assert_string_equal(rows.reason[0], "approval-timeout");
 	d = detail_of(&rows, 0);
 	assert_true(json_integer_value(json_object_get(d, "waited_ms")) >= 150);
