@@ -86,7 +86,7 @@ expect_match "denied: the CONNECT is refused" "$(cat "$TEST_TMP/second.code")" "
 
 # --- ui: through the registry, and with --control ------------------------------------
 # ui_login NAME: starts `tollgate ui` with the flags after NAME, logs in with
-# its token; sets UI_BASE, UI_JAR, UI_CSRF.
+# its token (POST /api/login, as the page does); sets UI_BASE, UI_KEY, UI_CSRF.
 ui_login() {
 	local name=$1; shift
 	local port
@@ -96,11 +96,13 @@ ui_login() {
 	defer "kill $! 2>/dev/null"
 	wait_for 10 grep -q token= "$TEST_TMP/$name.out" || { cat "$TEST_TMP/$name.log" >&2; fail "$name did not start"; finish; }
 	UI_BASE=http://127.0.0.1:$port
-	UI_JAR=$TEST_TMP/$name.jar
-	curl -s -o /dev/null -c "$UI_JAR" "$(head -n 1 "$TEST_TMP/$name.out")"
-	UI_CSRF=$(field "$(curl -s -b "$UI_JAR" "$UI_BASE/api/session")" csrf)
+	local token
+	token=$(sed -n '1s/.*token=//p' "$TEST_TMP/$name.out")
+	UI_KEY=$(field "$(curl -s -X POST -H "Origin: $UI_BASE" -H "X-Tollgate-Token: $token" \
+		"$UI_BASE/api/login")" key)
+	UI_CSRF=$(field "$(curl -s -H "X-Tollgate-Session: $UI_KEY" "$UI_BASE/api/session")" csrf)
 }
-ui_pending() { curl -s -b "$UI_JAR" "$UI_BASE/api/pending"; }
+ui_pending() { curl -s -H "X-Tollgate-Session: $UI_KEY" "$UI_BASE/api/pending"; }
 ui_has_one() { [[ $(ui_pending | python3 -c 'import json,sys; print(sum(len(g["approvals"]) for g in json.load(sys.stdin)["gateways"]))') -ge 1 ]]; }
 
 curl_bg third
@@ -114,7 +116,7 @@ wait_for 10 ui_has_one || fail "ui --control does not show the held request"
 pending=$(ui_pending)
 expect_eq "ui --control: the gateway is the proxy" "$(field "$pending" gateways 0 pid)" "$PROXY_PID"
 id=$(field "$pending" gateways 0 approvals 0 id)
-reply=$(curl -s -b "$UI_JAR" -H "X-Tollgate-CSRF: $UI_CSRF" -H "Origin: $UI_BASE" \
+reply=$(curl -s -H "X-Tollgate-Session: $UI_KEY" -H "X-Tollgate-CSRF: $UI_CSRF" -H "Origin: $UI_BASE" \
 	-H 'Content-Type: application/json' \
 	--data "{\"gateway\":$PROXY_PID,\"id\":$id,\"allow\":true,\"scope\":\"once\"}" "$UI_BASE/api/decide")
 expect_eq "ui --control: the decision is taken" "$(field "$reply" decision)" "approve"
