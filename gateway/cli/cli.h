@@ -1,6 +1,6 @@
 /*
- * The command-line surface: the command table, exit statuses (DESIGN.md's
- * conventions) and small helpers every command uses to parse its flags.
+ * The command-line surface: the command table, exit statuses
+ * (docs/contributing.md, "Exit statuses") and small helpers every command uses to parse its flags.
  */
 #ifndef TOLLGATE_CLI_H
 #define TOLLGATE_CLI_H
