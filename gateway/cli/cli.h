@@ -19,8 +19,8 @@ struct gw_command {
 };
 
 /*
- * Every command lives in gateway/cmd_NAME.c, which defines
- * `const struct gw_command gw_command_NAME`; gateway/commands.c lists them.
+ * Every command lives in gateway/cli/cmd_NAME.c, which defines
+ * `const struct gw_command gw_command_NAME`; gateway/cli/commands.c lists them.
  * NULL-terminated.
  */
 extern const struct gw_command *const gw_commands[];
