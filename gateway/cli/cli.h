@@ -1,6 +1,7 @@
 /*
  * The command-line surface: the command table, exit statuses
- * (docs/contributing.md, "Exit statuses") and small helpers every command uses to parse its flags.
+ * (docs/contributing.md, "Exit statuses") and small helpers every command
+ * uses to parse its flags.
  */
 #ifndef TOLLGATE_CLI_H
 #define TOLLGATE_CLI_H
