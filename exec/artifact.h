@@ -166,7 +166,7 @@ struct exec_manifest {
 int exec_manifest_parse(const char *text, size_t len, size_t max_files, struct exec_manifest **out,
                         char *err, size_t errlen);
 void exec_manifest_free(struct exec_manifest *m);
-/* ---- run --out DIR (gateway/cmd_run.c) ------------------------------------ */
+/* ---- run --out DIR (gateway/cli/cmd_run.c) -------------------------------- */
 
 struct exec_artifact_out;
 /*

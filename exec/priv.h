@@ -1,5 +1,5 @@
 /*
- * Privilege separation (issue #14): a privileged parent that makes sandboxes
+ * Privilege separation: a privileged parent that makes sandboxes
  * and an unprivileged gate that serves them, talking over one SOCK_SEQPACKET
  * socketpair. This header is the wire, its one parser, the ceiling check,
  * the gate's client, the parent's server and the gate's privilege drop.

@@ -1,5 +1,5 @@
 /*
- * The warm pool (issue #17): network plumbing for `tollgate run` made ahead
+ * The warm pool: network plumbing for `tollgate run` made ahead
  * of time by `tollgate pool`, a root-only process, and handed over whole
  * through its socket. A slot is one hub namespace and one sandbox namespace
  * joined by a configured veth, with the netlink socket and the listeners of

@@ -1,6 +1,6 @@
 /*
  * Addresses: strict parsing of IP text, CIDR blocks, and the one list that
- * says which addresses are public (DESIGN.md "Decisions", issue 2).
+ * says which addresses are public (docs/policy.md).
  */
 #include "policy/policy.h"
 
@@ -287,7 +287,7 @@ struct v4_block {
 	unsigned int prefix;
 };
 
-/* Issue 2's list of non-public IPv4 blocks, in address order. */
+/* The non-public IPv4 blocks (docs/policy.md's table), in address order. */
 static const struct v4_block v4_non_public[] = {
 	{ 0x00000000, 8 },  /* 0.0.0.0/8 "this network" */
 	{ 0x0a000000, 8 },  /* 10.0.0.0/8 private */

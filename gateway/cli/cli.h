@@ -1,6 +1,7 @@
 /*
- * The command-line surface: the command table, exit statuses (DESIGN.md's
- * conventions) and small helpers every command uses to parse its flags.
+ * The command-line surface: the command table, exit statuses
+ * (docs/contributing.md, "Exit statuses") and small helpers every command
+ * uses to parse its flags.
  */
 #ifndef TOLLGATE_CLI_H
 #define TOLLGATE_CLI_H
@@ -19,8 +20,8 @@ struct gw_command {
 };
 
 /*
- * Every command lives in gateway/cmd_NAME.c, which defines
- * `const struct gw_command gw_command_NAME`; gateway/commands.c lists them.
+ * Every command lives in gateway/cli/cmd_NAME.c, which defines
+ * `const struct gw_command gw_command_NAME`; gateway/cli/commands.c lists them.
  * NULL-terminated.
  */
 extern const struct gw_command *const gw_commands[];

@@ -1,6 +1,6 @@
 /*
  * `tollgate wrap`: an MCP stdio server in a sandbox behind this process's
- * gate, its stdin and stdout relayed to ours by gateway/mcp_wrap.c (tool
+ * gate, its stdin and stdout relayed to ours by gateway/mcp/wrap.c (tool
  * lists, rate limit, audit of every tools/call).
  */
 #include <errno.h>

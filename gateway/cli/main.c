@@ -1,7 +1,7 @@
 /*
  * main(): finds the command named by the first argument and runs it, after
  * hardening the process for the commands that hold secrets or run a gateway.
- * Exit statuses follow DESIGN.md: 125 for tollgate's own failures.
+ * Exit statuses: 125 for tollgate's own failures (docs/contributing.md).
  */
 #include <stdio.h>
 #include <string.h>

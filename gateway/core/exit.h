@@ -1,6 +1,6 @@
 /*
- * Exit statuses (DESIGN.md's conventions, those of env(1), timeout(1) and
- * container runtimes). In the bottom layer because fatal() exits with one.
+ * Exit statuses (the conventions of env(1), timeout(1) and container
+ * runtimes; docs/contributing.md). In the bottom layer because fatal() exits with one.
  */
 #ifndef TOLLGATE_CORE_EXIT_H
 #define TOLLGATE_CORE_EXIT_H

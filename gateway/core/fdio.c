@@ -1,5 +1,5 @@
 /*
- * Whole reads and writes on blocking fds (gateway/fdio.h), shared by the
+ * Whole reads and writes on blocking fds (gateway/core/fdio.h), shared by the
  * modules that keep files of their own.
  */
 #include "gateway/core/fdio.h"

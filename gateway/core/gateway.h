@@ -28,7 +28,7 @@ struct gw_context {
 	struct audit *audit;       /* NULL when auditing is off */
 	struct dns_resolver *resolver;
 	struct approvals *approvals;
-	/* The event bus (gateway/events.h) the gateway's parts publish on;
+	/* The event bus (gateway/core/events.h) the gateway's parts publish on;
 	 * NULL when nothing listens (publishing to NULL is a no-op). */
 	struct gw_events *events;
 	bool stopping;             /* SIGTERM: accept nothing new */

@@ -1,5 +1,5 @@
 /*
- * Logging to stderr. Plain lines follow DESIGN.md's "tollgate: <what>: <why>";
+ * Logging to stderr. Plain lines read "tollgate: <what>: <why>" (one line each);
  * JSON lines carry ts, level and msg so that a collector can parse them.
  */
 #include "gateway/core/log.h"

@@ -200,7 +200,7 @@ int mcp_start_failure_answer(int in_fd, int out_fd, const char *message);
 /* The error answer to one request id, written to out_fd at once. 0 or -errno. */
 int mcp_start_failure_reply(int out_fd, const json_t *id, const char *message);
 
-/* ---- the relay of `tollgate wrap` (gateway/mcp_wrap.c) ------------------------ */
+/* ---- the relay of `tollgate wrap` (gateway/mcp/wrap.c) ------------------------ */
 
 struct audit;
 struct mcp_wrap;

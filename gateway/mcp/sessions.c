@@ -77,7 +77,7 @@ on_session_ended(struct exec_session *es, void *arg)
 	struct mcp_session *ms = arg;
 
 	(void)es;
-	/* Freed later (not inside exec/session's own callback), or by the
+	/* Freed later (not inside exec/session.c's own callback), or by the
 	 * running execution's end. */
 	ms->ended = true;
 }

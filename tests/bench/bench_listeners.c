@@ -1,6 +1,6 @@
 /*
  * Growth of the proxy's CPU per request with the number of sandboxes one gateway
- * serves (issue 17). Each number of sandboxes N gets a gateway of its own in this
+ * serves. Each number of sandboxes N gets a gateway of its own in this
  * process, built as run and serve build theirs (policy, loop, audit, resolver,
  * approvals, proxy, DNS server, hub), with N sandbox network namespaces each linked by
  * exec_gate_open_opts (a veth, and 3 proxy and 2 DNS listeners bound to it,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The proxy's CPU per request with 1, 100 and 1000 sandboxes on one gateway (issue 17;
-# docs/performance.md, "Issue 17's goals"): starts nginx on 127.0.0.1 as the origin (a
+# The proxy's CPU per request with 1, 100 and 1000 sandboxes on one gateway
+# (docs/performance.md, "The speed and scale goals"): starts nginx on 127.0.0.1 as the origin (a
 # 612-byte file, access log off), then build/bench_listeners: a gateway per number of
 # sandboxes, each with that many sandboxes' gates open, loaded in turn round by round
 # through its first sandbox. Its figures are ratios to the smallest number of sandboxes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warm pool (issue 17): `tollgate run -- true` with a warm slot from
+# The warm pool: `tollgate run -- true` with a warm slot from
 # `tollgate pool`, and without one, against bwrap in the same interleaved rounds.
 #
 #   sudo tests/bench/bench_pool.sh [BUILD_DIR]      (default: build; needs root)

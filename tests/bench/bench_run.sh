@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tollgate run` benchmarks (issue 5): start-up cost of a sandbox against bwrap and
+# `tollgate run` benchmarks: start-up cost of a sandbox against bwrap and
 # `unshare -n`, where tollgate's time goes, and whether many runs leak anything.
 #
 #   sudo tests/bench/bench_run.sh [BUILD_DIR]      (default: build; needs root)

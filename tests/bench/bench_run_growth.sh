@@ -2,7 +2,7 @@
 # Does starting a sandbox get slower as others run? `tollgate run -- true` with 0, 1,
 # 10 and 100 sandboxes already running (each a `tollgate run -- sleep`, a gateway and a
 # sandbox of its own), against bwrap in the same rounds; the ratio of each level's
-# median to the level with one running is the curve (issue 17's goal: 100 within 1.5x).
+# median to the level with one running is the curve (the goal: 100 within 1.5x).
 #
 #   sudo tests/bench/bench_run_growth.sh [BUILD_DIR]      (default: build; needs root)
 #
@@ -66,4 +66,4 @@ for n in $levels; do
 		"$(python3 -c "print(round($tg / $bw, 2))")" \
 		"$([[ -n $base ]] && python3 -c "print(round($tg / $base, 2))" || echo -)"
 done
-echo "goal (issue 17): the 100 row within 1.5x of the 1 row"
+echo "goal: the 100 row within 1.5x of the 1 row"

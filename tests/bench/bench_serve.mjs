@@ -1,4 +1,4 @@
-// `serve` against `run` (issue 17): execute_code of print(1) in Python through the
+// `serve` against `run`: execute_code of print(1) in Python through the
 // official MCP SDK client, one `tollgate serve` and one client connected throughout
 // (an agent keeps its server), against `tollgate run --lang python --code 'print(1)'`
 // of the same code, in interleaved rounds. A call is timed at the client, from

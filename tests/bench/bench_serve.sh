@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `serve` against `run` (issue 17; docs/performance.md, "Issue 17's goals"): one
+# `serve` against `run` (docs/performance.md, "The speed and scale goals"): one
 # `tollgate serve` driven by the official MCP SDK client (tests/integration/mcp's
 # node_modules), execute_code of print(1) in Python, against `tollgate run --lang
 # python --code 'print(1)'` timed by bench_run_timer, interleaved; prints both medians

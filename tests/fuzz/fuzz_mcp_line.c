@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the JSON-RPC line handling of `serve` and `wrap`
- * (gateway/mcp.c): each input line is parsed and classified as the relay
+ * (gateway/mcp/mcp.c): each input line is parsed and classified as the relay
  * and the server do, then answered, hashed and re-serialised as they would;
  * and the whole input is read, as a client's pipe, by the answer of a
  * failed start (gateway/mcp/startfail.c).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI skeleton: help, version, and DESIGN.md's exit status for bad usage.
+# The CLI skeleton: help, version, and the exit status for bad usage (125).
 source "$(dirname "$0")/lib.sh"
 
 out=$("$TOLLGATE" --version)

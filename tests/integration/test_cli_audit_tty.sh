@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tollgate audit` at a terminal (issue 13): lines fit the terminal's width
+# `tollgate audit` at a terminal: lines fit the terminal's width
 # (cells cut with an ellipsis, nothing wraps), the matched rule is a column,
 # denials are red unless NO_COLOR is set or stdout is not a terminal, and
 # --local shows local time with its offset.

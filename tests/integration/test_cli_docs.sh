@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The man pages and completions (issue 13): one page per command, built from
+# The man pages and completions: one page per command, built from
 # docs/man/*.scd; every flag a command's getopt table accepts is named in its
 # page (a flag added without documentation fails here); `man -l` renders each;
 # the bash completion, generated from the same pages, completes commands and

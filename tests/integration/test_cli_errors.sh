@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Errors name the mistake (issue 13): a URL or a comma list given as a
+# Errors name the mistake: a URL or a comma list given as a
 # pattern, a port out of range, a name for --listen, a trailing comma in a
 # policy file. Each is one line on stderr, nothing on stdout, and the exit
 # status docs/cli.md gives; each door that takes patterns says the same.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --json on every command that prints a result (issue 13): each answer is
+# --json on every command that prints a result: each answer is
 # one JSON document on stdout that python3's json module parses, with the
 # fields docs/cli.md names; errors stay one line on stderr with the exit
 # status the command has without --json.

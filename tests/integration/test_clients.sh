@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Clients just work (issue 13): Node 20's own fetch, which ignores the proxy
+# Clients just work: Node 20's own fetch, which ignores the proxy
 # variables, reaches an allowed HTTPS name through the gate's transparent
 # listeners, on by default in `run`, `run --lang node`, serve's execute_code
 # and `wrap`, and fails with --no-transparent; the caller's CA settings pass

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `tollgate policy check` and `tollgate policy test` on the real binary: the
-# tricky hosts and patterns of issue 2, precedence, ports, IP literals, file
+# tricky hosts and patterns (docs/policy.md), precedence, ports, IP literals, file
 # errors with FILE:LINE:COL, and the exit statuses docs/policy.md promises.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14, privilege separation: `tollgate run` started as root splits into
+# Privilege separation: `tollgate run` started as root splits into
 # a privileged parent and the gate. While a sandbox runs and its requests flow
 # through the gate (an allowed curl reaches a loopback origin, a refused one
 # gets the proxy's 403), every thread of the gate has a non-zero uid and gid,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client certificates on `tollgate proxy --listen-tls` (issue 16): the
+# Client certificates on `tollgate proxy --listen-tls`: the
 # certificate's subject picks the client section; no certificate, one of
 # another CA, or one no section names gets nothing through. Real parts: a
 # PKI made with the openssl command line, curl and openssl s_client as

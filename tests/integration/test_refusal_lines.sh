@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13, "refusals say what happened": run and wrap print one line on
+# Refusals say what happened: run and wrap print one line on
 # stderr per refused host:port (the host, the port, the reason and the flag
 # that would allow it, or that none would), never twice, none with --quiet;
 # a pending approval without a terminal says how to decide it; the proxy's

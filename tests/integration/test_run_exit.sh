@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tollgate run`: exit statuses (DESIGN.md), streams passed through, the
+# `tollgate run`: exit statuses (docs/cli.md), streams passed through, the
 # environment, --json-status, and signals forwarded to the command.
 source "$(dirname "$0")/lib.sh"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13, "files the sandbox may see": --ro-bind shows a project read-only,
+# Files the sandbox may see: --ro-bind shows a project read-only,
 # --bind writable with what the sandbox writes owned on the host by the
 # directory's owner (a user made here with useradd; an idmapped mount),
 # --home keeps a home between runs, the policy file's "filesystem" section

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18: serve's fetch_webpage and browser_fetch, driven by the official SDK
+# serve's fetch_webpage and browser_fetch, driven by the official SDK
 # client (tests/integration/mcp/fetch.mjs) against an origin on loopback. The
 # page comes back as markdown converted in the sandbox (heading and link, no
 # script or style); max_bytes truncates; scripts run only in browser_fetch;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13: serve's --ro-bind, --bind and --home reach every sandbox its
+# serve's --ro-bind, --bind and --home reach every sandbox its
 # tools start (driven by the official SDK client): the project is readable,
 # not writable, and what execute_code writes into the --bind directory
 # belongs on the host to that directory's owner (a user made here).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# install_package, bridge_data and inspect_state (issue 18) through the
+# install_package, bridge_data and inspect_state through the
 # official SDK client, with the default split and with TOLLGATE_PRIVSEP=0:
 # pip and npm install from a package index on loopback (a PEP 503 index with
 # a wheel built here, an npm registry with a tarball from `npm pack`) that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, "exhaustion does not take the gate down": one client floods
+# The trust boundary (docs/threat-model.md), "exhaustion does not take the gate down": one client floods
 # `tollgate proxy --ask` with held CONNECTs to names nobody will approve.
 # It may hold APPROVAL_PENDING_PER_CLIENT (32) approvals at once; beyond it
 # each request is refused at once (429, too-many-pending) and audited with

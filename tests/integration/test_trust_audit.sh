@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, "the audit log tells the truth": each request allowed by name and
+# The trust boundary (docs/threat-model.md), "the audit log tells the truth": each request allowed by name and
 # then refused leaves a final deny/error row with the reason (never only an
 # allow); forwarded requests carry method, path, status and bytes with the
 # query only as a SHA-256; tunnels carry SNI, bytes and duration; approvals

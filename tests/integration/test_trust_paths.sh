@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, "paths the caller names are not someone else's": another local
+# The trust boundary (docs/threat-model.md), "paths the caller names are not someone else's": another local
 # user (made here with useradd) plants symlinks in a world-writable directory
 # where the operator's --audit path, --control socket, TOLLGATE_HOME, or run's
 # --workdir, --out and --json-status and key show's --pubkey-out pass, and inside a home that user owns. tollgate refuses

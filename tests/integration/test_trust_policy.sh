@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, "policy semantics that surprise no one", as an attacker tries
+# The trust boundary (docs/threat-model.md), "policy semantics that surprise no one", as an attacker tries
 # them through `tollgate proxy`: a port a deny rule did not name, a name
 # pinned to an IPv6 form that reaches a refused IPv4 address, and a request
 # whose Connection field makes its framing hop-by-hop (smuggling).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, "the gateway process is not dumpable and writes no core file":
+# The trust boundary (docs/threat-model.md), "the gateway process is not dumpable and writes no core file":
 # a running `tollgate proxy`, started by an unprivileged user the test makes,
 # holds a secret in its environment. Another process of that same uid (what a
 # sandbox escapee or any other tool of the user would be) can neither read

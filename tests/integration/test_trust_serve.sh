@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, `serve`: the model proposes, a person disposes. The official SDK
+# The trust boundary (docs/threat-model.md), `serve`: the model proposes, a person disposes. The official SDK
 # client (tests/integration/mcp/trust_serve.mjs) plays a model that tries to
 # widen what the operator allows: a domain it names that the operator's
 # rules do not allow must not be fetched until a person approves (through the

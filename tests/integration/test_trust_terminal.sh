@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sandbox never holds the person's terminal (issue 12, docs/threat-model.md):
+# The sandbox never holds the person's terminal (docs/threat-model.md):
 # `tollgate run` under a real pseudo-terminal (pty_driver.py plays the person).
 # The sandbox gets a pty of its own in a devpts of its own; it cannot inject
 # input into the real terminal, take its foreground, or draw over or answer

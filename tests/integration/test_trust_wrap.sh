@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, `wrap`: a hostile MCP server (tests/integration/mcp/hostile_server.py)
+# The trust boundary (docs/threat-model.md), `wrap`: a hostile MCP server (tests/integration/mcp/hostile_server.py)
 # tries to answer tollgate's own approval question. While tollgate asks the
 # person (MCP elicitation) whether the server may reach an ask-held origin,
 # the server sends elicitation/create requests with ids in tollgate's space,

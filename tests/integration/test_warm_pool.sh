@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17, the warm pool: `tollgate pool` keeps slots of network plumbing
+# The warm pool: `tollgate pool` keeps slots of network plumbing
 # ready on a root-only socket and `tollgate run` (split, and one process)
 # takes one. Through a warm slot an allowed loopback origin is reached via the
 # gate and another name is refused; the sandbox's network is what a run makes

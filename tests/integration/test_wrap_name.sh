@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13: `wrap --name NAME` keeps the server's home in
+# `wrap --name NAME` keeps the server's home in
 # $TOLLGATE_HOME/homes/NAME, so `npx -y SERVER` downloads from the npm
 # registry at the first start only. The official SDK client drives
 # server-everything fetched by npx inside the sandbox at its second start

@@ -1,5 +1,5 @@
 /*
- * Unit tests for dns/wire: strict query parsing (table of hand-built
+ * Unit tests for dns/wire.c: strict query parsing (table of hand-built
  * packets, every truncation, bad names and pointers, EDNS0 forms), reply
  * bytes checked against RFC 1035's layout, round trips through a small
  * reply parser, and real `dig` on loopback reading replies we build.

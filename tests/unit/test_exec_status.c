@@ -1,6 +1,6 @@
 /*
  * The pure parts of the exec layer: exit statuses from wait statuses and
- * exec errnos (DESIGN.md's conventions), the names that mark a run's
+ * exec errnos (docs/contributing.md, "Exit statuses"), the names that mark a run's
  * leftovers as stale, the rlimit plan, and the tree removal that must never
  * follow a symlink out of the directory it removes.
  */

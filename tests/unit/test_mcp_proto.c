@@ -1,5 +1,5 @@
 /*
- * The MCP protocol core (gateway/mcp.c): message classification, version
+ * The MCP protocol core (gateway/mcp/mcp.c): message classification, version
  * negotiation, canonical argument hashes, the line channel over real pipes
  * (framing, cap, EOF) and the server's answers to each kind of request.
  */

@@ -1,7 +1,7 @@
 /*
  * Address classes and CIDR blocks (policy/addr.c): both edges of every
- * non-public block in issue 2's list, mapped, IPv4-compatible and NAT64 IPv6
- * (issue 12), CIDR parsing.
+ * non-public block (policy/addr.c's list), mapped, IPv4-compatible and NAT64
+ * IPv6, CIDR parsing.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -110,7 +110,7 @@ static const struct class_case class_cases[] = {
 	/* IPv6 */
 	{ "::", false },
 	{ "::1", false },
-	{ "::2", false }, /* IPv4-compatible 0.0.0.2 (issue 12) */
+	{ "::2", false }, /* IPv4-compatible 0.0.0.2 */
 	{ "fc00::", false },
 	{ "fd12:3456::1", false },
 	{ "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", false },

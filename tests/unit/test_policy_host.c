@@ -1,5 +1,5 @@
 /*
- * Host normalisation (policy/host.c): every host the issue calls tricky, as
+ * Host normalisation (policy/host.c, docs/policy.md): every tricky host, as
  * tables of inputs with the canonical form or the refusal expected.
  */
 #include <arpa/inet.h>
