@@ -107,6 +107,14 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	case GW_SETUP_OPT_AUDIT:
 		f->audit_path = value;
 		return 0;
+	case GW_SETUP_OPT_AUDIT_FAIL:
+		if (strcmp(value, "closed") == 0)
+			f->audit_fail_open = false;
+		else if (strcmp(value, "open") == 0)
+			f->audit_fail_open = true;
+		else
+			return gw_fail(f->cmd, "--audit-fail: '%s' is not closed or open", value);
+		return 0;
 	case GW_SETUP_OPT_POOL:
 		f->pool = value;
 		return 0;
@@ -132,6 +140,7 @@ start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_fla
 	}
 	if (audit_open(s->audit_path, &gw->audit, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
+	audit_set_fail_open(gw->audit, f->audit_fail_open);
 	/* The event bus (docs/sessions.md): its audited types become rows, and
 	 * control-socket subscribers listen to it. */
 	if (gw_bridge_start_bus(&gw->events, gw->audit) != 0)

@@ -153,8 +153,12 @@ test_queue_bound(void **state)
 	struct audit *a = open_with(fx->path, 8, 1000, 600000);
 	struct audit_stats s;
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
+		/* The last eighth is kept for work already admitted. */
+		assert_int_equal(audit_admits(a), i < 7);
 		assert_int_equal(audit_append(a, &ev_sample), 0);
+	}
+	assert_false(audit_admits(a));
 	assert_int_equal(audit_append(a, &ev_sample), -ENOSPC);
 	assert_int_equal(audit_append(a, &ev_sample), -ENOSPC);
 	audit_get_stats(a, &s);
@@ -164,11 +168,17 @@ test_queue_bound(void **state)
 	assert_int_equal(audit_flush(a), 0);
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
 	audit_get_stats(a, &s);
-	assert_int_equal(s.committed, 9);
+	/* The 9 rows and one audit.gap row counting the 2 dropped. */
+	assert_int_equal(s.committed, 10);
 	assert_int_equal(s.dropped, 2);
 	audit_free(a);
-	fixture_audit_verify_rows(fx->path, 9);
+	fixture_audit_verify_rows(fx->path, 10);
+	assert_int_equal(fixture_audit_count(fx->path, "SELECT count(*) FROM events WHERE"
+	                                               " kind = 'audit.gap' AND reason = 'queue-full'"
+	                                               " AND detail = '{\"lost\":2}'"),
+	                 1);
 }
 
 static void
@@ -221,7 +231,9 @@ test_bad_events_and_caps(void **state)
 
 /*
  * A batch that cannot be written (here a row in the way of the next id) is
- * rolled back and counted; flush says so; the next batch writes again.
+ * rolled back and kept: the store is down (audit_admits false), flush says
+ * so, and once the obstacle is gone the held rows commit, followed by one
+ * audit.unavailable row, and the store admits again.
  */
 static void
 test_write_failure(void **state)
@@ -234,6 +246,7 @@ test_write_failure(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
 
 	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
@@ -246,7 +259,22 @@ test_write_failure(void **state)
 	assert_int_equal(audit_flush(a), -EIO);
 	audit_get_stats(a, &s);
 	assert_int_equal(s.committed, 3);
-	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed, 0);
+	assert_true(s.retries >= 1);
+	assert_true(s.down);
+	assert_int_equal(s.queue_depth, 2);
+	assert_false(audit_admits(a));
+	/* A refusal for that reason is counted, not queued, while down. */
+	struct audit_event refusal = ev_sample;
+	refusal.reason = AUDIT_REASON_UNAVAILABLE;
+	assert_int_equal(audit_append(a, &refusal), 0);
+	audit_get_stats(a, &s);
+	assert_int_equal(s.queue_depth, 2);
+	assert_int_equal(s.refused_down, 1);
+	/* Fail open admits while down; the rows stay held all the same. */
+	audit_set_fail_open(a, true);
+	assert_true(audit_admits(a));
+	audit_set_fail_open(a, false);
 	/* Nothing of the failed batch reached the file, and the head did not move. */
 	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 4);
 
@@ -255,8 +283,12 @@ test_write_failure(void **state)
 	sqlite3_close(db);
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
+	audit_get_stats(a, &s);
+	assert_false(s.down);
 	audit_free(a);
-	fixture_audit_verify_rows(fx->path, 4);
+	/* 3 + the 2 held + 1 + the audit.unavailable row. */
+	fixture_audit_verify_rows(fx->path, 7);
 }
 
 struct producer {
