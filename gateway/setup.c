@@ -22,6 +22,7 @@
 #include "exec/userns.h"
 #include "exec/priv.h"
 #include "exec/warm.h"
+#include "exec/workdir.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -284,6 +285,9 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	gw->flags_policy = f->rules;
 	if (gw_policy_build(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
+	/* The size of every fresh /work and work directory, on both sides. */
+	exec_disk_set_default(f->sandbox != NULL ? f->sandbox->limits.disk_mb
+	                                         : f->sandbox_caps.disk_mb);
 	/* Before any thread exists: the audit writer starts below. */
 	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy) != 0)
 		return GW_EXIT_FAILURE;
@@ -429,6 +433,8 @@ gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const char *
 		return sandbox_long(cmd, "--pids", value, 1, 4194304, &f->limits.pids);
 	case GW_SANDBOX_OPT_NOFILE:
 		return sandbox_long(cmd, "--nofile", value, 4, 1048576, &f->limits.nofile);
+	case GW_SANDBOX_OPT_DISK:
+		return sandbox_long(cmd, "--disk", value, 1, EXEC_DISK_MAX_MB, &f->limits.disk_mb);
 	case GW_SANDBOX_OPT_WORKDIR:
 		f->workdir = value;
 		return 0;

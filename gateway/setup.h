@@ -163,6 +163,7 @@ enum {
 	GW_SANDBOX_OPT_RO_BIND,
 	GW_SANDBOX_OPT_BIND,
 	GW_SANDBOX_OPT_HOME,
+	GW_SANDBOX_OPT_DISK,
 };
 
 /* clang-format off */
@@ -175,7 +176,8 @@ enum {
 	{"env", required_argument, NULL, GW_SANDBOX_OPT_ENV}, \
 	{"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND}, \
 	{"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND}, \
-	{"home", required_argument, NULL, GW_SANDBOX_OPT_HOME}
+	{"home", required_argument, NULL, GW_SANDBOX_OPT_HOME}, \
+	{"disk", required_argument, NULL, GW_SANDBOX_OPT_DISK}
 /* clang-format on */
 
 /* What --ram, --cpu, --pids, --nofile, --workdir and --env said. */
