@@ -14,6 +14,7 @@
 #define OPENSSL_API_COMPAT 10101
 
 #include "policy/audit.h"
+#include "policy/audit_gap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,6 +97,7 @@ struct queued_row {
 	int64_t ts_ms;
 	int64_t port;
 	uint64_t gap; /* an audit.gap row: the lost rows it records */
+	bool own;     /* the store's own row (audit.gap, audit.unavailable): not counted */
 	char *kind, *sandbox, *host, *decision, *reason, *detail;
 	uint32_t kind_len, sandbox_len, host_len, decision_len, reason_len, detail_len;
 	char data[];
@@ -161,6 +163,10 @@ struct audit {
 	int64_t ts_cache_sec; /* the second ts_cache was formatted for */
 	char ts_cache[32];
 	int wal_frames; /* frames in the WAL after the last commit (wal_hook) */
+	/* The loss counter next to the log (policy/audit_gap.h); its slot's
+	 * counts move under mu, its marker in the thread that writes. */
+	struct audit_gapfile gap;
+
 	/* Read without the lock by audit_admits (any thread). */
 	atomic_bool unavailable;
 	atomic_bool fail_open;
@@ -540,6 +546,7 @@ prepare(struct audit *a, sqlite3_stmt **st, const char *sql, char *err, size_t e
 }
 
 static void *writer_main(void *arg);
+static void queue_gap(struct audit *a, const char *cause);
 
 /* Seconds a batch takes: a sub-millisecond commit up to a stalled disk. */
 static const double write_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -584,6 +591,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	char msg[512];
 	int64_t version;
 	struct stat wal_before, wal_after;
+	uint64_t recovered = 0;
 	int rc, fd;
 
 	*out = NULL;
@@ -600,6 +608,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	a->dirfd = -1;
 	a->wal_fd = -1;
 	a->dir_sync_fd = -1;
+	a->gap.fd = -1;
 	pthread_mutex_init(&a->mu, NULL);
 	gw_hist_init(&a->stats.write, write_bounds, sizeof(write_bounds) / sizeof(write_bounds[0]));
 	pthread_condattr_init(&ca);
@@ -753,6 +762,14 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	/* The hasher is made by whoever writes the first batch. */
 	a->ts_cache_sec = -1;
 
+	/* The loss counter: without it (a directory that refuses the file) the
+	 * log still works, but rows lost at a kill are not counted. */
+	if (!a->opt.unchained &&
+	    audit_gap_open(a->dirfd, strrchr(a->open_path, '/') + 1, a->db, &a->gap, &recovered, msg,
+	                   sizeof(msg)) != 0)
+		log_warnx("audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
+		          path, msg);
+
 	/* The writer takes no signals: they belong to the event loop's thread
 	 * (a signalfd or libevent's handler there must see every one). */
 	gw_thread_helper_mask(&all);
@@ -764,6 +781,12 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		goto out;
 	}
 	a->writer_started = true;
+	if (recovered > 0) {
+		pthread_mutex_lock(&a->mu);
+		a->lost_unrecorded += recovered;
+		queue_gap(a, "writer-ended");
+		pthread_mutex_unlock(&a->mu);
+	}
 	*out = a;
 	a = NULL;
 out:
@@ -826,6 +849,7 @@ row_new(const struct audit_event *ev)
 	q->ts_ms = ev->ts_ms != 0 ? ev->ts_ms : gw_clock_real_ms();
 	q->port = ev->port;
 	q->gap = 0;
+	q->own = false;
 	cur = q->data;
 	q->kind = field_copy(&cur, ev->kind, lk);
 	q->sandbox = field_copy(&cur, ev->sandbox, ls);
@@ -866,6 +890,8 @@ enqueue(struct audit *a, struct queued_row *q)
 	a->count++;
 	a->seq_queued++;
 	a->stats.queued++;
+	if (!q->own && a->gap.mine != NULL)
+		a->gap.mine->queued++;
 	if (a->count == 1) {
 		clock_gettime(CLOCK_MONOTONIC, &a->first_queued);
 		pthread_cond_signal(&a->wake);
@@ -888,7 +914,11 @@ audit_append(struct audit *a, const struct audit_event *ev)
 	if (ev->reason != NULL && strcmp(ev->reason, AUDIT_REASON_UNAVAILABLE) == 0) {
 		pthread_mutex_lock(&a->mu);
 		if (a->down) {
+			/* Counted in the loss counter too, until the row that sums
+			 * them commits: a kill meanwhile still shows them. */
 			a->refused_down++;
+			if (a->gap.mine != NULL)
+				a->gap.mine->lost++;
 			pthread_mutex_unlock(&a->mu);
 			return 0;
 		}
@@ -904,6 +934,8 @@ audit_append(struct audit *a, const struct audit_event *ev)
 
 		a->stats.dropped++;
 		a->lost_unrecorded++;
+		if (a->gap.mine != NULL)
+			a->gap.mine->lost++;
 		a->drop_logged = true;
 		pthread_mutex_unlock(&a->mu);
 		free(q);
@@ -1181,6 +1213,20 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 		if (rc != 0)
 			goto out;
 	}
+	/* Before the COMMIT: a kill after it, before the counts move, still
+	 * finds this batch in the file by its last row. */
+	if (a->gap.mine != NULL && !a->opt.unchained) {
+		struct audit_gap_slot *s = a->gap.mine;
+
+		s->marker_rows = s->marker_gap = 0;
+		for (struct queued_row *q = rows; q != NULL; q = q->next) {
+			s->marker_rows += q->own ? 0 : 1;
+			s->marker_gap += q->gap;
+		}
+		s->marker_base = s->committed;
+		s->marker_id = id;
+		memcpy(s->marker_hash, prev, sizeof(s->marker_hash));
+	}
 	rc = step_done(a->st_commit);
 	if (rc == 0)
 		in_tx = false;
@@ -1211,8 +1257,10 @@ queue_own(struct audit *a, const char *kind, const char *reason, const char *det
 	struct audit_event ev = {.kind = kind, .reason = reason, .detail = detail};
 	struct queued_row *q = row_new(&ev);
 
-	if (q != NULL)
+	if (q != NULL) {
+		q->own = true;
 		enqueue(a, q);
+	}
 	return q;
 }
 
@@ -1241,6 +1289,7 @@ static void
 recovered(struct audit *a, char *note, size_t len)
 {
 	int64_t down_ms = gw_clock_real_ms() - a->down_since_ms;
+	struct queued_row *q;
 	char detail[160];
 
 	if (down_ms < 0)
@@ -1255,10 +1304,12 @@ recovered(struct audit *a, char *note, size_t len)
 	         "refused meanwhile",
 	         a->path, (double)down_ms / 1000.0, (unsigned long long)a->held_max,
 	         (unsigned long long)a->refused_down);
+	q = queue_own(a, AUDIT_KIND_UNAVAILABLE, a->down_err, detail);
+	if (q != NULL)
+		q->gap = a->refused_down; /* what it accounts for in the loss counter */
 	a->down = false;
 	a->refused_down = 0;
 	a->held_max = 0;
-	queue_own(a, AUDIT_KIND_UNAVAILABLE, a->down_err, detail);
 	a->down_err[0] = '\0';
 }
 
@@ -1277,9 +1328,14 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 	double wall;
 	char err[512], note[768];
 	enum { NOTE_NONE, NOTE_DOWN, NOTE_UP } say = NOTE_NONE;
+	uint64_t counted = 0, gap = 0;
 	int rc;
 
 	err[0] = '\0';
+	for (q = batch; q != NULL; q = q->next) {
+		counted += q->own ? 0 : 1;
+		gap += q->gap;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &wall0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	if (a->hasher == NULL)
@@ -1307,6 +1363,13 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 		a->stats.batches++;
 		gw_hist_observe(&a->stats.write, wall);
 		a->seq_done += n;
+		if (a->gap.mine != NULL) {
+			/* committed first: a kill between the two stores then errs
+			 * towards counting a gap that was recorded, never the reverse. */
+			a->gap.mine->committed += counted;
+			a->gap.mine->gap_committed += gap;
+			a->gap.mine->marker_rows = a->gap.mine->marker_gap = 0;
+		}
 		if (a->down) {
 			say = NOTE_UP;
 			recovered(a, note, sizeof(note));
@@ -1323,6 +1386,8 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 		a->count += n;
 		a->seq_taken -= n;
 		a->stats.retries++;
+		if (a->gap.mine != NULL)
+			a->gap.mine->marker_rows = a->gap.mine->marker_gap = 0;
 		if (a->count > a->held_max)
 			a->held_max = a->count;
 		if (!a->down) {
@@ -1364,11 +1429,16 @@ static uint64_t
 lose_queued(struct audit *a)
 {
 	struct queued_row *q, *next;
-	uint64_t n = a->count;
+	uint64_t n = a->count, counted = 0;
 
 	for (q = a->first; q != NULL; q = next) {
 		next = q->next;
+		counted += q->own ? 0 : 1;
 		free(q);
+	}
+	if (a->gap.mine != NULL) {
+		a->gap.mine->abandoned += counted;
+		a->gap.mine->lost += counted;
 	}
 	a->first = a->last = NULL;
 	a->stats.failed += n;
@@ -1522,6 +1592,7 @@ audit_free(struct audit *a)
 			          (unsigned long long)a->stats.dropped);
 		sync_wal(a);
 	}
+	audit_gap_close(&a->gap);
 	sqlite3_finalize(a->st_begin);
 	sqlite3_finalize(a->st_head);
 	sqlite3_finalize(a->st_insert);

@@ -74,6 +74,13 @@ struct audit_verify_result {
 	int64_t head_id;      /* the newest row the chain covers (0: empty log) */
 	char head_hash[65];   /* its hash, hex: anchor it elsewhere */
 	bool anchor_found;    /* audit_verify_anchor: the anchor is in the chain */
+	/* Gaps: rows that were lost, not tampered with (docs/audit.md). */
+	uint64_t gap_rows;      /* audit.gap rows in the chain */
+	uint64_t lost_rows;     /* the rows they count */
+	int64_t first_gap_id;   /* the first of them (0: none) */
+	uint64_t lost_pending;  /* rows of writers that ended, not yet recorded (AUDIT.db-gap) */
+	uint64_t lost_writers;  /* how many such writers */
+	uint64_t unavailable_rows; /* audit.unavailable rows: times the store was down */
 };
 /* 0 when it ran (see result), negative errno when the file cannot be read. */
 int audit_verify(const char *path, struct audit_verify_result *out, char *err, size_t errlen);

@@ -45,6 +45,8 @@ fixture_audit_teardown(void **state)
 	unlink(fx->wal);
 	snprintf(shm, sizeof(shm), "%s-shm", fx->path);
 	unlink(shm);
+	snprintf(shm, sizeof(shm), "%s-gap", fx->path);
+	unlink(shm);
 	rmdir(fx->dir);
 	free(fx);
 	return 0;

@@ -423,8 +423,34 @@ test_sigkill_after_flush(void **state)
 	assert_true(WIFSIGNALED(status));
 
 	fixture_audit_verify_rows(fx->path, 100);
+	/* The 50 rows it held in memory are lost, and counted: verify sees the
+	 * dead writer's count at once, the next writer records it as a row. */
+	{
+		struct audit_verify_result res;
+		char err[256];
+
+		assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), 0);
+		assert_int_equal(res.lost_pending, 50);
+		assert_int_equal(res.lost_writers, 1);
+		assert_int_equal(res.gap_rows, 0);
+	}
 	assert_int_equal(child_append(fx->path, 5, 10), 0);
-	fixture_audit_verify_rows(fx->path, 105);
+	fixture_audit_verify_rows(fx->path, 106);
+	assert_int_equal(fixture_audit_count(fx->path, "SELECT count(*) FROM events WHERE"
+	                                               " kind = 'audit.gap' AND id = 101 AND"
+	                                               " reason = 'writer-ended' AND"
+	                                               " detail = '{\"lost\":50}'"),
+	                 1);
+	{
+		struct audit_verify_result res;
+		char err[256];
+
+		assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), 0);
+		assert_int_equal(res.lost_pending, 0);
+		assert_int_equal(res.gap_rows, 1);
+		assert_int_equal(res.lost_rows, 50);
+		assert_int_equal(res.first_gap_id, 101);
+	}
 }
 
 /* SIGKILL in the middle of a stream of commits: whatever got in verifies. */
@@ -458,8 +484,19 @@ test_sigkill_while_writing(void **state)
 		fail_msg("row %lld: %s", (long long)res.first_bad_id, res.what);
 	assert_true(res.rows_checked >= 2000);
 	assert_true(res.rows_checked < 5000000);
+	/* What it had queued and not committed is counted; the next writer
+	 * records exactly that (and the chain still holds). */
 	assert_int_equal(child_append(fx->path, 3, 10), 0);
-	fixture_audit_verify_rows(fx->path, res.rows_checked + 3);
+	{
+		struct audit_verify_result after;
+		uint64_t gap_row = res.lost_pending > 0 ? 1 : 0;
+
+		fixture_audit_verify_rows(fx->path, res.rows_checked + 3 + gap_row);
+		assert_int_equal(audit_verify(fx->path, &after, err, sizeof(err)), 0);
+		assert_int_equal(after.lost_pending, 0);
+		assert_int_equal(after.gap_rows, gap_row);
+		assert_int_equal(after.lost_rows, res.lost_pending);
+	}
 }
 
 int
