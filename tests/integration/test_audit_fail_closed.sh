@@ -145,6 +145,31 @@ if ((unrecorded >= 0 && unrecorded <= ${pending:-0})); then
 	pass "requests that went out unrecorded ($unrecorded) are within the counted gap (${pending:-0})"
 else fail "requests out unrecorded: $unrecorded, counted gap: ${pending:-0}"; fi
 
+# ---- part 1c: --audit-fail open lets requests through, rows held and written later ----
+: >"$HITS"
+DB3=$AFS/open.db
+"$TOLLGATE" proxy --listen "127.0.0.1:$PROXY_PORT" --upstream-dns "127.0.0.1:$DEAD_DNS_PORT" \
+	--audit "$DB3" --control "$TEST_TMP/p3.sock" --allow "origin.test:$port" \
+	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --audit-fail open 2>"$PROXY_LOG" &
+PROXY_PID=$!
+defer "kill $PROXY_PID 2>/dev/null"
+wait_for 10 port_open "$PROXY_PORT" || { cat "$PROXY_LOG" >&2; fail "proxy did not start"; finish; }
+expect_eq "fail open: writable, the request passes" "$(get)" "200 -"
+fill
+wait_for 10 grep -q 'cannot write the log' "$PROXY_LOG" || get >/dev/null
+wait_for 10 grep -q 'cannot write the log' "$PROXY_LOG" || true
+expect_match "fail open: the person is told the cost" "$(cat "$PROXY_LOG")" 'letting requests through unrecorded'
+for i in 1 2 3; do
+	expect_eq "fail open: disk full, the request passes ($i)" "$(get)" "200 -"
+done
+unfill
+wait_for 20 grep -q 'writing again' "$PROXY_LOG" || fail "fail open: no recovery logged"
+stop_proxy "$PROXY_PID"
+expect_eq "fail open: the held rows were written: every request has its allow row" \
+	"$(audit_count "$DB3" "kind='decision' and host='origin.test' and decision='allow'")" "$(hits)"
+expect_eq "fail open: the recovery row says so" \
+	"$(sqlite3 "$DB3" "select json_extract(detail,'\$.fail_open') from events where kind='audit.unavailable'")" "1"
+
 # ---- part 2: a sandbox fills the audit's filesystem through its --workdir --------------
 if [[ ! -e /proc/self/ns/user || ! -e /proc/self/ns/pid ]]; then
 	echo "SKIP (sandbox part): user and PID namespaces" >&2
