@@ -1416,10 +1416,9 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 	/* The writer may be waiting for the connection to be free. */
 	pthread_cond_signal(&a->wake);
 	pthread_mutex_unlock(&a->mu);
-	/* Logged outside the lock: stderr may block, audit_append must not. */
-	if (say == NOTE_DOWN)
-		log_warnx("%s", note);
-	else if (say == NOTE_UP)
+	/* Logged outside the lock: stderr may block, audit_append must not.
+	 * Both at warning level: the person must see the gate resume too. */
+	if (say != NOTE_NONE)
 		log_warnx("%s", note);
 	return rc;
 }

@@ -20,6 +20,11 @@ defer "kill $! 2>/dev/null"
 wait_for 10 port_open "$port" || skip "the origin server did not start"
 hits() { grep -c '"GET /hello.txt' "$HITS" || true; }
 DEAD_DNS_PORT=$(free_port)
+# Work directories here, so that the check for mounts left behind sees this
+# test's only (other tests run in parallel).
+export TMPDIR=$TEST_TMP/tmp
+mkdir -p "$TMPDIR"
+chmod 0755 "$TEST_TMP" "$TMPDIR"
 
 cat >"$TEST_TMP/fill.sh" <<EOF
 echo "size: \$(df -k /work | awk 'NR==2{print \$2}')"
@@ -56,7 +61,7 @@ one_run one-process TOLLGATE_PRIVSEP=0
 # The default bound, and nothing left mounted.
 out=$(timeout 60 "$TOLLGATE" run --audit "$TEST_TMP/d.db" -- df -k /work 2>&1 | awk 'NR==2{print $2}') || true
 expect_eq "without --disk, /work is 1024 MiB" "$out" "1048576"
-expect_eq "no work directory tmpfs is left mounted" "$(grep -c '^tollgate-disk ' /proc/mounts || true)" "0"
+expect_eq "no work directory tmpfs is left mounted" "$(grep -c "^tollgate-disk $TMPDIR/" /proc/mounts || true)" "0"
 bad=$("$TOLLGATE" run --disk 0 -- true 2>&1 || true)
 expect_match "--disk 0 is refused" "$bad" "--disk: '0' is not a number"
 
