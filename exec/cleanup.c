@@ -197,11 +197,12 @@ exec_cleanup_stale(void)
 			/* A bounded work directory: a sandbox's (NAME/work) or
 			 * serve's (NAME itself), detached before its removal. */
 			exec_disk_release(path);
-			if (strlen(path) + sizeof("/work") <= sizeof(path)) {
-				char work[PATH_MAX];
+			{
+				char work[PATH_MAX + 8];
 
-				snprintf(work, sizeof(work), "%s/work", path);
-				exec_disk_release(work);
+				if (snprintf(work, sizeof(work), "%s/work", path) <
+				    (int)sizeof(work))
+					exec_disk_release(work);
 			}
 			exec_remove_tree(path);
 		}

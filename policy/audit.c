@@ -156,7 +156,7 @@ struct audit {
 	uint64_t refused_down;
 	uint64_t held_max;      /* the most rows waiting while down */
 	uint64_t lost_unrecorded; /* rows lost that no queued audit.gap row counts yet */
-	char down_err[256];
+	char down_err[512];
 
 	/* Only the thread that set writing (under mu) touches these and db. */
 	struct audit_hasher *hasher;
