@@ -77,11 +77,11 @@ mkdir -p "$TEST_TMP/rl"
 chown "$user:" "$TEST_TMP/rl"
 rl() {
 	setpriv --reuid "$user" --regid "$(id -g "$user")" --init-groups \
-		env -u XDG_RUNTIME_DIR HOME="$TEST_TMP/rl" TOLLGATE_HOME="$TEST_TMP/rl/home" \
+		env -u XDG_RUNTIME_DIR HOME="$TEST_TMP/rl" TOLLGATE_HOME="$TEST_TMP/rl/home" TMPDIR="$TEST_TMP/rl" \
 		timeout 60 "$TOLLGATE" run "$@"
 }
 if ! rl -- true 2>"$TEST_TMP/rl.err"; then
-	echo "SKIP (rootless part): unprivileged user namespaces: $(head -1 "$TEST_TMP/rl.err")" >&2
+	echo "SKIP (rootless part): a rootless run does not start here (unprivileged user namespaces?): $(head -1 "$TEST_TMP/rl.err")" >&2
 	finish
 	exit $?
 fi
