@@ -1191,6 +1191,11 @@ handle_message(struct dns_server *s, struct dns_listener *l, struct tcp_conn *co
 		req_answer_simple(&r, DNS_WIRE_RCODE_REFUSED, "deny", "no-policy-for-client");
 		goto out;
 	}
+	/* Fail closed on the record: SERVFAIL, which a resolver retries later. */
+	if (!audit_admits(s->gw->audit)) {
+		req_answer_simple(&r, DNS_WIRE_RCODE_SERVFAIL, "deny", AUDIT_REASON_UNAVAILABLE);
+		goto out;
+	}
 	if (!r.q.name_ldh || policy_host_parse(r.q.name, strlen(r.q.name), &r.host) != 0 ||
 	    r.host.kind != POLICY_HOST_NAME) {
 		req_answer_simple(&r, s->cfg.deny_rcode, "deny", "malformed-host");

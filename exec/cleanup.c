@@ -3,6 +3,7 @@
  * it (pid and start time): the next tollgate removes the temporary
  * directories and cgroups of processes that died without cleaning up.
  */
+#include "exec/workdir.h"
 #include "exec/exec.h"
 
 #include <dirent.h>
@@ -190,9 +191,20 @@ exec_cleanup_stale(void)
 				break;
 			if (!exec_tag_is_stale(de->d_name, EXEC_TAG_PREFIX))
 				continue;
-			if (snprintf(path, sizeof(path), "%s/%s", exec_tmp_dir(), de->d_name) <
+			if (snprintf(path, sizeof(path), "%s/%s", exec_tmp_dir(), de->d_name) >=
 			    (int)sizeof(path))
-				exec_remove_tree(path);
+				continue;
+			/* A bounded work directory: a sandbox's (NAME/work) or
+			 * serve's (NAME itself), detached before its removal. */
+			exec_disk_release(path);
+			{
+				char work[PATH_MAX + 8];
+
+				if (snprintf(work, sizeof(work), "%s/work", path) <
+				    (int)sizeof(work))
+					exec_disk_release(work);
+			}
+			exec_remove_tree(path);
 		}
 		closedir(d);
 	}

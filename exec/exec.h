@@ -47,6 +47,10 @@ struct exec_limits {
 	long cpu_seconds; /* 0: none */
 	long pids;        /* 0: none */
 	long nofile;      /* 0: inherited */
+	/* The size of a fresh /work (and of serve's work directories) in MiB:
+	 * a tmpfs of that size, so that a sandbox cannot fill the host's disk.
+	 * 0: the process's default (exec_disk_mb). */
+	long disk_mb;
 };
 
 struct exec_spec {

@@ -649,6 +649,14 @@ exec_job_start(struct gw_context *gw, const struct exec_job_spec *spec, struct e
 		gw_set_err(err, errlen, "job: %s", strerror(EINVAL));
 		return -EINVAL;
 	}
+	/* Fail closed on the record: no sandbox starts that the log cannot hold. */
+	if (!audit_admits(gw->audit)) {
+		char why[512];
+
+		audit_unavailable_why(gw->audit, why, sizeof(why));
+		gw_set_err(err, errlen, "%s: %s", AUDIT_REASON_UNAVAILABLE, why);
+		return -EAGAIN;
+	}
 	j = calloc(1, sizeof(*j));
 	if (j == NULL) {
 		gw_set_err(err, errlen, "job: %s", strerror(ENOMEM));

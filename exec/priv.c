@@ -270,6 +270,7 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 	parse_limit(r, &st->limits.cpu_seconds);
 	parse_limit(r, &st->limits.pids);
 	parse_limit(r, &st->limits.nofile);
+	parse_limit(r, &st->limits.disk_mb);
 	st->workdir = take_str(r, EXEC_PRIV_STR_MAX);
 	st->outdir = take_str(r, EXEC_PRIV_STR_MAX);
 	st->home = take_str(r, EXEC_PRIV_STR_MAX);
@@ -588,6 +589,10 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 		rc = limit_check("pids", st->limits.pids, c->limits.pids, why, whylen);
 	if (rc == 0)
 		rc = limit_check("nofile", st->limits.nofile, c->limits.nofile, why, whylen);
+	/* Both sides read 0 as the default the command set before the split. */
+	if (rc == 0)
+		rc = limit_check("disk", exec_disk_mb(st->limits.disk_mb),
+		                 exec_disk_mb(c->limits.disk_mb), why, whylen);
 	return rc;
 }
 
@@ -872,6 +877,7 @@ encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool 
 	put_i64(w, spec->limits.cpu_seconds);
 	put_i64(w, spec->limits.pids);
 	put_i64(w, spec->limits.nofile);
+	put_i64(w, spec->limits.disk_mb);
 	put_str(w, spec->workdir);
 	put_str(w, spec->outdir);
 	put_str(w, spec->home);

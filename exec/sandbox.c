@@ -3,6 +3,7 @@
  * hand-shake (id maps, cgroup, network, "go"), the child's straight-line
  * set-up, the tiny init that reaps and forwards signals, and the reaping.
  */
+#include "exec/workdir.h"
 #include "exec/exec.h"
 
 #include <errno.h>
@@ -50,6 +51,7 @@ struct exec_sandbox {
 	char id[32];
 	char name[128];           /* tag: tmp dir and cgroup name */
 	char state_dir[PATH_MAX]; /* removed at the end */
+	bool work_bounded;        /* a tmpfs at plan.workdir (exec_disk_bound) */
 	pid_t pid;                /* the sandbox's init, as seen from here */
 	int pidfd;
 	int go_fd;     /* write end, held open while the sandbox lives */
@@ -828,8 +830,20 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		if (snprintf(s->plan.workdir, sizeof(s->plan.workdir), "%s/work", s->state_dir) >=
 		    (int)sizeof(s->plan.workdir))
 			return -ENAMETOOLONG;
-		if (mkdir(s->plan.workdir, 0700) != 0 ||
-		    chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
+		if (mkdir(s->plan.workdir, 0700) != 0) {
+			rc = -errno;
+			snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
+			         strerror(errno));
+			return rc;
+		}
+		/* Bounded: a sandbox that fills /work gets ENOSPC, the host's disk
+		 * (and the audit log on it) keeps its room. */
+		rc = exec_disk_bound(s->plan.workdir, exec_disk_mb(spec->limits.disk_mb), 0700, err,
+		                     errlen);
+		if (rc != 0)
+			return rc;
+		s->work_bounded = true;
+		if (chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
 			rc = -errno;
 			/* EINVAL: root of a user namespace (a container's) whose map
 			 * lacks the sandbox's ids. */
@@ -1415,6 +1429,8 @@ exec_sandbox_free(struct exec_sandbox *s)
 	if (s->plan.out_tree >= 0)
 		close(s->plan.out_tree);
 	exec_cgroup_free(s->cg);
+	if (s->work_bounded)
+		exec_disk_release(s->plan.workdir);
 	if (s->state_dir[0] != '\0')
 		exec_remove_tree(s->state_dir);
 	/* --secret and --env values are among them: no copy outlives the run. */

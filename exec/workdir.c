@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +54,47 @@ exec_random_hex(char *buf, size_t nbytes)
 	return 0;
 }
 
+static long disk_default_mb;
+
+void
+exec_disk_set_default(long mb)
+{
+	disk_default_mb = mb > 0 ? mb : 0;
+}
+
+long
+exec_disk_mb(long want)
+{
+	if (want > 0)
+		return want;
+	return disk_default_mb > 0 ? disk_default_mb : EXEC_DISK_DEFAULT_MB;
+}
+
+int
+exec_disk_bound(const char *dir, long mb, unsigned int mode, char *err, size_t errlen)
+{
+	char opts[96];
+	long inodes = mb > 16 ? mb * 256 : 4096;
+	int rc;
+
+	snprintf(opts, sizeof(opts), "size=%ldm,nr_inodes=%ld,mode=%04o", mb, inodes, mode);
+	if (mount("tollgate-disk", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "work directory %s: cannot bound it to %ld MiB: %s", dir,
+		           mb, strerror(errno));
+		return rc;
+	}
+	return 0;
+}
+
+void
+exec_disk_release(const char *dir)
+{
+	/* EINVAL: not a mount point (made before it was bounded, or already gone). */
+	if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
+		log_warnx("work directory %s: cannot detach its tmpfs: %s", dir, strerror(errno));
+}
+
 bool
 exec_workdir_name_ok(const char *name)
 {
@@ -91,6 +133,12 @@ make_local(struct exec_workdir *w, char *err, size_t errlen)
 	if (mkdir(w->dir, 0711) != 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "work directory %s: %s", w->dir, strerror(errno));
+		w->dir[0] = '\0';
+		return rc;
+	}
+	rc = exec_disk_bound(w->dir, exec_disk_mb(0), 0711, err, errlen);
+	if (rc != 0) {
+		rmdir(w->dir);
 		w->dir[0] = '\0';
 		return rc;
 	}
@@ -178,6 +226,8 @@ exec_workdir_free(struct exec_workdir *w)
 		log_warnx("work directory %s: the privileged parent did not remove it", w->path);
 	if (w->fd >= 0)
 		close(w->fd);
+	if (w->dir[0] != '\0')
+		exec_disk_release(w->dir);
 	if (w->dir[0] != '\0' && exec_remove_tree(w->dir) != 0)
 		log_warnx("work directory %s: not removed", w->dir);
 	free(w);

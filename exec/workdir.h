@@ -34,6 +34,26 @@ int exec_workdir_file(struct exec_workdir *w, const char *name, int *fd, char *e
 /* Removes the directory and everything in it, and frees w (NULL is fine). */
 void exec_workdir_free(struct exec_workdir *w);
 
+/* ---- the disk bound of work directories ----------------------------------- */
+
+/* /work's size when no --disk says otherwise: 1 GiB (docs/run.md, "Disk"). */
+#define EXEC_DISK_DEFAULT_MB 1024L
+#define EXEC_DISK_MAX_MB (16L * 1024 * 1024)
+/* The process's default for what asks none (0: EXEC_DISK_DEFAULT_MB). Set
+ * once by the command before the split, so both sides share it. */
+void exec_disk_set_default(long mb);
+/* want when above 0, else the process's default. */
+long exec_disk_mb(long want);
+/*
+ * Mounts a tmpfs of mb MiB (and 256 inodes a MiB, 4096 at least) on dir,
+ * mode 0 plus mode, so that whatever a sandbox writes there fails with
+ * ENOSPC past the bound, inside the sandbox only. dir stays where it is:
+ * the host reads the files by the same path. 0 or -errno with err set.
+ */
+int exec_disk_bound(const char *dir, long mb, unsigned int mode, char *err, size_t errlen);
+/* Detaches the tmpfs on dir, if there is one (its pages go with the last user). */
+void exec_disk_release(const char *dir);
+
 /* A file name one may ask for: 1 to 64 of [A-Za-z0-9._-], not starting
  * with a dot. Never a path. */
 bool exec_workdir_name_ok(const char *name);

@@ -304,10 +304,17 @@ render_audit(struct audit *a, struct gw_metrics_text *t)
 	gw_metrics_sample(t, "tollgate_audit_queue_depth", NULL, 0, (double)st.queue_depth);
 	gw_metrics_family(t, "tollgate_audit_rows_total", "counter",
 	                  "Audit rows by result: committed, dropped (the queue was full) or "
-	                  "failed (lost with a failed transaction).");
+	                  "failed (still unwritable when the store closed).");
 	gw_metrics_sample(t, "tollgate_audit_rows_total", committed, 1, (double)st.committed);
 	gw_metrics_sample(t, "tollgate_audit_rows_total", dropped, 1, (double)st.dropped);
 	gw_metrics_sample(t, "tollgate_audit_rows_total", failed, 1, (double)st.failed);
+	gw_metrics_family(t, "tollgate_audit_down", "gauge",
+	                  "1 while the audit log cannot be written: new requests are refused "
+	                  "(audit-unavailable) unless --audit-fail open.");
+	gw_metrics_sample(t, "tollgate_audit_down", NULL, 0, st.down ? 1 : 0);
+	gw_metrics_family(t, "tollgate_audit_write_retries_total", "counter",
+	                  "Batch writes that failed and were kept for a retry.");
+	gw_metrics_sample(t, "tollgate_audit_write_retries_total", NULL, 0, (double)st.retries);
 	gw_metrics_family(t, "tollgate_audit_write_seconds", "histogram",
 	                  "Time the writer thread took to write and commit each batch of rows.");
 	gw_metrics_histogram(t, "tollgate_audit_write_seconds", NULL, 0, &st.write);

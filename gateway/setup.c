@@ -22,6 +22,7 @@
 #include "exec/userns.h"
 #include "exec/priv.h"
 #include "exec/warm.h"
+#include "exec/workdir.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -107,6 +108,14 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	case GW_SETUP_OPT_AUDIT:
 		f->audit_path = value;
 		return 0;
+	case GW_SETUP_OPT_AUDIT_FAIL:
+		if (strcmp(value, "closed") == 0)
+			f->audit_fail_open = false;
+		else if (strcmp(value, "open") == 0)
+			f->audit_fail_open = true;
+		else
+			return gw_fail(f->cmd, "--audit-fail: '%s' is not closed or open", value);
+		return 0;
 	case GW_SETUP_OPT_POOL:
 		f->pool = value;
 		return 0;
@@ -132,6 +141,7 @@ start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_fla
 	}
 	if (audit_open(s->audit_path, &gw->audit, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
+	audit_set_fail_open(gw->audit, f->audit_fail_open);
 	/* The event bus (docs/sessions.md): its audited types become rows, and
 	 * control-socket subscribers listen to it. */
 	if (gw_bridge_start_bus(&gw->events, gw->audit) != 0)
@@ -275,6 +285,9 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	gw->flags_policy = f->rules;
 	if (gw_policy_build(f->policy_path, f->rules, &gw->policy, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "%s", err);
+	/* The size of every fresh /work and work directory, on both sides. */
+	exec_disk_set_default(f->sandbox != NULL ? f->sandbox->limits.disk_mb
+	                                         : f->sandbox_caps.disk_mb);
 	/* Before any thread exists: the audit writer starts below. */
 	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy) != 0)
 		return GW_EXIT_FAILURE;
@@ -420,6 +433,8 @@ gw_sandbox_flag(const char *cmd, struct gw_sandbox_flags *f, int c, const char *
 		return sandbox_long(cmd, "--pids", value, 1, 4194304, &f->limits.pids);
 	case GW_SANDBOX_OPT_NOFILE:
 		return sandbox_long(cmd, "--nofile", value, 4, 1048576, &f->limits.nofile);
+	case GW_SANDBOX_OPT_DISK:
+		return sandbox_long(cmd, "--disk", value, 1, EXEC_DISK_MAX_MB, &f->limits.disk_mb);
 	case GW_SANDBOX_OPT_WORKDIR:
 		f->workdir = value;
 		return 0;

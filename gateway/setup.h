@@ -43,6 +43,7 @@ enum {
 	GW_SETUP_OPT_AUDIT,
 	GW_SETUP_OPT_POOL,
 	GW_SETUP_OPT_CONTROL,
+	GW_SETUP_OPT_AUDIT_FAIL,
 };
 
 /*
@@ -61,7 +62,8 @@ enum {
 	{"ask-timeout", required_argument, NULL, GW_SETUP_OPT_ASK_TIMEOUT}, \
 	{"resolve", required_argument, NULL, GW_SETUP_OPT_RESOLVE}, \
 	{"upstream-dns", required_argument, NULL, GW_SETUP_OPT_UPSTREAM_DNS}, \
-	{"audit", required_argument, NULL, GW_SETUP_OPT_AUDIT}
+	{"audit", required_argument, NULL, GW_SETUP_OPT_AUDIT}, \
+	{"audit-fail", required_argument, NULL, GW_SETUP_OPT_AUDIT_FAIL}
 #define GW_SETUP_OPTION_DEFAULT {"default", required_argument, NULL, GW_SETUP_OPT_DEFAULT}
 #define GW_SETUP_OPTION_POOL {"pool", required_argument, NULL, GW_SETUP_OPT_POOL}
 #define GW_SETUP_OPTION_CONTROL {"control", required_argument, NULL, GW_SETUP_OPT_CONTROL}
@@ -80,7 +82,9 @@ enum {
 #define GW_SETUP_USAGE_CONTROL \
 	"  --control SOCKET         control socket for pending approvals\n"
 #define GW_SETUP_USAGE_AUDIT \
-	"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n"
+	"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n" \
+	"  --audit-fail closed|open  when the log cannot be written: refuse (closed)\n" \
+	"                           or let requests through unrecorded (open)\n"
 /* clang-format on */
 
 /* What the shared flags said. */
@@ -92,6 +96,7 @@ struct gw_setup_flags {
 	size_t npins;
 	const char *upstream_dns; /* --upstream-dns */
 	const char *audit_path;   /* --audit; NULL: $TOLLGATE_HOME/audit.db */
+	bool audit_fail_open;     /* --audit-fail open (docs/audit.md) */
 	const char *pool;         /* --pool; NULL: the hub's default */
 	const char *control_path; /* --control; NULL: the default socket */
 	/* Set by the command before gw_setup_start; NULL: the defaults. */
@@ -158,6 +163,7 @@ enum {
 	GW_SANDBOX_OPT_RO_BIND,
 	GW_SANDBOX_OPT_BIND,
 	GW_SANDBOX_OPT_HOME,
+	GW_SANDBOX_OPT_DISK,
 };
 
 /* clang-format off */
@@ -170,7 +176,8 @@ enum {
 	{"env", required_argument, NULL, GW_SANDBOX_OPT_ENV}, \
 	{"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND}, \
 	{"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND}, \
-	{"home", required_argument, NULL, GW_SANDBOX_OPT_HOME}
+	{"home", required_argument, NULL, GW_SANDBOX_OPT_HOME}, \
+	{"disk", required_argument, NULL, GW_SANDBOX_OPT_DISK}
 /* clang-format on */
 
 /* What --ram, --cpu, --pids, --nofile, --workdir and --env said. */

@@ -14,6 +14,7 @@
 #define OPENSSL_API_COMPAT 10101
 
 #include "policy/audit.h"
+#include "policy/audit_gap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,8 @@ struct queued_row {
 	struct queued_row *next;
 	int64_t ts_ms;
 	int64_t port;
+	uint64_t gap; /* an audit.gap row: the lost rows it records */
+	bool own;     /* the store's own row (audit.gap, audit.unavailable): not counted */
 	char *kind, *sandbox, *host, *decision, *reason, *detail;
 	uint32_t kind_len, sandbox_len, host_len, decision_len, reason_len, detail_len;
 	char data[];
@@ -137,17 +141,39 @@ struct audit {
 	bool stopping;
 	bool writing; /* a thread (the writer or a flusher) owns the connection */
 	bool drop_logged;
-	uint64_t failed_at_last_flush;
 	struct audit_stats stats;
+	/*
+	 * Down: a batch could not be written and is back at the head of the
+	 * queue, retried every retry_ms (doubling up to RETRY_MAX_MS) until it
+	 * commits. Meanwhile audit_admits says no (unless fail_open), and rows
+	 * that only say so (reason AUDIT_REASON_UNAVAILABLE) are counted in
+	 * refused_down instead of queued: they go into one audit.unavailable
+	 * row when writing works again.
+	 */
+	bool down;
+	unsigned retry_ms;
+	int64_t down_since_ms;
+	uint64_t refused_down;
+	uint64_t held_max;      /* the most rows waiting while down */
+	uint64_t lost_unrecorded; /* rows lost that no queued audit.gap row counts yet */
+	char down_err[512];
 
 	/* Only the thread that set writing (under mu) touches these and db. */
 	struct audit_hasher *hasher;
 	int64_t ts_cache_sec; /* the second ts_cache was formatted for */
 	char ts_cache[32];
 	int wal_frames; /* frames in the WAL after the last commit (wal_hook) */
-	bool failing;   /* the last batch failed: log once until one succeeds */
-	uint64_t lost;  /* rows of failed batches, for that log line */
+	/* The loss counter next to the log (policy/audit_gap.h); its slot's
+	 * counts move under mu, its marker in the thread that writes. */
+	struct audit_gapfile gap;
+
+	/* Read without the lock by audit_admits (any thread). */
+	atomic_bool unavailable;
+	atomic_bool fail_open;
 };
+
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS 2000
 
 void
 audit_options_default(struct audit_options *o)
@@ -520,6 +546,7 @@ prepare(struct audit *a, sqlite3_stmt **st, const char *sql, char *err, size_t e
 }
 
 static void *writer_main(void *arg);
+static void queue_gap(struct audit *a, const char *cause);
 
 /* Seconds a batch takes: a sub-millisecond commit up to a stalled disk. */
 static const double write_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -564,6 +591,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	char msg[512];
 	int64_t version;
 	struct stat wal_before, wal_after;
+	uint64_t recovered = 0;
 	int rc, fd;
 
 	*out = NULL;
@@ -580,6 +608,7 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	a->dirfd = -1;
 	a->wal_fd = -1;
 	a->dir_sync_fd = -1;
+	a->gap.fd = -1;
 	pthread_mutex_init(&a->mu, NULL);
 	gw_hist_init(&a->stats.write, write_bounds, sizeof(write_bounds) / sizeof(write_bounds[0]));
 	pthread_condattr_init(&ca);
@@ -733,6 +762,14 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 	/* The hasher is made by whoever writes the first batch. */
 	a->ts_cache_sec = -1;
 
+	/* The loss counter: without it (a directory that refuses the file) the
+	 * log still works, but rows lost at a kill are not counted. */
+	if (!a->opt.unchained &&
+	    audit_gap_open(a->dirfd, strrchr(a->open_path, '/') + 1, a->db, &a->gap, &recovered, msg,
+	                   sizeof(msg)) != 0)
+		log_warnx("audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
+		          path, msg);
+
 	/* The writer takes no signals: they belong to the event loop's thread
 	 * (a signalfd or libevent's handler there must see every one). */
 	gw_thread_helper_mask(&all);
@@ -744,6 +781,12 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		goto out;
 	}
 	a->writer_started = true;
+	if (recovered > 0) {
+		pthread_mutex_lock(&a->mu);
+		a->lost_unrecorded += recovered;
+		queue_gap(a, "writer-ended");
+		pthread_mutex_unlock(&a->mu);
+	}
 	*out = a;
 	a = NULL;
 out:
@@ -774,19 +817,16 @@ field_copy(char **cursor, const char *s, size_t n)
 	return dst;
 }
 
-int
-audit_append(struct audit *a, const struct audit_event *ev)
+/* One allocation for the row and its strings; NULL when out of memory. */
+static struct queued_row *
+row_new(const struct audit_event *ev)
 {
 	char marker[96];
 	const char *detail;
 	size_t lk, ls, lh, ld, lr, lx, total;
 	struct queued_row *q;
 	char *cur;
-	bool wake = false;
 
-	if (a == NULL || ev == NULL || ev->kind == NULL || ev->port < 0 || ev->port > 65535 ||
-	    ev->ts_ms < 0 || ev->ts_ms >= TS_MS_MAX)
-		return -EINVAL;
 	lk = field_len(ev->kind, AUDIT_FIELD_MAX);
 	ls = field_len(ev->sandbox, AUDIT_FIELD_MAX);
 	lh = field_len(ev->host, AUDIT_FIELD_MAX);
@@ -804,10 +844,12 @@ audit_append(struct audit *a, const struct audit_event *ev)
 	total = sizeof(*q) + lk + ls + lh + ld + lr + lx + 6;
 	q = malloc(total);
 	if (q == NULL)
-		return -ENOMEM;
+		return NULL;
 	q->next = NULL;
 	q->ts_ms = ev->ts_ms != 0 ? ev->ts_ms : gw_clock_real_ms();
 	q->port = ev->port;
+	q->gap = 0;
+	q->own = false;
 	cur = q->data;
 	q->kind = field_copy(&cur, ev->kind, lk);
 	q->sandbox = field_copy(&cur, ev->sandbox, ls);
@@ -821,22 +863,25 @@ audit_append(struct audit *a, const struct audit_event *ev)
 	q->decision_len = (uint32_t)ld;
 	q->reason_len = (uint32_t)lr;
 	q->detail_len = (uint32_t)lx;
+	return q;
+}
 
-	pthread_mutex_lock(&a->mu);
-	if (a->count >= a->opt.queue_max || a->stopping) {
-		bool first_drop = !a->drop_logged;
+/*
+ * Under mu: whether new work may start. The queue's last eighth is kept for
+ * the rows of work already admitted (a connection's end, a sandbox's end).
+ */
+static void
+update_admit(struct audit *a)
+{
+	bool full = a->count >= a->opt.queue_max - a->opt.queue_max / 8;
 
-		a->stats.dropped++;
-		a->drop_logged = true;
-		pthread_mutex_unlock(&a->mu);
-		free(q);
-		/* Once per store: a flood of warnings would not help the disk catch up. */
-		if (first_drop)
-			log_warnx("audit: %s: queue full (%zu rows): dropping events until the "
-			          "writer catches up",
-			          a->path, a->opt.queue_max);
-		return -ENOSPC;
-	}
+	atomic_store(&a->unavailable, a->down || full);
+}
+
+/* Under mu: q at the tail, and the writer told when it should look. */
+static void
+enqueue(struct audit *a, struct queued_row *q)
+{
 	if (a->last != NULL)
 		a->last->next = q;
 	else
@@ -845,14 +890,91 @@ audit_append(struct audit *a, const struct audit_event *ev)
 	a->count++;
 	a->seq_queued++;
 	a->stats.queued++;
+	if (!q->own && a->gap.mine != NULL)
+		a->gap.mine->queued++;
 	if (a->count == 1) {
 		clock_gettime(CLOCK_MONOTONIC, &a->first_queued);
-		wake = true;
-	}
-	if (a->count == a->opt.batch_rows)
-		wake = true;
-	if (wake)
 		pthread_cond_signal(&a->wake);
+	} else if (a->count == a->opt.batch_rows) {
+		pthread_cond_signal(&a->wake);
+	}
+	update_admit(a);
+}
+
+int
+audit_append(struct audit *a, const struct audit_event *ev)
+{
+	struct queued_row *q;
+
+	if (a == NULL || ev == NULL || ev->kind == NULL || ev->port < 0 || ev->port > 65535 ||
+	    ev->ts_ms < 0 || ev->ts_ms >= TS_MS_MAX)
+		return -EINVAL;
+	/* Refusals for the store's own unavailability are folded while it lasts:
+	 * they must not crowd out the rows of work admitted before. */
+	if (ev->reason != NULL && strcmp(ev->reason, AUDIT_REASON_UNAVAILABLE) == 0) {
+		pthread_mutex_lock(&a->mu);
+		if (a->down) {
+			/* Counted in the loss counter too, until the row that sums
+			 * them commits: a kill meanwhile still shows them. */
+			a->refused_down++;
+			if (a->gap.mine != NULL)
+				a->gap.mine->lost++;
+			pthread_mutex_unlock(&a->mu);
+			return 0;
+		}
+		pthread_mutex_unlock(&a->mu);
+	}
+	q = row_new(ev);
+	if (q == NULL)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&a->mu);
+	if (a->count >= a->opt.queue_max || a->stopping) {
+		bool first_drop = !a->drop_logged;
+
+		a->stats.dropped++;
+		a->lost_unrecorded++;
+		if (a->gap.mine != NULL)
+			a->gap.mine->lost++;
+		a->drop_logged = true;
+		pthread_mutex_unlock(&a->mu);
+		free(q);
+		/* Once per store: a flood of warnings would not help the disk catch up. */
+		if (first_drop)
+			log_warnx("audit: %s: queue full (%zu rows): dropping events until the "
+			          "writer catches up (counted as a gap in the log)",
+			          a->path, a->opt.queue_max);
+		return -ENOSPC;
+	}
+	enqueue(a, q);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+bool
+audit_admits(struct audit *a)
+{
+	if (a == NULL)
+		return true;
+	return !atomic_load(&a->unavailable) || atomic_load(&a->fail_open);
+}
+
+void
+audit_set_fail_open(struct audit *a, bool open)
+{
+	if (a != NULL)
+		atomic_store(&a->fail_open, open);
+}
+
+int
+audit_unavailable_why(struct audit *a, char *buf, size_t len)
+{
+	pthread_mutex_lock(&a->mu);
+	if (a->down)
+		snprintf(buf, len, "the audit log %s cannot be written (%s)", a->path,
+		         a->down_err);
+	else
+		snprintf(buf, len, "the audit log %s is %zu rows behind", a->path, a->count);
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
@@ -885,13 +1007,15 @@ take_batch(struct audit *a, size_t *count)
  * The flusher writes what is queued itself when the writer is not in the
  * middle of a batch: waking the writer and waiting for it to be scheduled
  * costs two wake-ups, each a scheduling delay on a loaded machine, and that
- * was most of a short run's exit.
+ * was most of a short run's exit. While the store is down it tries once and
+ * returns -EIO: the rows stay queued for the writer's retries.
  */
 int
 audit_flush(struct audit *a)
 {
 	struct queued_row *batch;
 	uint64_t target;
+	bool tried = false;
 	size_t n;
 	int rc = 0;
 
@@ -900,21 +1024,24 @@ audit_flush(struct audit *a)
 	pthread_mutex_lock(&a->mu);
 	target = a->seq_queued;
 	while (a->seq_done < target) {
+		if (a->down && tried) {
+			rc = -EIO;
+			break;
+		}
 		if (!a->writing && a->count > 0) {
 			batch = take_batch(a, &n);
 			pthread_mutex_unlock(&a->mu);
 			write_taken(a, batch, n);
 			pthread_mutex_lock(&a->mu);
+			tried = true;
 			continue;
 		}
 		if (a->flush_target < target)
 			a->flush_target = target;
 		pthread_cond_signal(&a->wake);
 		pthread_cond_wait(&a->done, &a->mu);
+		tried = true;
 	}
-	if (a->stats.failed != a->failed_at_last_flush)
-		rc = -EIO;
-	a->failed_at_last_flush = a->stats.failed;
 	pthread_mutex_unlock(&a->mu);
 	return rc;
 }
@@ -925,6 +1052,8 @@ audit_get_stats(struct audit *a, struct audit_stats *out)
 	pthread_mutex_lock(&a->mu);
 	*out = a->stats;
 	out->queue_depth = a->count;
+	out->down = a->down;
+	out->refused_down = a->refused_down;
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -1084,6 +1213,20 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 		if (rc != 0)
 			goto out;
 	}
+	/* Before the COMMIT: a kill after it, before the counts move, still
+	 * finds this batch in the file by its last row. */
+	if (a->gap.mine != NULL && !a->opt.unchained) {
+		struct audit_gap_slot *s = a->gap.mine;
+
+		s->marker_rows = s->marker_gap = 0;
+		for (struct queued_row *q = rows; q != NULL; q = q->next) {
+			s->marker_rows += q->own ? 0 : 1;
+			s->marker_gap += q->gap;
+		}
+		s->marker_base = s->committed;
+		s->marker_id = id;
+		memcpy(s->marker_hash, prev, sizeof(s->marker_hash));
+	}
 	rc = step_done(a->st_commit);
 	if (rc == 0)
 		in_tx = false;
@@ -1107,20 +1250,92 @@ deadline_after(const struct timespec *start, unsigned ms, struct timespec *out)
 	}
 }
 
+/* Under mu: a row of the store's own at the tail, outside the queue's bound. */
+static struct queued_row *
+queue_own(struct audit *a, const char *kind, const char *reason, const char *detail)
+{
+	struct audit_event ev = {.kind = kind, .reason = reason, .detail = detail};
+	struct queued_row *q = row_new(&ev);
+
+	if (q != NULL) {
+		q->own = true;
+		enqueue(a, q);
+	}
+	return q;
+}
+
+/* Under mu: an audit.gap row for the rows lost that no row counts yet. */
+static void
+queue_gap(struct audit *a, const char *cause)
+{
+	struct queued_row *q;
+	char detail[64];
+
+	snprintf(detail, sizeof(detail), "{\"lost\":%llu}",
+	         (unsigned long long)a->lost_unrecorded);
+	q = queue_own(a, AUDIT_KIND_GAP, cause, detail);
+	if (q != NULL) {
+		q->gap = a->lost_unrecorded;
+		a->lost_unrecorded = 0;
+	}
+}
+
+/*
+ * Under mu, once the held batch committed: up again, and one row saying how
+ * long the store was down, how many rows it held and how many requests were
+ * refused meanwhile. note gets the line for the log.
+ */
+static void
+recovered(struct audit *a, char *note, size_t len)
+{
+	int64_t down_ms = gw_clock_real_ms() - a->down_since_ms;
+	struct queued_row *q;
+	char detail[160];
+
+	if (down_ms < 0)
+		down_ms = 0;
+	snprintf(detail, sizeof(detail),
+	         "{\"down_ms\":%lld,\"held_rows_max\":%llu,\"refused\":%llu,\"fail_open\":%s}",
+	         (long long)down_ms, (unsigned long long)a->held_max,
+	         (unsigned long long)a->refused_down,
+	         atomic_load(&a->fail_open) ? "true" : "false");
+	snprintf(note, len,
+	         "audit: %s: writing again after %.1f s: %llu held rows written, %llu requests "
+	         "refused meanwhile",
+	         a->path, (double)down_ms / 1000.0, (unsigned long long)a->held_max,
+	         (unsigned long long)a->refused_down);
+	q = queue_own(a, AUDIT_KIND_UNAVAILABLE, a->down_err, detail);
+	if (q != NULL)
+		q->gap = a->refused_down; /* what it accounts for in the loss counter */
+	a->down = false;
+	a->refused_down = 0;
+	a->held_max = 0;
+	a->down_err[0] = '\0';
+}
+
 /*
  * Writes a batch taken with take_batch (writing is set, so this thread alone
- * uses the connection), then frees it and publishes the outcome.
+ * uses the connection). A batch that commits is freed; one that fails goes
+ * back to the head of the queue, in order, and the store is down until it
+ * commits: nothing admitted while the log was writable is dropped because a
+ * later write failed.
  */
 static int
 write_taken(struct audit *a, struct queued_row *batch, size_t n)
 {
-	struct queued_row *q, *next;
+	struct queued_row *q, *next, *tail = NULL;
 	struct timespec cpu0, cpu1, wall0;
 	double wall;
-	char err[512];
+	char err[512], note[768];
+	enum { NOTE_NONE, NOTE_DOWN, NOTE_UP } say = NOTE_NONE;
+	uint64_t counted = 0, gap = 0;
 	int rc;
 
 	err[0] = '\0';
+	for (q = batch; q != NULL; q = q->next) {
+		counted += q->own ? 0 : 1;
+		gap += q->gap;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &wall0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
 	if (a->hasher == NULL)
@@ -1133,20 +1348,11 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
 	wall = gw_clock_since(&wall0);
-	for (q = batch; q != NULL; q = next) {
-		next = q->next;
-		free(q);
-	}
-	/* Logged outside the lock: stderr may block, audit_append must not. */
-	if (rc != 0) {
-		a->lost += n;
-		if (!a->failing)
-			log_warnx("audit: %s: a batch of %zu rows was lost: %s", a->path, n, err);
-		a->failing = true;
-	} else if (a->failing) {
-		log_info("audit: %s: writing again (%llu rows were lost)", a->path,
-		         (unsigned long long)a->lost);
-		a->failing = false;
+	if (rc == 0) {
+		for (q = batch; q != NULL; q = next) {
+			next = q->next;
+			free(q);
+		}
 	}
 
 	pthread_mutex_lock(&a->mu);
@@ -1156,16 +1362,90 @@ write_taken(struct audit *a, struct queued_row *batch, size_t n)
 		a->stats.committed += n;
 		a->stats.batches++;
 		gw_hist_observe(&a->stats.write, wall);
+		a->seq_done += n;
+		if (a->gap.mine != NULL) {
+			/* committed first: a kill between the two stores then errs
+			 * towards counting a gap that was recorded, never the reverse. */
+			a->gap.mine->committed += counted;
+			a->gap.mine->gap_committed += gap;
+			a->gap.mine->marker_rows = a->gap.mine->marker_gap = 0;
+		}
+		if (a->down) {
+			say = NOTE_UP;
+			recovered(a, note, sizeof(note));
+		}
+		if (a->lost_unrecorded > 0)
+			queue_gap(a, "queue-full");
 	} else {
-		a->stats.failed += n;
+		for (tail = batch; tail->next != NULL;)
+			tail = tail->next;
+		tail->next = a->first;
+		a->first = batch;
+		if (a->last == NULL)
+			a->last = tail;
+		a->count += n;
+		a->seq_taken -= n;
+		a->stats.retries++;
+		if (a->gap.mine != NULL)
+			a->gap.mine->marker_rows = a->gap.mine->marker_gap = 0;
+		if (a->count > a->held_max)
+			a->held_max = a->count;
+		if (!a->down) {
+			say = NOTE_DOWN;
+			a->down = true;
+			a->down_since_ms = gw_clock_real_ms();
+			a->retry_ms = RETRY_FIRST_MS;
+			a->held_max = a->count;
+			snprintf(note, sizeof(note),
+			         "audit: %s: cannot write the log (%s): %s until it can (%zu rows "
+			         "held, retried every %u-%u ms)",
+			         a->path, err,
+			         atomic_load(&a->fail_open)
+			             ? "letting requests through unrecorded (--audit-fail open)"
+			             : "refusing new requests, DNS answers and sandboxes "
+			               "(audit-unavailable)",
+			         a->count, RETRY_FIRST_MS, RETRY_MAX_MS);
+		} else if (a->retry_ms < RETRY_MAX_MS) {
+			a->retry_ms *= 2;
+		}
+		snprintf(a->down_err, sizeof(a->down_err), "%s", err);
 	}
-	a->seq_done += n;
 	a->writing = false;
+	update_admit(a);
 	pthread_cond_broadcast(&a->done);
 	/* The writer may be waiting for the connection to be free. */
 	pthread_cond_signal(&a->wake);
 	pthread_mutex_unlock(&a->mu);
+	/* Logged outside the lock: stderr may block, audit_append must not.
+	 * Both at warning level: the person must see the gate resume too. */
+	if (say != NOTE_NONE)
+		log_warnx("%s", note);
 	return rc;
+}
+
+/* Under mu, while stopping down: what is still queued is lost, and counted. */
+static uint64_t
+lose_queued(struct audit *a)
+{
+	struct queued_row *q, *next;
+	uint64_t n = a->count, counted = 0;
+
+	for (q = a->first; q != NULL; q = next) {
+		next = q->next;
+		counted += q->own ? 0 : 1;
+		free(q);
+	}
+	if (a->gap.mine != NULL) {
+		a->gap.mine->abandoned += counted;
+		a->gap.mine->lost += counted;
+	}
+	a->first = a->last = NULL;
+	a->stats.failed += n;
+	a->lost_unrecorded += n;
+	a->seq_done += n;
+	a->count = 0;
+	pthread_cond_broadcast(&a->done);
+	return n;
 }
 
 static void *
@@ -1173,7 +1453,9 @@ writer_main(void *arg)
 {
 	struct audit *a = arg;
 	struct queued_row *batch;
-	struct timespec deadline;
+	struct timespec deadline, now;
+	uint64_t lost;
+	bool last_try;
 	size_t n;
 
 	pthread_mutex_lock(&a->mu);
@@ -1187,20 +1469,41 @@ writer_main(void *arg)
 			pthread_cond_wait(&a->wake, &a->mu);
 			continue;
 		}
-		/* A full batch, the timer, a flush or stop: whichever comes first. */
-		deadline_after(&a->first_queued, a->opt.batch_ms, &deadline);
-		while (a->count < a->opt.batch_rows && !a->stopping &&
-		       a->seq_taken >= a->flush_target) {
-			if (pthread_cond_timedwait(&a->wake, &a->mu, &deadline) == ETIMEDOUT)
-				break;
+		if (a->down && !a->stopping) {
+			/* Down: the held batch again after the retry delay. */
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			deadline_after(&now, a->retry_ms, &deadline);
+			while (!a->stopping) {
+				if (pthread_cond_timedwait(&a->wake, &a->mu, &deadline) ==
+				    ETIMEDOUT)
+					break;
+			}
+		} else if (!a->down) {
+			/* A full batch, the timer, a flush or stop: whichever comes first. */
+			deadline_after(&a->first_queued, a->opt.batch_ms, &deadline);
+			while (a->count < a->opt.batch_rows && !a->stopping &&
+			       a->seq_taken >= a->flush_target) {
+				if (pthread_cond_timedwait(&a->wake, &a->mu, &deadline) ==
+				    ETIMEDOUT)
+					break;
+			}
 		}
 		/* A flusher may have written the rows meanwhile. */
 		if (a->count == 0 || a->writing)
 			continue;
+		last_try = a->stopping && a->down;
 		batch = take_batch(a, &n);
 		pthread_mutex_unlock(&a->mu);
 		write_taken(a, batch, n);
 		pthread_mutex_lock(&a->mu);
+		if (last_try && a->down && a->count > 0) {
+			lost = lose_queued(a);
+			pthread_mutex_unlock(&a->mu);
+			log_warnx("audit: %s: stopping with the log still unwritable: %llu rows "
+			          "are lost",
+			          a->path, (unsigned long long)lost);
+			pthread_mutex_lock(&a->mu);
+		}
 	}
 	pthread_mutex_unlock(&a->mu);
 	return NULL;
@@ -1288,6 +1591,7 @@ audit_free(struct audit *a)
 			          (unsigned long long)a->stats.dropped);
 		sync_wal(a);
 	}
+	audit_gap_close(&a->gap);
 	sqlite3_finalize(a->st_begin);
 	sqlite3_finalize(a->st_head);
 	sqlite3_finalize(a->st_insert);

@@ -35,8 +35,30 @@ struct audit;
  * short timer. 0 or negative errno with err set.
  */
 int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
-/* Queues a row; never waits on disk. 0, or -ENOSPC when the queue is full. */
+/*
+ * Queues a row; never waits on disk. 0, or -ENOSPC when the queue is full
+ * (the row is counted, and an audit.gap row says how many were lost). A row
+ * whose reason is AUDIT_REASON_UNAVAILABLE is only counted while the store
+ * is down (see audit_admits).
+ */
 int audit_append(struct audit *a, const struct audit_event *ev);
+
+/*
+ * Fail closed on the record (docs/audit.md, "When the log cannot be
+ * written"). A batch that cannot be written stays queued and is retried
+ * until it commits; meanwhile, and while the queue is nearly full, the store
+ * is down and audit_admits is false: the gate refuses new requests, DNS
+ * answers and sandboxes with reason AUDIT_REASON_UNAVAILABLE. Lock-free;
+ * true for NULL (no audit) and after audit_set_fail_open(a, true).
+ */
+#define AUDIT_REASON_UNAVAILABLE "audit-unavailable"
+/* The store's own rows: a recovery, and rows lost anyway. */
+#define AUDIT_KIND_UNAVAILABLE "audit.unavailable"
+#define AUDIT_KIND_GAP "audit.gap"
+bool audit_admits(struct audit *a);
+void audit_set_fail_open(struct audit *a, bool open);
+/* One line for a refusal: why the store is down. 0. */
+int audit_unavailable_why(struct audit *a, char *buf, size_t len);
 /* Commits what is queued and waits for it (committing in the calling thread
  * when the writer is idle). A commit survives the process's death; see
  * audit_free for a power loss. */
@@ -52,6 +74,13 @@ struct audit_verify_result {
 	int64_t head_id;      /* the newest row the chain covers (0: empty log) */
 	char head_hash[65];   /* its hash, hex: anchor it elsewhere */
 	bool anchor_found;    /* audit_verify_anchor: the anchor is in the chain */
+	/* Gaps: rows that were lost, not tampered with (docs/audit.md). */
+	uint64_t gap_rows;      /* audit.gap rows in the chain */
+	uint64_t lost_rows;     /* the rows they count */
+	int64_t first_gap_id;   /* the first of them (0: none) */
+	uint64_t lost_pending;  /* rows of writers that ended, not yet recorded (AUDIT.db-gap) */
+	uint64_t lost_writers;  /* how many such writers */
+	uint64_t unavailable_rows; /* audit.unavailable rows: times the store was down */
 };
 /* 0 when it ran (see result), negative errno when the file cannot be read. */
 int audit_verify(const char *path, struct audit_verify_result *out, char *err, size_t errlen);
@@ -85,7 +114,10 @@ struct audit_stats {
 	uint64_t queued;        /* accepted by audit_append */
 	uint64_t committed;     /* written and committed */
 	uint64_t dropped;       /* refused with -ENOSPC */
-	uint64_t failed;        /* lost to a failed transaction (logged) */
+	uint64_t failed;        /* lost: still unwritable when the store closed */
+	uint64_t retries;       /* batch writes that failed and were kept for a retry */
+	bool down;              /* a batch is held: new work is refused */
+	uint64_t refused_down;  /* audit-unavailable refusals counted while down */
 	uint64_t batches;       /* transactions committed */
 	uint64_t writer_cpu_us; /* CPU time the writer thread spent on batches */
 	size_t queue_depth;     /* rows waiting for the writer now */

@@ -4,6 +4,7 @@
  * that edited, deleted, inserted, reordered and truncated rows all show.
  */
 #include "policy/audit.h"
+#include "policy/audit_gap.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -82,6 +83,41 @@ check_row(struct audit_hasher *hasher, const struct audit_row *row, int64_t expe
 		return false;
 	}
 	return true;
+}
+
+/* The store's own rows that say something was lost or refused. */
+static void
+note_gap(struct audit_verify_result *out, const struct audit_row *row)
+{
+	static const char key[] = "\"lost\":";
+	const char *p;
+	char num[24];
+	size_t i = 0;
+
+	if (row->kind_len == sizeof(AUDIT_KIND_UNAVAILABLE) - 1 &&
+	    memcmp(row->kind, AUDIT_KIND_UNAVAILABLE, row->kind_len) == 0) {
+		out->unavailable_rows++;
+		return;
+	}
+	if (row->kind_len != sizeof(AUDIT_KIND_GAP) - 1 ||
+	    memcmp(row->kind, AUDIT_KIND_GAP, row->kind_len) != 0 || row->detail == NULL)
+		return;
+	out->gap_rows++;
+	if (out->first_gap_id == 0)
+		out->first_gap_id = row->id;
+	/* The writer's own {"lost":N}: digits right after the key. */
+	p = memmem(row->detail, row->detail_len, key, sizeof(key) - 1);
+	if (p == NULL)
+		return;
+	p += sizeof(key) - 1;
+	while (p + i < row->detail + row->detail_len && i < sizeof(num) - 1 && p[i] >= '0' &&
+	       p[i] <= '9') {
+		num[i] = p[i];
+		i++;
+	}
+	num[i] = '\0';
+	if (i > 0)
+		out->lost_rows += strtoull(num, NULL, 10);
 }
 
 int
@@ -182,11 +218,14 @@ audit_verify_anchor(const char *path, const char *anchor_hex, struct audit_verif
 		memcpy(prev_hex, row.hash, AUDIT_HASH_HEX_LEN);
 		last_id = row.id;
 		out->rows_checked++;
+		note_gap(out, &row);
 		out->head_id = row.id;
 		memcpy(out->head_hash, prev_hex, sizeof(out->head_hash));
 		if (anchor_hex != NULL && strcmp(anchor_hex, prev_hex) == 0)
 			out->anchor_found = true;
 	}
+	/* Writers that ended with rows in memory, not yet recorded by a row. */
+	(void)audit_gap_scan(path, db, &out->lost_pending, &out->lost_writers);
 	/* The chain alone cannot show that its newest rows were deleted: the
 	 * head, moved in the same transaction as every batch, can. */
 	if (!have_head) {

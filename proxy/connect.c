@@ -16,6 +16,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
+#include "policy/audit.h"
 #include "proxy/conn.h"
 #include "proxy/sni.h"
 #include "proxy/tls.h"
@@ -108,6 +109,14 @@ target_connect(struct proxy_conn *c)
 {
 	struct proxy *p = c->proxy;
 
+	/* The store may have gone down while this request was resolved or approved. */
+	if (!audit_admits(p->gw->audit)) {
+		char why[512];
+
+		audit_unavailable_why(p->gw->audit, why, sizeof(why));
+		proxy_refuse(c, 403, AUDIT_REASON_UNAVAILABLE, why);
+		return;
+	}
 	if (p->cfg.parent != NULL)
 		c->connecting = proxy_upstream_via_parent(p->gw->base, p->gw->resolver,
 		                                          p->cfg.parent, c->host.text, c->port,
@@ -381,6 +390,14 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 		return;
 	}
 	c->port = port > 0 ? port : default_port;
+	/* Fail closed on the record: nothing starts that the log cannot hold. */
+	if (!audit_admits(c->proxy->gw->audit)) {
+		char why[512];
+
+		audit_unavailable_why(c->proxy->gw->audit, why, sizeof(why));
+		proxy_refuse(c, 403, AUDIT_REASON_UNAVAILABLE, why);
+		return;
+	}
 	policy_decide(c->policy, &c->host, c->port, &d);
 	switch (d.verdict) {
 	case POLICY_ALLOW:

@@ -99,6 +99,11 @@ print_verify_json(const struct audit_verify_result *res, const char *anchor)
 	json_object_set_new(o, "anchor", anchor != NULL ? json_string(anchor) : json_null());
 	if (anchor != NULL)
 		json_object_set_new(o, "anchor_found", json_boolean(res->anchor_found));
+	json_object_set_new(o, "gap_rows", json_integer((json_int_t)res->gap_rows));
+	json_object_set_new(o, "lost_rows", json_integer((json_int_t)res->lost_rows));
+	json_object_set_new(o, "lost_pending", json_integer((json_int_t)res->lost_pending));
+	json_object_set_new(o, "unavailable_rows",
+	                    json_integer((json_int_t)res->unavailable_rows));
 	gw_print_json(cmd_verify.name, o);
 }
 
@@ -176,6 +181,20 @@ run_verify(int argc, char **argv)
 	printf("head: row %lld sha256 %s\n", (long long)res.head_id, res.head_hash);
 	if (anchor_arg != NULL)
 		printf("anchor: %s found in the chain\n", anchor);
+	/* Not tampering: rows the writer could not keep, which it counted. */
+	if (res.gap_rows > 0)
+		printf("gap: %llu rows lost, counted by %llu audit.gap rows (the first: row %lld)\n",
+		       (unsigned long long)res.lost_rows, (unsigned long long)res.gap_rows,
+		       (long long)res.first_gap_id);
+	if (res.lost_pending > 0)
+		printf("gap: %llu rows lost by %llu writer%s that ended (not yet recorded: the "
+		       "next writer records them)\n",
+		       (unsigned long long)res.lost_pending, (unsigned long long)res.lost_writers,
+		       res.lost_writers == 1 ? "" : "s");
+	if (res.unavailable_rows > 0)
+		printf("unavailable: the log could not be written %llu times (audit.unavailable "
+		       "rows); requests were refused meanwhile\n",
+		       (unsigned long long)res.unavailable_rows);
 	return GW_EXIT_OK;
 }
 

@@ -721,6 +721,7 @@ const struct gw_command gw_command_run = {
              "  --cpu SECONDS            CPU time (per process and for the whole sandbox)\n"
              "  --pids N                 processes and threads\n"
              "  --nofile N               open files per process\n"
+             "  --disk MIB               size of a fresh /work (a tmpfs; 1024)\n"
              "  --timeout DURATION       wall clock (e.g. 30, 500ms, 2m); then 124\n"
              "sandbox:\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"

@@ -80,6 +80,7 @@ static const struct option serve_options[] = {
     {"ro-bind", required_argument, NULL, GW_SANDBOX_OPT_RO_BIND},
     {"bind", required_argument, NULL, GW_SANDBOX_OPT_BIND},
     {"home", required_argument, NULL, GW_SANDBOX_OPT_HOME},
+    {"disk", required_argument, NULL, GW_SANDBOX_OPT_DISK},
     {"max-ram", required_argument, NULL, OPT_MAX_RAM},
     {"max-cpu", required_argument, NULL, OPT_MAX_CPU},
     {"max-pids", required_argument, NULL, OPT_MAX_PIDS},
@@ -403,6 +404,7 @@ run_serve(int argc, char **argv)
 		case GW_SANDBOX_OPT_RO_BIND:
 		case GW_SANDBOX_OPT_BIND:
 		case GW_SANDBOX_OPT_HOME:
+		case GW_SANDBOX_OPT_DISK:
 			rc = gw_sandbox_flag(CMD, &st.sb, c, optarg);
 			break;
 		default:
@@ -635,6 +637,7 @@ const struct gw_command gw_command_serve = {
              "                           sandbox gets 512 MiB (or this, if lower) unless\n"
              "                           it asks otherwise\n"
              "  --max-pids N             the same for pids (default limit 256)\n"
+             "  --disk MIB               size of each sandbox's /work (a tmpfs; 1024)\n"
              "  --max-cpu SECONDS        the same for cpu_seconds (default: this, else none)\n"
              "  --max-timeout DURATION   the same for timeout (at most 1h); the default\n"
              "                           timeout is --timeout, at most this\n"

@@ -578,7 +578,7 @@ const struct gw_command gw_command_wrap = {
              "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
              "  --quiet                  no line on stderr for each refused host\n"
              "limits and sandbox:\n"
-             "  --ram MB, --cpu SECONDS, --pids N, --nofile N   as for `tollgate run`\n"
+             "  --ram MB, --cpu SECONDS, --pids N, --nofile N, --disk MIB   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
              "  --ro-bind SRC[:DEST]     show host path SRC read-only at DEST (default: SRC)\n"
              "  --bind SRC[:DEST]        the same, writable; files written belong to SRC's owner\n"

@@ -39,6 +39,8 @@ unfixable_why(const char *reason)
 		return "an IP address needs --allow-cidr or a policy file's allow_cidr rule";
 	if (strcmp(reason, "malformed-host") == 0)
 		return "not a valid host name";
+	if (strcmp(reason, "audit-unavailable") == 0)
+		return "the audit log cannot be written now; requests pass again once it can";
 	return "a deny rule wins over every allow";
 }
 

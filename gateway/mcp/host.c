@@ -110,6 +110,15 @@ host_of(struct mcp_call *c, struct mcp_serve_ctx *ctx)
 		                 "--host-access FILE (docs/mcp.md, \"Host access\")");
 		return NULL;
 	}
+	/* Fail closed on the record: nothing runs or opens as the person that
+	 * the audit log cannot hold. */
+	if (!audit_admits(ctx->gw->audit)) {
+		char why[512];
+
+		audit_unavailable_why(ctx->gw->audit, why, sizeof(why));
+		mcp_call_fail(c, "tollgate: %s: %s", AUDIT_REASON_UNAVAILABLE, why);
+		return NULL;
+	}
 	return ctx->host;
 }
 

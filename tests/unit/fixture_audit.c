@@ -45,6 +45,8 @@ fixture_audit_teardown(void **state)
 	unlink(fx->wal);
 	snprintf(shm, sizeof(shm), "%s-shm", fx->path);
 	unlink(shm);
+	snprintf(shm, sizeof(shm), "%s-gap", fx->path);
+	unlink(shm);
 	rmdir(fx->dir);
 	free(fx);
 	return 0;
@@ -65,12 +67,18 @@ fixture_audit_sql(const char *path, const char *sql)
 int64_t
 fixture_audit_rows_on_disk(const char *path)
 {
+	return fixture_audit_count(path, "SELECT count(*) FROM events");
+}
+
+int64_t
+fixture_audit_count(const char *path, const char *sql)
+{
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	int64_t n = -1;
 
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT count(*) FROM events", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);

@@ -31,6 +31,8 @@ int fixture_audit_teardown(void **state);
 void fixture_audit_sql(const char *path, const char *sql);
 /* Rows in the events table as another connection sees them; -1 when unreadable. */
 int64_t fixture_audit_rows_on_disk(const char *path);
+/* The first column of the first row of a query (a count); -1 when unreadable. */
+int64_t fixture_audit_count(const char *path, const char *sql);
 /*
  * audit_verify finds the chain intact over exactly rows rows (the test
  * fails otherwise); returns the id of the head row.

@@ -23,6 +23,7 @@
 
 #include "fixture_audit.h"
 #include "policy/audit.h"
+#include "policy/audit_gap.h"
 
 static const struct audit_event ev_sample = {
     .kind = "decision",
@@ -153,8 +154,12 @@ test_queue_bound(void **state)
 	struct audit *a = open_with(fx->path, 8, 1000, 600000);
 	struct audit_stats s;
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 8; i++) {
+		/* The last eighth is kept for work already admitted. */
+		assert_int_equal(audit_admits(a), i < 7);
 		assert_int_equal(audit_append(a, &ev_sample), 0);
+	}
+	assert_false(audit_admits(a));
 	assert_int_equal(audit_append(a, &ev_sample), -ENOSPC);
 	assert_int_equal(audit_append(a, &ev_sample), -ENOSPC);
 	audit_get_stats(a, &s);
@@ -164,11 +169,17 @@ test_queue_bound(void **state)
 	assert_int_equal(audit_flush(a), 0);
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
 	audit_get_stats(a, &s);
-	assert_int_equal(s.committed, 9);
+	/* The 9 rows and one audit.gap row counting the 2 dropped. */
+	assert_int_equal(s.committed, 10);
 	assert_int_equal(s.dropped, 2);
 	audit_free(a);
-	fixture_audit_verify_rows(fx->path, 9);
+	fixture_audit_verify_rows(fx->path, 10);
+	assert_int_equal(fixture_audit_count(fx->path, "SELECT count(*) FROM events WHERE"
+	                                               " kind = 'audit.gap' AND reason = 'queue-full'"
+	                                               " AND detail = '{\"lost\":2}'"),
+	                 1);
 }
 
 static void
@@ -221,7 +232,9 @@ test_bad_events_and_caps(void **state)
 
 /*
  * A batch that cannot be written (here a row in the way of the next id) is
- * rolled back and counted; flush says so; the next batch writes again.
+ * rolled back and kept: the store is down (audit_admits false), flush says
+ * so, and once the obstacle is gone the held rows commit, followed by one
+ * audit.unavailable row, and the store admits again.
  */
 static void
 test_write_failure(void **state)
@@ -234,6 +247,7 @@ test_write_failure(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
 
 	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db,
@@ -246,7 +260,22 @@ test_write_failure(void **state)
 	assert_int_equal(audit_flush(a), -EIO);
 	audit_get_stats(a, &s);
 	assert_int_equal(s.committed, 3);
-	assert_int_equal(s.failed, 2);
+	assert_int_equal(s.failed, 0);
+	assert_true(s.retries >= 1);
+	assert_true(s.down);
+	assert_int_equal(s.queue_depth, 2);
+	assert_false(audit_admits(a));
+	/* A refusal for that reason is counted, not queued, while down. */
+	struct audit_event refusal = ev_sample;
+	refusal.reason = AUDIT_REASON_UNAVAILABLE;
+	assert_int_equal(audit_append(a, &refusal), 0);
+	audit_get_stats(a, &s);
+	assert_int_equal(s.queue_depth, 2);
+	assert_int_equal(s.refused_down, 1);
+	/* Fail open admits while down; the rows stay held all the same. */
+	audit_set_fail_open(a, true);
+	assert_true(audit_admits(a));
+	audit_set_fail_open(a, false);
 	/* Nothing of the failed batch reached the file, and the head did not move. */
 	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 4);
 
@@ -255,8 +284,12 @@ test_write_failure(void **state)
 	sqlite3_close(db);
 	assert_int_equal(audit_append(a, &ev_sample), 0);
 	assert_int_equal(audit_flush(a), 0);
+	assert_true(audit_admits(a));
+	audit_get_stats(a, &s);
+	assert_false(s.down);
 	audit_free(a);
-	fixture_audit_verify_rows(fx->path, 4);
+	/* 3 + the 2 held + 1 + the audit.unavailable row. */
+	fixture_audit_verify_rows(fx->path, 7);
 }
 
 struct producer {
@@ -391,8 +424,34 @@ test_sigkill_after_flush(void **state)
 	assert_true(WIFSIGNALED(status));
 
 	fixture_audit_verify_rows(fx->path, 100);
+	/* The 50 rows it held in memory are lost, and counted: verify sees the
+	 * dead writer's count at once, the next writer records it as a row. */
+	{
+		struct audit_verify_result res;
+		char err[256];
+
+		assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), 0);
+		assert_int_equal(res.lost_pending, 50);
+		assert_int_equal(res.lost_writers, 1);
+		assert_int_equal(res.gap_rows, 0);
+	}
 	assert_int_equal(child_append(fx->path, 5, 10), 0);
-	fixture_audit_verify_rows(fx->path, 105);
+	fixture_audit_verify_rows(fx->path, 106);
+	assert_int_equal(fixture_audit_count(fx->path, "SELECT count(*) FROM events WHERE"
+	                                               " kind = 'audit.gap' AND id = 101 AND"
+	                                               " reason = 'writer-ended' AND"
+	                                               " detail = '{\"lost\":50}'"),
+	                 1);
+	{
+		struct audit_verify_result res;
+		char err[256];
+
+		assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), 0);
+		assert_int_equal(res.lost_pending, 0);
+		assert_int_equal(res.gap_rows, 1);
+		assert_int_equal(res.lost_rows, 50);
+		assert_int_equal(res.first_gap_id, 101);
+	}
 }
 
 /* SIGKILL in the middle of a stream of commits: whatever got in verifies. */
@@ -426,8 +485,86 @@ test_sigkill_while_writing(void **state)
 		fail_msg("row %lld: %s", (long long)res.first_bad_id, res.what);
 	assert_true(res.rows_checked >= 2000);
 	assert_true(res.rows_checked < 5000000);
+	/* What it had queued and not committed is counted; the next writer
+	 * records exactly that (and the chain still holds). */
 	assert_int_equal(child_append(fx->path, 3, 10), 0);
-	fixture_audit_verify_rows(fx->path, res.rows_checked + 3);
+	{
+		struct audit_verify_result after;
+		uint64_t gap_row = res.lost_pending > 0 ? 1 : 0;
+
+		fixture_audit_verify_rows(fx->path, res.rows_checked + 3 + gap_row);
+		assert_int_equal(audit_verify(fx->path, &after, err, sizeof(err)), 0);
+		assert_int_equal(after.lost_pending, 0);
+		assert_int_equal(after.gap_rows, gap_row);
+		assert_int_equal(after.lost_rows, res.lost_pending);
+	}
+}
+
+/*
+ * The loss counter's arithmetic: a killed writer's rows in memory and lost,
+ * less the batch its marker names when that batch is in the file and the
+ * counts had not moved yet (a kill between COMMIT and the counts).
+ */
+static void
+test_gap_marker(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit *a = open_with(fx->path, 100, 10, 600000);
+	struct audit_gap_slot s;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(audit_append(a, &ev_sample), 0);
+	audit_free(a);
+	assert_int_equal(sqlite3_open(fx->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT hash FROM events WHERE id = 3", -1, &st,
+	                                    NULL),
+	                 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(audit_hash_from_hex((const char *)sqlite3_column_text(st, 0),
+	                                     (size_t)sqlite3_column_bytes(st, 0), s.marker_hash),
+	                 0);
+	sqlite3_finalize(st);
+
+	s.magic = AUDIT_GAP_MAGIC;
+	s.queued = 10;
+	s.committed = 5;
+	s.lost = 2;
+	assert_int_equal(audit_gap_pending(&s, db), 7);
+	/* Killed after the COMMIT of 3 rows and an audit.gap row counting 1,
+	 * before the counts moved: those are in the file. */
+	s.marker_rows = 3;
+	s.marker_gap = 1;
+	s.marker_base = 5;
+	s.marker_id = 3;
+	assert_int_equal(audit_gap_pending(&s, db), 3);
+	/* The counts had moved already: the marker changes nothing. */
+	s.marker_base = 4;
+	assert_int_equal(audit_gap_pending(&s, db), 7);
+	/* Killed before the COMMIT: that row is not the batch's. */
+	s.marker_base = 5;
+	s.marker_hash[0] ^= 1;
+	assert_int_equal(audit_gap_pending(&s, db), 7);
+	s.marker_hash[0] ^= 1;
+	s.marker_id = 4;
+	assert_int_equal(audit_gap_pending(&s, db), 7);
+	/* Abandoned rows are lost, not in memory: counted once. */
+	s.marker_rows = s.marker_gap = 0;
+	s.abandoned = 5;
+	s.lost = 7;
+	assert_int_equal(audit_gap_pending(&s, db), 7);
+	sqlite3_close(db);
+	/* A clean close leaves no slot behind: nothing pending for verify. */
+	{
+		struct audit_verify_result res;
+		char err[256];
+
+		assert_int_equal(audit_verify(fx->path, &res, err, sizeof(err)), 0);
+		assert_int_equal(res.lost_pending, 0);
+		assert_int_equal(res.lost_writers, 0);
+	}
 }
 
 int
@@ -453,6 +590,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_sigkill_after_flush, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_sigkill_while_writing, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_gap_marker, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	};
 

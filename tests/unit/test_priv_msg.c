@@ -71,6 +71,7 @@ m_start(struct msg *m, uint32_t flags, uint32_t mask, int64_t ram)
 	m_i64(m, 0);
 	m_i64(m, 0);
 	m_i64(m, 0);
+	m_i64(m, 0); /* disk: the default */
 	m_str(m, "/srv/work");
 	m_str(m, NULL);
 	m_str(m, NULL);
@@ -389,6 +390,19 @@ test_ceiling(void **state)
 	st->limits.pids = 64;
 	st->limits.cpu_seconds = 1000; /* no cap: anything */
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	/* /work's size: 0 on either side is the default (1024 MiB here). */
+	st->limits.disk_mb = 1025;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	assert_non_null(strstr(why, "disk"));
+	st->limits.disk_mb = 1024;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	c.limits.disk_mb = 8;
+	st->limits.disk_mb = 0;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->limits.disk_mb = 8;
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	c.limits.disk_mb = 0;
+	st->limits.disk_mb = 0;
 
 	st->home = "/root";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);

@@ -133,6 +133,9 @@ test_flags(void **state)
 	    {GW_SETUP_OPT_AUDIT, "/x/audit.db", 0, ""},
 	    {GW_SETUP_OPT_POOL, "10.99.0.0/16", 0, ""},
 	    {GW_SETUP_OPT_CONTROL, "/x/c.sock", 0, ""},
+	    {GW_SETUP_OPT_AUDIT_FAIL, "open", 0, ""},
+	    {GW_SETUP_OPT_AUDIT_FAIL, "sometimes", GW_EXIT_FAILURE,
+	     "tollgate: test: --audit-fail: 'sometimes' is not closed or open\n"},
 	    {GW_SETUP_OPT_DEFAULT, "allow", GW_EXIT_FAILURE,
 	     "tollgate: test: --default: 'allow' is not deny or ask\n"},
 	    {GW_SETUP_OPT_ASK_TIMEOUT, "0", GW_EXIT_FAILURE,
@@ -147,7 +150,7 @@ test_flags(void **state)
 	     "tollgate: test: --deny-cidr 10.0.0.0/33: "},
 	    {256, "x", GW_SETUP_NOT_MINE, ""},
 	    {'v', NULL, GW_SETUP_NOT_MINE, ""},
-	    {GW_SETUP_OPT_CONTROL + 1, "x", GW_SETUP_NOT_MINE, ""},
+	    {GW_SETUP_OPT_AUDIT_FAIL + 1, "x", GW_SETUP_NOT_MINE, ""},
 	};
 	struct fixture *fx = *state;
 	struct gw_setup_flags *f = &fx->f;
@@ -168,6 +171,7 @@ test_flags(void **state)
 	assert_string_equal(f->audit_path, "/x/audit.db");
 	assert_string_equal(f->pool, "10.99.0.0/16");
 	assert_string_equal(f->control_path, "/x/c.sock");
+	assert_true(f->audit_fail_open);
 	/* The rules landed in the flags' policy. */
 	assert_int_equal(decide(f->rules, "api.example.com", 443), POLICY_ALLOW);
 	assert_int_equal(decide(f->rules, "x.bad.example", 443), POLICY_DENY);

@@ -272,6 +272,20 @@ if (scenario === "everything") {
 } else if (scenario === "code") {
   // extra: sh code, each run by execute_code in a fresh sandbox.
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
+} else if (scenario === "gated-code") {
+  // extra: a directory, then sh code run by execute_code in fresh sandboxes;
+  // before call i (from 1) the client writes DIR/at.i and waits (at most
+  // 60 s) for the test's DIR/go.i: the test changes the world in between.
+  const { existsSync } = await import("node:fs");
+  const [dir, ...codes] = extra;
+  for (let i = 0; i < codes.length; i++) {
+    if (i > 0) {
+      writeFileSync(`${dir}/at.${i}`, "");
+      for (let t = 0; t < 600 && !existsSync(`${dir}/go.${i}`); t++)
+        await new Promise((res) => setTimeout(res, 100));
+    }
+    out("code", await call(client, "execute_code", { language: "sh", code: codes[i] }));
+  }
 } else if (scenario === "session-code") {
   // extra: sh code: the first run by execute_code in a fresh sandbox, then
   // each in one session; then validate_code of a syntax error on line 2.

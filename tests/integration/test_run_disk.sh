@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A sandbox cannot fill the host (docs/run.md, "Disk"): a fresh /work is a
+# tmpfs of --disk MiB (1024 by default), so dd into it ends in ENOSPC inside
+# the sandbox, the host's disk keeps its room, and the sandbox's later
+# requests are still allowed and recorded. The same as root (split and one
+# process) and rootless.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+
+[[ -e /proc/self/ns/user && -e /proc/self/ns/pid ]] || skip "user and PID namespaces"
+[[ $(id -u) == 0 ]] || skip "needs root (the rootless part drops to another user itself)"
+
+www=$TEST_TMP/www
+mkdir -p "$www"
+echo "hello from the origin" >"$www/hello.txt"
+HITS=$TEST_TMP/hits.log
+port=$(free_port)
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$www" 2>"$HITS" >/dev/null &
+defer "kill $! 2>/dev/null"
+wait_for 10 port_open "$port" || skip "the origin server did not start"
+hits() { grep -c '"GET /hello.txt' "$HITS" || true; }
+DEAD_DNS_PORT=$(free_port)
+# Work directories here, so that the check for mounts left behind sees this
+# test's only (other tests run in parallel).
+export TMPDIR=$TEST_TMP/tmp
+mkdir -p "$TMPDIR"
+chmod 0755 "$TEST_TMP" "$TMPDIR"
+
+cat >"$TEST_TMP/fill.sh" <<EOF
+echo "size: \$(df -k /work | awk 'NR==2{print \$2}')"
+dd if=/dev/zero of=/work/fill bs=1M count=64 2>/tmp/dd.err
+echo "dd: \$(grep -o 'No space left on device' /tmp/dd.err | head -1)"
+echo "used: \$(du -sk /work/fill | cut -f1)"
+echo "after: \$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://origin.test:$port/hello.txt)"
+EOF
+chmod 0644 "$TEST_TMP/fill.sh"
+
+# one_run NAME ENV...: a sandbox with --disk 8 fills /work, then makes a request.
+one_run() {
+	local name=$1 out db=$TEST_TMP/$1.db
+	shift
+	: >"$HITS"
+	out=$(env "$@" timeout 120 "$TOLLGATE" run --audit "$db" --disk 8 \
+		--ro-bind "$TEST_TMP/fill.sh:/fill.sh" --upstream-dns "127.0.0.1:$DEAD_DNS_PORT" \
+		--allow "origin.test:$port" --resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.1/32 \
+		-- sh /fill.sh 2>"$TEST_TMP/$name.err") || true
+	echo "$out"
+	expect_eq "$name: /work is 8 MiB" "$(sed -n 's/^size: //p' <<<"$out")" "8192"
+	expect_eq "$name: dd past it gets ENOSPC in the sandbox" "$(sed -n 's/^dd: //p' <<<"$out")" \
+		"No space left on device"
+	expect_match "$name: it wrote no more than the bound" "$(sed -n 's/^used: //p' <<<"$out")" '^[0-9]+$'
+	(($(sed -n 's/^used: //p' <<<"$out") <= 8192)) || fail "$name: more than 8 MiB written"
+	expect_eq "$name: its request afterwards passes" "$(sed -n 's/^after: //p' <<<"$out")" "200"
+	expect_eq "$name: and is recorded" \
+		"$(audit_count "$db" "kind='decision' and host='origin.test' and decision='allow'")" "$(hits)"
+	expect_eq "$name: the origin saw it" "$(hits)" "1"
+}
+one_run split
+one_run one-process TOLLGATE_PRIVSEP=0
+
+# The default bound, and nothing left mounted.
+out=$(timeout 60 "$TOLLGATE" run --audit "$TEST_TMP/d.db" -- df -k /work 2>&1 | awk 'NR==2{print $2}') || true
+expect_eq "without --disk, /work is 1024 MiB" "$out" "1048576"
+expect_eq "no work directory tmpfs is left mounted" "$(grep -c "^tollgate-disk $TMPDIR/" /proc/mounts || true)" "0"
+bad=$("$TOLLGATE" run --disk 0 -- true 2>&1 || true)
+expect_match "--disk 0 is refused" "$bad" "--disk: '0' is not a number"
+
+# ---- rootless: the same bound without root ---------------------------------------------
+user=nobody
+if ! id "$user" >/dev/null 2>&1; then
+	echo "SKIP (rootless part): no user $user" >&2
+	finish
+	exit $?
+fi
+chmod 0755 "$TEST_TMP"
+mkdir -p "$TEST_TMP/rl"
+chown "$user:" "$TEST_TMP/rl"
+rl() {
+	setpriv --reuid "$user" --regid "$(id -g "$user")" --init-groups \
+		env -u XDG_RUNTIME_DIR HOME="$TEST_TMP/rl" TOLLGATE_HOME="$TEST_TMP/rl/home" TMPDIR="$TEST_TMP/rl" \
+		timeout 60 "$TOLLGATE" run "$@"
+}
+if ! rl -- true 2>"$TEST_TMP/rl.err"; then
+	echo "SKIP (rootless part): a rootless run does not start here (unprivileged user namespaces?): $(head -1 "$TEST_TMP/rl.err")" >&2
+	finish
+	exit $?
+fi
+out=$(rl --disk 4 -- sh -c 'df -k /work | awk "NR==2{print \$2}"; dd if=/dev/zero of=/work/f bs=1M count=16 2>&1 | grep -o "No space left on device" | head -1' 2>&1) || true
+expect_eq "rootless: /work is 4 MiB and dd gets ENOSPC" "$(tr '\n' ' ' <<<"$out")" "4096 No space left on device "
+
+finish
