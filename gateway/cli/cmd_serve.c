@@ -28,6 +28,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "gateway/mcp/http_guard.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/pkgname.h"
@@ -172,13 +173,17 @@ static int
 serve_token(const char *path, char *token, size_t len)
 {
 	unsigned char raw[32];
-	char buf[MCP_HTTP_TOKEN_MAX + 2];
+	char buf[MCP_HTTP_TOKEN_MAX + 2], why[PATH_MAX + 128];
 	struct stat sb;
 	ssize_t n;
 	size_t tlen;
 	int fd, rc = -1;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* No other user's link anywhere on the way (gw_safepath_open), and
+	 * never a link at the end when the file is made. */
+	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
+	if (fd < 0)
+		errno = -fd;
 	if (fd < 0 && errno == ENOENT) {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0) {
@@ -210,7 +215,7 @@ serve_token(const char *path, char *token, size_t len)
 		return 0;
 	}
 	if (fd < 0) {
-		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
+		gw_fail(CMD, "--token-file %s", why);
 		return -1;
 	}
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

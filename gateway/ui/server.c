@@ -32,6 +32,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/listen_addr.h"
 #include "gateway/core/log.h"
+#include "gateway/core/tlsfile.h"
 #include "gateway/ui/assets.h"
 #include "gateway/ui/guard.h"
 #include "policy/audit.h"
@@ -519,16 +520,10 @@ tls_setup(struct ui_page *pg, const struct ui_options *o, char *err, size_t errl
 		return -ENOMEM;
 	}
 	SSL_CTX_set_min_proto_version(pg->tls, TLS1_2_VERSION);
-	if (SSL_CTX_use_certificate_chain_file(pg->tls, o->cert_path) != 1) {
-		gw_set_err(err, errlen, "--cert %s: cannot read a PEM certificate", o->cert_path);
+	/* Read the way every named file is (gateway/core/tlsfile.h). */
+	if (gw_tls_use_cert_chain(pg->tls, o->cert_path, "--cert", err, errlen) != 0 ||
+	    gw_tls_use_key(pg->tls, o->key_path, false, "--key", err, errlen) != 0)
 		return -EINVAL;
-	}
-	if (SSL_CTX_use_PrivateKey_file(pg->tls, o->key_path, SSL_FILETYPE_PEM) != 1 ||
-	    SSL_CTX_check_private_key(pg->tls) != 1) {
-		gw_set_err(err, errlen, "--key %s: not the certificate's PEM private key",
-		           o->key_path);
-		return -EINVAL;
-	}
 	evhttp_set_bevcb(pg->http, tls_bev, pg);
 	pg->scheme = "https";
 	return 0;

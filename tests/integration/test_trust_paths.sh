@@ -198,6 +198,24 @@ set -e
 expect_eq "root's link to a file that is no policy: refused" "$rc" 1
 expect_match "the error gives a position and a reason" "$err" 'rootlink.json:1:[0-9]+: invalid JSON: '
 no_content "root's link to a file that is no policy" "$err"
+# The config file and a token file: the same rules.
+plant "$U" "$SHARED/proxy.json" "$SHADOW"
+set +e
+err=$("$TOLLGATE" proxy --config "$SHARED/proxy.json" --check-config 2>&1)
+rc=$?
+set -e
+expect_eq "another user's link as --config: refused" "$rc" 1
+expect_match "the error names the link and its owner" "$err" "proxy.json is a symlink owned by uid $U"
+no_content "another user's link as --config" "$err"
+plant "$U" "$SHARED/token" "$SHADOW"
+set +e
+err=$(timeout 20 "$TOLLGATE" serve --listen "127.0.0.1:$(free_port)" --token-file "$SHARED/token" \
+	--audit "$TEST_TMP/serve.db" </dev/null 2>&1)
+rc=$?
+set -e
+expect_match "another user's link as --token-file: refused, naming its owner" "$err" \
+	"token is a symlink owned by uid $U"
+no_content "another user's link as --token-file" "$err"
 # A FIFO, a device: refused before a byte is read (a FIFO would hang a read).
 mkfifo "$TEST_TMP/fifo.json"
 set +e
