@@ -159,8 +159,7 @@ out:
 }
 
 int
-gw_tls_use_client_cas(SSL_CTX *ctx, const char *path, const char *what, char *err,
-                      size_t errlen)
+gw_tls_use_client_cas(SSL_CTX *ctx, const char *path, const char *what, char *err, size_t errlen)
 {
 	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
 	char *buf = NULL;

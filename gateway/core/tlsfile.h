@@ -27,8 +27,8 @@ int gw_tls_use_cert_chain(SSL_CTX *ctx, const char *path, const char *what, char
  * certificate. private_only: refused when group or others may open it
  * (as ssh wants of a key). Its bytes are wiped after. 0 or -errno, err set.
  */
-int gw_tls_use_key(SSL_CTX *ctx, const char *path, bool private_only, const char *what,
-                   char *err, size_t errlen);
+int gw_tls_use_key(SSL_CTX *ctx, const char *path, bool private_only, const char *what, char *err,
+                   size_t errlen);
 /*
  * Every PEM certificate at path trusted for client certificates, and
  * their subjects sent as the acceptable CA list. 0 or -errno, err set.

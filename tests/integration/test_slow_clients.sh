@@ -6,7 +6,10 @@
 #   (127.0.0.1) is served while they are held;
 # - 16 connections trickling a byte a second to /metrics do not keep a 17th
 #   scrape from its answer, and each trickler is closed at the head deadline
-#   (10 s from its connect), not kept as long as it trickles.
+#   (10 s from its connect), not kept as long as it trickles;
+# - the review page and serve --listen hold at most a quarter of their
+#   waiting connections per client (16 of 64), answer another client
+#   meanwhile, and close a trickling request at its 30 s deadline.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
@@ -177,4 +180,90 @@ else
 	fail "$at_deadline tricklers closed between 8.5 and 14 s (want 15; longest ${longest} s)"
 fi
 stop_proxy "$PROXY_PID"
+
+# --- the review page and serve --listen: caps per client, request deadline ------
+export TOLLGATE_CONTROL_DIR=$TEST_TMP/ctl
+mkdir -p "$TOLLGATE_CONTROL_DIR"
+UIP=$(free_port)
+"$TOLLGATE" ui --listen "127.0.0.1:$UIP" --audit "$TEST_TMP/ui.db" >"$TEST_TMP/ui.out" \
+	2>"$TEST_TMP/ui.log" &
+defer "kill $! 2>/dev/null"
+SVP=$(free_port)
+"$TOLLGATE" serve --listen "127.0.0.1:$SVP" --token-file "$TEST_TMP/token" --no-network \
+	--audit "$TEST_TMP/serve.db" </dev/null >"$TEST_TMP/serve.out" 2>"$TEST_TMP/serve.log" &
+defer "kill $! 2>/dev/null"
+wait_for 15 port_open "$UIP" || { cat "$TEST_TMP/ui.log" >&2; fail "the review page did not start"; }
+wait_for 15 port_open "$SVP" || { cat "$TEST_TMP/serve.log" >&2; fail "serve --listen did not start"; }
+out=$(timeout 90 python3 - "$UIP" "$SVP" <<'EOF'
+import select, socket, sys, time
+ports = {"ui": int(sys.argv[1]), "serve": int(sys.argv[2])}
+start = time.monotonic()
+def gone(s):
+    r, _, _ = select.select([s], [], [], 0)
+    if not r:
+        return False
+    try:
+        return s.recv(4096) == b""
+    except OSError:
+        return True
+res = {}
+tricklers, idle = {}, {}
+for name, port in ports.items():
+    t = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t.setblocking(False)
+    tricklers[name] = {"s": t, "sent": 0, "closed": None}
+    idle[name] = []
+    for _ in range(20):
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind(("127.0.0.3", 0))
+        s.connect(("127.0.0.1", port))
+        idle[name].append(s)
+head = b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100
+def tick():
+    now = time.monotonic()
+    for name, t in tricklers.items():
+        if t["closed"] is not None:
+            continue
+        if gone(t["s"]):
+            t["closed"] = now - start
+            continue
+        if now - start >= t["sent"]:
+            try:
+                t["s"].send(head[t["sent"]:t["sent"] + 1])
+                t["sent"] += 1
+            except OSError:
+                t["closed"] = now - start
+while time.monotonic() - start < 3:
+    tick()
+    time.sleep(0.05)
+for name, port in ports.items():
+    held = sum(1 for s in idle[name] if not gone(s))
+    # Another client meanwhile: a whole request gets an answer.
+    c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    c.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+    line = c.recv(64).split(b"\r\n")[0].decode()
+    c.close()
+    res[name] = [held, line.startswith("HTTP/1.1 ")]
+while time.monotonic() - start < 45 and any(t["closed"] is None for t in tricklers.values()):
+    tick()
+    time.sleep(0.05)
+for name in ports:
+    left = sum(1 for s in idle[name] if not gone(s))
+    closed = tricklers[name]["closed"]
+    print(name, res[name][0], "answered" if res[name][1] else "unanswered",
+          "%.0f" % (closed if closed is not None else -1), left)
+EOF
+)
+for name in ui serve; do
+	read -r _ held answered closed left <<<"$(grep "^$name " <<<"$out")"
+	expect_eq "$name: 20 waiting connections from one client: 16 held" "$held" 16
+	expect_eq "$name: another client is answered meanwhile" "$answered" answered
+	if [[ -n $closed ]] && ((closed >= 27 && closed <= 36)); then
+		checks=$((checks + 1)); pass "$name: a trickling request is closed at its 30 s deadline (${closed} s)"
+	else
+		fail "$name: a trickling request closed at '${closed}' s (want about 30)"
+	fi
+	expect_eq "$name: the waiting connections are closed at the deadline too" "$left" 0
+done
 finish
