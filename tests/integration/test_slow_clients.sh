@@ -3,7 +3,8 @@
 # - a proxy started under `ulimit -n 200` lowers its caps to what 200 fds
 #   allow; one client (127.0.0.2) holding 190 half-sent heads keeps only its
 #   quarter of them, the rest get a 503 at once, and another client
-#   (127.0.0.1) is served while they are held;
+#   (127.0.0.1) is served while they are held; the DNS server's TCP side
+#   likewise, and a trickled DNS message is closed at its 10 s deadline;
 # - 16 connections trickling a byte a second to /metrics do not keep a 17th
 #   scrape from its answer, and each trickler is closed at the head deadline
 #   (10 s from its connect), not kept as long as it trickles;
@@ -13,6 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
+command -v dig >/dev/null || skip "dig (bind9-dnsutils) is not installed"
 
 mkdir -p "$TEST_TMP/www"
 echo "hello-origin" >"$TEST_TMP/www/index.html"
@@ -20,13 +22,14 @@ start_http_origin "$TEST_TMP/www"
 
 # --- caps under a 200-fd limit ------------------------------------------------
 P=$(free_port)
+D=$(free_port)
 LOG=$TEST_TMP/low.log
 # bash sets both limits and execs: $! is the proxy itself. A head timeout
 # of 60 s: the other client must be served while the heads are held, not
 # after they time out.
 bash -c 'ulimit -n 200 && exec "$0" "$@"' "$TOLLGATE" proxy --listen "127.0.0.1:$P" \
 	--upstream-dns "127.0.0.1:$(free_port)" --audit "$TEST_TMP/low.db" \
-	--control "$TEST_TMP/low.sock" --resolve origin.test:127.0.0.1 \
+	--control "$TEST_TMP/low.sock" --resolve origin.test:127.0.0.1 --dns-listen "127.0.0.1:$D" \
 	--allow "origin.test:$HTTP_PORT" --allow-cidr 127.0.0.1/32 --head-timeout 60s \
 	2>"$LOG" &
 LOW=$!
@@ -96,6 +99,52 @@ if grep -q 'accept.*Too many open files' "$LOG"; then
 else
 	checks=$((checks + 1)); pass "accept never ran out of fds"
 fi
+# The DNS server's TCP side under the same limit: a tenth of the 150 fds is
+# 15 connections, 3 per client; a message must be whole within 10 s of its
+# first byte however it trickles.
+out=$(timeout 40 python3 - "$D" <<'EOF'
+import select, socket, sys, time
+port = int(sys.argv[1])
+def gone(s):
+    r, _, _ = select.select([s], [], [], 0)
+    if not r:
+        return False
+    try:
+        return s.recv(4096) == b""
+    except OSError:
+        return True
+idle = []
+for _ in range(10):
+    s = socket.socket()
+    s.settimeout(5)
+    s.bind(("127.0.0.2", 0))
+    s.connect(("127.0.0.1", port))
+    idle.append(s)
+t = socket.create_connection(("127.0.0.1", port), timeout=5)
+t.setblocking(False)
+msg = b"\x00\x40" + b"\x12\x34" * 32
+start, sent, closed = time.monotonic(), 0, None
+while time.monotonic() - start < 25 and closed is None:
+    if gone(t):
+        closed = time.monotonic() - start
+    elif time.monotonic() - start >= sent and sent < len(msg):
+        t.send(msg[sent:sent + 1])
+        sent += 1
+    time.sleep(0.05)
+    if sent == 3:
+        held = sum(1 for s in idle if not gone(s))
+print(held, "%.0f" % (closed if closed is not None else -1))
+EOF
+)
+read -r held closed <<<"$out"
+expect_eq "DNS over TCP: 10 connections from one client, 3 held" "$held" 3
+if [[ -n $closed ]] && ((closed >= 9 && closed <= 14)); then
+	checks=$((checks + 1)); pass "DNS over TCP: a trickled message is closed at its 10 s deadline (${closed} s)"
+else
+	fail "DNS over TCP: a trickled message closed at '${closed}' s (want about 10)"
+fi
+expect_match "DNS over TCP: another client is answered" \
+	"$(dig @127.0.0.1 -p "$D" +tcp +tries=1 +time=5 denied.example.com)" 'status: NXDOMAIN'
 stop_proxy "$LOW"
 expect_eq "the proxy under 200 fds exits cleanly" "$STOP_RC" 0
 
