@@ -236,11 +236,13 @@ mkdir -p "$TOLLGATE_CONTROL_DIR"
 UIP=$(free_port)
 "$TOLLGATE" ui --listen "127.0.0.1:$UIP" --audit "$TEST_TMP/ui.db" >"$TEST_TMP/ui.out" \
 	2>"$TEST_TMP/ui.log" &
-defer "kill $! 2>/dev/null"
+UI_PID=$!
+defer "kill $UI_PID 2>/dev/null"
 SVP=$(free_port)
 "$TOLLGATE" serve --listen "127.0.0.1:$SVP" --token-file "$TEST_TMP/token" --no-network \
 	--audit "$TEST_TMP/serve.db" </dev/null >"$TEST_TMP/serve.out" 2>"$TEST_TMP/serve.log" &
-defer "kill $! 2>/dev/null"
+SERVE_PID=$!
+defer "kill $SERVE_PID 2>/dev/null"
 wait_for 15 port_open "$UIP" || { cat "$TEST_TMP/ui.log" >&2; fail "the review page did not start"; }
 wait_for 15 port_open "$SVP" || { cat "$TEST_TMP/serve.log" >&2; fail "serve --listen did not start"; }
 out=$(timeout 90 python3 - "$UIP" "$SVP" <<'EOF'
@@ -315,4 +317,8 @@ for name in ui serve; do
 	fi
 	expect_eq "$name: the waiting connections are closed at the deadline too" "$left" 0
 done
+stop_proxy "$UI_PID"
+stop_proxy "$SERVE_PID"
+# A sanitizer build's report, had any of them one.
+if grep -l 'Sanitizer' "$TEST_TMP"/*.log; then fail "a sanitizer reported an error"; fi
 finish
