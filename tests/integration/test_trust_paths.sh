@@ -216,6 +216,16 @@ set -e
 expect_match "another user's link as --token-file: refused, naming its owner" "$err" \
 	"token is a symlink owned by uid $U"
 no_content "another user's link as --token-file" "$err"
+# --access-log is written: another user's link there is refused, nothing written.
+plant "$U" "$SHARED/access.log" "$TEST_TMP/chosen/access.log"
+set +e
+err=$(timeout 20 "$TOLLGATE" proxy --listen "127.0.0.1:$(free_port)" --audit "$TEST_TMP/al.db" \
+	--control "$TEST_TMP/al.sock" --access-log "$SHARED/access.log" 2>&1)
+rc=$?
+set -e
+expect_eq "another user's link as --access-log: exit 125" "$rc" 125
+expect_match "the error names the link and its owner" "$err" "access.log is a symlink owned by uid $U"
+expect_eq "nothing was written where it points" "$(ls "$TEST_TMP/chosen" | grep -c access || true)" 0
 # A FIFO, a device: refused before a byte is read (a FIFO would hang a read).
 mkfifo "$TEST_TMP/fifo.json"
 set +e
