@@ -502,6 +502,32 @@ on_session_timeout(evutil_socket_t fd, short what, void *arg)
 	session_free(s);
 }
 
+static unsigned int
+tls_sessions_max(const struct proxy *p)
+{
+	return p->cfg.max_conns > 1 ? p->cfg.max_conns / 2 : 1;
+}
+
+/* Sessions open now from sa's address, handshaking or relaying. */
+static unsigned int
+tls_client_sessions(const struct proxy *p, const struct sockaddr *sa)
+{
+	const struct proxy_tls_session *s;
+	struct policy_addr addr;
+	char text[64];
+	unsigned int n = 0;
+
+	if (policy_addr_from_sockaddr(sa, &addr) != 0 ||
+	    policy_addr_format(&addr, text, sizeof(text)) != 0)
+		return 0;
+	TAILQ_FOREACH(s, &p->tls_sessions, entry)
+	{
+		if (strcmp(s->addr, text) == 0)
+			n++;
+	}
+	return n;
+}
+
 void
 proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 {
@@ -512,10 +538,19 @@ proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 	SSL *ssl = NULL;
 	int port = 0;
 
-	/* Before the handshake there is no channel to answer 503 on. */
-	if (p->stopping || p->ntls >= p->cfg.max_conns) {
+	/* Before the handshake there is no channel to answer 503 on. A TLS
+	 * client holds four fds with its upstream (its socket, the socketpair,
+	 * the upstream), a plain one two: half as many sessions fit the fds the
+	 * caps were drawn for. */
+	if (p->stopping || p->ntls >= tls_sessions_max(p)) {
 		if (!p->stopping)
-			log_warnx("proxy: TLS: over the limit of %u connections", p->cfg.max_conns);
+			log_warnx("proxy: TLS: over the limit of %u connections", tls_sessions_max(p));
+		close(fd);
+		return;
+	}
+	if (tls_client_sessions(p, sa) >= p->cfg.max_conns_per_client) {
+		log_warnx("proxy: TLS: over the limit of %u connections per client",
+		          p->cfg.max_conns_per_client);
 		close(fd);
 		return;
 	}
