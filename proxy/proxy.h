@@ -36,6 +36,9 @@ struct proxy_config {
 	 * would refuse goes through, audited as would-deny; the address and SNI
 	 * checks stay enforced (docs/operations.md, "Report mode"). */
 	bool report_mode;
+	/* Say (info) when the file limit lowered max_conns or the per-client
+	 * cap; else only at debug level (run, wrap, serve keep stderr quiet). */
+	bool log_caps;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,

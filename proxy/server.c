@@ -976,10 +976,13 @@ set_config(struct proxy *p, const struct proxy_config *cfg)
 	unsigned int max = gw_fd_conn_cap(limit, cfg->max_conns, 2, PROXY_FD_SHARE);
 	unsigned int per = gw_fd_per_client_cap(cfg->max_conns_per_client, max);
 
-	if (max < cfg->max_conns || per < cfg->max_conns_per_client)
+	if ((max < cfg->max_conns || per < cfg->max_conns_per_client) && cfg->log_caps)
 		log_info("proxy: at most %u connections, %u per client (asked: %u, %u; "
 		         "file limit %lu)",
 		         max, per, cfg->max_conns, cfg->max_conns_per_client, limit);
+	else if (max < cfg->max_conns || per < cfg->max_conns_per_client)
+		log_debug("%s: at most %u connections, %u per client (file limit %lu)", __func__,
+		          max, per, limit);
 	p->cfg = *cfg;
 	p->cfg.max_conns = max;
 	p->cfg.max_conns_per_client = per;

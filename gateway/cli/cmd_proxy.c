@@ -540,8 +540,10 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 static int
 flags_init(struct proxy_flags *f)
 {
-	/* The proxy lowers the caps to what the file limit allows (proxy_new). */
+	/* The proxy lowers the caps to what the file limit allows (proxy_new),
+	 * and says so. */
 	proxy_config_defaults(&f->cfg);
+	f->cfg.log_caps = true;
 	f->grace = 10;
 	dns_server_config_defaults(&f->dns);
 	if (gw_setup_flags_init(&f->gw, "proxy") != 0)
