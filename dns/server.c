@@ -28,9 +28,9 @@
 #include <jansson.h>
 
 #include "gateway/core/accept.h"
-#include "gateway/core/fdlimit.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/events.h"
+#include "gateway/core/fdlimit.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
@@ -1443,8 +1443,22 @@ tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 	tcp_conn_free(c);
 }
 
-/* TCP connections open now from the client c would be: its listener's
- * identity when it has one, else its source address. */
+/* Whether a and b are one client: a listener's identity when it has one
+ * (a sandbox's), else the source address. */
+static bool
+same_client(const struct tcp_conn *a, const struct tcp_conn *b)
+{
+	if (a->l->client_id != NULL || b->l->client_id != NULL)
+		return a->l->client_id != NULL && b->l->client_id != NULL &&
+		       strcmp(a->l->client_id, b->l->client_id) == 0;
+	if (!a->has_src || !b->has_src || a->src.family != b->src.family)
+		return false;
+	if (a->src.family == AF_INET)
+		return memcmp(&a->src.u.v4, &b->src.u.v4, sizeof(a->src.u.v4)) == 0;
+	return memcmp(&a->src.u.v6, &b->src.u.v6, sizeof(a->src.u.v6)) == 0;
+}
+
+/* TCP connections open now from c's client. */
 static unsigned int
 tcp_client_conns(const struct dns_server *s, const struct tcp_conn *c)
 {
@@ -1453,14 +1467,7 @@ tcp_client_conns(const struct dns_server *s, const struct tcp_conn *c)
 
 	LIST_FOREACH(o, &s->conns, link)
 	{
-		if (c->l->client_id != NULL ? o->l->client_id != NULL &&
-		                                  strcmp(o->l->client_id, c->l->client_id) == 0
-		                            : o->l->client_id == NULL && c->has_src && o->has_src &&
-		                                  o->src.family == c->src.family &&
-		                                  memcmp(&o->src.u, &c->src.u,
-		                                         c->src.family == AF_INET
-		                                             ? sizeof(c->src.u.v4)
-		                                             : sizeof(c->src.u.v6)) == 0)
+		if (same_client(o, c))
 			n++;
 	}
 	return n;

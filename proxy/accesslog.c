@@ -17,11 +17,11 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "gateway/core/safepath.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "proxy/conn.h"
 
 /*

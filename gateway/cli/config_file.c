@@ -17,8 +17,8 @@
 
 #include "gateway/cli/cli.h"
 #include "gateway/core/err.h"
-#include "gateway/core/safepath.h"
 #include "gateway/core/fdio.h"
+#include "gateway/core/safepath.h"
 #include "policy/policy.h"
 
 /* Text a flag's handler may return about one value. */
