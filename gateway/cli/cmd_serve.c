@@ -179,15 +179,15 @@ serve_token(const char *path, char *token, size_t len)
 	size_t tlen;
 	int fd, rc = -1;
 
-	/* No other user's link anywhere on the way (gw_safepath_open), and
-	 * never a link at the end when the file is made. */
+	/* No other user's link anywhere on the way (gw_safepath_open), read
+	 * or made, and never a link at the end. */
 	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
 	if (fd < 0)
 		errno = -fd;
 	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600, why, sizeof(why));
 		if (fd < 0) {
-			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(errno));
+			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(-fd));
 			return -1;
 		}
 		if (RAND_bytes(raw, sizeof(raw)) != 1) {

@@ -396,9 +396,16 @@ gw_safepath_check_private(int fd, const char *path, char *err, size_t errlen)
 int
 gw_safepath_open_file(const char *path, size_t max, struct stat *st, char *err, size_t errlen)
 {
+	char why[PATH_MAX + 128];
 	int fd, rc;
 
-	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, err, errlen);
+	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
+	/* A refused link is named with its owner; any other failure names the
+	 * whole path, as open(2)'s callers always said it. */
+	if (fd == -EPERM || fd == -ELOOP)
+		gw_set_err(err, errlen, "%s", why);
+	else if (fd < 0)
+		gw_set_err(err, errlen, "%s: %s", path, strerror(-fd));
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, st) != 0) {
