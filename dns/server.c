@@ -30,6 +30,7 @@
 #include "gateway/core/accept.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/events.h"
+#include "gateway/core/fdlimit.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/approval.h"
@@ -42,6 +43,9 @@
 #define TCP_OUTPUT_MAX (256 * 1024)
 #define PENDING_MAX 10000 /* questions waiting (upstream, approval) in all */
 #define AUDIT_AGG_MAX 1024
+/* Percent of the fds above the reserve that TCP clients may hold, one each
+ * (gateway/core/fdlimit.h; the proxy's share is 75). */
+#define TCP_FD_SHARE 10
 #define AUDIT_BUCKETS 1024
 /*
  * Folding (docs/audit.md): a client may start DNS_FOLD_ROWS distinct rows
@@ -89,6 +93,9 @@ struct tcp_conn {
 	unsigned int inflight;
 	bool eof;
 	TAILQ_HEAD(, dns_req) reqs;
+	/* A started message must be complete within cfg.tcp_idle of its first
+	 * byte: the idle timeout alone restarts with every byte a trickler sends. */
+	struct event *deadline;
 };
 
 struct cache_entry {
@@ -184,6 +191,7 @@ struct dns_server {
 	LIST_HEAD(, dns_listener) listeners;
 	LIST_HEAD(, tcp_conn) conns;
 	unsigned int nconns;
+	unsigned int tcp_per_client; /* a quarter of cfg.tcp_max_conns */
 	LIST_HEAD(, dns_req) pending;
 	size_t npending;
 	struct client_stats *stats; /* kept until dns_server_free */
@@ -1319,6 +1327,8 @@ tcp_conn_free(struct tcp_conn *c)
 	}
 	LIST_REMOVE(c, link);
 	c->s->nconns--;
+	if (c->deadline != NULL)
+		event_free(c->deadline);
 	bufferevent_free(c->bev);
 	listener_put(c->l);
 	free(c);
@@ -1359,6 +1369,32 @@ tcp_maybe_resume(struct tcp_conn *c)
 }
 
 static void
+on_tcp_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcp_conn *c = arg;
+
+	log_debug("%s: a message not complete in %.0f s", __func__, c->s->cfg.tcp_idle);
+	tcp_conn_free(c);
+}
+
+/* Arms the deadline at a message's first byte; disarms it once none is
+ * part-read. */
+static void
+tcp_message_started(struct tcp_conn *c, bool started)
+{
+	struct timeval tv;
+
+	if (!started) {
+		event_del(c->deadline);
+		return;
+	}
+	if (evtimer_pending(c->deadline, NULL))
+		return;
+	tv = gw_clock_timeval(c->s->cfg.tcp_idle);
+	evtimer_add(c->deadline, &tv);
+}
+
+static void
 tcp_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct tcp_conn *c = arg;
@@ -1369,14 +1405,19 @@ tcp_read_cb(struct bufferevent *bev, void *arg)
 
 	while (c->inflight < TCP_INFLIGHT_MAX &&
 	       evbuffer_get_length(bufferevent_get_output(bev)) < TCP_OUTPUT_MAX) {
-		if (evbuffer_copyout(in, prefix, 2) != 2)
+		if (evbuffer_copyout(in, prefix, 2) != 2) {
+			tcp_message_started(c, evbuffer_get_length(in) > 0);
 			return;
+		}
 		if (dns_wire_tcp_frame(prefix, 2, &msglen) != 0) {
 			tcp_conn_free(c);
 			return;
 		}
-		if (evbuffer_get_length(in) < 2 + msglen)
+		if (evbuffer_get_length(in) < 2 + msglen) {
+			tcp_message_started(c, true);
 			return;
+		}
+		tcp_message_started(c, false);
 		evbuffer_drain(in, 2);
 		if (evbuffer_remove(in, s->tcp_msg, msglen) != (int)msglen) {
 			tcp_conn_free(c);
@@ -1407,6 +1448,36 @@ tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 	tcp_conn_free(c);
 }
 
+/* Whether a and b are one client: a listener's identity when it has one
+ * (a sandbox's), else the source address. */
+static bool
+same_client(const struct tcp_conn *a, const struct tcp_conn *b)
+{
+	if (a->l->client_id != NULL || b->l->client_id != NULL)
+		return a->l->client_id != NULL && b->l->client_id != NULL &&
+		       strcmp(a->l->client_id, b->l->client_id) == 0;
+	if (!a->has_src || !b->has_src || a->src.family != b->src.family)
+		return false;
+	if (a->src.family == AF_INET)
+		return memcmp(&a->src.u.v4, &b->src.u.v4, sizeof(a->src.u.v4)) == 0;
+	return memcmp(&a->src.u.v6, &b->src.u.v6, sizeof(a->src.u.v6)) == 0;
+}
+
+/* TCP connections open now from c's client. */
+static unsigned int
+tcp_client_conns(const struct dns_server *s, const struct tcp_conn *c)
+{
+	const struct tcp_conn *o;
+	unsigned int n = 0;
+
+	LIST_FOREACH(o, &s->conns, link)
+	{
+		if (same_client(o, c))
+			n++;
+	}
+	return n;
+}
+
 static void
 tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen,
               void *arg)
@@ -1427,12 +1498,22 @@ tcp_accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *s
 	}
 	c->s = s;
 	c->l = l;
+	c->has_src = policy_addr_from_sockaddr(sa, &c->src) == 0;
+	if (tcp_client_conns(s, c) >= s->tcp_per_client) {
+		log_debug("%s: a client over its %u TCP connections", __func__, s->tcp_per_client);
+		close(fd);
+		free(c);
+		return;
+	}
 	l->refs++;
 	TAILQ_INIT(&c->reqs);
-	c->has_src = policy_addr_from_sockaddr(sa, &c->src) == 0;
 	c->bev = bufferevent_socket_new(s->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		close(fd);
+	c->deadline = c->bev != NULL ? evtimer_new(s->gw->base, on_tcp_deadline, c) : NULL;
+	if (c->deadline == NULL) {
+		if (c->bev != NULL)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
 		listener_put(l);
 		free(c);
 		return;
@@ -1705,6 +1786,9 @@ dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg, struc
 		s->cfg.cache_entries = 10000;
 	if (s->cfg.tcp_max_conns == 0)
 		s->cfg.tcp_max_conns = 256;
+	/* Within the file limit, and no client holding every connection. */
+	s->cfg.tcp_max_conns = gw_fd_conn_cap(gw_fd_limit(), s->cfg.tcp_max_conns, 1, TCP_FD_SHARE);
+	s->tcp_per_client = gw_fd_per_client_cap(s->cfg.tcp_max_conns, s->cfg.tcp_max_conns);
 	if (s->cfg.tcp_idle <= 0)
 		s->cfg.tcp_idle = 10;
 	if (s->cfg.audit_window <= 0)

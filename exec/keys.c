@@ -98,17 +98,11 @@ exec_key_load_public(const char *path, struct exec_key **out, char *err, size_t 
 	int fd, rc;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		snprintf(err, errlen, "%s: not a regular file", path);
-		return -EINVAL;
-	}
+	/* The rules of every file a flag names: no other user's link, a
+	 * regular file, the size capped. */
+	fd = gw_safepath_open_file(path, sizeof(buf) - 1, &st, err, errlen);
+	if (fd < 0)
+		return fd == -EFBIG ? -EINVAL : fd;
 	rc = gw_read_capped(fd, buf, sizeof(buf), &len);
 	close(fd);
 	if (rc != 0) {

@@ -29,14 +29,18 @@
 #include "proxy/proxy.h"
 
 #define METRICS_LISTENERS 4
-#define METRICS_SCRAPES 16    /* scrapes served at once; more are closed */
+#define METRICS_SCRAPES 16    /* scrapes served at once (see on_accept) */
 #define METRICS_HEAD_MAX 8192 /* a scrape's request head: Prometheus sends ~300 bytes */
-#define METRICS_TIMEOUT 10    /* seconds to send a head, or to take the answer */
+/* Seconds to send the whole head from the connect, then as many to take the
+ * whole answer: deadlines, not idle timers a trickle of bytes would restart. */
+#define METRICS_TIMEOUT 10
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct scrape {
 	struct gw_metrics *m;
 	struct bufferevent *bev;
+	struct event *deadline;
+	bool answering; /* the head is in; the answer is being written */
 	TAILQ_ENTRY(scrape) entry;
 };
 
@@ -368,8 +372,27 @@ scrape_free(struct scrape *s)
 {
 	TAILQ_REMOVE(&s->m->scrapes, s, entry);
 	s->m->nscrapes--;
+	event_free(s->deadline);
 	bufferevent_free(s->bev);
 	free(s);
+}
+
+static void
+on_scrape_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct scrape *s = arg;
+
+	log_debug("%s: %s not done in %d s", __func__, s->answering ? "the answer" : "the head",
+	          METRICS_TIMEOUT);
+	scrape_free(s);
+}
+
+static void
+scrape_deadline(struct scrape *s)
+{
+	struct timeval tv = {METRICS_TIMEOUT, 0};
+
+	evtimer_add(s->deadline, &tv);
 }
 
 static void
@@ -381,7 +404,7 @@ on_scrape_written(struct bufferevent *bev, void *arg)
 static void
 on_scrape_event(struct bufferevent *bev, short what, void *arg)
 {
-	scrape_free(arg); /* EOF, error or timeout: nothing more to say */
+	scrape_free(arg); /* EOF or error: nothing more to say */
 }
 
 /* One answer, then the connection closes: a scrape every few seconds does
@@ -393,6 +416,8 @@ respond(struct scrape *s, int status, const char *text, const char *ctype, const
 	struct evbuffer *out = bufferevent_get_output(s->bev);
 
 	bufferevent_disable(s->bev, EV_READ);
+	s->answering = true;
+	scrape_deadline(s);
 	evbuffer_add_printf(out,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
 	                    "Connection: close\r\n\r\n",
@@ -477,12 +502,26 @@ static void
 on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int salen, void *arg)
 {
 	struct gw_metrics *m = arg;
-	struct timeval tv = {METRICS_TIMEOUT, 0};
-	struct scrape *s;
+	struct scrape *s, *oldest;
 
+	/*
+	 * Full: the oldest scrape still sending its head gives way. A scraper
+	 * sends its head at once, so the one that has taken longest is the
+	 * slow one; a full table of tricklers cannot keep a scrape out.
+	 */
 	if (m->nscrapes >= METRICS_SCRAPES) {
-		close(fd);
-		return;
+		TAILQ_FOREACH(oldest, &m->scrapes, entry)
+		{
+			if (!oldest->answering)
+				break;
+		}
+		if (oldest == NULL) {
+			close(fd);
+			return;
+		}
+		log_debug("%s: full: the oldest scrape still sending its head is closed",
+		          __func__);
+		scrape_free(oldest);
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
@@ -491,15 +530,19 @@ on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, i
 	}
 	s->m = m;
 	s->bev = bufferevent_socket_new(m->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (s->bev == NULL) {
-		close(fd);
+	s->deadline = s->bev != NULL ? evtimer_new(m->base, on_scrape_deadline, s) : NULL;
+	if (s->deadline == NULL) {
+		if (s->bev != NULL)
+			bufferevent_free(s->bev);
+		else
+			close(fd);
 		free(s);
 		return;
 	}
 	TAILQ_INSERT_TAIL(&m->scrapes, s, entry);
 	m->nscrapes++;
 	bufferevent_setcb(s->bev, on_scrape_read, NULL, on_scrape_event, s);
-	bufferevent_set_timeouts(s->bev, &tv, &tv);
+	scrape_deadline(s);
 	bufferevent_enable(s->bev, EV_READ);
 }
 

@@ -18,8 +18,10 @@
 
 #include <openssl/crypto.h>
 
+#include "gateway/core/err.h"
 #include "gateway/core/hex.h"
 #include "gateway/core/spelling.h"
+#include "gateway/core/safepath.h"
 #include "policy/file.h"
 
 #define FILE_VERSION 1
@@ -315,6 +317,37 @@ one_line(char *s)
 	}
 }
 
+/*
+ * A reason from the rule parsers (policy_add_rule, policy_add_cidr,
+ * policy_add_fs), which quote what they were given: good for a flag the
+ * person just typed, but an error about a file gives its position and why,
+ * never its content (a policy path may have been swapped for a link to a
+ * file the reader should not see). Cuts, in place: the leading "'VALUE': ",
+ * and the advice that repeats part of it (a URL's host to use instead, a
+ * comma list split into entries).
+ */
+static const char *
+content_free(char *msg)
+{
+	static const char *const echoes[] = {": use ", ": give each its own entry"};
+	char *at;
+
+	if (msg[0] == '\'') {
+		at = strstr(msg + 1, "': ");
+		if (at != NULL)
+			msg = at + 3;
+	}
+	/* "DEST overlaps OTHER, bound already": both are the file's. */
+	if (strstr(msg, ", bound already") != NULL)
+		return "its DEST overlaps one bound already";
+	for (size_t i = 0; i < sizeof(echoes) / sizeof(echoes[0]); i++) {
+		at = strstr(msg, echoes[i]);
+		if (at != NULL)
+			*at = '\0';
+	}
+	return msg;
+}
+
 static int fail_at(struct loader *ld, bool at_key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -578,7 +611,7 @@ load_rule_list(struct loader *ld, struct policy *p, const char *key, json_t *v,
 			rc = policy_add_rule(p, action, json_string_value(item), origin, msg,
 			                     sizeof(msg));
 		if (rc != 0) {
-			rc = fail_at(ld, false, "%s", msg);
+			rc = fail_at(ld, false, "%s", content_free(msg));
 			path_pop(ld);
 			return rc;
 		}
@@ -801,8 +834,7 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 				}
 				why = policy_cidr_why(json_string_value(item), &sources[nsources]);
 				if (why != NULL) {
-					rc = fail_at(ld, false, "'%s': malformed address: %s",
-					             json_string_value(item), why);
+					rc = fail_at(ld, false, "malformed address: %s", why);
 					path_pop(ld);
 					goto pop_out;
 				}
@@ -850,7 +882,7 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 		rc = policy_add_client(top, name, section, sources, nsources, user,
 		                       have_hash ? hash : NULL, msg, sizeof(msg));
 	if (rc != 0)
-		rc = fail_at(ld, false, "%s", msg);
+		rc = fail_at(ld, false, "%s", content_free(msg));
 	goto out;
 pop_out:
 	path_pop(ld);
@@ -902,11 +934,10 @@ load_filesystem(struct loader *ld, struct policy *p, json_t *v)
 				rc = fail_at(ld, false,
 				             "expected a string (\"/src\" or \"/src:/dest\")");
 			else if (json_string_value(item)[0] != '/')
-				rc = fail_at(ld, false, "'%s': SRC must be an absolute path",
-				             json_string_value(item));
+				rc = fail_at(ld, false, "SRC must be an absolute path");
 			else if (policy_add_fs(p, json_string_value(item), writable, msg,
 			                       sizeof(msg)) != 0)
-				rc = fail_at(ld, false, "%s", msg);
+				rc = fail_at(ld, false, "%s", content_free(msg));
 			path_pop(ld);
 			if (rc != 0)
 				goto pop_out;
@@ -1049,7 +1080,7 @@ policy_load_buffer(const char *name, const char *buf, size_t len, struct policy 
 	if (root == NULL) {
 		snprintf(err, errlen, "%s:%d:%d: invalid JSON: %s", ld.name,
 		         jerr.line < 1 ? 1 : jerr.line, jerr.column < 1 ? 1 : jerr.column,
-		         jerr.text);
+		         gw_json_error_reason(jerr.text));
 		one_line(err);
 		return -EINVAL;
 	}
@@ -1122,25 +1153,11 @@ out:
 }
 
 int
-policy_file_open(const char *path, int flags, struct stat *st, char *err, size_t errlen)
+policy_file_open(const char *path, struct stat *st, char *err, size_t errlen)
 {
-	int fd, rc;
-
-	/* O_NONBLOCK: a FIFO given as a policy file must not hang the open. */
-	do
-		fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
+	/* The rules of every file a flag names: no other user's link, no FIFO
+	 * or device, and the size cap before a byte is read. */
+	return gw_safepath_open_file(path, POLICY_FILE_MAX, st, err, errlen);
 }
 
 int
@@ -1149,7 +1166,7 @@ policy_file_slurp(const char *path, char **out, size_t *outlen, char *err, size_
 	struct stat st;
 	int fd, rc;
 
-	fd = policy_file_open(path, O_RDONLY, &st, err, errlen);
+	fd = policy_file_open(path, &st, err, errlen);
 	if (fd < 0)
 		return fd;
 	rc = policy_file_read(fd, path, out, outlen, err, errlen);

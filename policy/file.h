@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 
 /*
- * Opens path (O_CLOEXEC, never blocking on a FIFO) with flags and checks
- * that it is a regular file, whose stat goes to *st. An fd, or negative
- * errno with err set ("PATH: why").
+ * Opens path read-only as gw_safepath_open_file does (another user's
+ * symlink refused, a regular file of at most POLICY_FILE_MAX bytes), whose
+ * stat goes to *st. An fd, or negative errno with err set ("PATH: why").
  */
-int policy_file_open(const char *path, int flags, struct stat *st, char *err, size_t errlen);
+int policy_file_open(const char *path, struct stat *st, char *err, size_t errlen);
 /*
  * Reads fd to its end into a new buffer the caller frees, refusing more
  * than POLICY_FILE_MAX bytes (-EFBIG). 0, or negative errno with err set.

@@ -277,7 +277,7 @@ file_add_rule(const char *path, enum policy_verdict action, const char *pattern,
 	 * names the inode we locked; otherwise lock the new one.
 	 */
 	for (int attempt = 0;; attempt++) {
-		fd = policy_file_open(real, O_RDONLY, &st, err, errlen);
+		fd = policy_file_open(real, &st, err, errlen);
 		if (fd < 0)
 			return fd;
 		rc = lock_file(fd, real, w, deadline, timeout, err, errlen);

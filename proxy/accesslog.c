@@ -4,6 +4,7 @@
  * reopened on SIGHUP. docs/operations.md ("Access log") is its contract.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "proxy/conn.h"
 
 /*
@@ -45,14 +47,23 @@ struct proxy_access_log {
 	int err_told;          /* the write error last logged (0: none) */
 };
 
+/* 0, or -errno with err set ("PATH: why"). */
 static int
-access_log_open_fd(const char *path, int *out)
+access_log_open_fd(const char *path, int *out, char *err, size_t errlen)
 {
+	char why[PATH_MAX + 128];
 	int fd;
 
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+	/* A file a flag names: no other user's link on the way or at the end,
+	 * as for --audit; such a refusal names the link and its owner. */
+	fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0640, why,
+	                      sizeof(why));
+	if (fd == -EPERM || fd == -ELOOP)
+		gw_set_err(err, errlen, "%s", why);
+	else if (fd < 0)
+		gw_set_err(err, errlen, "%s: %s", path, strerror(-fd));
 	if (fd < 0)
-		return -errno;
+		return fd;
 	*out = fd;
 	return 0;
 }
@@ -179,6 +190,7 @@ proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errle
 {
 	struct proxy_access_log *l = NULL;
 	struct stat st;
+	bool said = false; /* err holds the reason already */
 	int rc = 0;
 
 	l = calloc(1, sizeof(*l));
@@ -214,7 +226,8 @@ proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errle
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = access_log_open_fd(path, &l->fd);
+		rc = access_log_open_fd(path, &l->fd, err, errlen);
+		said = rc != 0;
 		if (rc != 0)
 			goto out;
 	}
@@ -222,7 +235,7 @@ proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errle
 	p->access_log = l;
 	l = NULL;
 out:
-	if (rc != 0)
+	if (rc != 0 && !said)
 		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
 	access_log_free(l);
 	return rc;
@@ -238,12 +251,9 @@ proxy_access_log_reopen(struct proxy *p, char *err, size_t errlen)
 		return 0;
 	/* Lines of before the signal belong to the file they were logged to. */
 	(void)access_log_write(l);
-	rc = access_log_open_fd(l->path, &fd);
-	if (rc != 0) {
-		/* The old file (renamed or not) keeps the lines: none is lost. */
-		gw_set_err(err, errlen, "%s: %s", l->path, strerror(-rc));
-		return rc;
-	}
+	rc = access_log_open_fd(l->path, &fd, err, errlen);
+	if (rc != 0)
+		return rc; /* the old file (renamed or not) keeps the lines: none is lost */
 	close(l->fd);
 	l->fd = fd;
 	return 0;

@@ -40,6 +40,9 @@ struct proxy_config {
 	 * (run's prompt and refusal lines, wrap's): the proxy's own line about
 	 * it is debug level, not said twice. */
 	bool quiet_asks;
+	/* Say (info) when the file limit lowered max_conns or the per-client
+	 * cap; else only at debug level (run, wrap, serve keep stderr quiet). */
+	bool log_caps;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,

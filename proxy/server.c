@@ -23,12 +23,18 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
+#include "gateway/core/fdlimit.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/conn.h"
 #include "proxy/tls.h"
+
+/* Percent of the fds above the reserve that client connections may hold
+ * (gateway/core/fdlimit.h); the rest is the DNS server's TCP share, busy
+ * tunnels' splice pipes and the process's own. */
+#define PROXY_FD_SHARE 75
 
 void
 proxy_config_defaults(struct proxy_config *cfg)
@@ -957,18 +963,46 @@ on_accept_error(struct evconnlistener *lev, void *arg)
 static const double duration_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                          1,     2.5,  5,     10,   30,  60,   300};
 
+/*
+ * cfg with its caps lowered to what the file limit allows now: three
+ * quarters of the fds above the reserve, two a connection (client and
+ * upstream), and a client at most a quarter of those. A cap above the fds
+ * would let accept() fail with EMFILE first, and then every client waits
+ * behind the one holding them; under the cap the excess gets a 503.
+ */
+static void
+set_config(struct proxy *p, const struct proxy_config *cfg)
+{
+	unsigned long limit = gw_fd_limit();
+	unsigned int max = gw_fd_conn_cap(limit, cfg->max_conns, 2, PROXY_FD_SHARE);
+	unsigned int per = gw_fd_per_client_cap(cfg->max_conns_per_client, max);
+
+	if ((max < cfg->max_conns || per < cfg->max_conns_per_client) && cfg->log_caps)
+		log_info("proxy: at most %u connections, %u per client (asked: %u, %u; "
+		         "file limit %lu)",
+		         max, per, cfg->max_conns, cfg->max_conns_per_client, limit);
+	else if (max < cfg->max_conns || per < cfg->max_conns_per_client)
+		log_debug("%s: at most %u connections, %u per client (file limit %lu)", __func__,
+		          max, per, limit);
+	p->cfg = *cfg;
+	p->cfg.max_conns = max;
+	p->cfg.max_conns_per_client = per;
+}
+
 int
 proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **out)
 {
 	struct proxy *p = calloc(1, sizeof(*p));
+	struct proxy_config defaults;
 
 	if (p == NULL)
 		return -ENOMEM;
 	p->gw = gw;
-	if (cfg != NULL)
-		p->cfg = *cfg;
-	else
-		proxy_config_defaults(&p->cfg);
+	if (cfg == NULL) {
+		proxy_config_defaults(&defaults);
+		cfg = &defaults;
+	}
+	set_config(p, cfg);
 	TAILQ_INIT(&p->listeners);
 	TAILQ_INIT(&p->conns);
 	gw_hist_init(&p->metrics.duration, duration_bounds,
@@ -981,7 +1015,7 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 void
 proxy_set_config(struct proxy *p, const struct proxy_config *cfg)
 {
-	p->cfg = *cfg;
+	set_config(p, cfg);
 }
 
 static void

@@ -32,12 +32,11 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
-#include "gateway/core/safepath.h"
+#include "gateway/core/tlsfile.h"
 #include "policy/audit.h"
 #include "proxy/conn.h"
 #include "proxy/tls.h"
 
-#define TLS_KEY_FILE_MAX (256 * 1024) /* a PEM key, even RSA 16384, is far less */
 #define TLS_RELAY_HIGH (256 * 1024)   /* bytes buffered one way before reading stops */
 #define TLS_VERIFY_DEPTH 8
 /* Refused handshakes are network-driven: at most this many audit rows a
@@ -112,81 +111,6 @@ out:
 
 /* ---- the context ----------------------------------------------------------- */
 
-static int
-no_passphrase(char *buf, int size, int rwflag, void *arg)
-{
-	return 0; /* an encrypted key is refused: nobody is there to type */
-}
-
-/*
- * The key is a secret: refused when group or others may read it (as ssh
- * does), read through the owner-checked walk, and its bytes wiped after.
- */
-static int
-load_key(SSL_CTX *ssl, const char *path, char *err, size_t errlen)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
-	EVP_PKEY *key = NULL;
-	BIO *bio = NULL;
-	int fd, rc = 0;
-
-	fd = gw_safepath_open(path, O_RDONLY, 0, err, errlen);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "private key %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		gw_set_err(err, errlen, "private key %s: not a regular file", path);
-		goto out;
-	}
-	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-		rc = -EPERM;
-		gw_set_err(err, errlen,
-		           "private key %s: mode %04o lets group or others at it "
-		           "(chmod 600 it)",
-		           path, (unsigned int)(st.st_mode & 07777));
-		goto out;
-	}
-	buf = malloc(TLS_KEY_FILE_MAX);
-	if (buf == NULL) {
-		rc = -ENOMEM;
-		gw_set_err(err, errlen, "out of memory");
-		goto out;
-	}
-	rc = gw_read_capped(fd, buf, TLS_KEY_FILE_MAX, &len);
-	if (rc != 0) {
-		gw_set_err(err, errlen, "private key %s: %s", path,
-		           rc == -EFBIG ? "larger than a key file can be" : strerror(-rc));
-		goto out;
-	}
-	bio = BIO_new_mem_buf(buf, (int)len);
-	key = bio != NULL ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
-	if (key == NULL || SSL_CTX_use_PrivateKey(ssl, key) != 1 ||
-	    SSL_CTX_check_private_key(ssl) != 1) {
-		rc = -EINVAL;
-		gw_set_err(err, errlen,
-		           "private key %s: not an unencrypted PEM key for the certificate (%s)",
-		           path, ERR_reason_error_string(ERR_peek_last_error()));
-		goto out;
-	}
-out:
-	EVP_PKEY_free(key);
-	BIO_free(bio);
-	if (buf != NULL) {
-		OPENSSL_cleanse(buf, TLS_KEY_FILE_MAX);
-		free(buf);
-	}
-	close(fd);
-	ERR_clear_error();
-	return rc;
-}
-
 /* Notes why the client's chain was refused, for the refusal's log and audit row. */
 static int
 on_verify(int ok, X509_STORE_CTX *store)
@@ -209,7 +133,6 @@ static int
 ctx_new(const struct proxy_tls_opts *o, struct proxy_tls_ctx **out, char *err, size_t errlen)
 {
 	struct proxy_tls_ctx *t = calloc(1, sizeof(*t));
-	STACK_OF(X509_NAME) *names = NULL;
 	int rc = 0;
 
 	*out = NULL;
@@ -230,31 +153,21 @@ ctx_new(const struct proxy_tls_opts *o, struct proxy_tls_ctx **out, char *err, s
 	SSL_CTX_set_num_tickets(t->ssl, 0);
 	SSL_CTX_set_options(t->ssl, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION |
 	                                SSL_OP_CIPHER_SERVER_PREFERENCE);
-	if (SSL_CTX_use_certificate_chain_file(t->ssl, o->cert_path) != 1) {
-		rc = -EINVAL;
-		gw_set_err(err, errlen, "certificate %s: not a PEM certificate chain (%s)",
-		           o->cert_path, ERR_reason_error_string(ERR_peek_last_error()));
-		goto out;
-	}
-	rc = load_key(t->ssl, o->key_path, err, errlen);
+	/* Each file read the way every named file is (gateway/core/tlsfile.h);
+	 * the key must be private. */
+	rc = gw_tls_use_cert_chain(t->ssl, o->cert_path, "certificate", err, errlen);
+	if (rc == 0)
+		rc = gw_tls_use_key(t->ssl, o->key_path, true, "private key", err, errlen);
+	if (rc == 0)
+		rc = gw_tls_use_client_cas(t->ssl, o->client_ca_path, "client CA", err, errlen);
 	if (rc != 0)
 		goto out;
-	names = SSL_load_client_CA_file(o->client_ca_path);
-	if (names == NULL || SSL_CTX_load_verify_locations(t->ssl, o->client_ca_path, NULL) != 1) {
-		rc = -EINVAL;
-		gw_set_err(err, errlen, "client CA %s: no PEM CA certificate in it (%s)",
-		           o->client_ca_path, ERR_reason_error_string(ERR_peek_last_error()));
-		goto out;
-	}
-	SSL_CTX_set_client_CA_list(t->ssl, names); /* takes names */
-	names = NULL;
 	/* A certificate whose extended key usage says server only is no client's. */
 	SSL_CTX_set_purpose(t->ssl, X509_PURPOSE_SSL_CLIENT);
 	SSL_CTX_set_verify(t->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, on_verify);
 	SSL_CTX_set_verify_depth(t->ssl, TLS_VERIFY_DEPTH);
 	*out = t;
 out:
-	sk_X509_NAME_pop_free(names, X509_NAME_free);
 	ERR_clear_error();
 	if (rc != 0)
 		proxy_tls_ctx_free(t);
@@ -589,6 +502,32 @@ on_session_timeout(evutil_socket_t fd, short what, void *arg)
 	session_free(s);
 }
 
+static unsigned int
+tls_sessions_max(const struct proxy *p)
+{
+	return p->cfg.max_conns > 1 ? p->cfg.max_conns / 2 : 1;
+}
+
+/* Sessions open now from sa's address, handshaking or relaying. */
+static unsigned int
+tls_client_sessions(const struct proxy *p, const struct sockaddr *sa)
+{
+	const struct proxy_tls_session *s;
+	struct policy_addr addr;
+	char text[64];
+	unsigned int n = 0;
+
+	if (policy_addr_from_sockaddr(sa, &addr) != 0 ||
+	    policy_addr_format(&addr, text, sizeof(text)) != 0)
+		return 0;
+	TAILQ_FOREACH(s, &p->tls_sessions, entry)
+	{
+		if (strcmp(s->addr, text) == 0)
+			n++;
+	}
+	return n;
+}
+
 void
 proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 {
@@ -599,10 +538,19 @@ proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 	SSL *ssl = NULL;
 	int port = 0;
 
-	/* Before the handshake there is no channel to answer 503 on. */
-	if (p->stopping || p->ntls >= p->cfg.max_conns) {
+	/* Before the handshake there is no channel to answer 503 on. A TLS
+	 * client holds four fds with its upstream (its socket, the socketpair,
+	 * the upstream), a plain one two: half as many sessions fit the fds the
+	 * caps were drawn for. */
+	if (p->stopping || p->ntls >= tls_sessions_max(p)) {
 		if (!p->stopping)
-			log_warnx("proxy: TLS: over the limit of %u connections", p->cfg.max_conns);
+			log_warnx("proxy: TLS: over the limit of %u connections", tls_sessions_max(p));
+		close(fd);
+		return;
+	}
+	if (tls_client_sessions(p, sa) >= p->cfg.max_conns_per_client) {
+		log_warnx("proxy: TLS: over the limit of %u connections per client",
+		          p->cfg.max_conns_per_client);
 		close(fd);
 		return;
 	}

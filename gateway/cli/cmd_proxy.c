@@ -540,10 +540,10 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 static int
 flags_init(struct proxy_flags *f)
 {
+	/* The proxy lowers the caps to what the file limit allows (proxy_new),
+	 * and says so. */
 	proxy_config_defaults(&f->cfg);
-	/* The default fits the fds: two a connection (client, upstream), 128 spare. */
-	if (gw_nofile_limit() > 256 && f->cfg.max_conns > (gw_nofile_limit() - 128) / 2)
-		f->cfg.max_conns = (unsigned int)((gw_nofile_limit() - 128) / 2);
+	f->cfg.log_caps = true;
 	f->grace = 10;
 	dns_server_config_defaults(&f->dns);
 	if (gw_setup_flags_init(&f->gw, "proxy") != 0)
@@ -995,9 +995,10 @@ const struct gw_command gw_command_proxy = {
         "  --mode enforce|report    report: let what the policy refuses through,\n"
         "                           audited as would-deny (enforce)\n"
         "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
-        "  --max-conns N            client connections in all (4096, or fewer\n"
-        "                           when the open-file limit is lower)\n"
-        "  --max-conns-per-client N  per client address (256)\n"
+        "  --max-conns N            client connections in all (4096; always\n"
+        "                           lowered to what the open-file limit allows)\n"
+        "  --max-conns-per-client N  per client address (256; at most a quarter\n"
+        "                           of --max-conns)\n"
         "  --head-timeout D         to receive a request head (10s)\n"
         "  --idle-timeout D         tunnel or keep-alive silence (300s)\n"
         "  --connect-timeout D      per upstream address (10s)\n"

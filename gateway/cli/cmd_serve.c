@@ -28,6 +28,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/core/safepath.h"
 #include "gateway/mcp/http_guard.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/pkgname.h"
@@ -173,17 +174,21 @@ static int
 serve_token(const char *path, char *token, size_t len)
 {
 	unsigned char raw[32];
-	char buf[MCP_HTTP_TOKEN_MAX + 2];
+	char buf[MCP_HTTP_TOKEN_MAX + 2], why[PATH_MAX + 128];
 	struct stat sb;
 	ssize_t n;
 	size_t tlen;
 	int fd, rc = -1;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* No other user's link anywhere on the way (gw_safepath_open), read
+	 * or made, and never a link at the end. */
+	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
+	if (fd < 0)
+		errno = -fd;
 	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600, why, sizeof(why));
 		if (fd < 0) {
-			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(errno));
+			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(-fd));
 			return -1;
 		}
 		if (RAND_bytes(raw, sizeof(raw)) != 1) {
@@ -211,7 +216,7 @@ serve_token(const char *path, char *token, size_t len)
 		return 0;
 	}
 	if (fd < 0) {
-		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
+		gw_fail(CMD, "--token-file %s", why);
 		return -1;
 	}
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {

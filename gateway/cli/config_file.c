@@ -19,6 +19,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/spelling.h"
+#include "gateway/core/safepath.h"
 #include "policy/policy.h"
 
 /* Text a flag's handler may return about one value. */
@@ -114,46 +115,11 @@ blank_comments(const char *in, size_t len, char *out, size_t *outlen, size_t *ba
 	return 0;
 }
 
+/* The rules of every file a flag names (gw_safepath_open_file). */
 static int
 read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
-	struct stat st;
-	char *buf = NULL;
-	int fd, rc;
-
-	/* O_NONBLOCK: a FIFO named as the file must not hang the open. */
-	do
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	while (fd < 0 && errno == EINTR);
-	if (fd < 0) {
-		rc = -errno;
-		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
-		return rc;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		gw_set_err(err, errlen, "%s: not a regular file", path);
-		rc = -EINVAL;
-		goto out;
-	}
-	buf = malloc(POLICY_FILE_MAX + 1);
-	if (buf == NULL) {
-		gw_set_err(err, errlen, "%s: out of memory", path);
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = gw_read_capped(fd, buf, POLICY_FILE_MAX + 1, outlen);
-	if (rc == -EFBIG)
-		gw_set_err(err, errlen, "%s: larger than %d bytes", path, POLICY_FILE_MAX);
-	else if (rc != 0)
-		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
-out:
-	close(fd);
-	if (rc != 0) {
-		free(buf);
-		return rc;
-	}
-	*out = buf;
-	return 0;
+	return gw_safepath_read_file(path, POLICY_FILE_MAX, out, outlen, err, errlen);
 }
 
 int
@@ -204,7 +170,7 @@ gw_config_load(const char *path, struct gw_config **out, char *err, size_t errle
 	if (cfg->root == NULL) {
 		gw_set_err(err, errlen, "%s:%d:%d: invalid JSON: %s", path,
 		           jerr.line < 1 ? 1 : jerr.line, jerr.column < 1 ? 1 : jerr.column,
-		           jerr.text);
+		           gw_json_error_reason(jerr.text));
 		rc = -EINVAL;
 		goto out;
 	}
@@ -302,6 +268,42 @@ value_text(struct gw_config *cfg, const char *key, const json_t *v)
 	return keep_value(cfg, text);
 }
 
+/*
+ * A flag's refusal quotes what it was given: good on a command line, but an
+ * error about a file gives position and reason, never the file's text. Each
+ * quoted copy of value in msg ('VALUE' or "VALUE", or a bare one of 4 bytes
+ * or more) becomes "the value", in place.
+ */
+static void
+value_free(char *msg, size_t size, const char *value)
+{
+	static const char stand_in[] = "the value";
+	size_t vlen = value != NULL ? strlen(value) : 0, n = strlen(msg);
+	char *at = msg;
+
+	if (vlen == 0)
+		return;
+	while ((at = strstr(at, value)) != NULL) {
+		char *from = at, *to = at + vlen;
+		size_t tail;
+
+		if (from > msg && (from[-1] == '\'' || from[-1] == '"') && *to == from[-1]) {
+			from--;
+			to++;
+		} else if (vlen < 4) {
+			at = to;
+			continue;
+		}
+		tail = n - (size_t)(to - msg) + 1;
+		if ((size_t)(from - msg) + sizeof(stand_in) - 1 + tail > size)
+			break;
+		memmove(from + sizeof(stand_in) - 1, to, tail);
+		memcpy(from, stand_in, sizeof(stand_in) - 1);
+		n = strlen(msg);
+		at = from + sizeof(stand_in) - 1;
+	}
+}
+
 /* One value of a key, as written in the file (index >= 0: an element of its array). */
 static int
 apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const struct option *opt,
@@ -334,6 +336,7 @@ apply_value(struct gw_config *cfg, const struct gw_config_apply *how, const stru
 	rc = how->flag(opt->val, text, how->arg);
 	gw_fail_capture(NULL, 0);
 	if (rc != 0) {
+		value_free(msg, sizeof(msg), text);
 		report_at(cfg, how, key, index, false, "%s", msg[0] != '\0' ? msg : "not accepted");
 		return -EINVAL;
 	}

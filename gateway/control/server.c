@@ -55,6 +55,9 @@ struct control_client {
 	bool closing; /* close once the output is written */
 	bool dead;    /* to be freed by the reaper, outside any callback chain */
 	uid_t uid;    /* the peer's, from SO_PEERCRED: who decides, in audit rows */
+	/* A request line must be whole within the idle timeout of its first
+	 * byte; the idle timer alone restarts with every byte that trickles in. */
+	struct event *line_deadline;
 };
 
 struct gw_control {
@@ -159,6 +162,7 @@ client_free(struct control_client *cl)
 	c->nclients--;
 	if (cl->bus_sub > 0)
 		(void)gw_events_unsubscribe(c->ctx->events, cl->bus_sub);
+	event_free(cl->line_deadline);
 	bufferevent_free(cl->bev);
 	free(cl);
 }
@@ -189,7 +193,33 @@ client_close(struct control_client *cl)
 		cl->bus_sub = 0;
 	}
 	bufferevent_disable(cl->bev, EV_READ | EV_WRITE);
+	event_del(cl->line_deadline);
 	event_active(cl->ctl->ev_reap, EV_TIMEOUT, 1);
+}
+
+static void
+on_line_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct control_client *cl = arg;
+
+	log_debug("%s: a request line not whole in time", __func__);
+	client_close(cl);
+}
+
+/* Arms the deadline at a line's first byte; disarms it when none is part-read. */
+static void
+line_started(struct control_client *cl, bool started)
+{
+	struct timeval tv;
+
+	if (!started) {
+		event_del(cl->line_deadline);
+		return;
+	}
+	if (evtimer_pending(cl->line_deadline, NULL))
+		return;
+	tv = gw_clock_timeval(cl->ctl->idle_timeout);
+	evtimer_add(cl->line_deadline, &tv);
 }
 
 /* Stops reading; closes once what is queued has been written. */
@@ -644,6 +674,7 @@ client_read_cb(struct bufferevent *bev, void *arg)
 
 	while (!cl->dead && !cl->closing) {
 		line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
+		line_started(cl, line == NULL && evbuffer_get_length(in) > 0);
 		if (line == NULL) {
 			/* The watermark stops reading just past the cap; no newline by
 			 * then means the line is too long. */
@@ -761,8 +792,12 @@ accept_client(struct gw_control *c, int fd)
 	cl->ctl = c;
 	cl->uid = uid;
 	cl->bev = bufferevent_socket_new(c->ctx->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (cl->bev == NULL) {
-		close(fd);
+	cl->line_deadline = cl->bev != NULL ? evtimer_new(c->ctx->base, on_line_deadline, cl) : NULL;
+	if (cl->line_deadline == NULL) {
+		if (cl->bev != NULL)
+			bufferevent_free(cl->bev);
+		else
+			close(fd);
 		free(cl);
 		return;
 	}

@@ -11,4 +11,12 @@
 void gw_set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * jansson's reason for a syntax error without the text it quotes ("'[' or
+ * '{' expected near 'root'" becomes "'[' or '{' expected"): an error about
+ * a file gives its position and why, never its content. Cuts text in place
+ * and returns it.
+ */
+char *gw_json_error_reason(char *text);
+
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/fdio.h"
 
 bool
 gw_safepath_owner_ok(uid_t uid)
@@ -389,5 +390,81 @@ gw_safepath_check_private(int fd, const char *path, char *err, size_t errlen)
 		           path, (unsigned int)(st.st_mode & 07777));
 		return -EACCES;
 	}
+	return 0;
+}
+
+int
+gw_safepath_open_file(const char *path, size_t max, struct stat *st, char *err, size_t errlen)
+{
+	char why[PATH_MAX + 128];
+	int fd, rc;
+
+	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
+	/* A refused link is named with its owner; any other failure names the
+	 * whole path, as open(2)'s callers always said it. */
+	if (fd == -EPERM || fd == -ELOOP)
+		gw_set_err(err, errlen, "%s", why);
+	else if (fd < 0)
+		gw_set_err(err, errlen, "%s: %s", path, strerror(-fd));
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) != 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		rc = -EINVAL;
+		gw_set_err(err, errlen, "%s: not a regular file", path);
+		goto fail;
+	}
+	if ((unsigned long long)st->st_size > (unsigned long long)max) {
+		rc = -EFBIG;
+		gw_set_err(err, errlen, "%s: larger than %zu bytes, the limit for this file", path,
+		           max);
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return rc;
+}
+
+int
+gw_safepath_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                      size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	int fd, rc;
+
+	*out = NULL;
+	*len = 0;
+	fd = gw_safepath_open_file(path, max, &st, err, errlen);
+	if (fd < 0)
+		return fd;
+	buf = malloc(max + 1);
+	if (buf == NULL) {
+		rc = -ENOMEM;
+		gw_set_err(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	/* The size may change after fstat: the cap holds on the read too. */
+	rc = gw_read_capped(fd, buf, max + 1, len);
+	if (rc == 0 && *len > max)
+		rc = -EFBIG;
+	if (rc == -EFBIG)
+		gw_set_err(err, errlen, "%s: larger than %zu bytes, the limit for this file", path,
+		           max);
+	else if (rc != 0)
+		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
+out:
+	close(fd);
+	if (rc != 0) {
+		free(buf);
+		return rc;
+	}
+	buf[*len] = '\0';
+	*out = buf;
 	return 0;
 }

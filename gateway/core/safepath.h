@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Symlinks followed in one walk, as the kernel's own bound. */
@@ -77,6 +78,24 @@ int gw_safepath_open_at(int atfd, const char *path, int flags, mode_t mode, char
  */
 int gw_safepath_open_in(int dirfd, const char *name, int flags, mode_t mode, const char *shown,
                         char *err, size_t errlen);
+
+/*
+ * A file a flag or a config file names for tollgate to read (a policy, a
+ * config file, a certificate, key or CA file, a token file): opened
+ * read-only through gw_safepath_open (another user's symlink on the way is
+ * refused; O_NONBLOCK, so a FIFO cannot hang the open), then refused unless
+ * fstat says a regular file of at most max bytes (no device, FIFO, socket
+ * or directory). st gets that fstat. The fd, or -errno with err set to one
+ * line naming path and why; no error quotes the file's content.
+ */
+int gw_safepath_open_file(const char *path, size_t max, struct stat *st, char *err, size_t errlen);
+/*
+ * gw_safepath_open_file, then the whole file read into a fresh buffer of
+ * *len bytes and a terminating NUL (the caller frees it; a secret's caller
+ * wipes it first). 0, or -errno with err set (-EFBIG: over max).
+ */
+int gw_safepath_read_file(const char *path, size_t max, char **out, size_t *len, char *err,
+                          size_t errlen);
 
 /*
  * A file tollgate reads a secret from (a parent proxy's credentials) must be

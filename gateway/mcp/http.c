@@ -30,6 +30,7 @@
 
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
+#include "gateway/core/httpconns.h"
 #include "gateway/core/listen_addr.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/http_guard.h"
@@ -39,6 +40,7 @@
 #define HTTP_PATH "/mcp"
 #define HTTP_HEADERS_MAX 16384  /* a request head */
 #define HTTP_REQUEST_TIMEOUT 30 /* seconds a client may take over a request */
+#define HTTP_CONNS_MAX 64       /* connections still sending a request (core/httpconns.h) */
 #define HTTP_TICK_SECONDS 10.0  /* SSE keep-alive comments and idle expiry */
 #define HTTP_RETRY_MS 1000      /* the SSE retry a client waits before resuming */
 /* Unwritten output of one SSE connection; past it the connection is cut
@@ -92,6 +94,7 @@ struct http_session {
 struct mcp_http {
 	struct event_base *base;
 	struct evhttp *http;
+	struct gw_http_conns *conns; /* caps and the request deadline */
 	struct event *tick;
 	struct mcp_http_config cfg;
 	char token[MCP_HTTP_TOKEN_MAX + 1];
@@ -810,6 +813,7 @@ handle(struct evhttp_request *req, void *arg)
 	const char *origin = header(req, "Origin");
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 
+	gw_http_conns_request(h->conns, req);
 	/* A page of another site reaching here by DNS rebinding names itself. */
 	if (!ui_guard_host_ok(header(req, "Host"), h->hosts)) {
 		reply_refusal(req, 403, "Forbidden", MCP_ERR_INVALID_REQUEST,
@@ -977,6 +981,12 @@ mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
 	                                        EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
 	                                        EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
 	evhttp_set_gencb(h->http, handle, h);
+	if (gw_http_conns_new(base, h->http, HTTP_CONNS_MAX, HTTP_REQUEST_TIMEOUT, "serve --listen",
+	                      &h->conns) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		rc = -errno;
@@ -1019,6 +1029,7 @@ mcp_http_free(struct mcp_http *h)
 	}
 	if (h->tick != NULL)
 		event_free(h->tick);
+	gw_http_conns_free(h->conns);
 	if (h->http != NULL)
 		evhttp_free(h->http);
 	OPENSSL_cleanse(h->token, sizeof(h->token));

@@ -32,8 +32,10 @@
 #include "gateway/control/control.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
+#include "gateway/core/httpconns.h"
 #include "gateway/core/listen_addr.h"
 #include "gateway/core/log.h"
+#include "gateway/core/tlsfile.h"
 #include "gateway/ui/assets.h"
 #include "gateway/ui/guard.h"
 #include "policy/audit.h"
@@ -44,6 +46,7 @@
 #define UI_CSRF_HEADER "X-Tollgate-CSRF"
 #define UI_HEADERS_MAX 16384  /* a request head */
 #define UI_REQUEST_TIMEOUT 30 /* seconds a client may take over a request */
+#define UI_CONNS_MAX 64       /* connections still sending a request (core/httpconns.h) */
 #define UI_POLL_SECONDS 1.0   /* how often the pending set is compared, with listeners */
 #define UI_PING_EVERY 15      /* polls between two SSE comments that keep proxies awake */
 #define UI_HOSTS_MAX 4
@@ -53,6 +56,7 @@ struct ui_page {
 	struct ui_server api;
 	struct event_base *base;
 	struct evhttp *http;
+	struct gw_http_conns *conns; /* caps and the request deadline */
 	SSL_CTX *tls;
 	const char *scheme; /* "http" or "https" */
 	char token[UI_SECRET_HEX + 1];
@@ -401,6 +405,8 @@ route(struct evhttp_request *req, void *arg)
 	struct ui_session *sess;
 	bool post = method == EVHTTP_REQ_POST;
 
+	gw_http_conns_request(pg->conns, req);
+
 	TAILQ_INIT(&params);
 	/* A page reached under another name is a rebinding attempt: nothing of
 	 * it, not even the login, is served there. */
@@ -512,17 +518,11 @@ tls_setup(struct ui_page *pg, const struct ui_options *o, char *err, size_t errl
 		return -ENOMEM;
 	}
 	SSL_CTX_set_min_proto_version(pg->tls, TLS1_2_VERSION);
-	if (SSL_CTX_use_certificate_chain_file(pg->tls, o->cert_path) != 1) {
-		gw_set_err(err, errlen, "--cert %s: cannot read a PEM certificate", o->cert_path);
+	/* Read the way every named file is (gateway/core/tlsfile.h). */
+	if (gw_tls_use_cert_chain(pg->tls, o->cert_path, "--cert", err, errlen) != 0 ||
+	    gw_tls_use_key(pg->tls, o->key_path, false, "--key", err, errlen) != 0)
 		return -EINVAL;
-	}
-	if (SSL_CTX_use_PrivateKey_file(pg->tls, o->key_path, SSL_FILETYPE_PEM) != 1 ||
-	    SSL_CTX_check_private_key(pg->tls) != 1) {
-		gw_set_err(err, errlen, "--key %s: not the certificate's PEM private key",
-		           o->key_path);
-		return -EINVAL;
-	}
-	evhttp_set_bevcb(pg->http, tls_bev, pg);
+	gw_http_conns_set_bev_maker(pg->conns, tls_bev, pg);
 	pg->scheme = "https";
 	return 0;
 }
@@ -577,6 +577,7 @@ ui_page_free(struct ui_page *pg)
 		evhttp_send_reply_end(pg->sse[i].req);
 	}
 	pg->nsse = 0;
+	gw_http_conns_free(pg->conns);
 	if (pg->http != NULL)
 		evhttp_free(pg->http);
 	for (size_t i = 0; i < UI_AUDIT_MAX; i++)
@@ -635,6 +636,12 @@ ui_page_new(const struct ui_options *o, struct ui_page **out, char *err, size_t 
 	evhttp_set_timeout(pg->http, UI_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(pg->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
 	evhttp_set_gencb(pg->http, route, pg);
+	if (gw_http_conns_new(pg->base, pg->http, UI_CONNS_MAX, UI_REQUEST_TIMEOUT, "ui",
+	                      &pg->conns) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto out;
+	}
 	if ((o->cert_path == NULL) != (o->key_path == NULL)) {
 		gw_set_err(err, errlen, "--cert and --key go together");
 		rc = -EINVAL;

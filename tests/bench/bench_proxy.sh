@@ -133,6 +133,8 @@ pids+=("$!")
 printf '127.0.0.1 origin.test\n' >"$tmp/hosts"
 
 # --- tollgate ---
+# The per-client cap is at most a quarter of --max-conns: the idle tunnels come
+# from eight loopback addresses (bench_proxy_client idle), so each holds an eighth.
 read -r -a tg_extra <<<"${TOLLGATE_BENCH_EXTRA_FLAGS:-}"
 tp=$(port)
 TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \

@@ -59,7 +59,7 @@ cat >"$TEST_TMP/pattern.json" <<'EOF'
   ]
 }
 EOF
-refuses "check bad pattern" 1 "pattern.json:5:5: 'a.\\*.b': malformed pattern" \
+refuses "check bad pattern" 1 "pattern.json:5:5: malformed pattern" \
 	policy check "$TEST_TMP/pattern.json"
 
 printf '{"version": 1,\n "allow": ["a.com"\n' >"$TEST_TMP/syntax.json"

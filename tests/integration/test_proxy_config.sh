@@ -77,7 +77,7 @@ check_bad() {
 printf '{\n  "listen": "127.0.0.1:1",\n  "grace": 5s\n}\n' >"$TEST_TMP/bad.json"
 check_bad "syntax error" "bad.json:3:13: invalid JSON"
 printf '{\n  // fine\n  "listen": "127.0.0.1:1",\n    "max-conns": "lots"\n}\n' >"$TEST_TMP/bad.json"
-check_bad "bad value" "bad.json:4:18: --max-conns: 'lots' is not a number"
+check_bad "bad value" "bad.json:4:18: --max-conns: the value is not a number"
 printf '{"listen": "127.0.0.1:1",\n /* é */ "max_cons": 5}\n' >"$TEST_TMP/bad.json"
 check_bad "unknown key, did you mean" 'bad.json:2:10: unknown key "max_cons" \(did you mean "max-conns"\?\)'
 printf '{"listen": "127.0.0.1:1",\n "policy": {"version": 1,\n   "allow": ["bad host!"]}}\n' \

@@ -223,4 +223,34 @@ expect_match "log: the refused handshake says why" "$(cat "$PROXY_LOG")" \
 	"TLS handshake refused: client-cert-refused: unable to get local issuer certificate"
 expect_match "log: a certificate without a section says whose" "$(cat "$PROXY_LOG")" \
 	"refused: no client section for certificate CN=stranger,O=example"
+
+# Handshakes held open cost their client's slots only: --max-conns 16 allows 8
+# TLS sessions (a TLS client holds twice a plain one's fds), 4 per client.
+TP2=$(free_port)
+start_proxy caps --listen-tls "127.0.0.1:$TP2" "${tls_flags[@]}" --policy "$POLICY" \
+	--max-conns 16 --max-conns-per-client 100
+out=$(timeout 30 python3 - "$TP2" <<'EOF'
+import select, socket, sys, time
+port = int(sys.argv[1])
+def opened(src, n):
+    out = []
+    for _ in range(n):
+        s = socket.socket()
+        s.settimeout(5)
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        out.append(s)
+    return out
+def held(conns):
+    time.sleep(1)
+    r, _, _ = select.select(conns, [], [], 0)
+    return len(conns) - len(r)
+a = opened("127.0.0.2", 6)
+b = opened("127.0.0.3", 6)
+print(held(a), held(b))
+EOF
+)
+expect_eq "TLS: 6 silent handshakes from each of two clients: 4 held each" "$out" "4 4"
+expect_match "TLS: the log names the per-client limit" "$(cat "$PROXY_LOG")" \
+	'TLS: over the limit of 4 connections per client'
 finish

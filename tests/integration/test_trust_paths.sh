@@ -167,6 +167,87 @@ expect_eq "the vault file as another user's link: refused" "$rc" 125
 expect_match "the error names the link" "$err" "vault.json is a symbolic link \(owned by uid $U\)"
 expect_eq "the file the links point to is untouched" "$(cat "$TEST_TMP/precious")" precious
 
+# --- a policy path swapped for a link to a root-only file (/etc/shadow-like) ---
+SHADOW=$TEST_TMP/shadow-like
+printf 'root:$y$j9T$tg-SECRET-hash:19000:0:99999:7:::\n' >"$SHADOW"
+chmod 600 "$SHADOW" # root's own, as /etc/shadow
+# no_content WHAT TEXT: TEXT quotes nothing of the file.
+no_content() {
+	checks=$((checks + 1))
+	if [[ "$2" == *SECRET* || "$2" == *root:* || "$2" == *"near '"* ]]; then
+		fail "$1: quotes the file: $2"
+	else
+		pass "$1: quotes nothing of the file"
+	fi
+}
+plant "$U" "$SHARED/policy.json" "$SHADOW"
+set +e
+err=$("$TOLLGATE" policy check "$SHARED/policy.json" 2>&1)
+rc=$?
+set -e
+expect_eq "another user's link as the policy: refused" "$rc" 1
+expect_match "the error names the link and its owner" "$err" \
+	"policy.json is a symlink owned by uid $U, neither root nor you"
+no_content "another user's link as the policy" "$err"
+# Root's own link: followed, and the parse error gives a position only.
+ln -s "$SHADOW" "$TEST_TMP/rootlink.json"
+set +e
+err=$("$TOLLGATE" policy check "$TEST_TMP/rootlink.json" 2>&1)
+rc=$?
+set -e
+expect_eq "root's link to a file that is no policy: refused" "$rc" 1
+expect_match "the error gives a position and a reason" "$err" 'rootlink.json:1:[0-9]+: invalid JSON: '
+no_content "root's link to a file that is no policy" "$err"
+# The config file and a token file: the same rules.
+plant "$U" "$SHARED/proxy.json" "$SHADOW"
+set +e
+err=$("$TOLLGATE" proxy --config "$SHARED/proxy.json" --check-config 2>&1)
+rc=$?
+set -e
+expect_eq "another user's link as --config: refused" "$rc" 1
+expect_match "the error names the link and its owner" "$err" "proxy.json is a symlink owned by uid $U"
+no_content "another user's link as --config" "$err"
+plant "$U" "$SHARED/token" "$SHADOW"
+set +e
+err=$(timeout 20 "$TOLLGATE" serve --listen "127.0.0.1:$(free_port)" --token-file "$SHARED/token" \
+	--audit "$TEST_TMP/serve.db" </dev/null 2>&1)
+rc=$?
+set -e
+expect_match "another user's link as --token-file: refused, naming its owner" "$err" \
+	"token is a symlink owned by uid $U"
+no_content "another user's link as --token-file" "$err"
+# --access-log is written: another user's link there is refused, nothing written.
+plant "$U" "$SHARED/access.log" "$TEST_TMP/chosen/access.log"
+set +e
+err=$(timeout 20 "$TOLLGATE" proxy --listen "127.0.0.1:$(free_port)" --audit "$TEST_TMP/al.db" \
+	--control "$TEST_TMP/al.sock" --access-log "$SHARED/access.log" 2>&1)
+rc=$?
+set -e
+expect_eq "another user's link as --access-log: exit 125" "$rc" 125
+expect_match "the error names the link and its owner" "$err" "access.log is a symlink owned by uid $U"
+expect_eq "nothing was written where it points" "$(ls "$TEST_TMP/chosen" | grep -c access || true)" 0
+# A FIFO, a device: refused before a byte is read (a FIFO would hang a read).
+mkfifo "$TEST_TMP/fifo.json"
+set +e
+err=$(timeout 10 "$TOLLGATE" policy check "$TEST_TMP/fifo.json" 2>&1)
+rc=$?
+set -e
+expect_eq "a FIFO as the policy: refused at once" "$rc" 1
+expect_match "a FIFO as the policy: not a regular file" "$err" 'fifo.json: not a regular file'
+# A reload: the path of a running proxy's policy swapped for the link.
+printf '{"version": 1, "allow": ["ok.example"]}\n' >"$TEST_TMP/live.json"
+ln -s "$TEST_TMP/live.json" "$SHARED/live.json" # root's own link, followed
+start_proxy reload --policy "$SHARED/live.json"
+rm "$SHARED/live.json"
+plant "$U" "$SHARED/live.json" "$SHADOW"
+kill -HUP "$PROXY_PID"
+wait_for 10 grep -q 'live.json' "$PROXY_LOG" || fail "the reload wrote no line about the policy"
+expect_match "a reload through another user's link: refused, naming its owner" \
+	"$(cat "$PROXY_LOG")" "live.json is a symlink owned by uid $U"
+no_content "the reload's log" "$(cat "$PROXY_LOG")"
+stop_proxy "$PROXY_PID"
+expect_eq "the proxy kept its policy and exits cleanly" "$STOP_RC" 0
+
 # What still works: the caller's own links, another user's directory named directly.
 mkdir "$TEST_TMP/mywork" "$TEST_TMP/myout-parent"
 chmod 777 "$TEST_TMP/mywork" # root's: the sandbox's user needs to write there

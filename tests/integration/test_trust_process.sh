@@ -77,8 +77,11 @@ expect_match "no core file" "$(grep '^Max core file size' <<<"$limits")" '^Max c
 expect_match "open files: soft raised to the hard limit" "$(grep '^Max open files' <<<"$limits")" \
 	'^Max open files +4000 +4000 '
 
-# --max-conns by default fits the fds: (4000 - 128) / 2 = 1936 connections.
-# A limit of 400 gives (400 - 128) / 2 = 136: the 137th connection gets a 503.
+# --max-conns always fits the fds: a reserve of 128 (a quarter of a lower
+# limit), three quarters of the rest at two fds a connection, a client at
+# most a quarter of that. A limit of 400: (400 - 100) * 3/4 / 2 = 112
+# connections, 28 per client. Five clients (127.0.0.1-5) of 28 each: the
+# first four are held, the fifth's get a 503.
 stop_proxy "$PID"
 PORT=$(free_port)
 "${AS_USER[@]}" prlimit --nofile=400:400 -- "$TOLLGATE" proxy --listen "127.0.0.1:$PORT" \
@@ -89,12 +92,19 @@ wait_for 10 port_open "$PORT" || { cat "$TEST_TMP/proxy2.log" >&2; fail "proxy d
 out=$(timeout 60 python3 - "$PORT" <<'PY'
 import select, socket, sys, time
 port = int(sys.argv[1])
-conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(140)]
+conns = []
+for client in range(1, 6):
+    for _ in range(28):
+        s = socket.socket()
+        s.settimeout(10)
+        s.bind(("127.0.0.%d" % client, 0))
+        s.connect(("127.0.0.1", port))
+        conns.append(s)
 # Those over the limit are answered at once; the others wait for a head.
-# Wait (20 s at most) until 4 have an answer; more would show as well.
+# Wait (20 s at most) until 28 have an answer; more would show as well.
 answered = {}
 deadline = time.monotonic() + 20
-while len(answered) < 4 and time.monotonic() < deadline:
+while len(answered) < 28 and time.monotonic() < deadline:
     r, _, _ = select.select([c for c in conns if c not in answered], [], [], 0.5)
     for c in r:
         answered[c] = c.recv(64).split(b"\r\n")[0].decode()
@@ -102,8 +112,8 @@ r, _, _ = select.select([c for c in conns if c not in answered], [], [], 0.2)
 print(140 - len(answered) - len(r), ",".join(sorted(set(answered.values()))))
 PY
 )
-expect_eq "default --max-conns under a 400-fd limit: 136 held, the rest 503" "$out" \
-	"136 HTTP/1.1 503 Service Unavailable"
-n=$(grep -c 'over the limit of 136 connections' "$TEST_TMP/proxy2.log" || true)
-expect_eq "the proxy's log names the limit of 136" "$n" 4
+expect_eq "default --max-conns under a 400-fd limit: 112 held, the rest 503" "$out" \
+	"112 HTTP/1.1 503 Service Unavailable"
+n=$(grep -c 'over the limit of 112 connections$' "$TEST_TMP/proxy2.log" || true)
+expect_eq "the proxy's log names the limit of 112" "$n" 28
 finish

@@ -1232,6 +1232,35 @@ test_control_client_limit_and_idle(void **state)
 	close(fds[0]);
 }
 
+/* A line that trickles in a byte at a time restarts the idle timer with
+ * every byte, but not the line's deadline: the client is closed at it. */
+static void
+test_control_trickle_meets_deadline(void **state)
+{
+	struct ctl_fixture *f = *state;
+	bool closed = false;
+	int fd, i;
+	char c;
+
+	gw_control_set_limits(f->ctl, 0, 0.3);
+	fd = ctl_connect(f->path);
+	for (i = 0; i < 20 && !closed; i++) {
+		ssize_t n;
+
+		if (send(fd, "{", 1, MSG_NOSIGNAL) != 1) {
+			closed = true;
+			break;
+		}
+		run_for(f->base, 0.1);
+		n = recv(fd, &c, 1, MSG_DONTWAIT);
+		closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+	}
+	assert_true(closed);
+	/* At the 0.3 s deadline (a loop turn or two late), not after 2 s of bytes. */
+	assert_true(i <= 6);
+	close(fd);
+}
+
 static void
 test_control_subscribe(void **state)
 {
@@ -1601,6 +1630,8 @@ main(void)
 	                                    ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_long_line_closes, ctl_setup, ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_control_client_limit_and_idle, ctl_setup,
+	                                    ctl_teardown),
+	    cmocka_unit_test_setup_teardown(test_control_trickle_meets_deadline, ctl_setup,
 	                                    ctl_teardown),
 	    cmocka_unit_test_setup_teardown(test_dns_once_grant, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dns_once_grant_limits, setup, teardown),

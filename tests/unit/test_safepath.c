@@ -224,6 +224,49 @@ test_mkdirs(void **state)
 	}
 }
 
+/* gw_safepath_open_file and _read_file: a regular file within its cap only. */
+static void
+test_named_file(void **state)
+{
+	char p[PATH_MAX], err[PATH_MAX + 128], *buf = NULL;
+	struct stat st;
+	size_t len = 0;
+	int fd;
+
+	at(p, sizeof(p), "real/named");
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0123456789", 10), 10);
+	close(fd);
+	assert_int_equal(gw_safepath_read_file(p, 10, &buf, &len, err, sizeof(err)), 0);
+	assert_int_equal(len, 10);
+	assert_string_equal(buf, "0123456789");
+	free(buf);
+	/* One byte over the cap: refused before a byte is read, content unquoted. */
+	assert_int_equal(gw_safepath_read_file(p, 9, &buf, &len, err, sizeof(err)), -EFBIG);
+	assert_null(buf);
+	assert_non_null(strstr(err, "larger than 9 bytes"));
+	assert_null(strstr(err, "0123"));
+	/* Through the caller's own link: fine. */
+	at(p, sizeof(p), "rel/named");
+	fd = gw_safepath_open_file(p, 100, &st, err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
+	/* A directory, a FIFO: refused, the FIFO without hanging. */
+	at(p, sizeof(p), "real/sub");
+	assert_int_equal(gw_safepath_open_file(p, 100, &st, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	at(p, sizeof(p), "real/fifo");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(gw_safepath_open_file(p, 100, &st, err, sizeof(err)), -EINVAL);
+	assert_int_equal(gw_safepath_open_file("/dev/null", 100, &st, err, sizeof(err)), -EINVAL);
+	/* Another user's link: refused (root only: making one needs lchown). */
+	if (geteuid() == 0) {
+		at(p, sizeof(p), "real/other-file");
+		assert_int_equal(gw_safepath_open_file(p, 100, &st, err, sizeof(err)), -EPERM);
+	}
+}
+
 int
 main(void)
 {
@@ -231,6 +274,7 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sudo_uid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_named_file, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mkdirs, setup, teardown),
 	};
 
