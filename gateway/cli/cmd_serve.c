@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,9 +125,47 @@ struct serve_tool_flags {
 	bool model_approves;
 };
 
+/* The tools that act on the host as the person: useless without
+ * --host-access (every call would fail), so not offered then. */
+static bool
+serve_tool_is_host(const struct mcp_tool *t)
+{
+	return t->call == serve_tool_host_exec || t->call == serve_tool_request_host_access ||
+	       t->call == serve_tool_list_host_access || t->call == serve_tool_host_file_read ||
+	       t->call == serve_tool_host_file_write || t->call == serve_tool_host_file_list ||
+	       t->call == serve_tool_host_file_copy;
+}
+
+/* A --tools-allow entry that names only host tools, which are absent
+ * without --host-access: says so on stderr rather than leave the operator
+ * wondering why the tool is not listed. */
+static void
+serve_tools_allow_note(const struct serve_tool_flags *tf)
+{
+	for (size_t a = 0; a < tf->nallow; a++) {
+		const char *host = NULL;
+		bool other = false;
+
+		for (size_t i = 0; i < mcp_serve_ntools; i++) {
+			if (fnmatch(tf->allow[a], mcp_serve_tools[i].name, 0) != 0)
+				continue;
+			if (serve_tool_is_host(&mcp_serve_tools[i]))
+				host = host != NULL ? host : mcp_serve_tools[i].name;
+			else
+				other = true;
+		}
+		if (host != NULL && !other)
+			fprintf(stderr,
+			        "tollgate: %s: --tools-allow %s: %s is not offered without "
+			        "--host-access FILE (the host tools act on this machine as the "
+			        "person, only within the operator's list)\n",
+			        CMD, tf->allow[a], host);
+	}
+}
+
 /* The tools offered, in a table st owns; NULL when out of memory. */
 static struct mcp_tool *
-serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
+serve_tool_table(const struct serve_tool_flags *tf, bool host_access, size_t *n)
 {
 	/* wrap's own filter, so the two commands read the flags alike. */
 	struct mcp_wrap_config vis = {
@@ -142,6 +181,8 @@ serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
 		    strcmp(name, "approve_egress") == 0 || strcmp(name, "deny_egress") == 0;
 
 		if ((decides && !tf->model_approves) || !mcp_wrap_tool_visible(&vis, name))
+			continue;
+		if (!host_access && serve_tool_is_host(&mcp_serve_tools[i]))
 			continue;
 		t[(*n)++] = mcp_serve_tools[i];
 	}
@@ -481,7 +522,9 @@ run_serve(int argc, char **argv)
 	st.ctx.def_ram_mb = st.ctx.base_ram_mb;
 	st.ctx.def_pids = st.ctx.base_pids;
 	st.ctx.def_cpu_seconds = st.ctx.base_cpu_seconds;
-	st.tools = serve_tool_table(&tf, &ntools);
+	if (!f.host_access)
+		serve_tools_allow_note(&tf);
+	st.tools = serve_tool_table(&tf, f.host_access, &ntools);
 	if (st.tools == NULL) {
 		gw_fail(CMD, "out of memory");
 		goto out;
