@@ -107,6 +107,14 @@ int gw_tool_list_add(const char *cmd, const char *flag, char *value, char **list
                      size_t max);
 
 /*
+ * The bearer token of `serve --listen` and `wrap --listen` (http_token.c):
+ * read from path (this user's, mode 600, one line of 16 to 256 b64token
+ * characters) or, when path does not exist, made there. 0, or -1 after one
+ * line on stderr naming cmd.
+ */
+int gw_http_token(const char *cmd, const char *path, char *token, size_t len);
+
+/*
  * Durations: a number with an optional unit ms, s (default), m, h or d.
  * "1.5s" is accepted. 0 or -EINVAL.
  */

@@ -189,108 +189,6 @@ serve_tool_table(const struct serve_tool_flags *tf, bool host_access, size_t *n)
 	return t;
 }
 
-/* ---- --listen's bearer token ----------------------------------------------------- */
-
-#define TOKEN_FILE_DEFAULT "serve-http.token" /* in TOLLGATE_HOME */
-#define TOKEN_MIN 16
-
-static bool
-token_char_ok(char c)
-{
-	/* RFC 6750's b64token */
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '=';
-}
-
-/*
- * The bearer token of --listen: read from path when it exists (a regular
- * file of this user's that no one else may read: one line of 16 to 256
- * b64token characters), else a fresh one (32 random bytes in hex) written
- * there 0600. The token goes to no log and no stdout; stderr says where
- * it is. 0 or -1 after saying why.
- */
-static int
-serve_token(const char *path, char *token, size_t len)
-{
-	unsigned char raw[32];
-	char buf[MCP_HTTP_TOKEN_MAX + 2];
-	struct stat sb;
-	ssize_t n;
-	size_t tlen;
-	int fd, rc = -1;
-
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(errno));
-			return -1;
-		}
-		if (RAND_bytes(raw, sizeof(raw)) != 1) {
-			close(fd);
-			unlink(path);
-			gw_fail(CMD, "--token-file %s: no randomness for a token", path);
-			return -1;
-		}
-		for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
-		OPENSSL_cleanse(raw, sizeof(raw));
-		tlen = strlen(token);
-		token[tlen] = '\n';
-		n = write(fd, token, tlen + 1);
-		token[tlen] = '\0';
-		if (n != (ssize_t)(tlen + 1) || fsync(fd) != 0) {
-			gw_fail(CMD, "--token-file %s: cannot write it: %s", path, strerror(errno));
-			close(fd);
-			unlink(path);
-			OPENSSL_cleanse(token, len);
-			return -1;
-		}
-		close(fd);
-		fprintf(stderr, "tollgate: serve: a new bearer token for --listen is in %s\n", path);
-		return 0;
-	}
-	if (fd < 0) {
-		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		gw_fail(CMD, "--token-file %s: not a regular file", path);
-		goto out;
-	}
-	if (sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
-		gw_fail(CMD, "--token-file %s: must be this user's and readable by no one else "
-		        "(chmod 600)", path);
-		goto out;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	buf[n] = '\0';
-	tlen = strcspn(buf, "\r\n");
-	buf[tlen] = '\0';
-	if (tlen < TOKEN_MIN || tlen > MCP_HTTP_TOKEN_MAX || tlen + 1 > len) {
-		gw_fail(CMD, "--token-file %s: the token must be one line of %d to %d characters",
-		        path, TOKEN_MIN, MCP_HTTP_TOKEN_MAX);
-		goto out;
-	}
-	for (size_t i = 0; i < tlen; i++) {
-		if (!token_char_ok(buf[i])) {
-			gw_fail(CMD, "--token-file %s: the token may hold only letters, digits and "
-			        "-._~+/=", path);
-			goto out;
-		}
-	}
-	memcpy(token, buf, tlen + 1);
-	rc = 0;
-out:
-	OPENSSL_cleanse(buf, sizeof(buf));
-	close(fd);
-	return rc;
-}
-
 static void
 on_done(void *arg)
 {
@@ -558,13 +456,13 @@ run_serve(int argc, char **argv)
 				goto out;
 			}
 			if (snprintf(token_path, sizeof(token_path), "%s/%s", st.home,
-			             TOKEN_FILE_DEFAULT) >= (int)sizeof(token_path)) {
+			             "serve-http.token") >= (int)sizeof(token_path)) {
 				gw_fail(CMD, "--listen: TOLLGATE_HOME is too long; give --token-file");
 				goto out;
 			}
 			token_file = token_path;
 		}
-		if (serve_token(token_file, token, sizeof(token)) != 0)
+		if (gw_http_token(CMD, token_file, token, sizeof(token)) != 0)
 			goto out;
 	}
 	mcp_serve_open_files(&st.ctx);
