@@ -36,6 +36,9 @@ struct proxy_config {
 	 * would refuse goes through, audited as would-deny; the address and SNI
 	 * checks stay enforced (docs/operations.md, "Report mode"). */
 	bool report_mode;
+	/* Learn mode (run, wrap, serve --learn): as report mode, but an explicit
+	 * deny rule (host or CIDR) and the address checks still refuse. */
+	bool learn_mode;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gateway/core/exit.h"
 
@@ -119,6 +120,9 @@ int gw_http_token(const char *cmd, const char *path, char *token, size_t len);
  * "1.5s" is accepted. 0 or -EINVAL.
  */
 int gw_parse_duration(const char *s, double *seconds);
+/* --since of audit and policy suggest: a duration ago (10m, 2h) or an
+ * ISO-8601 time, as Unix milliseconds. 0 or -EINVAL. */
+int gw_parse_since(const char *s, int64_t *ms);
 
 /*
  * TOLLGATE_HOME: the environment variable if set, else /var/lib/tollgate for

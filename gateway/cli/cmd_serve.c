@@ -69,6 +69,7 @@ enum {
 
 static const struct option serve_options[] = {
     GW_SETUP_OPTIONS, /* serve takes no --default */
+    {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_POOL,
     GW_SETUP_OPTION_CONTROL,
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -607,6 +608,10 @@ const struct gw_command gw_command_serve = {
              "  --ro-bind SRC[:DEST]     show host path SRC read-only in every sandbox\n"
              "  --bind SRC[:DEST]        the same, writable (files belong to SRC's owner)\n"
              "  --home DIR               a $HOME (/home/sandbox) every sandbox shares\n"
+             "  --learn                  let through what no rule refuses, audited as\n"
+             "                           would-deny (not past --deny, --deny-cidr or the\n"
+             "                           non-public-address rule); then `tollgate policy\n"
+             "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_AUDIT
              GW_SETUP_USAGE_CONTROL

@@ -62,6 +62,7 @@ enum {
 static const struct option wrap_options[] = {
     GW_SANDBOX_OPTIONS,
     GW_SETUP_OPTIONS,
+    {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
@@ -606,6 +607,10 @@ const struct gw_command gw_command_wrap = {
              GW_SETUP_USAGE_NAMES
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch)\n"
+             "  --learn                  let through what no rule refuses, audited as\n"
+             "                           would-deny (not past --deny, --deny-cidr or the\n"
+             "                           non-public-address rule); then `tollgate policy\n"
+             "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_AUDIT,
     .run = run_wrap,
