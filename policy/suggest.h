@@ -22,6 +22,18 @@ void policy_suggest_free(struct policy_suggest *s);
  * "wrap"). 0, -EINVAL for a host that is no host, -ENOMEM.
  */
 int policy_suggest_add(struct policy_suggest *s, const char *host, int port, const char *by);
+struct audit_reader;
+struct audit_filter;
+/*
+ * Adds the requests the audit rows f selects show let through (decision
+ * rows allow and would-deny), each named by its sandbox's command (its
+ * sandbox.start row: "run: curl", else the door). command_glob (may be
+ * NULL) keeps the sandboxes whose command line matches it. 0 or negative
+ * errno with err set.
+ */
+int policy_suggest_from_audit(struct policy_suggest *s, struct audit_reader *r,
+                              const struct audit_filter *f, const char *command_glob, char *err,
+                              size_t errlen);
 /* Requests added. */
 size_t policy_suggest_requests(const struct policy_suggest *s);
 /*

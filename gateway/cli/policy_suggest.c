@@ -5,7 +5,6 @@
  * (policy/suggest.h), or with --diff what an existing policy lacks of it.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,102 +20,6 @@
 extern const struct gw_command gw_command_policy_suggest;
 
 #define CMD "policy suggest"
-#define SUGGEST_SANDBOXES_MAX 4096 /* sandboxes remembered from sandbox.start rows */
-
-/* What a sandbox ran, from its sandbox.start row. */
-struct sandbox_seen {
-	char id[64];
-	char by[64];       /* "run: curl", "wrap", "serve" */
-	char command[256]; /* argv joined by spaces (run), else the door */
-	bool selected;     /* --command matched */
-};
-
-struct suggest_state {
-	struct policy_suggest *s;
-	const char *command_glob;
-	struct sandbox_seen *seen;
-	size_t nseen;
-	size_t skipped;
-};
-
-static struct sandbox_seen *
-seen_find(struct suggest_state *st, const char *id, size_t len)
-{
-	for (size_t i = 0; i < st->nseen; i++) {
-		if (strlen(st->seen[i].id) == len && memcmp(st->seen[i].id, id, len) == 0)
-			return &st->seen[i];
-	}
-	return NULL;
-}
-
-static void
-note_sandbox(struct suggest_state *st, const struct audit_row *row)
-{
-	json_t *d = row->detail != NULL ? json_loadb(row->detail, row->detail_len, 0, NULL) : NULL;
-	const char *door = json_string_value(json_object_get(d, "door"));
-	json_t *argv = json_object_get(d, "argv");
-	struct sandbox_seen *e;
-	size_t o = 0;
-
-	if (st->nseen >= SUGGEST_SANDBOXES_MAX || row->sandbox == NULL ||
-	    row->sandbox_len >= sizeof(e->id)) {
-		json_decref(d);
-		return;
-	}
-	e = &st->seen[st->nseen++];
-	memset(e, 0, sizeof(*e));
-	memcpy(e->id, row->sandbox, row->sandbox_len);
-	door = door != NULL ? door : "sandbox";
-	if (json_is_array(argv) && json_string_value(json_array_get(argv, 0)) != NULL) {
-		const char *a0 = json_string_value(json_array_get(argv, 0));
-		const char *base = strrchr(a0, '/');
-
-		snprintf(e->by, sizeof(e->by), "%s: %s", door, base != NULL ? base + 1 : a0);
-		for (size_t i = 0; i < json_array_size(argv) && o < sizeof(e->command); i++) {
-			const char *w = json_string_value(json_array_get(argv, i));
-
-			o += (size_t)snprintf(e->command + o, sizeof(e->command) - o, "%s%s",
-			                      i > 0 ? " " : "", w != NULL ? w : "");
-		}
-	} else {
-		snprintf(e->by, sizeof(e->by), "%s", door);
-		snprintf(e->command, sizeof(e->command), "%s", door);
-	}
-	e->selected = st->command_glob == NULL || fnmatch(st->command_glob, e->command, 0) == 0;
-	json_decref(d);
-}
-
-static int
-on_row(const struct audit_row *row, void *arg)
-{
-	struct suggest_state *st = arg;
-	struct sandbox_seen *who;
-	char host[POLICY_HOST_MAX + 1];
-
-	if (row->kind == NULL)
-		return 0;
-	if (strcmp(row->kind, "sandbox.start") == 0) {
-		note_sandbox(st, row);
-		return 0;
-	}
-	if (strcmp(row->kind, "decision") != 0 || row->decision == NULL || row->host == NULL ||
-	    (strcmp(row->decision, "allow") != 0 && strcmp(row->decision, "would-deny") != 0))
-		return 0;
-	who = row->sandbox != NULL ? seen_find(st, row->sandbox, row->sandbox_len) : NULL;
-	if (st->command_glob != NULL && (who == NULL || !who->selected))
-		return 0;
-	if (row->host_len >= sizeof(host)) {
-		st->skipped++;
-		return 0;
-	}
-	memcpy(host, row->host, row->host_len);
-	host[row->host_len] = '\0';
-	if (policy_suggest_add(st->s, host, (int)row->port, who != NULL ? who->by : NULL) ==
-	    -ENOMEM)
-		return -ENOMEM;
-	return 0;
-}
-
 static int
 run_suggest(int argc, char **argv)
 {
@@ -126,7 +29,8 @@ run_suggest(int argc, char **argv)
 	    {"diff", required_argument, NULL, 'd'},    {NULL, 0, NULL, 0},
 	};
 	struct audit_filter f = {0};
-	struct suggest_state st = {0};
+	struct policy_suggest *s = NULL;
+	const char *command_glob = NULL;
 	struct audit_reader *r = NULL;
 	struct policy *have = NULL;
 	const char *audit = NULL, *diff = NULL;
@@ -153,7 +57,7 @@ run_suggest(int argc, char **argv)
 			f.sandbox = optarg;
 			break;
 		case 'c':
-			st.command_glob = optarg;
+			command_glob = optarg;
 			break;
 		case 'a':
 			audit = optarg;
@@ -167,7 +71,7 @@ run_suggest(int argc, char **argv)
 	}
 	if (optind < argc)
 		return gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
-	if (f.sandbox != NULL && st.command_glob != NULL)
+	if (f.sandbox != NULL && command_glob != NULL)
 		return gw_fail(CMD, "give --sandbox or --command, not both");
 	if (audit == NULL) {
 		if (gw_default_audit_path(path, sizeof(path), false) != 0)
@@ -177,9 +81,8 @@ run_suggest(int argc, char **argv)
 	}
 	if (diff != NULL && policy_load_file(diff, &have, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "--diff: %s", err);
-	st.s = policy_suggest_new();
-	st.seen = calloc(SUGGEST_SANDBOXES_MAX, sizeof(*st.seen));
-	if (st.s == NULL || st.seen == NULL) {
+	s = policy_suggest_new();
+	if (s == NULL) {
 		gw_fail(CMD, "out of memory");
 		goto out;
 	}
@@ -188,19 +91,18 @@ run_suggest(int argc, char **argv)
 		gw_fail(CMD, "%s", err);
 		goto out;
 	}
-	/* sandbox.start rows come before their decisions: read both kinds in order. */
-	rc = audit_query(r, &f, on_row, &st, NULL, err, sizeof(err));
+	rc = policy_suggest_from_audit(s, r, &f, command_glob, err, sizeof(err));
 	if (rc != 0) {
-		gw_fail(CMD, "%s: %s", audit, rc == -ENOMEM ? "out of memory" : err);
+		gw_fail(CMD, "%s: %s", audit, err);
 		goto out;
 	}
-	if (policy_suggest_requests(st.s) == 0) {
+	if (policy_suggest_requests(s) == 0) {
 		gw_fail(CMD, "%s: no request let through matches (run with --learn first?)", audit);
 		exit_code = 1;
 		goto out;
 	}
 	if (have != NULL) {
-		size_t n = policy_suggest_diff(st.s, have, stdout);
+		size_t n = policy_suggest_diff(s, have, stdout);
 
 		if (n == 0)
 			printf("%s allows every request the audit shows\n", diff);
@@ -209,8 +111,8 @@ run_suggest(int argc, char **argv)
 	}
 	snprintf(source, sizeof(source),
 	         "Suggested by tollgate policy suggest from %zu requests in %s. Per rule",
-	         policy_suggest_requests(st.s), audit);
-	text = policy_suggest_json(st.s, source);
+	         policy_suggest_requests(s), audit);
+	text = policy_suggest_json(s, source);
 	if (text == NULL) {
 		gw_fail(CMD, "out of memory");
 		goto out;
@@ -219,8 +121,7 @@ run_suggest(int argc, char **argv)
 	exit_code = GW_EXIT_OK;
 out:
 	free(text);
-	free(st.seen);
-	policy_suggest_free(st.s);
+	policy_suggest_free(s);
 	audit_reader_free(r);
 	policy_free(have);
 	return exit_code;

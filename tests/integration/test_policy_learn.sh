@@ -4,7 +4,8 @@
 # address; `tollgate policy suggest` turns the audit into a policy file
 # (three names under example.org collapsed to *.example.org:PORT, one under
 # example.net on its own) that, used without --learn, lets exactly those
-# through and refuses a fourth name; --diff shows what a policy lacks.
+# through and refuses a fourth name; --diff shows what a policy lacks; the
+# review page's "suggest a policy" answers the same for the sandbox.
 source "$(dirname "$0")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups)"
@@ -99,5 +100,24 @@ set +e
 "$TOLLGATE" policy suggest --audit "$AUDIT" --diff "$TEST_TMP/policy.json" >/dev/null; rc=$?
 set -e
 expect_eq "--diff against the suggestion itself: exit 0" "$rc" 0
+
+# ---- the review page's "suggest a policy": the same rules for the sandbox -------------
+ui_port=$(free_port)
+"$TOLLGATE" ui --listen "127.0.0.1:$ui_port" --audit "$AUDIT" >"$TEST_TMP/ui.out" 2>"$TEST_TMP/ui.log" &
+defer "kill $! 2>/dev/null"
+if wait_for 10 grep -q token= "$TEST_TMP/ui.out"; then
+	token=$(head -n 1 "$TEST_TMP/ui.out"); token=${token##*token=}
+	key=$(curl -s -X POST -H "Origin: http://127.0.0.1:$ui_port" -H "X-Tollgate-Token: $token" \
+		"http://127.0.0.1:$ui_port/api/login" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+	page=$(curl -s -H "X-Tollgate-Session: $key" "http://127.0.0.1:$ui_port/api/suggest?sandbox=$sb")
+	expect_eq "the page's suggestion: the same rules" \
+		"$(python3 -c 'import json,sys; print(",".join(json.loads(json.loads(sys.argv[1])["policy"])["allow"]))' "$page")" \
+		"*.example.org:$port,d.example.net:$port"
+	expect_eq "the page's suggestion needs a session: 401" \
+		"$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ui_port/api/suggest?sandbox=$sb")" "401"
+else
+	fail "tollgate ui did not start: $(tail -3 "$TEST_TMP/ui.log")"
+fi
 
 finish
