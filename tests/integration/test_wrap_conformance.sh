@@ -57,4 +57,5 @@ if ((n >= 8)); then pass "the direct run passed $n scenarios (at least 8)"; else
 echo "conformance: $n scenarios pass directly; through wrap: $(passed_all "$wrapped" | wc -w)"
 ((failures == 0)) || { echo "--- direct:"; grep -E '^. ' <<<"$direct"; echo "--- through wrap:"; grep -E '^. ' <<<"$wrapped"; tail -20 "$TEST_TMP/wrap.err"; } >&2
 
+if grep -q Sanitizer "$TEST_TMP/wrap.err" 2>/dev/null; then fail "a sanitizer reported an error"; fi
 finish

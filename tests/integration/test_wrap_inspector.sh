@@ -71,4 +71,5 @@ expect_eq "server-filesystem: a path outside its folder is refused" \
 expect_eq "the calls are audited (mcp.call rows)" \
 	"$(sqlite3 "$TEST_TMP/audit.db" "select count(*) from events where kind='mcp.call' and json_extract(detail,'\$.tool') in ('read_text_file','write_file')")" "3"
 
+if grep -q Sanitizer "$TEST_TMP"/*.err 2>/dev/null; then fail "a sanitizer reported an error"; fi
 finish
