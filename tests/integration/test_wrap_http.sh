@@ -5,7 +5,7 @@
 # lists, two sessions at once each with its own sandboxed server process
 # (different pids), a DELETE ending its server, the audit of every
 # tools/call; curl shows the refusals (no token, a foreign Origin, a
-# rebinding Host) and the flags' misuse.
+# rebinding Host), the flags' misuse, the session cap and the idle timeout.
 source "$(dirname "$0")/lib.sh"
 
 source "$(dirname "$0")/mcp/setup.sh"
@@ -93,6 +93,43 @@ expect_eq "a foreign Origin without the token: 403 (checked first)" "$(code -X P
 head -c $((4 * 1024 * 1024 + 16)) /dev/zero | tr '\0' ' ' >"$TEST_TMP/big.json"
 expect_eq "a body over 4 MiB: 413" "$(code -X POST "$URL" "${J[@]}" "${A[@]}" --data-binary @"$TEST_TMP/big.json")" "413"
 expect_eq "no refused request started a server" "$(pgrep -f "$PAT" | wc -l)" "0"
+
+# ---- the session cap and the idle timeout --------------------------------------------------
+# One session at most: a second initialize ends the first (idle) one and its
+# server; with --http-idle 1s an idle session ends by itself (checked every 10 s).
+hport2=$(free_port)
+MARK2=tg-wrap-idle-$$-$hport2
+PAT2="^node /work/node_modules/.*$MARK2"
+"$TOLLGATE" wrap --listen "127.0.0.1:$hport2" --token-file "$TOKEN_FILE" --audit "$AUDIT" \
+	--workdir "$MCP_DIR" --max-http-sessions 1 --http-idle 1s -- \
+	"${EVERYTHING[@]}" "$MARK2" >/dev/null 2>"$TEST_TMP/err2" </dev/null &
+wrap2=$!
+defer "kill $wrap2 2>/dev/null; wait $wrap2 2>/dev/null"
+URL2=http://127.0.0.1:$hport2/mcp
+wait_for 20 curl -s -o /dev/null "$URL2" || fail "the second wrap --listen did not come up"
+# init NAME: initialize a session; its id on stdout (the answer's head).
+init() {
+	curl -s -m 60 -D "$TEST_TMP/$1.head" -o "$TEST_TMP/$1.body" -X POST "$URL2" "${J[@]}" "${A[@]}" -d "$INIT"
+	grep -i '^mcp-session-id:' "$TEST_TMP/$1.head" | cut -d' ' -f2 | tr -d '\r'
+}
+sid1=$(init first)
+expect_match "cap: the first session starts" "$sid1" '^[0-9a-f]{32}$'
+expect_match "cap: its server answered initialize" "$(cat "$TEST_TMP/first.body")" 'mcp-servers/everything'
+pid1=$(pgrep -f "$PAT2" || true)
+expect_eq "cap: one server" "$(wc -w <<<"$pid1")" "1"
+sid2=$(init second)
+expect_match "cap: a second session starts (the idle first gives way)" "$sid2" '^[0-9a-f]{32}$'
+wait_for 20 sh -c "! kill -0 $pid1 2>/dev/null" || true
+if kill -0 "$pid1" 2>/dev/null; then fail "cap: the first session's server still runs"; else
+	checks=$((checks + 1)); pass "cap: the first session's server was ended"; fi
+expect_eq "cap: the first session's id is unknown now: 404" \
+	"$(code -X POST "$URL2" "${J[@]}" "${A[@]}" -H "Mcp-Session-Id: $sid1" -d '{"jsonrpc":"2.0","id":2,"method":"ping"}')" "404"
+expect_eq "cap: one server still" "$(pgrep -f "$PAT2" | wc -l)" "1"
+wait_for 40 sh -c "! pgrep -f '$PAT2' >/dev/null" || true
+expect_eq "--http-idle 1s: the idle session's server ended" "$(pgrep -f "$PAT2" | wc -l)" "0"
+expect_eq "--http-idle: its id is unknown now: 404" \
+	"$(code -X POST "$URL2" "${J[@]}" "${A[@]}" -H "Mcp-Session-Id: $sid2" -d '{"jsonrpc":"2.0","id":2,"method":"ping"}')" "404"
+expect_match "wrap says why the sessions ended" "$(cat "$TEST_TMP/err2")" "ended: idle"
 
 # ---- the end ------------------------------------------------------------------------------
 expect_match "wrap says it listens" "$(cat "$TEST_TMP/err")" "MCP over HTTP at http://127.0.0.1:$hport/mcp"
