@@ -42,8 +42,9 @@ struct wrap_peer {
 	struct mcp_chan *chan; /* on fd[1]: the relay's output, the client's input */
 	struct mcp_wrap *relay;
 	struct exec_job *job;
-	int server_out; /* the read end of the server's stdout (the relay reads it) */
-	size_t calls;   /* the client's requests not answered yet */
+	int server_out;  /* the read end of the server's stdout (the relay reads it) */
+	size_t calls;    /* the client's requests not answered yet */
+	json_t *waiting; /* their ids (an array), answered with an error if the server ends */
 	char client[64];
 	bool ended, exited, done;
 };
@@ -57,16 +58,36 @@ peer_maybe_done(struct wrap_peer *p)
 	}
 }
 
+/* An error answer to request id from tollgate: the session's server is gone. */
+static void
+peer_answer_gone(struct wrap_peer *p, const json_t *id)
+{
+	json_t *e = mcp_error_new(id, MCP_ERR_INTERNAL,
+	                          "the wrapped server has exited: start a new session", NULL);
+
+	if (e == NULL || p->tr.send(p->tr.arg, e, id) != 0)
+		log_debug("%s: an answer to a closed session dropped", __func__);
+	json_decref(e);
+}
+
 static void
 peer_job_done(struct exec_job *job, const struct exec_job_result *r, void *arg)
 {
 	struct wrap_peer *p = arg;
+	size_t i;
+	json_t *id;
 
 	(void)job;
 	log_info("wrap: the server of sandbox %s ended (exit status %d)",
 	         exec_job_sandbox_id(p->job), r->res.exit_status);
 	p->exited = true;
 	p->wh->live--;
+	/* Its requests left unanswered get an error rather than wait for ever. */
+	if (!p->ended) {
+		json_array_foreach(p->waiting, i, id) peer_answer_gone(p, id);
+	}
+	json_array_clear(p->waiting);
+	p->calls = 0;
 	peer_maybe_done(p);
 }
 
@@ -85,8 +106,21 @@ peer_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		json_decref(msg);
 		return;
 	}
-	if (kind == MCP_KIND_RESPONSE && p->calls > 0)
-		p->calls--;
+	if (kind == MCP_KIND_RESPONSE) {
+		const json_t *id = json_object_get(msg, "id");
+		size_t i;
+		json_t *w;
+
+		json_array_foreach(p->waiting, i, w)
+		{
+			if (json_equal(w, id)) {
+				json_array_remove(p->waiting, i);
+				break;
+			}
+		}
+		if (p->calls > 0)
+			p->calls--;
+	}
 	if (p->tr.send(p->tr.arg, msg,
 	               kind == MCP_KIND_RESPONSE ? json_object_get(msg, "id") : NULL) != 0)
 		log_debug("%s: a message for a closed session dropped", __func__);
@@ -176,6 +210,11 @@ peer_open(void *arg, const struct mcp_server_transport *tr, void (*on_done)(void
 	p->on_done = on_done;
 	p->done_arg = done_arg;
 	p->fd[0] = p->fd[1] = p->server_out = -1;
+	p->waiting = json_array();
+	if (p->waiting == NULL) {
+		free(p);
+		return -ENOMEM;
+	}
 	p->exited = true; /* until a server runs */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p->fd) != 0) {
 		rc = -errno;
@@ -216,12 +255,18 @@ peer_input(void *peer, const json_t *msg, enum mcp_kind kind)
 
 	if (p->ended)
 		return;
+	if (p->exited) {
+		if (kind == MCP_KIND_REQUEST)
+			peer_answer_gone(p, json_object_get(msg, "id"));
+		return;
+	}
 	if (kind == MCP_KIND_REQUEST) {
 		const char *method = json_string_value(json_object_get(msg, "method"));
 		const char *name = json_string_value(json_object_get(
 		    json_object_get(json_object_get(msg, "params"), "clientInfo"), "name"));
 
 		p->calls++;
+		json_array_append(p->waiting, json_object_get(msg, "id"));
 		if (method != NULL && strcmp(method, "initialize") == 0 && name != NULL)
 			snprintf(p->client, sizeof(p->client), "%s", name);
 	}
@@ -277,6 +322,7 @@ peer_free(void *peer)
 	}
 	if (p->server_out >= 0)
 		close(p->server_out);
+	json_decref(p->waiting);
 	free(p);
 }
 

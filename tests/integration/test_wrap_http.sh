@@ -5,7 +5,8 @@
 # lists, two sessions at once each with its own sandboxed server process
 # (different pids), a DELETE ending its server, the audit of every
 # tools/call; curl shows the refusals (no token, a foreign Origin, a
-# rebinding Host), the flags' misuse, the session cap and the idle timeout.
+# rebinding Host), the flags' misuse, the session cap and the idle timeout,
+# and a server that exits mid-session (its requests get an error).
 source "$(dirname "$0")/lib.sh"
 
 source "$(dirname "$0")/mcp/setup.sh"
@@ -130,6 +131,34 @@ expect_eq "--http-idle 1s: the idle session's server ended" "$(pgrep -f "$PAT2" 
 expect_eq "--http-idle: its id is unknown now: 404" \
 	"$(code -X POST "$URL2" "${J[@]}" "${A[@]}" -H "Mcp-Session-Id: $sid2" -d '{"jsonrpc":"2.0","id":2,"method":"ping"}')" "404"
 expect_match "wrap says why the sessions ended" "$(cat "$TEST_TMP/err2")" "ended: idle"
+
+# ---- a server that exits: its session's requests get an error, not a wait ------------------
+mkdir -p "$TEST_TMP/quitter"
+cat >"$TEST_TMP/quitter/server.py" <<'PY'
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "quitter", "version": "1"}}}), flush=True)
+    elif msg.get("method") == "tools/list":
+        sys.exit(3)  # without an answer
+PY
+hport3=$(free_port)
+"$TOLLGATE" wrap --listen "127.0.0.1:$hport3" --token-file "$TOKEN_FILE" --audit "$AUDIT" \
+	--workdir "$TEST_TMP/quitter" -- python3 /work/server.py >/dev/null 2>"$TEST_TMP/err3" </dev/null &
+defer "kill $! 2>/dev/null; wait $! 2>/dev/null"
+URL3=http://127.0.0.1:$hport3/mcp
+wait_for 20 curl -s -o /dev/null "$URL3" || fail "the third wrap --listen did not come up"
+curl -s -m 60 -D "$TEST_TMP/q.head" -o "$TEST_TMP/q.body" -X POST "$URL3" "${J[@]}" "${A[@]}" -d "$INIT"
+qsid=$(grep -i '^mcp-session-id:' "$TEST_TMP/q.head" | cut -d' ' -f2 | tr -d '\r')
+expect_match "a server that will exit: initialize answered" "$(cat "$TEST_TMP/q.body")" '"quitter"'
+Q=(-H "Mcp-Session-Id: $qsid" -H 'MCP-Protocol-Version: 2025-11-25')
+list=$(curl -s -m 60 -X POST "$URL3" "${J[@]}" "${A[@]}" "${Q[@]}" -d '{"jsonrpc":"2.0","id":5,"method":"tools/list"}')
+expect_match "the request it left unanswered gets an error when it exits" "$list" '"id":5.*the wrapped server has exited|the wrapped server has exited.*"id":5'
+ping=$(curl -s -m 60 -X POST "$URL3" "${J[@]}" "${A[@]}" "${Q[@]}" -d '{"jsonrpc":"2.0","id":6,"method":"ping"}')
+expect_match "a later request gets the same error at once" "$ping" '"id":6.*has exited|has exited.*"id":6'
 
 # ---- the end ------------------------------------------------------------------------------
 expect_match "wrap says it listens" "$(cat "$TEST_TMP/err")" "MCP over HTTP at http://127.0.0.1:$hport/mcp"
