@@ -1210,6 +1210,10 @@ handle_message(struct dns_server *s, struct dns_listener *l, struct tcp_conn *co
 		goto out;
 	}
 	decide_name(r.policy, &r.host, &d);
+	if (s->cfg.learn && d.verdict == POLICY_DENY && d.reason == POLICY_REASON_DEFAULT) {
+		d.verdict = POLICY_ALLOW;
+		snprintf(d.rule, sizeof(d.rule), "learn mode (default deny)");
+	}
 	copy_text(r.rule, sizeof(r.rule), d.rule);
 	if (d.verdict == POLICY_DENY) {
 		req_answer_simple(&r, s->cfg.deny_rcode, "deny",

@@ -32,6 +32,9 @@ struct dns_server_config {
 	 * (RFC 2308), at most ttl_cap. 0: not cached at all.
 	 */
 	uint32_t negative_ttl;
+	/* Learn mode (--learn): a name only the default refuses is answered,
+	 * so the gate's proxy sees the request and audits it as would-deny. */
+	bool learn;
 };
 
 /* 60 s TTL cap, NXDOMAIN, 2 s ask wait, no steering, 10000 names, 256 TCP

@@ -71,6 +71,9 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	case GW_SETUP_OPT_POLICY:
 		f->policy_path = value;
 		return 0;
+	case GW_SETUP_OPT_LEARN:
+		f->learn = true;
+		return 0;
 	case GW_SETUP_OPT_ALLOW:
 		return add_rule(f, POLICY_ALLOW, false, "--allow", value);
 	case GW_SETUP_OPT_DENY:
@@ -316,13 +319,22 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		return GW_EXIT_FAILURE;
 	if (parts & GW_SETUP_PROXY) {
 		proxy_config_defaults(&pcfg);
-		if (proxy_new(gw, f->proxy_cfg != NULL ? f->proxy_cfg : &pcfg, &s->proxy) != 0)
+		if (f->proxy_cfg != NULL)
+			pcfg = *f->proxy_cfg;
+		pcfg.learn_mode = f->learn;
+		if (f->learn)
+			log_warnx("%s: --learn: requests no rule refuses go through, audited as "
+			          "would-deny (for trusted code and sample runs)",
+			          f->cmd);
+		if (proxy_new(gw, &pcfg, &s->proxy) != 0)
 			return gw_fail(f->cmd, "out of memory");
 	}
 	if (parts & GW_SETUP_DNS) {
 		dns_server_config_defaults(&dnscfg);
-		if (dns_server_new(gw, f->dns_cfg != NULL ? f->dns_cfg : &dnscfg, &s->dns, err,
-		                   sizeof(err)) != 0)
+		if (f->dns_cfg != NULL)
+			dnscfg = *f->dns_cfg;
+		dnscfg.learn = f->learn;
+		if (dns_server_new(gw, &dnscfg, &s->dns, err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "DNS server: %s", err);
 	}
 	if ((parts & GW_SETUP_HUB) && exec_priv_active()) {

@@ -44,6 +44,7 @@ enum {
 	GW_SETUP_OPT_POOL,
 	GW_SETUP_OPT_CONTROL,
 	GW_SETUP_OPT_AUDIT_FAIL,
+	GW_SETUP_OPT_LEARN,
 };
 
 /*
@@ -117,6 +118,9 @@ struct gw_setup_flags {
 	bool host_access;
 	/* run: the hub may come from the warm pool (exec/warm.h, docs/run.md). */
 	bool warm_pool;
+	/* --learn (run, wrap, serve): the gate lets through what no rule refuses,
+	 * audited as would-deny (proxy_config.learn_mode; docs/policy.md). */
+	bool learn;
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */

@@ -91,3 +91,18 @@ policy_breadth_check(const char *pattern, char *norm, size_t len, char *err, siz
 	}
 	return 0;
 }
+
+int
+policy_registrable_domain(const char *name, char *out, size_t len)
+{
+	const psl_ctx_t *psl = suffix_list();
+	const char *reg;
+
+	if (psl == NULL)
+		return -ENOENT;
+	reg = psl_registrable_domain(psl, name);
+	if (reg == NULL || strlen(reg) >= len)
+		return -ENOENT;
+	memcpy(out, reg, strlen(reg) + 1);
+	return 0;
+}

@@ -22,4 +22,12 @@
  */
 int policy_breadth_check(const char *pattern, char *norm, size_t len, char *err, size_t errlen);
 
+/*
+ * The registrable domain of a lower-case host name ("a.b.example.co.uk" ->
+ * "example.co.uk") by the same public suffix list. 0, or -ENOENT when the
+ * name has none (a public suffix itself, an unknown last label) or no list
+ * can be loaded.
+ */
+int policy_registrable_domain(const char *name, char *out, size_t len);
+
 #endif

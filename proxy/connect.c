@@ -25,7 +25,10 @@ static void target_resolve(struct proxy_conn *c);
 
 /*
  * Report mode lets through what the policy would refuse; a non-public
- * address is a safety check, not policy, and stays refused.
+ * address is a safety check, not policy, and stays refused. Learn mode
+ * lets through only what no rule refused (the default, a port the allow
+ * rule does not name, a public address without a CIDR rule): an explicit
+ * deny rule, host or CIDR, still holds.
  */
 static bool
 report_instead(const struct proxy_conn *c, const struct policy_decision *d)
@@ -33,8 +36,11 @@ report_instead(const struct proxy_conn *c, const struct policy_decision *d)
 	enum policy_mode fallback =
 	    c->proxy->cfg.report_mode ? POLICY_MODE_REPORT : POLICY_MODE_ENFORCE;
 
-	return d->reason != POLICY_REASON_NON_PUBLIC &&
-	       policy_mode(c->policy, fallback) == POLICY_MODE_REPORT;
+	if (d->reason == POLICY_REASON_NON_PUBLIC)
+		return false;
+	if (c->proxy->cfg.learn_mode)
+		return d->reason != POLICY_REASON_RULE && d->reason != POLICY_REASON_CIDR;
+	return policy_mode(c->policy, fallback) == POLICY_MODE_REPORT;
 }
 
 void

@@ -43,6 +43,9 @@ struct proxy_config {
 	/* Say (info) when the file limit lowered max_conns or the per-client
 	 * cap; else only at debug level (run, wrap, serve keep stderr quiet). */
 	bool log_caps;
+	/* Learn mode (run, wrap, serve --learn): as report mode, but an explicit
+	 * deny rule (host or CIDR) and the address checks still refuse. */
+	bool learn_mode;
 };
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gateway/core/exit.h"
 
@@ -114,10 +115,21 @@ int gw_tool_list_add(const char *cmd, const char *flag, char *value, char **list
                      size_t max);
 
 /*
+ * The bearer token of `serve --listen` and `wrap --listen` (http_token.c):
+ * read from path (this user's, mode 600, one line of 16 to 256 b64token
+ * characters) or, when path does not exist, made there. 0, or -1 after one
+ * line on stderr naming cmd.
+ */
+int gw_http_token(const char *cmd, const char *path, char *token, size_t len);
+
+/*
  * Durations: a number with an optional unit ms, s (default), m, h or d.
  * "1.5s" is accepted. 0 or -EINVAL.
  */
 int gw_parse_duration(const char *s, double *seconds);
+/* --since of audit and policy suggest: a duration ago (10m, 2h) or an
+ * ISO-8601 time, as Unix milliseconds. 0 or -EINVAL. */
+int gw_parse_since(const char *s, int64_t *ms);
 
 /*
  * TOLLGATE_HOME: the environment variable if set, else /var/lib/tollgate for

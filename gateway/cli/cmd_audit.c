@@ -531,8 +531,8 @@ print_row(const struct audit_row *row, void *arg)
 	return ferror(stdout) ? 1 : 0;
 }
 
-static int
-parse_since(const char *s, int64_t *ms)
+int
+gw_parse_since(const char *s, int64_t *ms)
 {
 	double secs;
 
@@ -580,7 +580,7 @@ run_audit(int argc, char **argv)
 			db = optarg;
 			break;
 		case 'S':
-			if (parse_since(optarg, &f.since_ms) != 0)
+			if (gw_parse_since(optarg, &f.since_ms) != 0)
 				return gw_fail("audit",
 				               "--since '%s': want a duration (10m, 2h) or an "
 				               "ISO-8601 time",

@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 
 extern const struct gw_command gw_command_policy;
+extern const struct gw_command gw_command_policy_suggest; /* policy_suggest.c */
 
 /* `policy check` answers "not valid" with 1; 125 stays for misuse. */
 #define POLICY_CHECK_INVALID 1
@@ -299,7 +300,8 @@ out:
 static int
 run_policy(int argc, char **argv)
 {
-	static const struct gw_command *const subs[] = {&cmd_check, &cmd_test, NULL};
+	static const struct gw_command *const subs[] = {&cmd_check, &cmd_test,
+	                                                &gw_command_policy_suggest, NULL};
 
 	return gw_run_subcommand(argc, argv, &gw_command_policy, subs);
 }
@@ -312,11 +314,15 @@ const struct gw_command gw_command_policy = {
              "                            [--ask P]... [--allow-cidr C]... [--deny-cidr C]...\n"
              "                            [--default deny|ask] [--client NAME | --source ADDR]\n"
              "                            [--json] HOST[:PORT]\n"
+             "       tollgate policy suggest [--since T] [--sandbox ID | --command GLOB]\n"
+             "                               [--audit FILE] [--diff POLICY]\n"
              "\n"
              "  check   validate a policy file: exit 0 when valid, 1 when not\n"
              "  test    print the decision (allow, deny or ask), its reason and its rule\n"
+             "  suggest print a policy allowing what an audit shows reached (--learn)\n"
              "\n"
-             "See 'tollgate policy check --help', 'tollgate policy test --help' and\n"
+             "See 'tollgate policy check --help', 'tollgate policy test --help',\n"
+             "'tollgate policy suggest --help' and\n"
              "docs/policy.md.\n",
     .run = run_policy,
 };

@@ -70,6 +70,7 @@ static const struct option run_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"json-status", required_argument, NULL, OPT_JSON_STATUS},
     GW_SETUP_OPTIONS,
+    {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
     GW_SETUP_OPTION_CONTROL,
@@ -749,6 +750,10 @@ const struct gw_command gw_command_run = {
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch;\n"
              "                           --transparent is accepted and changes nothing)\n"
+             "  --learn                  let through what no rule refuses, audited as\n"
+             "                           would-deny (not past --deny, --deny-cidr or the\n"
+             "                           non-public-address rule); then `tollgate policy\n"
+             "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_CONTROL
              GW_SETUP_USAGE_AUDIT,

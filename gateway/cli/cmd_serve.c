@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +70,7 @@ enum {
 
 static const struct option serve_options[] = {
     GW_SETUP_OPTIONS, /* serve takes no --default */
+    {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_POOL,
     GW_SETUP_OPTION_CONTROL,
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -126,9 +128,47 @@ struct serve_tool_flags {
 	bool model_approves;
 };
 
+/* The tools that act on the host as the person: useless without
+ * --host-access (every call would fail), so not offered then. */
+static bool
+serve_tool_is_host(const struct mcp_tool *t)
+{
+	return t->call == serve_tool_host_exec || t->call == serve_tool_request_host_access ||
+	       t->call == serve_tool_list_host_access || t->call == serve_tool_host_file_read ||
+	       t->call == serve_tool_host_file_write || t->call == serve_tool_host_file_list ||
+	       t->call == serve_tool_host_file_copy;
+}
+
+/* A --tools-allow entry that names only host tools, which are absent
+ * without --host-access: says so on stderr rather than leave the operator
+ * wondering why the tool is not listed. */
+static void
+serve_tools_allow_note(const struct serve_tool_flags *tf)
+{
+	for (size_t a = 0; a < tf->nallow; a++) {
+		const char *host = NULL;
+		bool other = false;
+
+		for (size_t i = 0; i < mcp_serve_ntools; i++) {
+			if (fnmatch(tf->allow[a], mcp_serve_tools[i].name, 0) != 0)
+				continue;
+			if (serve_tool_is_host(&mcp_serve_tools[i]))
+				host = host != NULL ? host : mcp_serve_tools[i].name;
+			else
+				other = true;
+		}
+		if (host != NULL && !other)
+			fprintf(stderr,
+			        "tollgate: %s: --tools-allow %s: %s is not offered without "
+			        "--host-access FILE (the host tools act on this machine as the "
+			        "person, only within the operator's list)\n",
+			        CMD, tf->allow[a], host);
+	}
+}
+
 /* The tools offered, in a table st owns; NULL when out of memory. */
 static struct mcp_tool *
-serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
+serve_tool_table(const struct serve_tool_flags *tf, bool host_access, size_t *n)
 {
 	/* wrap's own filter, so the two commands read the flags alike. */
 	struct mcp_wrap_config vis = {
@@ -145,115 +185,11 @@ serve_tool_table(const struct serve_tool_flags *tf, size_t *n)
 
 		if ((decides && !tf->model_approves) || !mcp_wrap_tool_visible(&vis, name))
 			continue;
+		if (!host_access && serve_tool_is_host(&mcp_serve_tools[i]))
+			continue;
 		t[(*n)++] = mcp_serve_tools[i];
 	}
 	return t;
-}
-
-/* ---- --listen's bearer token ----------------------------------------------------- */
-
-#define TOKEN_FILE_DEFAULT "serve-http.token" /* in TOLLGATE_HOME */
-#define TOKEN_MIN 16
-
-static bool
-token_char_ok(char c)
-{
-	/* RFC 6750's b64token */
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-	       c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' || c == '=';
-}
-
-/*
- * The bearer token of --listen: read from path when it exists (a regular
- * file of this user's that no one else may read: one line of 16 to 256
- * b64token characters), else a fresh one (32 random bytes in hex) written
- * there 0600. The token goes to no log and no stdout; stderr says where
- * it is. 0 or -1 after saying why.
- */
-static int
-serve_token(const char *path, char *token, size_t len)
-{
-	unsigned char raw[32];
-	char buf[MCP_HTTP_TOKEN_MAX + 2], why[PATH_MAX + 128];
-	struct stat sb;
-	ssize_t n;
-	size_t tlen;
-	int fd, rc = -1;
-
-	/* No other user's link anywhere on the way (gw_safepath_open), read
-	 * or made, and never a link at the end. */
-	fd = gw_safepath_open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, why, sizeof(why));
-	if (fd < 0)
-		errno = -fd;
-	if (fd < 0 && errno == ENOENT) {
-		fd = gw_safepath_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600, why, sizeof(why));
-		if (fd < 0) {
-			gw_fail(CMD, "--token-file %s: cannot create it: %s", path, strerror(-fd));
-			return -1;
-		}
-		if (RAND_bytes(raw, sizeof(raw)) != 1) {
-			close(fd);
-			unlink(path);
-			gw_fail(CMD, "--token-file %s: no randomness for a token", path);
-			return -1;
-		}
-		for (size_t i = 0; i < sizeof(raw) && 2 * i + 2 < len; i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
-		OPENSSL_cleanse(raw, sizeof(raw));
-		tlen = strlen(token);
-		token[tlen] = '\n';
-		n = write(fd, token, tlen + 1);
-		token[tlen] = '\0';
-		if (n != (ssize_t)(tlen + 1) || fsync(fd) != 0) {
-			gw_fail(CMD, "--token-file %s: cannot write it: %s", path, strerror(errno));
-			close(fd);
-			unlink(path);
-			OPENSSL_cleanse(token, len);
-			return -1;
-		}
-		close(fd);
-		fprintf(stderr, "tollgate: serve: a new bearer token for --listen is in %s\n", path);
-		return 0;
-	}
-	if (fd < 0) {
-		gw_fail(CMD, "--token-file %s", why);
-		return -1;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		gw_fail(CMD, "--token-file %s: not a regular file", path);
-		goto out;
-	}
-	if (sb.st_uid != geteuid() || (sb.st_mode & 077) != 0) {
-		gw_fail(CMD, "--token-file %s: must be this user's and readable by no one else "
-		        "(chmod 600)", path);
-		goto out;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		gw_fail(CMD, "--token-file %s: %s", path, strerror(errno));
-		goto out;
-	}
-	buf[n] = '\0';
-	tlen = strcspn(buf, "\r\n");
-	buf[tlen] = '\0';
-	if (tlen < TOKEN_MIN || tlen > MCP_HTTP_TOKEN_MAX || tlen + 1 > len) {
-		gw_fail(CMD, "--token-file %s: the token must be one line of %d to %d characters",
-		        path, TOKEN_MIN, MCP_HTTP_TOKEN_MAX);
-		goto out;
-	}
-	for (size_t i = 0; i < tlen; i++) {
-		if (!token_char_ok(buf[i])) {
-			gw_fail(CMD, "--token-file %s: the token may hold only letters, digits and "
-			        "-._~+/=", path);
-			goto out;
-		}
-	}
-	memcpy(token, buf, tlen + 1);
-	rc = 0;
-out:
-	OPENSSL_cleanse(buf, sizeof(buf));
-	close(fd);
-	return rc;
 }
 
 static void
@@ -491,7 +427,9 @@ run_serve(int argc, char **argv)
 	st.ctx.def_ram_mb = st.ctx.base_ram_mb;
 	st.ctx.def_pids = st.ctx.base_pids;
 	st.ctx.def_cpu_seconds = st.ctx.base_cpu_seconds;
-	st.tools = serve_tool_table(&tf, &ntools);
+	if (!f.host_access)
+		serve_tools_allow_note(&tf);
+	st.tools = serve_tool_table(&tf, f.host_access, &ntools);
 	if (st.tools == NULL) {
 		gw_fail(CMD, "out of memory");
 		goto out;
@@ -525,13 +463,13 @@ run_serve(int argc, char **argv)
 				goto out;
 			}
 			if (snprintf(token_path, sizeof(token_path), "%s/%s", st.home,
-			             TOKEN_FILE_DEFAULT) >= (int)sizeof(token_path)) {
+			             "serve-http.token") >= (int)sizeof(token_path)) {
 				gw_fail(CMD, "--listen: TOLLGATE_HOME is too long; give --token-file");
 				goto out;
 			}
 			token_file = token_path;
 		}
-		if (serve_token(token_file, token, sizeof(token)) != 0)
+		if (gw_http_token(CMD, token_file, token, sizeof(token)) != 0)
 			goto out;
 	}
 	mcp_serve_open_files(&st.ctx);
@@ -685,6 +623,10 @@ const struct gw_command gw_command_serve = {
              "  --ro-bind SRC[:DEST]     show host path SRC read-only in every sandbox\n"
              "  --bind SRC[:DEST]        the same, writable (files belong to SRC's owner)\n"
              "  --home DIR               a $HOME (/home/sandbox) every sandbox shares\n"
+             "  --learn                  let through what no rule refuses, audited as\n"
+             "                           would-deny (not past --deny, --deny-cidr or the\n"
+             "                           non-public-address rule); then `tollgate policy\n"
+             "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_AUDIT
              GW_SETUP_USAGE_CONTROL

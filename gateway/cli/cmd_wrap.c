@@ -24,6 +24,7 @@
 #include "exec/netns.h"
 #include "exec/userns.h"
 #include "gateway/cli/cli.h"
+#include "gateway/cli/wrap_listen.h"
 #include "gateway/control/control.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
@@ -51,11 +52,17 @@ enum {
 	OPT_PROFILE,
 	OPT_NAME,
 	OPT_QUIET,
+	OPT_LISTEN,
+	OPT_LISTEN_REMOTE,
+	OPT_TOKEN_FILE,
+	OPT_HTTP_SESSIONS,
+	OPT_HTTP_IDLE,
 };
 
 static const struct option wrap_options[] = {
     GW_SANDBOX_OPTIONS,
     GW_SETUP_OPTIONS,
+    {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
@@ -66,6 +73,11 @@ static const struct option wrap_options[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"name", required_argument, NULL, OPT_NAME},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"listen-remote", no_argument, NULL, OPT_LISTEN_REMOTE},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
+    {"http-idle", required_argument, NULL, OPT_HTTP_IDLE},
     {NULL, 0, NULL, 0},
 };
 
@@ -85,6 +97,7 @@ struct wrap_flags {
 	const char *profile; /* --profile: a policy file (network and files) */
 	const char *name;    /* --name: a home kept in $TOLLGATE_HOME/homes/NAME */
 	char name_home[PATH_MAX];
+	struct gw_wrap_listen_flags http; /* --listen and its flags (wrap_listen.c) */
 };
 
 struct wrap_state {
@@ -271,6 +284,13 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		case OPT_QUIET:
 			f->quiet = true;
 			break;
+		case OPT_LISTEN:
+		case OPT_LISTEN_REMOTE:
+		case OPT_TOKEN_FILE:
+		case OPT_HTTP_SESSIONS:
+		case OPT_HTTP_IDLE:
+			rc = gw_wrap_listen_flag(CMD, &f->http, c - OPT_LISTEN, optarg);
+			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -295,6 +315,8 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		                    "[ARG...])");
 	if (argv[optind][0] == '\0')
 		return gw_fail(CMD, "the command name is empty");
+	if (gw_wrap_listen_check(CMD, &f->http) != 0)
+		return GW_EXIT_FAILURE;
 	f->argv = argv + optind;
 	f->argc = argc - optind;
 	return 0;
@@ -475,6 +497,16 @@ run_wrap(int argc, char **argv)
 	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, f.name != NULL ? f.name_home : NULL,
 	                     &spec) != 0)
 		goto out;
+	if (f.http.listen != NULL) {
+		/* MCP over HTTP: a server per session, from the same spec. */
+		wcfg.tools_allow = f.nallow > 0 ? f.tools_allow : NULL;
+		wcfg.tools_deny = f.ndeny > 0 ? f.tools_deny : NULL;
+		wcfg.rate = f.rate;
+		wcfg.audit = st.gw.audit;
+		exit_code = gw_wrap_listen_run(CMD, &f.http, &st.gw, &st.setup, &spec, f.argc,
+		                               f.no_transparent, &wcfg);
+		goto out;
+	}
 	rc = start_server(&st, &spec, &server_in, &server_out, err, sizeof(err));
 	if (rc != 0) {
 		gw_fail(CMD, "%s", err);
@@ -577,6 +609,19 @@ const struct gw_command gw_command_wrap = {
              "  --tools-deny NAME,...    never these tools (repeatable; wins over allow)\n"
              "  --rate N/s               at most N tools/call per second (also N/m, N/h)\n"
              "  --quiet                  no line on stderr for each refused host\n"
+             "over HTTP:\n"
+             "  --listen ADDR:PORT       MCP Streamable HTTP at http://ADDR:PORT/mcp instead\n"
+             "                           of stdio: a sandboxed CMD per MCP session, ended\n"
+             "                           with it; loopback only unless --listen-remote\n"
+             "  --listen-remote          let --listen take a non-loopback address (the\n"
+             "                           token then crosses the network in clear text)\n"
+             "  --token-file FILE        the bearer token every HTTP request must carry\n"
+             "                           (made 0600 when missing; default\n"
+             "                           $TOLLGATE_HOME/wrap-http.token)\n"
+             "  --max-http-sessions N    sessions (servers) at once (16); a new one ends\n"
+             "                           the least recently used idle one, else 503\n"
+             "  --http-idle DURATION     a session with no request or stream this long\n"
+             "                           ends, and its server (30m)\n"
              "limits and sandbox:\n"
              "  --ram MB, --cpu SECONDS, --pids N, --nofile N, --disk MIB   as for `tollgate run`\n"
              "  --workdir DIR            bind DIR at /work (default: a fresh temporary one)\n"
@@ -592,6 +637,10 @@ const struct gw_command gw_command_wrap = {
              GW_SETUP_USAGE_NAMES
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch)\n"
+             "  --learn                  let through what no rule refuses, audited as\n"
+             "                           would-deny (not past --deny, --deny-cidr or the\n"
+             "                           non-public-address rule); then `tollgate policy\n"
+             "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_AUDIT,
     .run = run_wrap,

@@ -3,8 +3,10 @@
  * 2025-11-25) on libevent's evhttp. One endpoint, /mcp: POST carries one
  * JSON-RPC message and is answered with application/json or an SSE stream;
  * GET opens the stream for messages of no request; DELETE ends a session.
- * Each session (Mcp-Session-Id, issued at initialize) is an mcp_server of
- * its own over this transport; all of them share serve's tools and state.
+ * Each session (Mcp-Session-Id, issued at initialize) has a peer of its own:
+ * for serve an mcp_server over this transport, all of them sharing serve's
+ * tools and state; for `wrap --listen` a relay to a sandboxed server
+ * (gateway/mcp/wrap_http.c), both behind struct mcp_http_backend.
  * Every request must name this server (Host, Origin) and carry the bearer
  * token; docs/mcp.md ("MCP over HTTP") says what is and is not done.
  */
@@ -72,13 +74,15 @@ struct http_stream {
 	json_t *request_id;
 	struct evhttp_request *req; /* the attached connection's request, or NULL */
 	bool started;               /* an SSE answer began (else JSON may still answer) */
+	bool init;                  /* initialize's: its answer carries the session id */
 	struct http_stream *next;
 };
 
 struct http_session {
 	struct mcp_http *h;
 	char id[MCP_HTTP_SESSION_HEX + 1];
-	struct mcp_server *server;
+	void *peer; /* the backend's: serve's mcp_server, wrap's relay */
+	bool init_failed; /* initialize was answered with an error */
 	struct http_stream *streams;
 	uint64_t next_stream;
 	struct http_stream *feeding; /* the POST stream whose request is being handled now */
@@ -101,6 +105,8 @@ struct mcp_http {
 	char host_buf[HTTP_HOSTS_MAX][64];
 	const char *hosts[HTTP_HOSTS_MAX + 1];
 	struct mcp_server_config server_cfg;
+	struct mcp_http_backend backend;
+	bool serves; /* the backend is serve's mcp_server */
 	struct http_session *sessions; /* live */
 	struct http_session *closing;  /* ended, their calls still running */
 	size_t nsessions;
@@ -423,7 +429,11 @@ transport_send(void *arg, const json_t *msg, const json_t *related)
 	       is_response(msg);
 	/* The request being handled answered at once, nothing before: JSON. */
 	if (!st->started && st == sess->feeding && ends) {
-		reply_json(st->req, msg, NULL);
+		bool ok = json_object_get(msg, "result") != NULL;
+
+		if (st->init && !ok)
+			sess->init_failed = true;
+		reply_json(st->req, msg, st->init && ok ? sess->id : NULL);
 		st->req = NULL;
 		stream_free(st);
 		return 0;
@@ -464,7 +474,8 @@ session_free(struct http_session *sess)
 	while (sess->streams != NULL)
 		stream_free(sess->streams);
 	events_free(sess);
-	mcp_server_free(sess->server);
+	if (sess->peer != NULL)
+		sess->h->backend.free(sess->peer);
 	if (sess->ev_free != NULL)
 		event_free(sess->ev_free);
 	free(sess);
@@ -520,14 +531,13 @@ session_close(struct http_session *sess, const char *why)
 	events_free(sess);
 	sess->next = h->closing;
 	h->closing = sess;
-	mcp_server_input_end(sess->server, true);
+	h->backend.input_end(sess->peer);
 }
 
 static struct http_session *
 session_new(struct mcp_http *h)
 {
 	struct http_session *sess = calloc(1, sizeof(*sess));
-	struct mcp_server_config cfg = h->server_cfg;
 	struct mcp_server_transport tr = {transport_send, transport_on_drained, sess};
 	unsigned char raw[MCP_HTTP_SESSION_HEX / 2];
 
@@ -538,10 +548,9 @@ session_new(struct mcp_http *h)
 		goto fail;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(sess->id + 2 * i, 3, "%02x", raw[i]);
-	cfg.on_done = session_server_done;
-	cfg.done_arg = sess;
 	sess->ev_free = evtimer_new(h->base, session_free_cb, sess);
-	if (sess->ev_free == NULL || mcp_server_new_transport(&cfg, &tr, &sess->server) != 0)
+	if (sess->ev_free == NULL ||
+	    h->backend.open(h->backend.arg, &tr, session_server_done, sess, &sess->peer) != 0)
 		goto fail;
 	sess->last_active = gw_clock_mono();
 	sess->next = h->sessions;
@@ -572,7 +581,7 @@ session_busy(const struct http_session *sess)
 		if (st->req != NULL)
 			return true;
 	}
-	return mcp_server_calls(sess->server) > 0;
+	return sess->h->backend.calls(sess->peer) > 0;
 }
 
 /* At the bound, a new session takes the place of the least recently used
@@ -626,7 +635,6 @@ handle_post(struct mcp_http *h, struct evhttp_request *req)
 	struct http_stream *st;
 	enum mcp_kind kind;
 	json_t *msg = NULL;
-	uint64_t no;
 	char *body;
 
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
@@ -687,26 +695,22 @@ handle_post(struct mcp_http *h, struct evhttp_request *req)
 			              "out of memory");
 			goto out;
 		}
-		no = st->no; /* the stream ends with the response, kept for here */
-		mcp_server_input(sess->server, msg, kind);
-		/* initialize answers at once: its one event is the response. */
-		if (sess->ev_tail != NULL && sess->ev_tail->stream == no) {
-			json_t *resp = json_loadb(sess->ev_tail->data, sess->ev_tail->len, 0, NULL);
-			bool ok = resp != NULL && json_object_get(resp, "result") != NULL;
-
-			reply_json(req, resp != NULL ? resp : json_null(), ok ? sess->id : NULL);
-			json_decref(resp);
-			events_free(sess);
-			if (ok) {
-				log_info("mcp http: session %.8s started (client %s)", sess->id,
-				         mcp_server_client_name(sess->server));
-				goto out;
-			}
-		} else {
-			reply_refusal(req, 500, "Internal Server Error", MCP_ERR_INTERNAL,
-			              "initialize was not answered");
+		st->init = true;
+		st->req = req;
+		sess->feeding = st;
+		h->backend.input(sess->peer, msg, kind);
+		if (sess->feeding == st) {
+			/* Answered later (a relayed server starting): an SSE stream
+			 * whose head carries the session id, ending with the answer. */
+			sess->feeding = NULL;
+			if (!st->started)
+				stream_start(st, req, true);
+		} else if (sess->init_failed) {
+			session_close(sess, "initialize failed");
+			goto out;
 		}
-		session_close(sess, "initialize failed");
+		log_info("mcp http: session %.8s started (client %s)", sess->id,
+		         h->backend.client_name(sess->peer));
 		goto out;
 	}
 	sess = request_session(h, req);
@@ -715,7 +719,7 @@ handle_post(struct mcp_http *h, struct evhttp_request *req)
 	if (kind != MCP_KIND_REQUEST) {
 		/* A notification or a response: accepted, handled, no body. */
 		evhttp_send_reply(req, 202, "Accepted", NULL);
-		mcp_server_input(sess->server, msg, kind);
+		h->backend.input(sess->peer, msg, kind);
 		goto out;
 	}
 	st = stream_new(sess, json_object_get(msg, "id"));
@@ -725,7 +729,7 @@ handle_post(struct mcp_http *h, struct evhttp_request *req)
 	}
 	st->req = req;
 	sess->feeding = st;
-	mcp_server_input(sess->server, msg, kind);
+	h->backend.input(sess->peer, msg, kind);
 	/* A reply still to come (a tool call): an SSE stream until it does. */
 	if (sess->feeding == st) {
 		sess->feeding = NULL;
@@ -925,10 +929,80 @@ mcp_http_listen_check(const char *listen, bool remote_ok, char *err, size_t errl
 	return 0;
 }
 
+/* ---- serve's backend: an mcp_server per session ------------------------------------ */
+
+static int
+server_open(void *arg, const struct mcp_server_transport *tr, void (*on_done)(void *),
+            void *done_arg, void **out)
+{
+	struct mcp_server_config cfg = *(const struct mcp_server_config *)arg;
+	struct mcp_server *s = NULL;
+	int rc;
+
+	cfg.on_done = on_done;
+	cfg.done_arg = done_arg;
+	rc = mcp_server_new_transport(&cfg, tr, &s);
+	*out = s;
+	return rc;
+}
+
+static void
+server_input(void *peer, const json_t *msg, enum mcp_kind kind)
+{
+	mcp_server_input(peer, msg, kind);
+}
+
+static void
+server_input_end(void *peer)
+{
+	mcp_server_input_end(peer, true);
+}
+
+static size_t
+server_calls(const void *peer)
+{
+	return mcp_server_calls(peer);
+}
+
+static const char *
+server_client_name(const void *peer)
+{
+	return mcp_server_client_name(peer);
+}
+
+static void
+server_free(void *peer)
+{
+	mcp_server_free(peer);
+}
+
 int
 mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
              const struct mcp_server_config *server_cfg, struct mcp_http **out, char *err,
              size_t errlen)
+{
+	struct mcp_http_backend b = {
+	    .open = server_open,
+	    .input = server_input,
+	    .input_end = server_input_end,
+	    .calls = server_calls,
+	    .client_name = server_client_name,
+	    .free = server_free,
+	};
+	int rc = mcp_http_new_backend(base, cfg, &b, out, err, errlen);
+
+	if (rc == 0) {
+		(*out)->server_cfg = *server_cfg;
+		(*out)->backend.arg = &(*out)->server_cfg;
+		(*out)->serves = true;
+	}
+	return rc;
+}
+
+int
+mcp_http_new_backend(struct event_base *base, const struct mcp_http_config *cfg,
+                     const struct mcp_http_backend *backend, struct mcp_http **out, char *err,
+                     size_t errlen)
 {
 	struct timeval tick = gw_clock_timeval(HTTP_TICK_SECONDS);
 	struct sockaddr_storage ss;
@@ -964,7 +1038,7 @@ mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
 		h->cfg.replay_bytes = MCP_HTTP_REPLAY_BYTES;
 	if (h->cfg.idle_seconds <= 0)
 		h->cfg.idle_seconds = MCP_HTTP_IDLE_SECONDS;
-	h->server_cfg = *server_cfg;
+	h->backend = *backend;
 	set_hosts(h, cfg->listen, loopback);
 	h->http = evhttp_new(base);
 	h->tick = event_new(base, -1, EV_PERSIST, tick_cb, h);
@@ -1045,13 +1119,13 @@ mcp_http_sessions(const struct mcp_http *h)
 void
 mcp_http_request_cancel(struct mcp_http *h, long long id, const char *reason)
 {
-	for (struct http_session *s = h->sessions; s != NULL; s = s->next)
-		mcp_server_request_cancel(s->server, id, reason);
+	for (struct http_session *s = h->sessions; h->serves && s != NULL; s = s->next)
+		mcp_server_request_cancel(s->peer, id, reason);
 }
 
 void
 mcp_http_log_json(struct mcp_http *h, const char *level, json_t *data)
 {
-	for (struct http_session *s = h->sessions; s != NULL; s = s->next)
-		mcp_server_log_json(s->server, level, data);
+	for (struct http_session *s = h->sessions; h->serves && s != NULL; s = s->next)
+		mcp_server_log_json(s->peer, level, data);
 }

@@ -378,6 +378,27 @@ int mcp_http_listen_check(const char *listen, bool remote_ok, char *err, size_t 
 int mcp_http_new(struct event_base *base, const struct mcp_http_config *cfg,
                  const struct mcp_server_config *server_cfg, struct mcp_http **out, char *err,
                  size_t errlen);
+/*
+ * What a session is behind the transport: serve's mcp_server (mcp_http_new)
+ * or another peer (wrap --listen's relay to a sandboxed server). open makes
+ * a session's peer, which sends through tr; on_done(done_arg) once
+ * input_end was called and nothing of it still runs. calls: requests in
+ * flight (a busy session is not ended as idle).
+ */
+struct mcp_http_backend {
+	int (*open)(void *arg, const struct mcp_server_transport *tr, void (*on_done)(void *),
+	            void *done_arg, void **peer);
+	void (*input)(void *peer, const json_t *msg, enum mcp_kind kind);
+	void (*input_end)(void *peer);
+	size_t (*calls)(const void *peer);
+	const char *(*client_name)(const void *peer);
+	void (*free)(void *peer);
+	void *arg;
+};
+/* mcp_http_new with sessions made by backend (copied). */
+int mcp_http_new_backend(struct event_base *base, const struct mcp_http_config *cfg,
+                         const struct mcp_http_backend *backend, struct mcp_http **out,
+                         char *err, size_t errlen);
 /* Ends every session and stops listening; after mcp_serve_stop. Accepts NULL. */
 void mcp_http_free(struct mcp_http *h);
 /* Live sessions. */

@@ -22,6 +22,7 @@
 #include "gateway/ui/server.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
+#include "policy/suggest.h"
 
 #define UI_PAGE_DEFAULT 100      /* rows of a search page */
 #define UI_PAGE_MAX 1000         /* the most a page may ask for */
@@ -613,6 +614,66 @@ ui_api_sandboxes(struct ui_server *s, struct evhttp_request *req)
 out:
 	sqlite3_finalize(st);
 	json_decref(out);
+	evhttp_clear_headers(&q);
+}
+
+/*
+ * GET /api/suggest?log=N&sandbox=ID: `tollgate policy suggest --sandbox ID`,
+ * the timeline's "suggest a policy": {"ok", "sandbox", "requests", "policy"}
+ * (the policy file's text; requests 0 and policy null when none was let
+ * through).
+ */
+void
+ui_api_suggest(struct ui_server *s, struct evhttp_request *req)
+{
+	struct audit_filter f = {0};
+	struct policy_suggest *sg = NULL;
+	struct audit_reader *r;
+	struct evkeyvalq q;
+	char err[512], *text = NULL;
+	size_t n;
+
+	if (parse_query(req, &q) != 0) {
+		ui_reply_error(req, 400, "a malformed query");
+		return;
+	}
+	f.sandbox = evhttp_find_header(&q, "sandbox");
+	if (f.sandbox == NULL || f.sandbox[0] == '\0') {
+		ui_reply_error(req, 400, "sandbox: required");
+		goto out;
+	}
+	r = reader_for(s, req, &q);
+	if (r == NULL)
+		goto out;
+	sg = policy_suggest_new();
+	if (sg == NULL) {
+		ui_reply_error(req, 500, "out of memory");
+		goto out;
+	}
+	if (policy_suggest_from_audit(sg, r, &f, NULL, err, sizeof(err)) != 0) {
+		ui_reply_error(req, 500, "cannot read the log: %s", err);
+		goto out;
+	}
+	n = policy_suggest_requests(sg);
+	if (n > 0) {
+		char source[160];
+
+		snprintf(
+		    source, sizeof(source),
+		    "Suggested by the review page from %zu requests of sandbox %.64s. Per rule", n,
+		    f.sandbox);
+		text = policy_suggest_json(sg, source);
+		if (text == NULL) {
+			ui_reply_error(req, 500, "out of memory");
+			goto out;
+		}
+	}
+	ui_reply_json(req, 200,
+	              json_pack("{s:b, s:s, s:I, s:s?}", "ok", 1, "sandbox", f.sandbox, "requests",
+	                        (json_int_t)n, "policy", text));
+out:
+	free(text);
+	policy_suggest_free(sg);
 	evhttp_clear_headers(&q);
 }
 

@@ -469,6 +469,8 @@ route(struct evhttp_request *req, void *arg)
 		ui_api_audit(&pg->api, req);
 	else if (!post && strcmp(path, "/api/sandboxes") == 0)
 		ui_api_sandboxes(&pg->api, req);
+	else if (!post && strcmp(path, "/api/suggest") == 0)
+		ui_api_suggest(&pg->api, req);
 	else if (!post && strcmp(path, "/api/verify") == 0)
 		ui_api_verify(&pg->api, req);
 	else if (!post && strcmp(path, "/api/logs") == 0)

@@ -69,6 +69,7 @@ void ui_api_decide(struct ui_server *s, struct evhttp_request *req, const struct
 void ui_api_stats(struct ui_server *s, struct evhttp_request *req);
 void ui_api_audit(struct ui_server *s, struct evhttp_request *req);
 void ui_api_sandboxes(struct ui_server *s, struct evhttp_request *req);
+void ui_api_suggest(struct ui_server *s, struct evhttp_request *req);
 void ui_api_verify(struct ui_server *s, struct evhttp_request *req);
 void ui_api_logs(struct ui_server *s, struct evhttp_request *req);
 

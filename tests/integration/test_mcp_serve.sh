@@ -18,6 +18,18 @@ set -e
 expect_eq "an argument to serve exits 125" "$rc" 125
 expect_eq "serve misuse: one line" "$(wc -l <<<"$err")" 1
 
+# A --tools-allow naming a host tool without --host-access says why it is absent.
+set +e
+err=$(timeout 60 "$TOLLGATE" serve --audit "$AUDIT" --no-network --tools-allow host_exec,execute_code \
+	--tools-allow 'host_file_*' < <(:) 2>&1 >/dev/null); rc=$?
+set -e
+expect_eq "serve --tools-allow host_exec without --host-access still starts (stdin EOF: 0)" "$rc" 0
+expect_match "--tools-allow host_exec: says it needs --host-access" "$err" \
+	"tollgate: serve: --tools-allow host_exec: host_exec is not offered without --host-access FILE"
+expect_match "--tools-allow 'host_file_*': says so too" "$err" "tools-allow host_file_\\*: host_file_.* is not offered"
+if grep -q 'execute_code' <<<"$err"; then fail "a tool that is offered got a note"; else
+	checks=$((checks + 1)); pass "no note for a tool that is offered"; fi
+
 # ---- raw lines: versions, the stateless revision, errors, EOF --------------------------
 set +e
 raw=$(timeout 90 python3 "$MCP_DIR/versions.py" "$TOLLGATE" serve --audit "$AUDIT" --no-network 2>"$TEST_TMP/err"); rc=$?
@@ -63,7 +75,9 @@ expect_match "handshake with tollgate" "$(step initialize)" '"server":"tollgate"
 durs=$(grep -oE 'duration_seconds(\\)?"?:[0-9.eE+-]+' <<<"$out" || true)
 expect_match "execute_code results carry duration_seconds" "$durs" 'duration_seconds'
 expect_eq "every duration_seconds has at most 3 decimals" "$(grep -cE '\.[0-9]{4,}' <<<"$durs" || true)" 0
-expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,bridge_data,browser_fetch,create_session,execute_code,fetch_webpage,get_artifacts,host_exec,host_file_copy,host_file_list,host_file_read,host_file_write,inspect_state,install_package,list_host_access,list_pending_approvals,list_runtimes,list_sessions,request_egress,request_host_access,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
+expect_eq "tools/list" "$(py "$(step tools)" '",".join(d["tools"])')" "audit_query,bridge_data,browser_fetch,create_session,execute_code,fetch_webpage,get_artifacts,inspect_state,install_package,list_pending_approvals,list_runtimes,list_sessions,request_egress,sandbox_stats,set_resource_limits,terminate_session,validate_code,vault_list,verify_artifact"
+if grep -q 'host_' <<<"$(step tools)"; then fail "a host tool is listed without --host-access"; else
+	checks=$((checks + 1)); pass "without --host-access no host tool is listed"; fi
 expect_eq "every tool has an object inputSchema" "$(py "$(step tools)" 'd["schemas"]')" "True"
 expect_match "list_runtimes finds python" "$(py "$(step runtimes)" '[r["language"] for r in d["structured"]["runtimes"] if r["available"]]')" "python"
 expect_eq "python: stdout" "$(py "$(step python)" 'd["structured"]["stdout"]')" "out 42"

@@ -9,8 +9,8 @@
 # is asked and denied, and nothing ran) and its "..." takes no option; a bare
 # argv[0] is refused; host files: an allowed read, another user's symlink
 # refused, the person's own followed, '..' refused, a write and a copy into
-# a session's work directory; without --host-access every host tool says
-# host access is off.
+# a session's work directory; without --host-access no host tool is
+# listed and a call to one is an unknown tool.
 source "$(dirname "$0")/lib.sh"
 
 source "$(dirname "$0")/mcp/setup.sh"
@@ -248,7 +248,7 @@ expect_match "elicitation: the form shows exactly what would run, and the reason
 	"$(py "$(step elicitations)" 'd["asked"][0]["message"]')" \
 	'run \["/bin/echo","via-elicitation"\] \(program /usr/bin/echo\) in / as uid '"$puid"'.*Its reason: say hi'
 
-# ---- without --host-access: every host tool says so -----------------------------------
+# ---- without --host-access: no host tool is offered -----------------------------------
 cat >"$TEST_TMP/off.json" <<EOF
 [
  {"step": "exec", "tool": "host_exec", "args": {"argv": ["/usr/bin/id"]}},
@@ -265,9 +265,9 @@ out=$(cd "$MCP_DIR" && timeout 60 node host.mjs "$TEST_TMP/off.json" -- \
 	"$TOLLGATE" serve --no-network --audit "$TEST_TMP/audit-off.db" 2>"$TEST_TMP/err-off"); rc=$?
 set -e
 expect_eq "without --host-access: the session ends cleanly" "$rc" 0
+expect_eq "without --host-access: no host tool in tools/list" "$(py "$(step tools)" 'sorted(d["schemas"])')" "[]"
 for s in exec request list read write ls copy; do
-	expect_match "without --host-access: $s says host access is off" "$(py "$(step "$s")" 'd["isError"], d["text"]')" \
-		"True.*host access is off.*--host-access"
+	expect_eq "without --host-access: $s is an unknown tool (-32602)" "$(py "$(step "$s")" 'd.get("rpcError")')" "-32602"
 done
 
 # ---- a bad file stops serve with FILE:LINE:COL ------------------------------------------

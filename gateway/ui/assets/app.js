@@ -289,6 +289,7 @@ async function loadTimeline() {
   chart.replaceChildren();
   body.replaceChildren();
   $("tl-summary").replaceChildren();
+  $("tl-policy").hidden = true;
   if (!sandbox) { $("tl-summary").textContent = "No sandbox in this log yet."; return; }
   // From the sandbox's last row down: its rows lie together, so the log is not
   // scanned from the newest row to reach an old sandbox.
@@ -306,6 +307,17 @@ async function loadTimeline() {
       el("td", {}, rowBytes(row) ? bytesText(rowBytes(row)) : ""));
     body.append(tr);
   }
+}
+
+// The policy file `tollgate policy suggest --sandbox ID` would print.
+async function suggestPolicy() {
+  const sandbox = $("tl-sandbox").value;
+  const box = $("tl-policy");
+  if (!sandbox) return;
+  const q = new URLSearchParams({ log: $("tl-log").value, sandbox: sandbox });
+  const data = await getJSON("/api/suggest?" + q);
+  box.textContent = data.policy || "Nothing this sandbox reached was let through: no rule to suggest.";
+  box.hidden = false;
 }
 
 function summarize(sandbox, rows) {
@@ -470,6 +482,7 @@ async function start() {
   $("tl-sandbox").addEventListener("change", loadTimeline);
   $("tl-log").addEventListener("change", loadSandboxes);
   $("tl-reload").addEventListener("click", loadSandboxes);
+  $("tl-suggest").addEventListener("click", suggestPolicy);
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); search(); });
   $("older").addEventListener("click", () => search($("older").dataset.before));
   $("verify").addEventListener("click", verify);

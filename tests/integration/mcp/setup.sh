@@ -9,7 +9,9 @@ command -v node >/dev/null || skip "node (Debian package nodejs)"
 mcp_installed() {
 	[[ -d $MCP_DIR/node_modules/@modelcontextprotocol/sdk &&
 		-d $MCP_DIR/node_modules/@modelcontextprotocol/server-everything &&
-		-d $MCP_DIR/node_modules/@modelcontextprotocol/conformance ]]
+		-d $MCP_DIR/node_modules/@modelcontextprotocol/conformance &&
+		-d $MCP_DIR/node_modules/@modelcontextprotocol/inspector-cli &&
+		-d $MCP_DIR/node_modules/@modelcontextprotocol/server-filesystem ]]
 }
 # Tests run in parallel: one installs while the others wait (a lock on the
 # manifest until the install is done), then they find the result.
