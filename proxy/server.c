@@ -50,6 +50,8 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->parent_check_dns = false;
 	cfg->report_mode = false;
 	cfg->quiet_asks = false;
+	cfg->log_caps = false;
+	cfg->learn_mode = false;
 }
 
 /* ---- audit -------------------------------------------------------------- */

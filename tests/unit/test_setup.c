@@ -150,7 +150,7 @@ test_flags(void **state)
 	     "tollgate: test: --deny-cidr 10.0.0.0/33: "},
 	    {256, "x", GW_SETUP_NOT_MINE, ""},
 	    {'v', NULL, GW_SETUP_NOT_MINE, ""},
-	    {GW_SETUP_OPT_AUDIT_FAIL + 1, "x", GW_SETUP_NOT_MINE, ""},
+	    {GW_SETUP_OPT_LEARN + 1, "x", GW_SETUP_NOT_MINE, ""},
 	};
 	struct fixture *fx = *state;
 	struct gw_setup_flags *f = &fx->f;
