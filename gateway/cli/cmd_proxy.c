@@ -27,6 +27,7 @@
 #include "gateway/metrics.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
+#include "gateway/fleet/fleet.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
@@ -71,6 +72,8 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_CLIENT_CA,
+	OPT_FLEET,
+	OPT_NODE,
 };
 
 static const struct option proxy_options[] = {
@@ -106,6 +109,8 @@ static const struct option proxy_options[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
+    {"fleet", required_argument, NULL, OPT_FLEET},
+    {"node", required_argument, NULL, OPT_NODE},
     {NULL, 0, NULL, 0},
 };
 
@@ -139,6 +144,8 @@ struct proxy_flags {
 	struct proxy_parent *kept_parent;
 	const char *metrics_listen[PROXY_METRICS_LISTEN_MAX]; /* GET /metrics (gateway/metrics.h) */
 	size_t nmetrics_listen;
+	const char *fleet;             /* --fleet URL: ship the audit rows there (docs/fleet.md) */
+	char node[FLEET_NODE_MAX + 1]; /* --node, else the host name */
 };
 
 /* The loop's state for signal handlers. */
@@ -154,7 +161,8 @@ struct proxy_run {
 	int argc;
 	char **argv;
 	struct proxy_flags *first, *current;
-	struct gw_sd_sockets sd; /* passed by systemd (socket activation) */
+	struct gw_sd_sockets sd;       /* passed by systemd (socket activation) */
+	struct fleet_shipper *shipper; /* --fleet */
 };
 
 static int
@@ -309,6 +317,7 @@ parse_parent(struct proxy_flags *f)
 static int
 proxy_flag(struct proxy_flags *f, int c)
 {
+	char err[512];
 	double secs;
 	int rc = 0;
 
@@ -412,6 +421,18 @@ proxy_flag(struct proxy_flags *f, int c)
 				f->config_path = optarg;
 			else
 				f->check_config = true;
+			break;
+		case OPT_FLEET:
+			if (fleet_url_check(optarg, err, sizeof(err)) != 0)
+				return gw_fail("proxy", "--fleet: %s", err);
+			f->fleet = optarg;
+			break;
+		case OPT_NODE:
+			if (fleet_node_check(optarg) != 0)
+				return gw_fail("proxy",
+				               "--node '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+				               optarg, FLEET_NODE_MAX);
+			snprintf(f->node, sizeof(f->node), "%s", optarg);
 			break;
 		case OPT_LISTEN_TLS:
 		case OPT_TLS_CERT:
@@ -861,6 +882,21 @@ on_loop_running(evutil_socket_t fd, short what, void *arg)
 	             gw_control_path(run->setup.control));
 }
 
+/* --fleet: the audit log's rows go to the fleet's database from a thread of their own. */
+static int
+start_shipper(struct proxy_run *run, struct proxy_flags *f)
+{
+	char err[512];
+
+	if (f->node[0] == '\0' && fleet_default_node(f->node, sizeof(f->node)) != 0)
+		return gw_fail("proxy", "--fleet: the host name is not a node name: give --node");
+	if (fleet_shipper_start(f->fleet, f->node, run->setup.audit_path, &run->shipper, err,
+	                        sizeof(err)) != 0)
+		return gw_fail("proxy", "--fleet: %s", err);
+	log_info("proxy: shipping the audit log to the fleet as node %s", f->node);
+	return 0;
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -929,6 +965,8 @@ run_proxy(int argc, char **argv)
 		goto out;
 	if (serve_passed_sockets(&run) != 0)
 		goto out;
+	if (f.fleet != NULL && start_shipper(&run, &f) != 0)
+		goto out;
 	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
@@ -967,6 +1005,8 @@ out:
 		event_free(run.grace_timer);
 	gw_metrics_free(run.metrics); /* it reads the parts freed next */
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
+	/* After the audit log's last flush: its last rows go too, if the database answers. */
+	fleet_shipper_stop(run.shipper);
 	if (run.current != &f)
 		flags_free(run.current);
 	gw_config_free(f.config);
@@ -1028,6 +1068,11 @@ const struct gw_command gw_command_proxy = {
         "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
         "  --access-log FILE|-      one JSON line per request (SIGHUP reopens FILE)\n"
         "  --log-format text|json   stderr log format (text)\n"
+        "fleet (docs/fleet.md):\n"
+        "  --fleet URL              ship the audit log to this PostgreSQL database (a\n"
+        "                           libpq connection string; the password from\n"
+        "                           PGPASSFILE, never in URL)\n"
+        "  --node NAME              this gateway's name in the fleet (the host name)\n"
         "  -v, --verbose            debug logging\n"
         "configuration file (docs/operations.md):\n"
         "  --config FILE            JSON (comments allowed) with a key per flag,\n"

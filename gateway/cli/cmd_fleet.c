@@ -1,0 +1,260 @@
+/*
+ * `tollgate fleet init URL` (the fleet's schema, created or migrated), and the
+ * fleet side of `tollgate audit` and `tollgate audit verify` (--fleet URL):
+ * every node's rows from the central database.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gateway/cli/cli.h"
+#include "gateway/cli/fleet_cli.h"
+#include "gateway/fleet/fleet.h"
+
+extern const struct gw_command gw_command_fleet;
+
+static int run_init(int argc, char **argv);
+
+static const struct gw_command cmd_init = {
+    .name = "fleet init",
+    .run = run_init,
+    .usage = "usage: tollgate fleet init URL\n"
+             "\n"
+             "Creates the fleet's tables in the PostgreSQL database URL names (a libpq\n"
+             "connection string), or migrates an older schema to this tollgate's, in one\n"
+             "transaction. Running it again is harmless. The password comes from\n"
+             "PGPASSFILE (or ~/.pgpass), never from URL. docs/fleet.md.\n"
+             "\n"
+             "Exit status: 0; 1 when the database refused; 125 for bad usage.\n",
+};
+
+static int
+run_init(int argc, char **argv)
+{
+	static const struct option longopts[] = {{0}};
+	char err[1024];
+	PGconn *pg = NULL;
+	int c, rc, from = 0;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &cmd_init);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_EXIT_OK;
+		return GW_EXIT_FAILURE;
+	}
+	if (optind + 1 != argc)
+		return gw_fail(cmd_init.name, "want one URL (a libpq connection string)");
+	if (fleet_url_check(argv[optind], err, sizeof(err)) != 0)
+		return gw_fail(cmd_init.name, "%s", err);
+	rc = fleet_connect(argv[optind], 10, &pg, err, sizeof(err));
+	if (rc == 0)
+		rc = fleet_schema_init(pg, &from, err, sizeof(err));
+	fleet_disconnect(pg);
+	if (rc != 0)
+		return gw_not_done(cmd_init.name, "%s", err);
+	if (from == FLEET_SCHEMA_VERSION)
+		printf("fleet schema: version %d, up to date\n", FLEET_SCHEMA_VERSION);
+	else if (from == 0)
+		printf("fleet schema: version %d created\n", FLEET_SCHEMA_VERSION);
+	else
+		printf("fleet schema: migrated from version %d to %d\n", from,
+		       FLEET_SCHEMA_VERSION);
+	return GW_EXIT_OK;
+}
+
+static int
+run_fleet(int argc, char **argv)
+{
+	static const struct gw_command *const subs[] = {&cmd_init, NULL};
+
+	return gw_run_subcommand(argc, argv, &gw_command_fleet, subs);
+}
+
+const struct gw_command gw_command_fleet = {
+    .name = "fleet",
+    .summary = "set up the fleet's PostgreSQL database",
+    .usage = "usage: tollgate fleet init URL\n"
+             "\n"
+             "  init   create or migrate the fleet's schema (docs/fleet.md)\n"
+             "\n"
+             "Gateways join a fleet with --fleet URL --node NAME; 'tollgate audit --fleet\n"
+             "URL' reads every node's rows. See 'tollgate fleet init --help'.\n",
+    .run = run_fleet,
+};
+
+/* ---- tollgate audit --fleet --------------------------------------------------- */
+
+static int
+open_fleet(const char *cmd, const char *url, PGconn **pg)
+{
+	char err[1024];
+
+	if (fleet_url_check(url, err, sizeof(err)) != 0)
+		return gw_fail(cmd, "--fleet: %s", err);
+	if (fleet_connect(url, 10, pg, err, sizeof(err)) != 0 ||
+	    fleet_schema_check(*pg, err, sizeof(err)) != 0) {
+		fleet_disconnect(*pg);
+		*pg = NULL;
+		fprintf(stderr, "tollgate: %s: %s\n", cmd, err);
+		return 1;
+	}
+	return 0;
+}
+
+/* key: the text, null when NULL ("?" if jansson refuses it). */
+static void
+set_text(json_t *o, const char *key, const char *s, size_t len)
+{
+	json_t *v = s != NULL ? json_stringn(s, len) : json_null();
+
+	json_object_set_new(o, key, v != NULL ? v : json_string("?"));
+}
+
+static int
+print_fleet_row(const char *node, const struct audit_row *r, void *arg)
+{
+	bool json = *(bool *)arg;
+	json_t *o, *detail = NULL;
+	char *text;
+
+	if (!json) {
+		printf("%-12s %8lld  %.*s  %-10.*s %-14.*s %-28.*s %5lld  %-8.*s %.*s\n", node,
+		       (long long)r->id, (int)r->ts_len, r->ts ? r->ts : "", (int)r->kind_len,
+		       r->kind ? r->kind : "", (int)r->sandbox_len, r->sandbox ? r->sandbox : "-",
+		       (int)r->host_len, r->host ? r->host : "-", (long long)r->port,
+		       (int)r->decision_len, r->decision ? r->decision : "-", (int)r->reason_len,
+		       r->reason ? r->reason : "");
+		return ferror(stdout) ? 1 : 0;
+	}
+	if (r->detail != NULL)
+		detail = json_loadb(r->detail, r->detail_len, 0, NULL);
+	o = json_pack("{s:s, s:I, s:I}", "node", node, "seq", (json_int_t)r->id, "port",
+	              (json_int_t)r->port);
+	if (o != NULL) {
+		set_text(o, "ts", r->ts, r->ts_len);
+		set_text(o, "kind", r->kind, r->kind_len);
+		set_text(o, "sandbox", r->sandbox, r->sandbox_len);
+		set_text(o, "host", r->host, r->host_len);
+		set_text(o, "decision", r->decision, r->decision_len);
+		set_text(o, "reason", r->reason, r->reason_len);
+		if (detail != NULL)
+			json_object_set_new(o, "detail", detail);
+		else
+			set_text(o, "detail", r->detail, r->detail_len);
+		set_text(o, "hash", r->hash, r->hash != NULL ? strlen(r->hash) : 0);
+	} else {
+		json_decref(detail);
+	}
+	if (o == NULL)
+		return 1;
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (text == NULL)
+		return 1;
+	puts(text);
+	free(text);
+	return ferror(stdout) ? 1 : 0;
+}
+
+int
+gw_fleet_audit(const char *url, const char *node, const struct audit_filter *f, bool json)
+{
+	char err[1024];
+	PGconn *pg = NULL;
+	int rc;
+
+	rc = open_fleet("audit", url, &pg);
+	if (rc != 0)
+		return rc;
+	if (!json)
+		printf("%-12s %8s  %-24s  %-10s %-14s %-28s %5s  %-8s %s\n", "NODE", "SEQ", "TIME",
+		       "KIND", "SANDBOX", "HOST", "PORT", "DECISION", "REASON");
+	rc = fleet_audit_query(pg, node, f, print_fleet_row, &json, err, sizeof(err));
+	fleet_disconnect(pg);
+	if (fflush(stdout) != 0 || rc > 0)
+		return 1;
+	if (rc != 0) {
+		fprintf(stderr, "tollgate: audit: %s\n", err);
+		return 1;
+	}
+	return GW_EXIT_OK;
+}
+
+struct verify_out {
+	bool json;
+	json_t *nodes;
+	size_t count;
+};
+
+static void
+print_node_verdict(const struct fleet_verify_node *res, void *arg)
+{
+	struct verify_out *o = arg;
+	bool ok = res->bad_seq < 0;
+
+	o->count++;
+	if (o->json) {
+		json_t *n =
+		    json_pack("{s:s, s:b, s:I, s:I}", "node", res->node, "ok", ok, "rows_checked",
+		              (json_int_t)res->rows_checked, "head_seq", (json_int_t)res->head_seq);
+
+		if (n != NULL && !ok) {
+			json_object_set_new(n, "bad_seq", json_integer(res->bad_seq));
+			json_object_set_new(n, "problem", json_string(res->problem));
+			json_object_set_new(n, "error", json_string(res->what));
+		} else if (n != NULL) {
+			json_object_set_new(n, "head_hash", json_string(res->head_hash));
+		}
+		json_array_append_new(o->nodes, n);
+	}
+	if (!ok) {
+		fprintf(stderr,
+		        "tollgate: audit verify: node %s: %s (rows verified before it: %llu)\n",
+		        res->node, res->what, (unsigned long long)res->rows_checked);
+		return;
+	}
+	if (!o->json)
+		printf("ok: node %s: %llu rows checked, chain intact, head row %lld sha256 %s\n",
+		       res->node, (unsigned long long)res->rows_checked, (long long)res->head_seq,
+		       res->head_hash);
+}
+
+int
+gw_fleet_audit_verify(const char *url, const char *node, bool json)
+{
+	struct verify_out o = {.json = json};
+	char err[1024];
+	PGconn *pg = NULL;
+	int rc, bad = 0;
+
+	rc = open_fleet("audit verify", url, &pg);
+	if (rc != 0)
+		return rc;
+	o.nodes = json_array();
+	if (o.nodes == NULL) {
+		fleet_disconnect(pg);
+		return gw_fail("audit verify", "out of memory");
+	}
+	rc = fleet_audit_verify(pg, node, print_node_verdict, &o, &bad, err, sizeof(err));
+	fleet_disconnect(pg);
+	if (rc != 0) {
+		json_decref(o.nodes);
+		fprintf(stderr, "tollgate: audit verify: %s\n", err);
+		return 1;
+	}
+	if (json)
+		gw_print_json("audit verify",
+		              json_pack("{s:b, s:o}", "ok", bad == 0, "nodes", o.nodes));
+	else
+		json_decref(o.nodes);
+	if (o.count == 0 && !json)
+		printf("no rows in the fleet%s%s\n", node != NULL ? " for node " : "",
+		       node != NULL ? node : "");
+	return bad == 0 ? GW_EXIT_OK : 1;
+}
