@@ -4,15 +4,18 @@
  * every node's rows from the central database.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "gateway/cli/cli.h"
 #include "gateway/cli/fleet_cli.h"
 #include "gateway/fleet/fleet.h"
+#include "policy/policy.h"
 
 extern const struct gw_command gw_command_fleet;
 
@@ -87,6 +90,194 @@ const struct gw_command gw_command_fleet = {
              "URL' reads every node's rows. See 'tollgate fleet init --help'.\n",
     .run = run_fleet,
 };
+
+/* ---- tollgate policy push / history ------------------------------------------ */
+
+static int run_push(int argc, char **argv);
+static int run_history(int argc, char **argv);
+
+const struct gw_command gw_command_policy_push = {
+    .name = "policy push",
+    .run = run_push,
+    .usage = "usage: tollgate policy push --fleet URL [--node-group G] FILE\n"
+             "\n"
+             "Stores FILE (a policy file, checked first) as the newest policy revision\n"
+             "of node group G (default: the group of gateways started without\n"
+             "--node-group). Gateways started with --fleet URL --policy-from-fleet load\n"
+             "it within a second, without a restart. Prints the revision and its\n"
+             "SHA-256. docs/fleet.md.\n",
+};
+
+const struct gw_command gw_command_policy_history = {
+    .name = "policy history",
+    .run = run_history,
+    .usage = "usage: tollgate policy history --fleet URL [--node-group G] [--json]\n"
+             "\n"
+             "Lists the fleet's policy revisions, oldest first: revision, node group,\n"
+             "when, who pushed it from which host, its SHA-256 and size.\n",
+};
+
+enum { OPT_FLEET = 0x300, OPT_NODE_GROUP, OPT_JSON };
+
+static const struct option revision_options[] = {
+    {"fleet", required_argument, NULL, OPT_FLEET},
+    {"node-group", required_argument, NULL, OPT_NODE_GROUP},
+    {"json", no_argument, NULL, OPT_JSON},
+    {0},
+};
+
+/* The flags of push and history. 0, GW_OPT_HELP or an exit status. */
+static int
+revision_flags(int argc, char **argv, const struct gw_command *cmd, const char **url,
+               const char **group, bool *json)
+{
+	int c;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", revision_options, cmd);
+		if (c == -1)
+			break;
+		switch (c) {
+		case OPT_FLEET:
+			*url = optarg;
+			break;
+		case OPT_NODE_GROUP:
+			if (fleet_node_check(optarg) != 0)
+				return gw_fail(cmd->name,
+				               "--node-group '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+				               optarg, FLEET_NODE_MAX);
+			*group = optarg;
+			break;
+		case OPT_JSON:
+			*json = true;
+			break;
+		case GW_OPT_HELP:
+			return GW_OPT_HELP;
+		default:
+			return GW_EXIT_FAILURE;
+		}
+	}
+	if (*url == NULL)
+		return gw_fail(cmd->name, "--fleet URL is required");
+	return 0;
+}
+
+static int open_fleet(const char *cmd, const char *url, PGconn **pg);
+
+static int
+run_push(int argc, char **argv)
+{
+	const char *url = NULL, *group = "";
+	char err[1024], digest[AUDIT_HASH_HEX_LEN + 1], host[256], by[64];
+	struct policy *p = NULL;
+	struct passwd *pw;
+	PGconn *pg = NULL;
+	bool json = false;
+	char *body = NULL;
+	size_t len = 0;
+	int64_t rev = 0;
+	FILE *fp;
+	int rc;
+
+	rc = revision_flags(argc, argv, &gw_command_policy_push, &url, &group, &json);
+	if (rc == GW_OPT_HELP)
+		return GW_EXIT_OK;
+	if (rc != 0)
+		return rc;
+	if (optind + 1 != argc)
+		return gw_fail("policy push", "want one FILE");
+	/* Checked as a gateway will load it: a bad file never becomes a revision. */
+	if (policy_load_file(argv[optind], &p, err, sizeof(err)) != 0)
+		return gw_fail("policy push", "%s", err);
+	policy_free(p);
+	fp = fopen(argv[optind], "re");
+	if (fp == NULL)
+		return gw_fail("policy push", "%s: %s", argv[optind], strerror(errno));
+	body = malloc(POLICY_FILE_MAX + 1);
+	if (body != NULL)
+		len = fread(body, 1, POLICY_FILE_MAX + 1, fp);
+	fclose(fp);
+	if (body == NULL || len > POLICY_FILE_MAX || memchr(body, '\0', len) != NULL) {
+		free(body);
+		return gw_fail("policy push", "%s: too large or not text", argv[optind]);
+	}
+	pw = getpwuid(getuid());
+	snprintf(by, sizeof(by), "%s", pw != NULL ? pw->pw_name : "?");
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	rc = open_fleet("policy push", url, &pg);
+	if (rc == 0) {
+		rc = fleet_policy_push(pg, group, body, len, by, host, &rev, digest, err,
+		                       sizeof(err));
+		if (rc != 0)
+			rc = gw_not_done("policy push", "%s", err);
+	}
+	fleet_disconnect(pg);
+	free(body);
+	if (rc != 0)
+		return rc;
+	if (json)
+		return gw_print_json("policy push",
+		                     json_pack("{s:I, s:s, s:s}", "rev", (json_int_t)rev,
+		                               "node_group", group, "sha256", digest));
+	printf("revision %lld%s%s sha256 %s\n", (long long)rev, *group ? " of node group " : "",
+	       group, digest);
+	return GW_EXIT_OK;
+}
+
+static int
+print_revision(const struct fleet_revision_info *r, void *arg)
+{
+	json_t *list = arg;
+
+	if (list != NULL) {
+		json_array_append_new(
+		    list, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:I}", "rev",
+		                    (json_int_t)r->rev, "node_group", r->group, "sha256", r->digest,
+		                    "pushed_by", r->pushed_by, "pushed_from", r->pushed_from,
+		                    "pushed_at", r->pushed_at, "bytes", (json_int_t)r->bytes));
+		return 0;
+	}
+	printf("%6lld  %-12s %s  %s@%s  sha256 %.16s  %lld bytes\n", (long long)r->rev,
+	       *r->group ? r->group : "(all)", r->pushed_at, r->pushed_by, r->pushed_from,
+	       r->digest, r->bytes);
+	return ferror(stdout) ? 1 : 0;
+}
+
+static int
+run_history(int argc, char **argv)
+{
+	const char *url = NULL, *group = NULL;
+	json_t *list = NULL;
+	char err[1024];
+	PGconn *pg = NULL;
+	bool json = false;
+	int rc;
+
+	rc = revision_flags(argc, argv, &gw_command_policy_history, &url, &group, &json);
+	if (rc == GW_OPT_HELP)
+		return GW_EXIT_OK;
+	if (rc != 0)
+		return rc;
+	if (optind != argc)
+		return gw_fail("policy history", "unexpected argument '%s'", argv[optind]);
+	rc = open_fleet("policy history", url, &pg);
+	if (rc != 0)
+		return rc;
+	if (json)
+		list = json_array();
+	rc = fleet_policy_history(pg, group, print_revision, list, err, sizeof(err));
+	fleet_disconnect(pg);
+	if (rc < 0) {
+		json_decref(list);
+		return gw_not_done("policy history", "%s", err);
+	}
+	if (json)
+		return gw_print_json("policy history", json_pack("{s:o}", "revisions", list));
+	return rc == 0 ? GW_EXIT_OK : 1;
+}
 
 /* ---- tollgate audit --fleet --------------------------------------------------- */
 

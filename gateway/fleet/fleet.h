@@ -95,4 +95,51 @@ typedef void (*fleet_verify_fn)(const struct fleet_verify_node *res, void *arg);
 int fleet_audit_verify(PGconn *c, const char *node, fleet_verify_fn fn, void *arg, int *bad,
                        char *err, size_t errlen);
 
+/* ---- policy revisions (revisions.c) ------------------------------------------ */
+
+struct fleet_revision {
+	int64_t rev; /* 0: none */
+	char digest[AUDIT_HASH_HEX_LEN + 1];
+	char *body; /* with_body only; the caller frees */
+	size_t len;
+};
+struct fleet_revision_info {
+	int64_t rev;
+	const char *group, *digest, *pushed_by, *pushed_from, *pushed_at;
+	long long bytes;
+};
+typedef int (*fleet_revision_fn)(const struct fleet_revision_info *r, void *arg);
+
+/* Stores a revision of group ("" for every gateway) and wakes the watchers. */
+int fleet_policy_push(PGconn *c, const char *group, const char *body, size_t len, const char *by,
+                      const char *from, int64_t *rev, char digest[AUDIT_HASH_HEX_LEN + 1],
+                      char *err, size_t errlen);
+/* The newest revision of group (out->rev 0 when there is none). 0 or negative errno. */
+int fleet_policy_newest(PGconn *c, const char *group, struct fleet_revision *out, bool with_body,
+                        char *err, size_t errlen);
+/* Every revision (of group; NULL: all), oldest first. 0, fn's value or negative errno. */
+int fleet_policy_history(PGconn *c, const char *group, fleet_revision_fn fn, void *arg, char *err,
+                         size_t errlen);
+/* Writes body to path whole (a temporary file renamed over it), mode 0600. */
+int fleet_policy_write_cache(const char *path, const char *body, size_t len, char *err,
+                             size_t errlen);
+
+/* What the watcher writes to notify_fd when it took (or refused) a revision. */
+struct fleet_policy_change {
+	int64_t rev;
+	char digest[AUDIT_HASH_HEX_LEN + 1];
+	bool rejected; /* not a valid policy: the cache file kept the last good one */
+};
+struct fleet_policy_watch;
+/*
+ * Starts a thread that follows group's newest revision past rev: each new
+ * valid one is written to cache, then a struct fleet_policy_change goes to
+ * notify_fd (the loop reloads cache on it). The database away: the cache
+ * stays as it is, and the thread retries.
+ */
+int fleet_policy_watch_start(const char *url, const char *group, const char *cache, int64_t rev,
+                             int notify_fd, struct fleet_policy_watch **out, char *err,
+                             size_t errlen);
+void fleet_policy_watch_stop(struct fleet_policy_watch *w);
+
 #endif
