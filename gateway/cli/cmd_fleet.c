@@ -15,6 +15,7 @@
 #include "gateway/cli/cli.h"
 #include "gateway/cli/fleet_cli.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/hold.h"
 #include "policy/policy.h"
 
 extern const struct gw_command gw_command_fleet;
@@ -448,4 +449,79 @@ gw_fleet_audit_verify(const char *url, const char *node, bool json)
 		printf("no rows in the fleet%s%s\n", node != NULL ? " for node " : "",
 		       node != NULL ? node : "");
 	return bad == 0 ? GW_EXIT_OK : 1;
+}
+
+/* ---- held requests: pending / approve / deny --fleet ------------------------------ */
+
+static int
+print_pending(const struct fleet_pending *p, void *arg)
+{
+	bool json = *(bool *)arg;
+	json_t *o;
+
+	if (json) {
+		o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I}", "node", p->node, "id", p->id,
+		              "kind", p->kind, "client", p->sandbox, "host", p->host, "port",
+		              p->port, "expires_in", (json_int_t)p->expires_in);
+		return gw_print_json("pending", o) != 0;
+	}
+	printf("%-12s %-24s %-8s %-16s %s:%d  expires in %lds\n", p->node, p->id, p->kind,
+	       p->sandbox, p->host, p->port, p->expires_in);
+	return ferror(stdout) ? 1 : 0;
+}
+
+int
+gw_fleet_pending(const char *url, const char *node, bool json)
+{
+	char err[1024];
+	PGconn *pg = NULL;
+	int rc;
+
+	rc = open_fleet("pending", url, &pg);
+	if (rc != 0)
+		return rc;
+	rc = fleet_approvals_pending(pg, node, print_pending, &json, err, sizeof(err));
+	fleet_disconnect(pg);
+	if (rc < 0)
+		return gw_not_done("pending", "%s", err);
+	return rc == 0 ? GW_EXIT_OK : 1;
+}
+
+int
+gw_fleet_decide(const char *cmd, const char *url, const char *node, const char *id, bool allow,
+                enum approval_scope scope)
+{
+	struct fleet_decide_result res;
+	char err[1024], host[256], by[64];
+	struct passwd *pw;
+	PGconn *pg = NULL;
+	int rc;
+
+	pw = getpwuid(getuid());
+	snprintf(by, sizeof(by), "%s", pw != NULL ? pw->pw_name : "?");
+	if (fleet_default_node(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "?");
+	rc = open_fleet(cmd, url, &pg);
+	if (rc != 0)
+		return rc;
+	rc = fleet_approval_decide(pg, id, node, allow, approval_scope_name(scope), by, host, &res,
+	                           err, sizeof(err));
+	fleet_disconnect(pg);
+	if (rc == -ENOENT)
+		return gw_not_done(cmd, "no held request %s in the fleet%s%s", id,
+		                   node != NULL ? " on node " : "", node != NULL ? node : "");
+	if (rc != 0)
+		return gw_not_done(cmd, "%s", err);
+	if (!res.won) {
+		if (strcmp(res.state, "allow") == 0 || strcmp(res.state, "deny") == 0)
+			return gw_not_done(
+			    cmd, "lost: request %s on node %s was already %s by %s from %s", id,
+			    res.node, strcmp(res.state, "allow") == 0 ? "approved" : "denied",
+			    res.decided_by, res.decided_node);
+		return gw_not_done(cmd, "request %s on node %s is no longer held (%s)", id,
+		                   res.node, res.state);
+	}
+	printf("%s %s on node %s (scope %s)\n", allow ? "approved" : "denied", id, res.node,
+	       approval_scope_name(scope));
+	return GW_EXIT_OK;
 }

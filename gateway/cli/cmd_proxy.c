@@ -29,6 +29,7 @@
 #include "policy/approval.h"
 #include "gateway/fleet/fleet.h"
 #include "gateway/fleet/follow.h"
+#include "gateway/fleet/hold.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
@@ -172,6 +173,7 @@ struct proxy_run {
 	struct gw_sd_sockets sd;       /* passed by systemd (socket activation) */
 	struct fleet_shipper *shipper; /* --fleet */
 	struct fleet_follow *follow;   /* --policy-from-fleet */
+	struct fleet_hold *hold;       /* --fleet: held requests decided in the fleet too */
 	int64_t policy_rev;            /* the revision loaded at start */
 	char policy_digest[AUDIT_HASH_HEX_LEN + 1];
 };
@@ -1028,6 +1030,11 @@ run_proxy(int argc, char **argv)
 		goto out;
 	if (f.fleet != NULL && start_shipper(&run, &f) != 0)
 		goto out;
+	if (f.fleet != NULL &&
+	    fleet_hold_start(&run.gw, f.fleet, f.node, &run.hold, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "--fleet: %s", err);
+		goto out;
+	}
 	if (f.policy_from_fleet &&
 	    fleet_follow_start(&run.gw, f.fleet, f.node_group != NULL ? f.node_group : "",
 	                       f.fleet_policy, run.policy_rev, run.policy_digest, &run.follow, err,
@@ -1073,6 +1080,7 @@ out:
 		event_free(run.grace_timer);
 	gw_metrics_free(run.metrics); /* it reads the parts freed next */
 	fleet_follow_free(run.follow);
+	fleet_hold_free(run.hold);
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
 	/* After the audit log's last flush: its last rows go too, if the database answers. */
 	fleet_shipper_stop(run.shipper);
