@@ -3,7 +3,9 @@
 # socket only): three `tollgate proxy` gateways ship their audit rows, `audit
 # verify --fleet` passes, an altered, a deleted and a forked central row are
 # each named, the database stopped while requests flow loses and doubles
-# nothing, and a gateway restarted resumes where it stopped. Every request is
+# nothing, a gateway restarted resumes where it stopped, and the roles
+# docs/fleet.md gives a DBA hold (a node's login inserts its own rows only,
+# and rewrites none). Every request is
 # a curl through a proxy on 127.0.0.1 to a name the policy refuses: no packet
 # leaves the machine.
 source "$(dirname "$0")/lib.sh"
@@ -118,5 +120,41 @@ checks=$((checks + 1))
 if grep -q "node gw-a: fork: row 4" <<<"$out"; then pass "the fork is named"; else fail "fork: $out"; fi
 json=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-b --json 2>/dev/null || true)
 expect_eq "verify --json --node gw-b: problem" "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["problem"])' <<<"$json")" altered
+
+# -- the roles docs/fleet.md gives a DBA: a node inserts only its own rows -----
+psql -X -q "$FLEET" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE ROLE tollgate_ship NOLOGIN;
+GRANT SELECT (node, seq), INSERT ON tollgate_audit TO tollgate_ship;
+GRANT SELECT ON tollgate_schema TO tollgate_ship;
+CREATE ROLE ship_gwr LOGIN IN ROLE tollgate_ship;
+ALTER TABLE tollgate_audit ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ship_own_rows ON tollgate_audit FOR INSERT TO tollgate_ship
+    WITH CHECK (node = substr(current_user, 6));
+CREATE POLICY ship_own_head ON tollgate_audit FOR SELECT TO tollgate_ship
+    USING (node = substr(current_user, 6));
+GRANT SELECT, INSERT, UPDATE ON tollgate_approvals TO tollgate_ship;
+ALTER TABLE tollgate_approvals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ship_own_holds ON tollgate_approvals TO tollgate_ship
+    USING (node = substr(current_user, 6)) WITH CHECK (node = substr(current_user, 6));
+SQL
+SHIP="host=$PG_SOCK port=$PG_PORT user=ship_gwr dbname=postgres"
+start_proxy gwr --fleet "$SHIP" --node gwr
+PORT[gwr]=$PROXY_PORT
+requests gwr 3
+checks=$((checks + 1))
+if wait_shipped gwr "$TEST_TMP/gwr.db"; then pass "the shipping role ships its node's rows"; else fail "gwr did not ship: $(grep fleet "$TEST_TMP/gwr.log" | tail -2)"; fi
+stop_proxy "$PROXY_PID"
+start_proxy gwr-as-other --fleet "$SHIP" --node gw-x
+requests_port() { curl -s -o /dev/null --max-time 10 -x "http://127.0.0.1:$PROXY_PORT" "http://refused.test/" || true; }
+requests_port
+checks=$((checks + 1))
+if wait_for 10 grep -q "row-level security" "$TEST_TMP/gwr-as-other.log"; then pass "another node's name under the shipping role is refused by the database"; else fail "no refusal in $(tail -3 "$TEST_TMP/gwr-as-other.log")"; fi
+expect_eq "no row of gw-x arrived" "$(psql_q "select count(*) from tollgate_audit where node = 'gw-x'")" 0
+stop_proxy "$PROXY_PID"
+set +e
+psql -X -q "$SHIP" -c "update tollgate_audit set host = 'x' where node = 'gwr'" >/dev/null 2>&1
+rc=$?
+set -e
+expect_eq "the shipping role cannot rewrite its own shipped rows" "$rc" 1
 
 finish
