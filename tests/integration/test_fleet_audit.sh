@@ -31,6 +31,13 @@ set +e
 rc=$?
 set -e
 expect_eq "proxy --fleet with a password: exit 125" "$rc" 125
+printf '{"listen": "127.0.0.1:1", "fleet": "host=x password=hunter2", "node": "n1"}\n' >"$TEST_TMP/cfg.json"
+set +e
+out=$("$TOLLGATE" proxy --config "$TEST_TMP/cfg.json" --check-config 2>&1)
+rc=$?
+set -e
+expect_eq "config key fleet with a password: not valid" "$rc" 1
+expect_match "the error is at the key, without the password" "$out" "cfg.json:1:[0-9]+: --fleet: the connection string holds a password[^2]*$"
 
 # -- the schema ----------------------------------------------------------------
 set +e
