@@ -203,6 +203,7 @@ run_push(int argc, char **argv)
 		free(body);
 		return gw_fail("policy push", "%s: too large or not text", argv[optind]);
 	}
+	body[len] = '\0'; /* libpq takes text parameters as C strings */
 	pw = getpwuid(getuid());
 	snprintf(by, sizeof(by), "%s", pw != NULL ? pw->pw_name : "?");
 	if (gethostname(host, sizeof(host)) != 0)

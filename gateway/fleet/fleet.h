@@ -110,7 +110,8 @@ struct fleet_revision_info {
 };
 typedef int (*fleet_revision_fn)(const struct fleet_revision_info *r, void *arg);
 
-/* Stores a revision of group ("" for every gateway) and wakes the watchers. */
+/* Stores a revision of group ("" for every gateway) and wakes the watchers.
+ * body holds len bytes and a NUL after them (libpq takes text as C strings). */
 int fleet_policy_push(PGconn *c, const char *group, const char *body, size_t len, const char *by,
                       const char *from, int64_t *rev, char digest[AUDIT_HASH_HEX_LEN + 1],
                       char *err, size_t errlen);
