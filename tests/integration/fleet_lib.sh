@@ -16,7 +16,7 @@ pg_setup() {
 	mkdir -p "$PG_DATA" "$PG_SOCK"
 	chmod 0755 "$TEST_TMP"
 	chown -R postgres: "$PG_DIR"
-	PG_PORT=${PG_PORT_FIXED:-$(free_port)}
+	PG_PORT=$(free_port)
 	runuser -u postgres -- "$PG_BIN/initdb" -D "$PG_DATA" -U tollgate -A trust -E UTF8 \
 		--no-sync >"$PG_DIR/initdb.log" 2>&1 || { cat "$PG_DIR/initdb.log" >&2; fail "initdb failed"; finish; }
 	FLEET="host=$PG_SOCK port=$PG_PORT user=tollgate dbname=postgres"
