@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "gateway/cli/cli.h"
+#include "gateway/cli/fleet_cli.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/hex.h"
 #include "policy/audit.h"
@@ -24,6 +25,7 @@ extern const struct gw_command gw_command_audit;
 static const struct gw_command cmd_verify = {
     .name = "audit verify",
     .usage = "usage: tollgate audit verify [--db FILE] [--anchor HASH] [--json]\n"
+             "       tollgate audit verify --fleet URL [--node NAME] [--json]\n"
              "\n"
              "Checks the audit log's hash chain from its first row to its head.\n"
              "Exit 0 with the number of rows checked and the head's hash: keep that\n"
@@ -36,7 +38,11 @@ static const struct gw_command cmd_verify = {
              "                            printed by an earlier verify)\n"
              "  --json                    one JSON object: {\"ok\", \"rows_checked\",\n"
              "                            \"head_id\", \"head_hash\", \"anchor\",\n"
-             "                            \"first_bad_id\", \"error\"}\n",
+             "                            \"first_bad_id\", \"error\"}\n"
+             "  --fleet URL               check every node's chain in the fleet's\n"
+             "                            database instead (docs/fleet.md): exit 1\n"
+             "                            naming a node's gap, fork or altered row\n"
+             "  --node NAME               with --fleet: only this node\n",
 };
 
 static const struct gw_command cmd_append = {
@@ -115,12 +121,14 @@ run_verify(int argc, char **argv)
 	    {"audit", required_argument, NULL, 'd'},
 	    {"anchor", required_argument, NULL, 'a'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"fleet", required_argument, NULL, 'F'},
+	    {"node", required_argument, NULL, 'N'},
 	    {0},
 	};
 	struct audit_verify_result res;
 	char path[PATH_MAX], err[1024], anchor[AUDIT_HASH_HEX_LEN + 1];
 	uint8_t h[AUDIT_HASH_LEN];
-	const char *db = NULL, *anchor_arg = NULL;
+	const char *db = NULL, *anchor_arg = NULL, *fleet = NULL, *node = NULL;
 	bool json = false;
 	int c, rc;
 
@@ -139,6 +147,12 @@ run_verify(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'F':
+			fleet = optarg;
+			break;
+		case 'N':
+			node = optarg;
+			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
 		default:
@@ -147,6 +161,13 @@ run_verify(int argc, char **argv)
 	}
 	if (optind < argc)
 		return gw_fail(cmd_verify.name, "unexpected argument '%s'", argv[optind]);
+	if (node != NULL && fleet == NULL)
+		return gw_fail(cmd_verify.name, "--node: only with --fleet");
+	if (fleet != NULL) {
+		if (db != NULL || anchor_arg != NULL)
+			return gw_fail(cmd_verify.name, "--fleet: not with --db or --anchor");
+		return gw_fleet_audit_verify(fleet, node, json);
+	}
 	/* A person may paste the anchor in either case; the chain's own spelling is lower. */
 	if (anchor_arg != NULL) {
 		if (gw_hex_decode(anchor_arg, strlen(anchor_arg), h, AUDIT_HASH_LEN) != 0)
@@ -556,14 +577,15 @@ run_audit(int argc, char **argv)
 	    {"host", required_argument, NULL, 'H'},  {"decision", required_argument, NULL, 'D'},
 	    {"kind", required_argument, NULL, 'k'},  {"limit", required_argument, NULL, 'n'},
 	    {"json", no_argument, NULL, 'j'},        {"follow", no_argument, NULL, 'f'},
-	    {"local", no_argument, NULL, 'L'},       {0},
+	    {"local", no_argument, NULL, 'L'},       {"fleet", required_argument, NULL, 'F'},
+	    {"node", required_argument, NULL, 'N'},  {0},
 	};
 	struct audit_filter f = {0};
 	struct printer p = {0};
 	struct audit_reader *r = NULL;
 	struct sigaction sa;
 	char path[PATH_MAX], err[1024];
-	const char *db = NULL;
+	const char *db = NULL, *fleet = NULL, *node = NULL;
 	int64_t max_id = 0;
 	int c, rc;
 
@@ -614,6 +636,12 @@ run_audit(int argc, char **argv)
 		case 'L':
 			p.local = true;
 			break;
+		case 'F':
+			fleet = optarg;
+			break;
+		case 'N':
+			node = optarg;
+			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
 		default:
@@ -623,6 +651,13 @@ run_audit(int argc, char **argv)
 	if (optind < argc)
 		return gw_fail("audit", "unexpected argument '%s' (subcommands: verify, append)",
 		               argv[optind]);
+	if (node != NULL && fleet == NULL)
+		return gw_fail("audit", "--node: only with --fleet");
+	if (fleet != NULL) {
+		if (db != NULL || p.follow || p.local)
+			return gw_fail("audit", "--fleet: not with --db, --follow or --local");
+		return gw_fleet_audit(fleet, node, &f, p.json);
+	}
 	rc = resolve_db("audit", db, false, path, sizeof(path));
 	if (rc != 0)
 		return rc;
@@ -682,6 +717,7 @@ const struct gw_command gw_command_audit = {
     .usage = "usage: tollgate audit [--db FILE] [--since 10m|2h|ISO-8601] [--sandbox ID]\n"
              "                      [--host H] [--decision D] [--kind K] [--limit N]\n"
              "                      [--json] [--follow] [--local]\n"
+             "       tollgate audit --fleet URL [--node NAME] [filters] [--json]\n"
              "       tollgate audit verify [--db FILE] [--anchor HASH]\n"
              "       tollgate audit append --kind KIND [...]   (for tests and scripts)\n"
              "\n"
@@ -705,6 +741,9 @@ const struct gw_command gw_command_audit = {
              "                            until SIGINT or SIGTERM (exit 0)\n"
              "  --local                   the table's times in local time, with their\n"
              "                            offset (--json stays UTC)\n"
+             "  --fleet URL               every node's rows from the fleet's database\n"
+             "                            (a libpq connection string; docs/fleet.md)\n"
+             "  --node NAME               with --fleet: only this node's rows\n"
              "\n"
              "Exit status: 0; 1 when the log cannot be read (or, for verify, does not\n"
              "verify); 125 for bad usage.\n",

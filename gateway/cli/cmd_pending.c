@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "gateway/cli/cli.h"
+#include "gateway/cli/fleet_cli.h"
 #include "gateway/control/control.h"
 #include "gateway/core/textsafe.h"
 #include "policy/approval.h"
@@ -88,7 +89,8 @@ print_row(const json_t *ap, const char *ref)
 		printf("%-12s %-20s %-32s %-6s %-7s %s%s%s%s\n", ref, client != NULL ? client : "",
 		       host != NULL ? host : "", "-", age, what != NULL ? what : "?",
 		       context != NULL && context[0] != '\0' ? " (reason: " : "",
-		       context != NULL ? context : "", context != NULL && context[0] != '\0' ? ")" : "");
+		       context != NULL ? context : "",
+		       context != NULL && context[0] != '\0' ? ")" : "");
 		goto out;
 	}
 	if (port == 0)
@@ -110,9 +112,11 @@ run_pending(int argc, char **argv)
 	static const struct option longopts[] = {
 	    {"control", required_argument, NULL, 'c'},
 	    {"json", no_argument, NULL, 'j'},
+	    {"fleet", required_argument, NULL, 'F'},
+	    {"node", required_argument, NULL, 'N'},
 	    {NULL, 0, NULL, 0},
 	};
-	const char *control = NULL;
+	const char *control = NULL, *fleet = NULL, *node = NULL;
 	bool json = false, header = false;
 	struct targets t;
 	size_t ok = 0, shown = 0;
@@ -126,12 +130,22 @@ run_pending(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'F':
+			fleet = optarg;
+			break;
+		case 'N':
+			node = optarg;
+			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
 		default:
 			return GW_EXIT_FAILURE;
 		}
 	}
+	if (node != NULL && fleet == NULL)
+		return gw_fail("pending", "--node: only with --fleet");
+	if (fleet != NULL && optind == argc)
+		return gw_fleet_pending(fleet, node, json);
 	if (optind < argc)
 		return gw_fail("pending",
 		               "unexpected argument '%s' (see 'tollgate pending --help')",
@@ -254,10 +268,12 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 	static const struct option longopts[] = {
 	    {"control", required_argument, NULL, 'c'},
 	    {"scope", required_argument, NULL, 's'},
+	    {"fleet", required_argument, NULL, 'F'},
+	    {"node", required_argument, NULL, 'N'},
 	    {NULL, 0, NULL, 0},
 	};
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
-	const char *control = NULL, *ref = NULL, *path = NULL;
+	const char *control = NULL, *ref = NULL, *path = NULL, *fleet = NULL, *node = NULL;
 	json_t *req, *reply = NULL;
 	struct targets t;
 	long pid, id;
@@ -288,6 +304,12 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 				               "--scope %s: expected once, client or always",
 				               optarg);
 			break;
+		case 'F':
+			fleet = optarg;
+			break;
+		case 'N':
+			node = optarg;
+			break;
 		case GW_OPT_HELP:
 			return GW_EXIT_OK;
 		default:
@@ -296,6 +318,11 @@ run_decide(int argc, char **argv, const struct gw_command *cmd, bool allow)
 	}
 	if (ref == NULL)
 		return gw_fail(cmd->name, "no approval ID given (see 'tollgate pending')");
+	if (node != NULL && fleet == NULL)
+		return gw_fail(cmd->name, "--node: only with --fleet");
+	/* A fleet's request: any host decides it in the database, the first one wins. */
+	if (fleet != NULL)
+		return gw_fleet_decide(cmd->name, fleet, node, ref, allow, scope);
 	if (parse_ref(ref, &pid, &id) != 0)
 		return gw_fail(
 		    cmd->name,
@@ -388,7 +415,11 @@ const struct gw_command gw_command_pending = {
              "                        context, gateway (pid), control, ref\n"
              "\n"
              "When several gateways run, IDs are shown as PID:ID; pass them so to approve\n"
-             "or deny. Exit status: 0, or 1 when no gateway could be reached.\n",
+             "or deny. Exit status: 0, or 1 when no gateway could be reached.\n"
+             "\n"
+             "  --fleet URL           list the fleet's held requests instead, every node's\n"
+             "                        (docs/fleet.md): ID is NODE's N-RUN\n"
+             "  --node NAME           with --fleet: only this node's\n",
     .run = run_pending,
 };
 
@@ -403,6 +434,10 @@ const struct gw_command gw_command_approve = {
              "                        or sandbox, for the gateway's life; always: every\n"
              "                        client, written to the policy file when there is one\n"
              "  -c, --control SOCKET  the gateway's control socket (default: found)\n"
+             "  --fleet URL           decide a request held anywhere in the fleet (ID as\n"
+             "                        'tollgate pending --fleet' shows); the first\n"
+             "                        decision wins, a later one exits 1 saying so\n"
+             "  --node NAME           with --fleet: the node that holds it\n"
              "\n"
              "Exit status: 0; 1 when there is no such pending approval or no gateway.\n",
     .run = run_approve,
@@ -419,6 +454,10 @@ const struct gw_command gw_command_deny = {
              "  -s, --scope SCOPE     once (default), client or always, as for approve:\n"
              "                        a remembered denial is not asked again\n"
              "  -c, --control SOCKET  the gateway's control socket (default: found)\n"
+             "  --fleet URL           decide a request held anywhere in the fleet (ID as\n"
+             "                        'tollgate pending --fleet' shows); the first\n"
+             "                        decision wins, a later one exits 1 saying so\n"
+             "  --node NAME           with --fleet: the node that holds it\n"
              "\n"
              "Exit status: 0; 1 when there is no such pending approval or no gateway.\n",
     .run = run_deny,

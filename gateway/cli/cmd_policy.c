@@ -14,6 +14,9 @@
 
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_policy_suggest; /* policy_suggest.c */
+/* The fleet's revisions (cmd_fleet.c). */
+extern const struct gw_command gw_command_policy_push;
+extern const struct gw_command gw_command_policy_history;
 
 /* `policy check` answers "not valid" with 1; 125 stays for misuse. */
 #define POLICY_CHECK_INVALID 1
@@ -300,8 +303,9 @@ out:
 static int
 run_policy(int argc, char **argv)
 {
-	static const struct gw_command *const subs[] = {&cmd_check, &cmd_test,
-	                                                &gw_command_policy_suggest, NULL};
+	static const struct gw_command *const subs[] = {
+	    &cmd_check, &cmd_test, &gw_command_policy_suggest, &gw_command_policy_push,
+	    &gw_command_policy_history, NULL};
 
 	return gw_run_subcommand(argc, argv, &gw_command_policy, subs);
 }
@@ -316,10 +320,14 @@ const struct gw_command gw_command_policy = {
              "                            [--json] HOST[:PORT]\n"
              "       tollgate policy suggest [--since T] [--sandbox ID | --command GLOB]\n"
              "                               [--audit FILE] [--diff POLICY]\n"
+             "       tollgate policy push --fleet URL [--node-group G] FILE\n"
+             "       tollgate policy history --fleet URL [--node-group G] [--json]\n"
              "\n"
              "  check   validate a policy file: exit 0 when valid, 1 when not\n"
              "  test    print the decision (allow, deny or ask), its reason and its rule\n"
              "  suggest print a policy allowing what an audit shows reached (--learn)\n"
+             "  push    store a policy file as the fleet's newest revision (docs/fleet.md)\n"
+             "  history list the fleet's policy revisions\n"
              "\n"
              "See 'tollgate policy check --help', 'tollgate policy test --help',\n"
              "'tollgate policy suggest --help' and\n"

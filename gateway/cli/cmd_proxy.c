@@ -27,6 +27,9 @@
 #include "gateway/metrics.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
+#include "gateway/fleet/fleet.h"
+#include "gateway/fleet/follow.h"
+#include "gateway/fleet/hold.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"
@@ -71,6 +74,10 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_TLS_CLIENT_CA,
+	OPT_FLEET,
+	OPT_NODE,
+	OPT_POLICY_FROM_FLEET,
+	OPT_NODE_GROUP,
 };
 
 static const struct option proxy_options[] = {
@@ -106,6 +113,10 @@ static const struct option proxy_options[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA},
+    {"fleet", required_argument, NULL, OPT_FLEET},
+    {"node", required_argument, NULL, OPT_NODE},
+    {"policy-from-fleet", no_argument, NULL, OPT_POLICY_FROM_FLEET},
+    {"node-group", required_argument, NULL, OPT_NODE_GROUP},
     {NULL, 0, NULL, 0},
 };
 
@@ -139,6 +150,11 @@ struct proxy_flags {
 	struct proxy_parent *kept_parent;
 	const char *metrics_listen[PROXY_METRICS_LISTEN_MAX]; /* GET /metrics (gateway/metrics.h) */
 	size_t nmetrics_listen;
+	const char *fleet;             /* --fleet URL: ship the audit rows there (docs/fleet.md) */
+	char node[FLEET_NODE_MAX + 1]; /* --node, else the host name */
+	bool policy_from_fleet;        /* the policy is the fleet's newest revision */
+	const char *node_group;        /* --node-group: whose revisions ("": the default) */
+	char fleet_policy[PATH_MAX];   /* where that revision is cached */
 };
 
 /* The loop's state for signal handlers. */
@@ -154,7 +170,12 @@ struct proxy_run {
 	int argc;
 	char **argv;
 	struct proxy_flags *first, *current;
-	struct gw_sd_sockets sd; /* passed by systemd (socket activation) */
+	struct gw_sd_sockets sd;       /* passed by systemd (socket activation) */
+	struct fleet_shipper *shipper; /* --fleet */
+	struct fleet_follow *follow;   /* --policy-from-fleet */
+	struct fleet_hold *hold;       /* --fleet: held requests decided in the fleet too */
+	int64_t policy_rev;            /* the revision loaded at start */
+	char policy_digest[AUDIT_HASH_HEX_LEN + 1];
 };
 
 static int
@@ -309,6 +330,7 @@ parse_parent(struct proxy_flags *f)
 static int
 proxy_flag(struct proxy_flags *f, int c)
 {
+	char err[512];
 	double secs;
 	int rc = 0;
 
@@ -412,6 +434,28 @@ proxy_flag(struct proxy_flags *f, int c)
 				f->config_path = optarg;
 			else
 				f->check_config = true;
+			break;
+		case OPT_FLEET:
+			if (fleet_url_check(optarg, err, sizeof(err)) != 0)
+				return gw_fail("proxy", "--fleet: %s", err);
+			f->fleet = optarg;
+			break;
+		case OPT_NODE:
+			if (fleet_node_check(optarg) != 0)
+				return gw_fail("proxy",
+				               "--node '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+				               optarg, FLEET_NODE_MAX);
+			snprintf(f->node, sizeof(f->node), "%s", optarg);
+			break;
+		case OPT_POLICY_FROM_FLEET:
+			f->policy_from_fleet = true;
+			break;
+		case OPT_NODE_GROUP:
+			if (fleet_node_check(optarg) != 0)
+				return gw_fail("proxy",
+				               "--node-group '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+				               optarg, FLEET_NODE_MAX);
+			f->node_group = optarg;
 			break;
 		case OPT_LISTEN_TLS:
 		case OPT_TLS_CERT:
@@ -861,6 +905,59 @@ on_loop_running(evutil_socket_t fd, short what, void *arg)
 	             gw_control_path(run->setup.control));
 }
 
+/*
+ * --policy-from-fleet, before the gateway starts: the newest revision of the
+ * node group becomes the policy file, cached under TOLLGATE_HOME per node.
+ */
+static int
+prepare_fleet_policy(struct proxy_run *run, struct proxy_flags *f)
+{
+	char home[PATH_MAX], err[1024];
+	int n;
+
+	if (!f->policy_from_fleet) {
+		if (f->node_group != NULL)
+			return gw_fail("proxy", "--node-group: only with --policy-from-fleet");
+		return 0;
+	}
+	if (f->fleet == NULL)
+		return gw_fail("proxy", "--policy-from-fleet: needs --fleet URL");
+	if (f->gw.policy_path != NULL)
+		return gw_fail("proxy", "--policy-from-fleet: not with --policy (the fleet's "
+		                        "revision is the policy file)");
+	if (f->node[0] == '\0' && fleet_default_node(f->node, sizeof(f->node)) != 0)
+		return gw_fail("proxy", "--fleet: the host name is not a node name: give --node");
+	if (gw_home_ensure(home, sizeof(home)) != 0)
+		return gw_fail("proxy", "--policy-from-fleet: cannot make $TOLLGATE_HOME");
+	n = snprintf(f->fleet_policy, sizeof(f->fleet_policy), "%s/fleet-policy-%s.json", home,
+	             f->node);
+	if (n < 0 || (size_t)n >= sizeof(f->fleet_policy))
+		return gw_fail("proxy", "--policy-from-fleet: $TOLLGATE_HOME is too long");
+	if (fleet_follow_prepare(f->fleet, f->node_group != NULL ? f->node_group : "",
+	                         f->fleet_policy, &run->policy_rev, run->policy_digest, err,
+	                         sizeof(err)) != 0)
+		return gw_fail("proxy", "--policy-from-fleet: %s", err);
+	f->gw.policy_path = f->fleet_policy;
+	if (run->policy_rev > 0)
+		log_info("proxy: policy revision %lld from the fleet", (long long)run->policy_rev);
+	return 0;
+}
+
+/* --fleet: the audit log's rows go to the fleet's database from a thread of their own. */
+static int
+start_shipper(struct proxy_run *run, struct proxy_flags *f)
+{
+	char err[512];
+
+	if (f->node[0] == '\0' && fleet_default_node(f->node, sizeof(f->node)) != 0)
+		return gw_fail("proxy", "--fleet: the host name is not a node name: give --node");
+	if (fleet_shipper_start(f->fleet, f->node, run->setup.audit_path, &run->shipper, err,
+	                        sizeof(err)) != 0)
+		return gw_fail("proxy", "--fleet: %s", err);
+	log_info("proxy: shipping the audit log to the fleet as node %s", f->node);
+	return 0;
+}
+
 static int
 run_proxy(int argc, char **argv)
 {
@@ -895,6 +992,8 @@ run_proxy(int argc, char **argv)
 	if (take_passed_sockets(&f, &run.sd) != 0)
 		goto out;
 	dns = f.ndns_listen > 0 || gw_sd_sockets_have(&run.sd, GW_SD_ROLE_DNS);
+	if (prepare_fleet_policy(&run, &f) != 0)
+		goto out;
 	/* approvals: the control socket through which people list and decide them. */
 	if (gw_setup_start(&run.gw, &run.setup, &f.gw,
 	                   GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_CONTROL |
@@ -929,6 +1028,20 @@ run_proxy(int argc, char **argv)
 		goto out;
 	if (serve_passed_sockets(&run) != 0)
 		goto out;
+	if (f.fleet != NULL && start_shipper(&run, &f) != 0)
+		goto out;
+	if (f.fleet != NULL &&
+	    fleet_hold_start(&run.gw, f.fleet, f.node, &run.hold, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "--fleet: %s", err);
+		goto out;
+	}
+	if (f.policy_from_fleet &&
+	    fleet_follow_start(&run.gw, f.fleet, f.node_group != NULL ? f.node_group : "",
+	                       f.fleet_policy, run.policy_rev, run.policy_digest, &run.follow, err,
+	                       sizeof(err)) != 0) {
+		gw_fail("proxy", "--policy-from-fleet: %s", err);
+		goto out;
+	}
 	gw_control_set_stats(run.setup.control, proxy_run_stats, &run);
 	ev_term = evsignal_new(run.gw.base, SIGTERM, on_sigterm, &run);
 	ev_int = evsignal_new(run.gw.base, SIGINT, on_sigterm, &run);
@@ -966,7 +1079,11 @@ out:
 	if (run.grace_timer != NULL)
 		event_free(run.grace_timer);
 	gw_metrics_free(run.metrics); /* it reads the parts freed next */
+	fleet_follow_free(run.follow);
+	fleet_hold_free(run.hold);
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
+	/* After the audit log's last flush: its last rows go too, if the database answers. */
+	fleet_shipper_stop(run.shipper);
 	if (run.current != &f)
 		flags_free(run.current);
 	gw_config_free(f.config);
@@ -1029,6 +1146,15 @@ const struct gw_command gw_command_proxy = {
         "  --metrics-listen ADDR:PORT  serve Prometheus metrics on GET /metrics\n"
         "  --access-log FILE|-      one JSON line per request (SIGHUP reopens FILE)\n"
         "  --log-format text|json   stderr log format (text)\n"
+        "fleet (docs/fleet.md):\n"
+        "  --fleet URL              ship the audit log to this PostgreSQL database (a\n"
+        "                           libpq connection string; the password from\n"
+        "                           PGPASSFILE, never in URL)\n"
+        "  --node NAME              this gateway's name in the fleet (the host name)\n"
+        "  --policy-from-fleet      the policy is the fleet's newest revision ('policy\n"
+        "                           push'), followed without a restart; the last one\n"
+        "                           stays while the database is away\n"
+        "  --node-group G           with --policy-from-fleet: group G's revisions\n"
         "  -v, --verbose            debug logging\n"
         "configuration file (docs/operations.md):\n"
         "  --config FILE            JSON (comments allowed) with a key per flag,\n"

@@ -10,6 +10,7 @@ extern const struct gw_command gw_command_proxy;
 extern const struct gw_command gw_command_pool;
 extern const struct gw_command gw_command_policy;
 extern const struct gw_command gw_command_audit;
+extern const struct gw_command gw_command_fleet;
 extern const struct gw_command gw_command_pending;
 extern const struct gw_command gw_command_approve;
 extern const struct gw_command gw_command_deny;
@@ -30,6 +31,7 @@ const struct gw_command *const gw_commands[] = {
 	&gw_command_pool,
 	&gw_command_policy,
 	&gw_command_audit,
+	&gw_command_fleet,
 	&gw_command_pending,
 	&gw_command_approve,
 	&gw_command_deny,

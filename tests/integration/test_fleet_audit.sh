@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# A fleet on a real PostgreSQL 15 (initdb in the test's directory, a Unix
+# socket only): three `tollgate proxy` gateways ship their audit rows, `audit
+# verify --fleet` passes, an altered, a deleted and a forked central row are
+# each named, the database stopped while requests flow loses and doubles
+# nothing, a gateway restarted resumes where it stopped, and the roles
+# docs/fleet.md gives a DBA hold (a node's login inserts its own rows only,
+# and rewrites none). Every request is
+# a curl through a proxy on 127.0.0.1 to a name the policy refuses: no packet
+# leaves the machine.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+source "$(dirname "$0")/fleet_lib.sh"
+command -v curl >/dev/null || skip "curl is not installed"
+command -v psql >/dev/null || skip "psql is missing (Debian's postgresql-client)"
+
+pg_setup
+# json_field KEY: KEY of each JSON line on stdin.
+json_field() { python3 -c 'import json,sys; [print(json.loads(l)[sys.argv[1]]) for l in sys.stdin]' "$1"; }
+
+# -- the URL: a password is refused, and says where it goes instead ------------
+set +e
+out=$("$TOLLGATE" fleet init 'postgresql://ship:hunter2@localhost/fleet' 2>&1)
+rc=$?
+set -e
+expect_eq "a URL with a password: exit 125" "$rc" 125
+checks=$((checks + 1))
+if [[ $out == *PGPASSFILE* && $out != *hunter2* ]]; then pass "the refusal names PGPASSFILE and not the password"; else fail "refusal: $out"; fi
+set +e
+"$TOLLGATE" proxy --listen 127.0.0.1:1 --fleet 'host=x password=hunter2' 2>"$TEST_TMP/pw.err"
+rc=$?
+set -e
+expect_eq "proxy --fleet with a password: exit 125" "$rc" 125
+printf '{"listen": "127.0.0.1:1", "fleet": "host=x password=hunter2", "node": "n1"}\n' >"$TEST_TMP/cfg.json"
+set +e
+out=$("$TOLLGATE" proxy --config "$TEST_TMP/cfg.json" --check-config 2>&1)
+rc=$?
+set -e
+expect_eq "config key fleet with a password: not valid" "$rc" 1
+expect_match "the error is at the key, without the password" "$out" "cfg.json:1:[0-9]+: --fleet: the connection string holds a password[^2]*$"
+
+# -- the schema ----------------------------------------------------------------
+set +e
+"$TOLLGATE" audit --fleet "$FLEET" >/dev/null 2>"$TEST_TMP/noschema.err"
+rc=$?
+set -e
+expect_eq "audit --fleet before fleet init: exit 1" "$rc" 1
+checks=$((checks + 1))
+if grep -q "fleet init" "$TEST_TMP/noschema.err"; then pass "it names 'fleet init'"; else fail "$(cat "$TEST_TMP/noschema.err")"; fi
+expect_eq "fleet init creates the schema" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 1 created"
+expect_eq "fleet init again: nothing to do" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 1, up to date"
+expect_eq "schema version recorded" "$(psql_q 'select version from tollgate_schema')" 1
+
+# -- three gateways ------------------------------------------------------------
+declare -A PORT PID
+start_node() {
+	start_proxy "$1" --fleet "$FLEET" --node "$1"
+	PORT[$1]=$PROXY_PORT
+	PID[$1]=$PROXY_PID
+}
+# requests NODE N: N refused requests through NODE's proxy (each one audit row or more).
+requests() {
+	local code
+	for i in $(seq 1 "$2"); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://127.0.0.1:${PORT[$1]}" "http://refused-$i.test/")
+		[[ $code == 403 ]] || fail "$1: request $i answered $code, want 403"
+	done
+}
+for n in gw-a gw-b gw-c; do start_node "$n"; done
+for n in gw-a gw-b gw-c; do requests "$n" 5; done
+for n in gw-a gw-b gw-c; do
+	checks=$((checks + 1))
+	if wait_shipped "$n" "$TEST_TMP/$n.db"; then pass "$n: every row shipped"; else fail "$n: local $(sqlite3 "$TEST_TMP/$n.db" 'select count(*) from events'), centre $(psql_q "select count(*) from tollgate_audit where node='$n'")"; fi
+done
+out=$("$TOLLGATE" audit verify --fleet "$FLEET")
+expect_eq "audit verify --fleet: three nodes intact" "$(grep -c 'chain intact' <<<"$out")" 3
+out=$("$TOLLGATE" audit --fleet "$FLEET" --node gw-b --kind decision --json)
+expect_eq "audit --fleet --node gw-b: only gw-b's decisions" \
+	"$(json_field node <<<"$out" | sort -u)" gw-b
+expect_eq "audit --fleet --node gw-b: as many as its local log" \
+	"$(wc -l <<<"$out")" "$(sqlite3 "$TEST_TMP/gw-b.db" "select count(*) from events where kind='decision'")"
+expect_eq "audit --fleet --host: one name across the fleet" \
+	"$("$TOLLGATE" audit --fleet "$FLEET" --host refused-2.test --json | json_field node | sort | tr '\n' ' ')" "gw-a gw-b gw-c "
+
+# -- the database stops while requests flow, then comes back ------------------
+pg_stop
+for n in gw-a gw-b gw-c; do requests "$n" 4; done
+checks=$((checks + 1))
+if grep -q "shipping paused" "$TEST_TMP/gw-a.log"; then pass "gw-a says shipping paused"; else fail "no pause in gw-a's log"; fi
+pg_start
+for n in gw-a gw-b gw-c; do requests "$n" 2; done
+for n in gw-a gw-b gw-c; do
+	checks=$((checks + 1))
+	if wait_shipped "$n" "$TEST_TMP/$n.db"; then pass "$n: shipped after the database came back"; else fail "$n: rows missing after the restart"; fi
+	expect_eq "$n: each seq once, 1..max" \
+		"$(psql_q "select count(distinct seq) = max(seq) and count(*) = max(seq) from tollgate_audit where node = '$n'")" t
+done
+
+# -- a gateway restarts: shipping resumes from the centre's newest seq --------
+stop_proxy "${PID[gw-a]}"
+expect_eq "gw-a stopped cleanly" "$STOP_RC" 0
+start_node gw-a
+requests gw-a 3
+checks=$((checks + 1))
+if wait_shipped gw-a "$TEST_TMP/gw-a.db"; then pass "gw-a resumed after its restart"; else fail "gw-a did not resume"; fi
+set +e
+"$TOLLGATE" audit verify --fleet "$FLEET" >/dev/null
+rc=$?
+set -e
+expect_eq "audit verify --fleet after the restarts" "$rc" 0
+
+# -- tampering at the centre is named -----------------------------------------
+for n in gw-a gw-b gw-c; do stop_proxy "${PID[$n]}"; done
+psql_q "update tollgate_audit set host = 'allowed.test' where node = 'gw-b' and seq = 3" >/dev/null
+psql_q "delete from tollgate_audit where node = 'gw-c' and seq = 2" >/dev/null
+psql_q "update tollgate_audit set prev_hash = repeat('a', 64) where node = 'gw-a' and seq = 4" >/dev/null
+set +e
+out=$("$TOLLGATE" audit verify --fleet "$FLEET" 2>&1)
+rc=$?
+set -e
+expect_eq "audit verify --fleet on a tampered centre: exit 1" "$rc" 1
+checks=$((checks + 1))
+if grep -q "node gw-b: altered: row 3" <<<"$out"; then pass "the altered row is named"; else fail "altered: $out"; fi
+checks=$((checks + 1))
+if grep -q "node gw-c: gap: row 2 is missing" <<<"$out"; then pass "the gap is named"; else fail "gap: $out"; fi
+checks=$((checks + 1))
+if grep -q "node gw-a: fork: row 4" <<<"$out"; then pass "the fork is named"; else fail "fork: $out"; fi
+json=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-b --json 2>/dev/null || true)
+expect_eq "verify --json --node gw-b: problem" "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["problem"])' <<<"$json")" altered
+
+# -- the roles docs/fleet.md gives a DBA: a node inserts only its own rows -----
+psql -X -q "$FLEET" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE ROLE tollgate_ship NOLOGIN;
+GRANT SELECT (node, seq), INSERT ON tollgate_audit TO tollgate_ship;
+GRANT SELECT ON tollgate_schema TO tollgate_ship;
+CREATE ROLE ship_gwr LOGIN IN ROLE tollgate_ship;
+ALTER TABLE tollgate_audit ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ship_own_rows ON tollgate_audit FOR INSERT TO tollgate_ship
+    WITH CHECK (node = substr(current_user, 6));
+CREATE POLICY ship_own_head ON tollgate_audit FOR SELECT TO tollgate_ship
+    USING (node = substr(current_user, 6));
+GRANT SELECT, INSERT, UPDATE ON tollgate_approvals TO tollgate_ship;
+ALTER TABLE tollgate_approvals ENABLE ROW LEVEL SECURITY;
+CREATE POLICY ship_own_holds ON tollgate_approvals TO tollgate_ship
+    USING (node = substr(current_user, 6)) WITH CHECK (node = substr(current_user, 6));
+SQL
+SHIP="host=$PG_SOCK port=$PG_PORT user=ship_gwr dbname=postgres"
+start_proxy gwr --fleet "$SHIP" --node gwr
+PORT[gwr]=$PROXY_PORT
+requests gwr 3
+checks=$((checks + 1))
+if wait_shipped gwr "$TEST_TMP/gwr.db"; then pass "the shipping role ships its node's rows"; else fail "gwr did not ship: $(grep fleet "$TEST_TMP/gwr.log" | tail -2)"; fi
+stop_proxy "$PROXY_PID"
+start_proxy gwr-as-other --fleet "$SHIP" --node gw-x
+requests_port() { curl -s -o /dev/null --max-time 10 -x "http://127.0.0.1:$PROXY_PORT" "http://refused.test/" || true; }
+requests_port
+checks=$((checks + 1))
+if wait_for 10 grep -q "row-level security" "$TEST_TMP/gwr-as-other.log"; then pass "another node's name under the shipping role is refused by the database"; else fail "no refusal in $(tail -3 "$TEST_TMP/gwr-as-other.log")"; fi
+expect_eq "no row of gw-x arrived" "$(psql_q "select count(*) from tollgate_audit where node = 'gw-x'")" 0
+stop_proxy "$PROXY_PID"
+set +e
+psql -X -q "$SHIP" -c "update tollgate_audit set host = 'x' where node = 'gwr'" >/dev/null 2>&1
+rc=$?
+set -e
+expect_eq "the shipping role cannot rewrite its own shipped rows" "$rc" 1
+
+finish
