@@ -61,7 +61,9 @@ if (mode === "stdio") {
   prefix = "http ";
 }
 
-const sizes = [["100B", 100], ["100KiB", 100 * 1024]];
+// MCP_SIZES (e.g. "100B"): only those sizes, for a profile of one.
+const only = process.env.MCP_SIZES?.split(/[ ,]+/);
+const sizes = [["100B", 100], ["100KiB", 100 * 1024]].filter(([label]) => !only || only.includes(label));
 async function call(client, message) {
   const t0 = performance.now();
   const r = await client.callTool({ name: "echo", arguments: { message } }, undefined, { timeout: 30000 });

@@ -19,7 +19,7 @@
 # the median microseconds wrap adds to a call). Goals: wrap/direct <= 1.1, at most
 # 200 us added at 100 B; serve/run <= 1.3. Knobs: MCP_CALLS (2000 calls of each size
 # on each path), MCP_SECONDS (60, the cap of each size's loop), ROUNDS (30, phase 3),
-# PHASES ("stdio http serve"), BENCH_NICE (-20). Everything listens on 127.0.0.1
+# PHASES ("stdio http serve"), MCP_SIZES ("100B 100KiB"), BENCH_NICE (-20). Everything listens on 127.0.0.1
 # only. Not a test: nothing here passes or fails on speed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
