@@ -9,6 +9,8 @@
 //   node tests/bench/bench_serve.mjs MCP_DIR ROUNDS TOLLGATE TIMER [FLAG...]
 //
 // TIMER: bench_run_timer.
+// BENCH_SERVE_BWRAP=PATH (optional): bwrap, to time a bare `python3 -c 'print(1)'` under
+// `bwrap --unshare-all` beside each run, in the same timer invocation.
 // MCP_DIR: tests/integration/mcp (its node_modules has the SDK). FLAGs go to both
 // serve and run (e.g. --audit FILE is given by bench_serve.sh, one file each).
 import { spawn } from "node:child_process";
@@ -62,19 +64,28 @@ function spawnOnce(cmd, args) {
     });
   });
 }
+const bwrap = process.env.BENCH_SERVE_BWRAP;
+const bwrapArgs = ["--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+  "/usr/bin/python3", "-c", code];
 const runArgs = ["run", ...(runAudit ? ["--audit", runAudit] : []), ...flags, "--lang", "python", "--code", code];
-const t = { serve: [], run: [], runNode: [] };
+const t = { serve: [], run: [], runNode: [], bwrap: [] };
 async function runOnce() {
-  const { out, ms } = await spawnOnce(timer, ["-n", "1", "-w", "0", "run", tollgate, ...runArgs]);
+  const { out, ms } = await spawnOnce(timer, ["-n", "1", "-w", "0", "run", tollgate, ...runArgs,
+    ...(bwrap ? ["::", "bwrap", bwrap, ...bwrapArgs] : [])]);
   const m = /^run runs=1 failed=0 median_ms=([0-9.]+)/m.exec(out);
-  if (!m || !out.startsWith("1\n")) throw new Error(`run: ${JSON.stringify(out)}`);
-  return [Number(m[1]), ms];
+  const b = /^bwrap runs=1 failed=0 median_ms=([0-9.]+)/m.exec(out);
+  if (!m || !out.startsWith(bwrap ? "1\n1\n" : "1\n") || (bwrap && !b)) throw new Error(`run: ${JSON.stringify(out)}`);
+  return [Number(m[1]), ms, b ? Number(b[1]) : null];
 }
 
 // One of each first (page cache, python's first start), not counted.
 await serveOnce();
 await runOnce();
-const pushRun = ([ms, nodeMs]) => { t.run.push(ms); t.runNode.push(nodeMs); };
+const pushRun = ([ms, nodeMs, bwrapMs]) => {
+  t.run.push(ms);
+  t.runNode.push(nodeMs);
+  if (bwrapMs !== null) t.bwrap.push(bwrapMs);
+};
 for (let i = 0; i < rounds; i++) {
   // Alternate which goes first, so that neither always follows the other.
   if (i % 2 === 0) {
@@ -99,4 +110,7 @@ console.log(`${rounds} interleaved rounds`);
 row("serve: execute_code print(1), at the client", t.serve);
 row("run --lang python --code 'print(1)'", t.run);
 row("  the same run, as node's spawn sees it", t.runNode);
-console.log(`ratio serve / run (medians; goal <= 1.3): ${(median(t.serve) / median(t.run)).toFixed(2)}`);
+if (bwrap) row("bwrap --unshare-all python3 -c 'print(1)'", t.bwrap);
+// Medians; goal: serve/run <= 1.3.
+console.log(`ratio serve/run: ${(median(t.serve) / median(t.run)).toFixed(2)}`);
+if (bwrap) console.log(`ratio serve/bwrap: ${(median(t.serve) / median(t.bwrap)).toFixed(2)}`);

@@ -3,11 +3,11 @@
 # `tollgate serve` driven by the official MCP SDK client (tests/integration/mcp's
 # node_modules), execute_code of print(1) in Python, against `tollgate run --lang
 # python --code 'print(1)'` timed by bench_run_timer, interleaved; prints both medians
-# and their ratio.
+# and their ratio; with BENCH_SERVE_BWRAP=1 also a bare `python3 -c` under bwrap.
 #
 #   tests/bench/bench_serve.sh [BUILD_DIR]     (default: build; run as root)
 #
-# Knobs: ROUNDS (30), BENCH_NICE (-20). TOLLGATE_HOME and the control directory are a
+# Knobs: ROUNDS (30), BENCH_NICE (-20), BENCH_SERVE_BWRAP (unset). TOLLGATE_HOME and the control directory are a
 # temp dir's, deleted at the end; serve and run each write their own audit file there.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,6 +25,11 @@ command -v node >/dev/null || { echo "bench_serve: needs node (Debian package no
 	echo "bench_serve: the MCP SDK is missing: (cd $mcp && npm ci)" >&2
 	exit 1
 }
+if [[ -n ${BENCH_SERVE_BWRAP:-} ]]; then
+	command -v bwrap >/dev/null || "$src/scripts/install-deps" bubblewrap >/dev/null
+	BENCH_SERVE_BWRAP=$(command -v bwrap)
+	export BENCH_SERVE_BWRAP
+fi
 renice -n "${BENCH_NICE:--20}" -p $$ >/dev/null
 tmp=$(mktemp -d /tmp/tollgate-bench-serve.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
