@@ -795,6 +795,30 @@ out:
 	return rc;
 }
 
+/* The fresh work directory (or the tmpfs on it) made the sandbox's user's. */
+static int
+own_work_dir(const char *dir, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	int rc;
+
+	if (chown(dir, uid, gid) == 0)
+		return 0;
+	rc = -errno;
+	/* EINVAL: root of a user namespace (a container's) whose map lacks the
+	 * sandbox's ids. */
+	if (rc == -EINVAL && !exec_rootless())
+		snprintf(err, errlen,
+		         "work directory %s: %s; the sandbox's user, uid %u, is not mapped in "
+		         "this user namespace (root here is a container's); give the container an "
+		         "id map that covers %u-%u, or run tollgate in it as a normal user "
+		         "(rootless mode)",
+		         dir, strerror(-rc), (unsigned)uid, EXEC_HOST_ID_BASE,
+		         EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID);
+	else
+		snprintf(err, errlen, "work directory %s: %s", dir, strerror(-rc));
+	return rc;
+}
+
 static int
 prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_uid, gid_t *work_gid,
              char *err, size_t errlen)
@@ -836,6 +860,12 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 			         strerror(errno));
 			return rc;
 		}
+		/* The sandbox's ids first, on the plain directory: where they are not
+		 * mapped (a container's root) that is the cause to name, before the
+		 * tmpfs below is refused for the same container. */
+		rc = own_work_dir(s->plan.workdir, *work_uid, *work_gid, err, errlen);
+		if (rc != 0)
+			return rc;
 		/* Bounded: a sandbox that fills /work gets ENOSPC, the host's disk
 		 * (and the audit log on it) keeps its room. */
 		rc = exec_disk_bound(s->plan.workdir, exec_disk_mb(spec->limits.disk_mb), 0700, err,
@@ -843,23 +873,9 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 		if (rc != 0)
 			return rc;
 		s->work_bounded = true;
-		if (chown(s->plan.workdir, *work_uid, *work_gid) != 0) {
-			rc = -errno;
-			/* EINVAL: root of a user namespace (a container's) whose map
-			 * lacks the sandbox's ids. */
-			if (rc == -EINVAL && !exec_rootless())
-				snprintf(err, errlen,
-				         "work directory %s: %s; the sandbox's user, uid %u, is not "
-				         "mapped in this user namespace (root here is a container's); "
-				         "give the container an id map that covers %u-%u, or run "
-				         "tollgate in it as a normal user (rootless mode)",
-				         s->plan.workdir, strerror(-rc), (unsigned)*work_uid,
-				         EXEC_HOST_ID_BASE, EXEC_HOST_ID_BASE + EXEC_SANDBOX_UID);
-			else
-				snprintf(err, errlen, "work directory %s: %s", s->plan.workdir,
-				         strerror(-rc));
+		rc = own_work_dir(s->plan.workdir, *work_uid, *work_gid, err, errlen);
+		if (rc != 0)
 			return rc;
-		}
 	}
 	rc = hold_dir(spec->workdir != NULL ? "--workdir" : "work directory",
 	              spec->workdir != NULL ? spec->workdir : s->plan.workdir, &s->plan.work_tree,

@@ -19,7 +19,13 @@ mine() { # this test's own tollgate processes' leftovers: names carry their pids
 # Counted by name, so that other tests running at once do not count: a
 # sandbox's mounts would name its tollgate-run.* directory, and a gate's veth
 # would appear on the host as tg*.
-my_mounts() { grep -c 'tollgate-run\.' /proc/self/mountinfo || true; }
+my_mounts() { # this test's own runs' mounts (the work tmpfs), not another test's
+	local n=0 p
+	for p in "${pids[@]}"; do
+		n=$((n + $(grep -c "tollgate-run\.$p\." /proc/self/mountinfo || true)))
+	done
+	echo "$n"
+}
 gate_links() { ls /sys/class/net | grep -c '^tg' || true; }
 links_before=$(gate_links)
 pids=()
