@@ -473,8 +473,9 @@ static const int forwarded_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR
  * no one can set back); a walk that took long makes the next wait nine
  * times as long (a tenth of init's time at most), unless a directory's
  * filesystem has lost more than --disk since the start (whoever wrote it).
- * More than --disk there, or a directory made in the run that it cannot
- * read, and init kills the command and tells the parent, which the job
+ * More than --disk there, a directory made in the run that it cannot read,
+ * or a walk cut short at DISK_WALK_ENTRIES while the filesystem has lost
+ * more than --disk, and init kills the command and tells the parent, which the job
  * records as resource.exceeded. Init walks without allocating (it is a
  * fork of a process that may have threads): getdents64 into its stack.
  */
@@ -491,6 +492,7 @@ struct disk_watch {
 	uint64_t used;        /* bytes, as the last walk counted */
 	size_t entries;       /* of this walk */
 	bool hidden;          /* this walk met a directory of the run it cannot read */
+	bool truncated;       /* this walk stopped at DISK_WALK_ENTRIES */
 	int64_t next_walk_ms; /* CLOCK_MONOTONIC */
 };
 
@@ -527,8 +529,10 @@ disk_walk(struct disk_watch *w, int dir, dev_t dev, int depth)
 			at += d->d_reclen;
 			if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 				continue;
-			if (++w->entries > DISK_WALK_ENTRIES)
+			if (++w->entries > DISK_WALK_ENTRIES) {
+				w->truncated = true;
 				return;
+			}
 			if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != dev)
 				continue;
 			if (disk_changed(w, &st))
@@ -606,6 +610,7 @@ disk_watch_over(struct disk_watch *w)
 		return false;
 	w->used = 0;
 	w->hidden = false;
+	w->truncated = false;
 	for (size_t i = 0; i < w->n; i++) {
 		struct stat st;
 		int fd = open(w->path[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -620,7 +625,8 @@ disk_watch_over(struct disk_watch *w)
 	/* A walk that took long waits nine times as long before the next. */
 	end = mono_ms();
 	w->next_walk_ms = end + 9 * (end - now);
-	return w->used > w->bound || w->hidden;
+	/* A walk cut short cannot clear a filesystem that lost the bound. */
+	return w->used > w->bound || w->hidden || (w->truncated && lost);
 }
 
 static __attribute__((noreturn)) void

@@ -2,8 +2,10 @@
 # A sandbox cannot fill the host (docs/run.md, "Disk"): a fresh /work is a
 # tmpfs of --disk MiB (1024 by default), so dd into it ends in ENOSPC inside
 # the sandbox, the host's disk keeps its room, and the sandbox's later
-# requests are still allowed and recorded. The same as root (split and one
-# process) and rootless.
+# requests are still allowed and recorded. Host directories (--workdir, --out,
+# --home, a writable --bind) are bounded by the init's watchdog and
+# RLIMIT_FSIZE: a filler is killed past --disk and resource.exceeded recorded.
+# The same as root (split and one process) and rootless.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 
@@ -131,6 +133,20 @@ host_dirs() {
 }
 host_dirs split root_run "$TEST_TMP/hd-split"
 TOLLGATE_PRIVSEP=0 host_dirs one-process root_run "$TEST_TMP/hd-one"
+
+# A directory of the run that the watchdog cannot read (mode 000) counts as
+# past the bound: what is in it cannot be counted.
+mkdir -p "$TEST_TMP/hd-hide"
+chown "$user:" "$TEST_TMP/hd-hide"
+rc=0
+root_run --audit "$TEST_TMP/hd-hide/a.db" --disk 16 --workdir "$TEST_TMP/hd-hide" -- sh -c \
+	'mkdir /work/d && head -c 1048576 /dev/zero >/work/d/x && chmod 000 /work/d && sleep 5' \
+	2>"$TEST_TMP/hide.err" || rc=$?
+expect_eq "a directory closed to the watchdog ends the run" "$rc" "137"
+expect_eq "and is recorded as past the disk bound" \
+	"$(sqlite3 "$TEST_TMP/hd-hide/a.db" "select count(*), json_extract(detail, '\$.limit') from events where kind = 'resource.exceeded'" 2>/dev/null)" \
+	"1|disk"
+chmod 0755 "$TEST_TMP/hd-hide/d"
 
 # ---- rootless: the same bound without root ---------------------------------------------
 user=nobody
