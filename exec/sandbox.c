@@ -458,11 +458,6 @@ child_hide_cmdline(void)
 
 static const int forwarded_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-/*
- * PID 1 of the sandbox: builds the root, starts the command, then reaps and
- * forwards signals. When it exits the kernel kills every other process of
- * the PID namespace, however they detached.
- */
 /* ---- the disk watchdog --------------------------------------------------- */
 
 /*
@@ -629,6 +624,11 @@ disk_watch_over(struct disk_watch *w)
 	return w->used > w->bound || w->hidden || (w->truncated && lost);
 }
 
+/*
+ * PID 1 of the sandbox: builds the root, starts the command, then reaps and
+ * forwards signals. When it exits the kernel kills every other process of
+ * the PID namespace, however they detached.
+ */
 static __attribute__((noreturn)) void
 child_main(struct exec_plan *p)
 {
@@ -639,7 +639,7 @@ child_main(struct exec_plan *p)
 	ssize_t n;
 	struct disk_watch watch;
 	const struct timespec poll = {0, DISK_POLL_MS * 1000000L};
-	pid_t cmd;
+	pid_t cmd, dead;
 	int rc, wstatus, sig;
 
 	/* Dies with the parent; a parent already gone shows as EOF below. */
@@ -717,8 +717,11 @@ child_main(struct exec_plan *p)
 			child_report(p->report_fd, EXEC_MSG_DISK_EXCEEDED,
 			             mib > INT32_MAX ? INT32_MAX : (int)mib, NULL);
 			kill(-1, SIGKILL);
-			while (waitpid(cmd, &wstatus, 0) < 0 && errno == EINTR)
-				;
+			do {
+				dead = waitpid(cmd, &wstatus, 0);
+			} while (dead < 0 && errno == EINTR);
+			if (dead != cmd)
+				wstatus = SIGKILL; /* as waitpid says "killed by SIGKILL" */
 			child_report(p->report_fd, EXEC_MSG_STATUS, wstatus, NULL);
 			_exit(0);
 		}
