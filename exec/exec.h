@@ -133,6 +133,10 @@ struct exec_result {
 	bool oom_known;
 	bool oom_killed; /* oom_kills > 0 */
 	uint64_t oom_kills;
+	/* Stopped by the disk watchdog: the run added more than disk_mb MiB
+	 * (disk_used_mb, as counted then) to the host directories it writes. */
+	bool disk_exceeded;
+	long disk_mb, disk_used_mb;
 };
 
 /* Whether env (NAME=value entries, NULL-terminated; may be NULL) sets name. */
@@ -209,6 +213,7 @@ enum exec_msg_kind {
 	EXEC_MSG_SETUP_FAILED = 1, /* step + errno */
 	EXEC_MSG_EXEC_FAILED,      /* errno of execve */
 	EXEC_MSG_STATUS,           /* the command's wait status */
+	EXEC_MSG_DISK_EXCEEDED,    /* MiB the run added to its host directories */
 };
 struct exec_msg {
 	int32_t kind;
@@ -246,8 +251,16 @@ struct exec_plan {
 	char **envp;         /* proxy entries point into proxy_env */
 	size_t proxy_env_at; /* index of the first proxy entry in envp */
 	char proxy_env[10][128];
-	struct rlimit rlim_as, rlim_data, rlim_nproc, rlim_cpu, rlim_nofile;
-	bool set_as, set_data, set_nproc, set_cpu, set_nofile;
+	struct rlimit rlim_as, rlim_data, rlim_nproc, rlim_cpu, rlim_nofile, rlim_fsize;
+	bool set_as, set_data, set_nproc, set_cpu, set_nofile, set_fsize;
+	/*
+	 * --disk in MiB (exec_disk_mb): the tmpfs of a fresh /work, and the
+	 * most a run may add to the host directories it writes in place (a
+	 * --workdir, --out, the home, writable binds), which the sandbox's
+	 * init watches (docs/run.md, "Disk"). work_host: /work is such a one.
+	 */
+	long disk_mb;
+	bool work_host;
 	const struct sock_fprog *seccomp_prog; /* exec/seccomp_bpf.h's; NULL: none */
 	int last_cap;
 	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */

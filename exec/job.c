@@ -369,7 +369,8 @@ report_start(struct exec_job *j)
  * did not send (the command's, or a shell's 137 for its child) with the
  * peak within 10% of the limit. The pids limit makes fork fail rather than
  * kill, so it cannot be told here. A session's cgroup is the session's, not
- * one command's: only fresh sandboxes are judged.
+ * one command's: only fresh sandboxes are judged. The disk bound on host
+ * directories is init's own report (exec/sandbox.c, the disk watchdog).
  */
 static void
 report_exceeded(struct exec_job *j, const struct exec_result *res)
@@ -380,7 +381,13 @@ report_exceeded(struct exec_job *j, const struct exec_result *res)
 
 	if (res->setup_failed || j->spec.session != NULL)
 		return;
-	if (l->cpu_seconds > 0 &&
+	if (res->disk_exceeded) {
+		/* The disk watchdog stopped it: more than --disk added to the
+		 * host directories it writes (docs/run.md, "Disk"). */
+		p = json_pack("{s:s, s:I, s:I, s:s, s:s}", "limit", "disk", "value",
+		              (json_int_t)res->disk_mb, "used", (json_int_t)res->disk_used_mb, "unit",
+		              "MiB", "where", "host directories");
+	} else if (l->cpu_seconds > 0 &&
 	    (j->cpu_exceeded || res->cpu_exceeded || res->signal == SIGXCPU)) {
 		p = json_pack("{s:s, s:I, s:f, s:i}", "limit", "cpu", "value",
 		              (json_int_t)l->cpu_seconds, "used", gw_clock_round3(res->cpu_seconds),

@@ -5,6 +5,7 @@
  */
 #include "exec/exec.h"
 #include "exec/userns.h"
+#include "exec/workdir.h"
 
 #include <errno.h>
 #include <sys/resource.h>
@@ -49,6 +50,12 @@ exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan 
 		p->rlim_nofile.rlim_cur = p->rlim_nofile.rlim_max = (rlim_t)l->nofile;
 		p->set_nofile = true;
 	}
+	/* No one file may outgrow --disk (EFBIG, SIGXFSZ): what the init's
+	 * watchdog, which polls, would see too late. One MiB more, so that a
+	 * fresh /work's tmpfs still says ENOSPC first. */
+	p->disk_mb = exec_disk_mb(l->disk_mb);
+	p->rlim_fsize.rlim_cur = p->rlim_fsize.rlim_max = ((rlim_t)p->disk_mb + 1) << 20;
+	p->set_fsize = true;
 	return 0;
 }
 
@@ -75,6 +82,10 @@ exec_limits_apply(const struct exec_plan *p, const char **step)
 	}
 	if (p->set_cpu && setrlimit(RLIMIT_CPU, &p->rlim_cpu) != 0) {
 		*step = "setrlimit RLIMIT_CPU";
+		return -errno;
+	}
+	if (p->set_fsize && setrlimit(RLIMIT_FSIZE, &p->rlim_fsize) != 0) {
+		*step = "setrlimit RLIMIT_FSIZE";
 		return -errno;
 	}
 	return 0;

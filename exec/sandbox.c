@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -457,6 +458,172 @@ child_hide_cmdline(void)
 
 static const int forwarded_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
+/* ---- the disk watchdog --------------------------------------------------- */
+
+/*
+ * Host directories the sandbox writes in place (a --workdir, --out, the
+ * home, writable binds) are not a tmpfs of --disk: the sandbox's init
+ * bounds them instead. Every DISK_POLL_MS it walks the directories and
+ * counts the blocks of every entry changed since the start (ctime, which
+ * no one can set back); a walk that took long makes the next wait nine
+ * times as long (a tenth of init's time at most), unless a directory's
+ * filesystem has lost more than --disk since the start (whoever wrote it).
+ * More than --disk there, a directory made in the run that it cannot read,
+ * or a walk cut short at DISK_WALK_ENTRIES while the filesystem has lost
+ * more than --disk, and init kills the command and tells the parent, which the job
+ * records as resource.exceeded. Init walks without allocating (it is a
+ * fork of a process that may have threads): getdents64 into its stack.
+ */
+#define DISK_POLL_MS 200
+#define DISK_WALK_DEPTH 48
+#define DISK_WALK_ENTRIES 200000
+
+struct disk_watch {
+	const char *path[EXEC_BINDS_MAX + 3];
+	uint64_t free0[EXEC_BINDS_MAX + 3];
+	size_t n;
+	time_t since;         /* a second before the command started */
+	uint64_t bound;       /* bytes */
+	uint64_t used;        /* bytes, as the last walk counted */
+	size_t entries;       /* of this walk */
+	bool hidden;          /* this walk met a directory of the run it cannot read */
+	bool truncated;       /* this walk stopped at DISK_WALK_ENTRIES */
+	int64_t next_walk_ms; /* CLOCK_MONOTONIC */
+};
+
+struct linux_dirent64_head {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static bool
+disk_changed(const struct disk_watch *w, const struct stat *st)
+{
+	return st->st_ctim.tv_sec >= w->since;
+}
+
+static void
+disk_walk(struct disk_watch *w, int dir, dev_t dev, int depth)
+{
+	char buf[2048];
+	long n;
+
+	for (;;) {
+		n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+		if (n <= 0)
+			return;
+		for (long at = 0; at < n;) {
+			struct linux_dirent64_head *d = (void *)(buf + at);
+			const char *name = d->d_name;
+			struct stat st;
+			int sub;
+
+			at += d->d_reclen;
+			if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+				continue;
+			if (++w->entries > DISK_WALK_ENTRIES) {
+				w->truncated = true;
+				return;
+			}
+			if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != dev)
+				continue;
+			if (disk_changed(w, &st))
+				w->used += (uint64_t)st.st_blocks * 512;
+			if (!S_ISDIR(st.st_mode))
+				continue;
+			sub = depth < DISK_WALK_DEPTH
+			          ? openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			          : -1;
+			if (sub < 0) {
+				if (disk_changed(w, &st))
+					w->hidden = true;
+				continue;
+			}
+			disk_walk(w, sub, dev, depth + 1);
+			close(sub);
+		}
+	}
+}
+
+static uint64_t
+disk_free(const char *path)
+{
+	struct statvfs v;
+
+	if (statvfs(path, &v) != 0)
+		return 0;
+	return (uint64_t)v.f_bfree * v.f_frsize;
+}
+
+/* Which directories init watches, and their filesystems' free space now. */
+static void
+disk_watch_init(const struct exec_plan *p, struct disk_watch *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (p->disk_mb <= 0)
+		return;
+	if (p->work_host)
+		w->path[w->n++] = EXEC_WORKDIR;
+	if (p->outdir[0] != '\0')
+		w->path[w->n++] = EXEC_OUTDIR;
+	for (size_t i = 0; i < p->nbinds && w->n < sizeof(w->path) / sizeof(w->path[0]); i++) {
+		if (p->binds[i].writable && p->binds[i].is_dir)
+			w->path[w->n++] = p->binds[i].dest;
+	}
+	for (size_t i = 0; i < w->n; i++)
+		w->free0[i] = disk_free(w->path[i]);
+	w->bound = (uint64_t)p->disk_mb << 20;
+	w->since = time(NULL) - 1;
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* True when the run has added more than the bound. */
+static bool
+disk_watch_over(struct disk_watch *w)
+{
+	int64_t now, end;
+	bool lost = false;
+
+	for (size_t i = 0; i < w->n && !lost; i++) {
+		uint64_t fr = disk_free(w->path[i]);
+
+		lost = fr < w->free0[i] && w->free0[i] - fr > w->bound;
+	}
+	now = mono_ms();
+	if (!lost && now < w->next_walk_ms)
+		return false;
+	w->used = 0;
+	w->hidden = false;
+	w->truncated = false;
+	for (size_t i = 0; i < w->n; i++) {
+		struct stat st;
+		int fd = open(w->path[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		w->entries = 0;
+		if (fstat(fd, &st) == 0)
+			disk_walk(w, fd, st.st_dev, 0);
+		close(fd);
+	}
+	/* A walk that took long waits nine times as long before the next. */
+	end = mono_ms();
+	w->next_walk_ms = end + 9 * (end - now);
+	/* A walk cut short cannot clear a filesystem that lost the bound. */
+	return w->used > w->bound || w->hidden || (w->truncated && lost);
+}
+
 /*
  * PID 1 of the sandbox: builds the root, starts the command, then reaps and
  * forwards signals. When it exits the kernel kills every other process of
@@ -470,7 +637,9 @@ child_main(struct exec_plan *p)
 	siginfo_t info;
 	size_t got = 0;
 	ssize_t n;
-	pid_t cmd;
+	struct disk_watch watch;
+	const struct timespec poll = {0, DISK_POLL_MS * 1000000L};
+	pid_t cmd, dead;
 	int rc, wstatus, sig;
 
 	/* Dies with the parent; a parent already gone shows as EOF below. */
@@ -518,6 +687,7 @@ child_main(struct exec_plan *p)
 		sigaddset(&set, forwarded_signals[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
+	disk_watch_init(p, &watch);
 	cmd = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
 	if (cmd < 0)
 		child_fail(p, "fork the command", errno);
@@ -538,7 +708,23 @@ child_main(struct exec_plan *p)
 	child_hide_cmdline();
 
 	for (;;) {
-		sig = sigwaitinfo(&set, &info);
+		sig = watch.n > 0 ? sigtimedwait(&set, &info, &poll) : sigwaitinfo(&set, &info);
+		if (sig < 0 && watch.n > 0 && errno == EAGAIN && disk_watch_over(&watch)) {
+			uint64_t mib = watch.used >> 20;
+
+			/* Every process of the sandbox but init, then the
+			 * command's status as it died. */
+			child_report(p->report_fd, EXEC_MSG_DISK_EXCEEDED,
+			             mib > INT32_MAX ? INT32_MAX : (int)mib, NULL);
+			kill(-1, SIGKILL);
+			do {
+				dead = waitpid(cmd, &wstatus, 0);
+			} while (dead < 0 && errno == EINTR);
+			if (dead != cmd)
+				wstatus = SIGKILL; /* as waitpid says "killed by SIGKILL" */
+			child_report(p->report_fd, EXEC_MSG_STATUS, wstatus, NULL);
+			_exit(0);
+		}
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {
@@ -850,6 +1036,7 @@ prepare_dirs(struct exec_sandbox *s, const struct exec_spec *spec, uid_t *work_u
 	}
 	*work_uid = exec_sandbox_host_uid();
 	*work_gid = exec_sandbox_host_gid();
+	s->plan.work_host = spec->workdir != NULL;
 	if (spec->workdir == NULL) {
 		if (snprintf(s->plan.workdir, sizeof(s->plan.workdir), "%s/work", s->state_dir) >=
 		    (int)sizeof(s->plan.workdir))
@@ -1347,6 +1534,11 @@ read_reports(struct exec_sandbox *s, struct exec_result *res, bool *have_status,
 		case EXEC_MSG_STATUS:
 			*have_status = true;
 			*wstatus = m.value;
+			break;
+		case EXEC_MSG_DISK_EXCEEDED:
+			res->disk_exceeded = true;
+			res->disk_used_mb = m.value;
+			res->disk_mb = s->plan.disk_mb;
 			break;
 		default:
 			break;

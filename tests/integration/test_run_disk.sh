@@ -2,8 +2,10 @@
 # A sandbox cannot fill the host (docs/run.md, "Disk"): a fresh /work is a
 # tmpfs of --disk MiB (1024 by default), so dd into it ends in ENOSPC inside
 # the sandbox, the host's disk keeps its room, and the sandbox's later
-# requests are still allowed and recorded. The same as root (split and one
-# process) and rootless.
+# requests are still allowed and recorded. Host directories (--workdir, --out,
+# --home, a writable --bind) are bounded by the init's watchdog and
+# RLIMIT_FSIZE: a filler is killed past --disk and resource.exceeded recorded.
+# The same as root (split and one process) and rootless.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 
@@ -65,6 +67,87 @@ expect_eq "no work directory tmpfs is left mounted" "$(grep -c "^tollgate-disk $
 bad=$("$TOLLGATE" run --disk 0 -- true 2>&1 || true)
 expect_match "--disk 0 is refused" "$bad" "--disk: '0' is not a number"
 
+# ---- host directories: --workdir, --out, --home, a writable --bind ---------------------
+# Written in place, so no tmpfs bounds them: the sandbox's init stops the run
+# once it added more than --disk there (RLIMIT_FSIZE stops any one file
+# before). The filler writes 1 MiB files, 300 at most; stopped, it has
+# written no more than the bound plus the slack one poll lets through
+# (docs/run.md, "Disk": 64 MiB stated here for a paced writer).
+cat >"$TEST_TMP/fill-host.sh" <<'EOF'
+i=0
+while [ $i -lt 300 ]; do
+	head -c 1048576 /dev/zero >"$1/f$i" || break
+	i=$((i + 1))
+	sleep 0.01
+done
+echo "wrote: $i"
+EOF
+chmod 0644 "$TEST_TMP/fill-host.sh"
+
+# host_fill NAME RUNNER DIR TARGET FLAGS...: fills TARGET (DIR on the host) with --disk 16.
+host_fill() {
+	local name=$1 runner=$2 dir=$3 target=$4 rc=0 out used db
+	db=${dir%/*}/$name.db
+	shift 4
+	out=$($runner --audit "$db" --disk 16 --ro-bind "$TEST_TMP/fill-host.sh:/fill-host.sh" \
+		"$@" -- sh /fill-host.sh "$target" 2>"$TEST_TMP/$name.err") || rc=$?
+	used=$(du -sm "$dir" | cut -f1)
+	echo "$name: exit $rc, ${out:-no output}, host dir ${used} MiB"
+	[[ $rc == 137 ]] || head -3 "$TEST_TMP/$name.err"
+	expect_eq "$name: the filler is stopped (SIGKILL)" "$rc" "137"
+	expect_eq "$name: before its 300 files" "$(grep -c '^wrote' <<<"$out" || true)" "0"
+	((used <= 16 + 64)) || fail "$name: the host directory got $used MiB, past 16 MiB and the slack"
+	((used >= 16)) || fail "$name: stopped at $used MiB, before the bound of 16"
+	expect_eq "$name: resource.exceeded audited, limit disk, value 16" \
+		"$(sqlite3 "$db" "select count(*), json_extract(detail, '\$.limit'), json_extract(detail, '\$.value') from events where kind = 'resource.exceeded'" 2>/dev/null)" \
+		"1|disk|16"
+	rm -rf "${dir:?}"/f*
+}
+root_run() { timeout 120 "$TOLLGATE" run "$@"; }
+user=nobody
+id "$user" >/dev/null 2>&1 || skip "no user $user to own the host directories"
+# host_dirs MODE RUNNER BASE: each kind of host directory under BASE.
+host_dirs() {
+	local mode=$1 runner=$2 base=${3:?} rc=0
+	# Not root's: a --home or --bind of root's is refused. --out names a
+	# directory that tollgate makes. The audit databases go in base.
+	mkdir -p "$base/w" "$base/h" "$base/b"
+	chown "$user:" "$base/w" "$base/h" "$base/b"
+	host_fill "$mode-workdir" "$runner" "$base/w" /work --workdir "$base/w"
+	host_fill "$mode-out" "$runner" "$base/o" /out --out "$base/o"
+	host_fill "$mode-home" "$runner" "$base/h" /home/sandbox --home "$base/h"
+	host_fill "$mode-bind" "$runner" "$base/b" /data --bind "$base/b:/data"
+	# Below the bound: a run that writes 8 MiB into its --workdir ends well.
+	$runner --audit "$base/small.db" --disk 16 --workdir "$base/w" \
+		-- sh -c 'head -c 8388608 /dev/zero >/work/small' 2>"$TEST_TMP/$mode-small.err" || rc=$?
+	expect_eq "$mode: 8 MiB under a 16 MiB bound is written" \
+		"$rc $(stat -c %s "$base/w/small" 2>/dev/null)" "0 8388608"
+	expect_eq "$mode: and nothing is exceeded" \
+		"$(audit_count "$base/small.db" "kind='resource.exceeded'")" "0"
+	# One file past the bound: EFBIG (RLIMIT_FSIZE) before the watchdog sees it.
+	$runner --disk 16 --workdir "$base/w" \
+		-- dd if=/dev/zero of=/work/big bs=1M count=64 >/dev/null 2>&1 || true
+	expect_eq "$mode: one file stops at --disk plus 1 MiB" \
+		"$(stat -c %s "$base/w/big" 2>/dev/null)" "$((17 << 20))"
+	rm -f "$base/w/small" "$base/w/big"
+}
+host_dirs split root_run "$TEST_TMP/hd-split"
+TOLLGATE_PRIVSEP=0 host_dirs one-process root_run "$TEST_TMP/hd-one"
+
+# A directory of the run that the watchdog cannot read (mode 000) counts as
+# past the bound: what is in it cannot be counted.
+mkdir -p "$TEST_TMP/hd-hide"
+chown "$user:" "$TEST_TMP/hd-hide"
+rc=0
+root_run --audit "$TEST_TMP/hd-hide/a.db" --disk 16 --workdir "$TEST_TMP/hd-hide" -- sh -c \
+	'mkdir /work/d && head -c 1048576 /dev/zero >/work/d/x && chmod 000 /work/d && sleep 5' \
+	2>"$TEST_TMP/hide.err" || rc=$?
+expect_eq "a directory closed to the watchdog ends the run" "$rc" "137"
+expect_eq "and is recorded as past the disk bound" \
+	"$(sqlite3 "$TEST_TMP/hd-hide/a.db" "select count(*), json_extract(detail, '\$.limit') from events where kind = 'resource.exceeded'" 2>/dev/null)" \
+	"1|disk"
+chmod 0755 "$TEST_TMP/hd-hide/d"
+
 # ---- rootless: the same bound without root ---------------------------------------------
 user=nobody
 if ! id "$user" >/dev/null 2>&1; then
@@ -87,5 +170,10 @@ if ! rl -- true 2>"$TEST_TMP/rl.err"; then
 fi
 out=$(rl --disk 4 -- sh -c 'df -k /work | awk "NR==2{print \$2}"; dd if=/dev/zero of=/work/f bs=1M count=16 2>&1 | grep -o "No space left on device" | head -1' 2>&1) || true
 expect_eq "rootless: /work is 4 MiB and dd gets ENOSPC" "$(tr '\n' ' ' <<<"$out")" "4096 No space left on device "
+
+# The host directories rootless: the user's own.
+mkdir -p "$TEST_TMP/rl/hd"
+chown "$user:" "$TEST_TMP/rl/hd"
+host_dirs rootless rl "$TEST_TMP/rl/hd"
 
 finish
