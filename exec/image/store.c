@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 
@@ -563,6 +565,255 @@ out:
 	return rc;
 }
 
+/* A blob from memory (a manifest tollgate wrote) into the store. */
+static int
+write_blob(struct exec_image_store *s, const char *buf, size_t len, char *hex)
+{
+	char dst[PATH_MAX], tmp[PATH_MAX];
+	int fd, rc = 0;
+
+	exec_image_sha256_hex(buf, len, hex);
+	path_of(s, dst, sizeof(dst), "blobs/sha256/", hex);
+	if (access(dst, F_OK) == 0)
+		return 0;
+	path_of(s, tmp, sizeof(tmp), "tmp/blob.XXXXXX", NULL);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) != (ssize_t)len || fchmod(fd, 0644) != 0)
+		rc = -EIO;
+	close(fd);
+	if (rc == 0 && rename(tmp, dst) != 0)
+		rc = -errno;
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
+
+/* The digest a docker-archive member's name claims ("HEX.json",
+ * "blobs/sha256/HEX", "HEX.tar"), or "" when it claims none. */
+static void
+claimed_digest(const char *name, char *hex)
+{
+	const char *base = strrchr(name, '/');
+	size_t n;
+
+	base = base != NULL ? base + 1 : name;
+	hex[0] = '\0';
+	n = strspn(base, "0123456789abcdef");
+	if (n == EXEC_IMAGE_HEX_LEN && (base[n] == '\0' || strcmp(base + n, ".json") == 0 ||
+	                                strcmp(base + n, ".tar") == 0)) {
+		memcpy(hex, base, EXEC_IMAGE_HEX_LEN);
+		hex[EXEC_IMAGE_HEX_LEN] = '\0';
+	}
+}
+
+/*
+ * One member of a docker-archive into the store as a blob (its digest
+ * computed, and checked against the one its name claims). members maps the
+ * member's name to its digest.
+ */
+static int
+archive_member(struct exec_image_store *s, struct archive *a, const char *name, json_t *members,
+               char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX], got[EXEC_IMAGE_HEX_LEN + 1], claim[EXEC_IMAGE_HEX_LEN + 1];
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	const void *buf;
+	size_t size;
+	la_int64_t offset;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int fd, r, rc = 0;
+
+	path_of(s, tmp, sizeof(tmp), "tmp/blob.XXXXXX", NULL);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0 || ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		rc = fd < 0 ? -errno : -ENOMEM;
+		gw_set_err(err, errlen, "%s: %s", name, strerror(-rc));
+		goto out;
+	}
+	for (;;) {
+		r = archive_read_data_block(a, &buf, &size, &offset);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK) {
+			rc = -EBADMSG;
+			gw_set_err(err, errlen, "%s: a truncated or damaged archive: %s", name,
+			           archive_error_string(a) != NULL ? archive_error_string(a) : "?");
+			goto out;
+		}
+		EVP_DigestUpdate(ctx, buf, size);
+		if (pwrite(fd, buf, size, (off_t)offset) != (ssize_t)size) {
+			rc = -EIO;
+			gw_set_err(err, errlen, "%s: %s", name, strerror(EIO));
+			goto out;
+		}
+	}
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	for (size_t i = 0; i < 32; i++)
+		snprintf(got + 2 * i, 3, "%02x", md[i]);
+	claimed_digest(name, claim);
+	if (claim[0] != '\0' && strcmp(claim, got) != 0) {
+		rc = -EBADMSG;
+		gw_set_err(err, errlen, "%s: digest mismatch (its content is sha256:%s)", name, got);
+		goto out;
+	}
+	path_of(s, dst, sizeof(dst), "blobs/sha256/", got);
+	if (fchmod(fd, 0644) != 0 || (access(dst, F_OK) != 0 && rename(tmp, dst) != 0)) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s: %s", name, strerror(errno));
+		goto out;
+	}
+	json_object_set_new(members, name, json_string(got));
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp); /* gone after the rename */
+	}
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* The digest and size of a member manifest.json names. */
+static int
+member_desc(struct exec_image_store *s, json_t *members, json_t *name, json_t *out, char *err,
+            size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	json_t *hex = json_is_string(name) ? json_object_get(members, json_string_value(name))
+	                                   : NULL;
+
+	if (hex == NULL) {
+		gw_set_err(err, errlen, "manifest.json names %s, which the archive does not hold",
+		           json_is_string(name) ? json_string_value(name) : "(not a string)");
+		return -EINVAL;
+	}
+	path_of(s, path, sizeof(path), "blobs/sha256/", json_string_value(hex));
+	if (stat(path, &st) != 0)
+		return -errno;
+	json_object_set_new(out, "digest", json_sprintf("sha256:%s", json_string_value(hex)));
+	json_object_set_new(out, "size", json_integer((json_int_t)st.st_size));
+	return 0;
+}
+
+/*
+ * A docker-archive (docker save, skopeo copy docker-archive:): its members
+ * stored as blobs, then an OCI manifest of tollgate's own made from its
+ * manifest.json. *repotag: the archive's first RepoTags entry, or NULL.
+ */
+static int
+import_docker(struct exec_image_store *s, const char *path, char *hex, char **repotag,
+              char *err, size_t errlen)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	json_t *members = json_object(), *list = NULL, *img, *layers, *m = NULL, *l;
+	char clean[PATH_MAX], *buf = NULL;
+	size_t i, count = 0;
+	int r, rc = 0;
+
+	*repotag = NULL;
+	if (a == NULL || members == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_filter_none(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, path, 64 * 1024) != ARCHIVE_OK) {
+		rc = -EINVAL;
+		gw_set_err(err, errlen, "docker-archive:%s: %s", path, archive_error_string(a));
+		goto out;
+	}
+	for (;;) {
+		r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if ((r != ARCHIVE_OK && r != ARCHIVE_WARN) || ++count > 100000) {
+			rc = -EINVAL;
+			gw_set_err(err, errlen, "docker-archive:%s: %s", path,
+			           count > 100000 ? "more than 100000 members"
+			                          : "a truncated or damaged archive");
+			goto out;
+		}
+		if (archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		snprintf(clean, sizeof(clean), "%s", archive_entry_pathname(e));
+		if (strncmp(clean, "./", 2) == 0)
+			memmove(clean, clean + 2, strlen(clean + 2) + 1);
+		rc = archive_member(s, a, clean, members, err, errlen);
+		if (rc != 0)
+			goto out;
+	}
+	rc = -EINVAL;
+	{
+		json_t *mh = json_object_get(members, "manifest.json");
+		size_t len;
+
+		if (!json_is_string(mh) ||
+		    blob_read(s, json_string_value(mh), &buf, &len) != 0) {
+			gw_set_err(err, errlen, "docker-archive:%s: no manifest.json", path);
+			goto out;
+		}
+		list = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	}
+	if (!json_is_array(list) || json_array_size(list) != 1 ||
+	    !json_is_object(img = json_array_get(list, 0))) {
+		gw_set_err(err, errlen, "docker-archive:%s: manifest.json is not a list of one image",
+		           path);
+		goto out;
+	}
+	layers = json_object_get(img, "Layers");
+	if (!json_is_array(layers) || json_array_size(layers) > EXEC_IMAGE_LAYERS_MAX) {
+		gw_set_err(err, errlen, "docker-archive:%s: manifest.json: no Layers", path);
+		goto out;
+	}
+	m = json_pack("{s:i, s:s, s:{s:s}, s:[]}", "schemaVersion", 2, "mediaType",
+	              "application/vnd.docker.distribution.manifest.v2+json", "config", "mediaType",
+	              "application/vnd.docker.container.image.v1+json", "layers");
+	if (m == NULL)
+		goto out;
+	rc = member_desc(s, members, json_object_get(img, "Config"), json_object_get(m, "config"),
+	                 err, errlen);
+	json_array_foreach(layers, i, l)
+	{
+		json_t *d = json_pack("{s:s}", "mediaType",
+		                      "application/vnd.docker.image.rootfs.diff.tar");
+
+		if (rc == 0)
+			rc = member_desc(s, members, l, d, err, errlen);
+		json_array_append_new(json_object_get(m, "layers"), d);
+	}
+	if (rc != 0)
+		goto out;
+	{
+		char *text = json_dumps(m, JSON_COMPACT | JSON_SORT_KEYS);
+		json_t *tags = json_object_get(img, "RepoTags");
+
+		rc = text != NULL ? write_blob(s, text, strlen(text), hex) : -ENOMEM;
+		free(text);
+		if (rc != 0) {
+			gw_set_err(err, errlen, "manifest: %s", strerror(-rc));
+			goto out;
+		}
+		if (json_is_array(tags) && json_is_string(json_array_get(tags, 0)))
+			*repotag = strdup(json_string_value(json_array_get(tags, 0)));
+	}
+	rc = import_manifest(s, -1, hex, err, errlen);
+out:
+	if (rc == -ENOMEM)
+		gw_set_err(err, errlen, "out of memory");
+	free(buf);
+	json_decref(m);
+	json_decref(list);
+	json_decref(members);
+	archive_read_free(a);
+	return rc;
+}
+
 int
 exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const char *path,
                   const char *tag, const char *name, char hex[EXEC_IMAGE_HEX_LEN + 1],
@@ -571,6 +822,7 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 	struct exec_image_ref ref;
 	char full[EXEC_IMAGE_NAME_MAX + 140], why[512];
 	json_t *names;
+	char *repotag = NULL;
 	int rc;
 
 	if (flock(s->lock_fd, LOCK_EX) != 0) {
@@ -579,16 +831,18 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 		return rc;
 	}
 	clear_tmp(s);
-	if (kind != EXEC_IMAGE_OCI_DIR) {
-		rc = -ENOTSUP;
-		gw_set_err(err, errlen, "docker-archive: not supported yet");
-		goto out;
+	if (kind == EXEC_IMAGE_DOCKER_ARCHIVE) {
+		rc = import_docker(s, path, hex, &repotag, err, errlen);
+		if (name == NULL)
+			name = repotag;
+	} else {
+		rc = import_oci(s, path, tag, hex, err, errlen);
 	}
-	rc = import_oci(s, path, tag, hex, err, errlen);
-	if (rc != 0) {
+	/* A failure's blobs, and an archive's members no image uses. */
+	if (rc != 0 || kind == EXEC_IMAGE_DOCKER_ARCHIVE)
 		collect_garbage(s);
+	if (rc != 0)
 		goto out;
-	}
 	if (name != NULL) {
 		rc = exec_image_ref_parse(name, &ref, why, sizeof(why));
 		if (rc == 0 && ref.hex[0] != '\0') {
@@ -610,6 +864,7 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 		json_decref(names);
 	}
 out:
+	free(repotag);
 	flock(s->lock_fd, LOCK_UN);
 	return rc;
 }

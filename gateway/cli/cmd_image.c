@@ -27,11 +27,14 @@ static const struct gw_command cmd_import = {
     .name = "image import",
     .run = run_import,
     .usage = "usage: tollgate image import oci:DIR[:TAG] [--name NAME[:TAG]]\n"
+             "       tollgate image import docker-archive:FILE [--name NAME[:TAG]]\n"
              "\n"
-             "Copies an image from an OCI layout into the store, checking every blob\n"
-             "against its digest, and unpacks its root once. Prints the image's digest.\n"
+             "Copies an image from an OCI layout or a docker-archive (docker save) into\n"
+             "the store, checking every blob against its digest, and unpacks its root\n"
+             "once. Prints the image's digest.\n"
              "\n"
-             "  --name NAME[:TAG]  the name it is stored under (default: DIR's name and TAG)\n",
+             "  --name NAME[:TAG]  the name it is stored under (default: DIR's name and\n"
+             "                     TAG; the archive's first RepoTags entry)\n",
 };
 
 static const struct gw_command cmd_ls = {
@@ -337,6 +340,7 @@ const struct gw_command gw_command_image = {
     .name = "image",
     .summary = "the image store (import, ls, inspect, rm)",
     .usage = "usage: tollgate image import oci:DIR[:TAG] [--name NAME[:TAG]]\n"
+             "       tollgate image import docker-archive:FILE [--name NAME[:TAG]]\n"
              "       tollgate image ls [--json]\n"
              "       tollgate image inspect REF [--json]\n"
              "       tollgate image rm REF\n"

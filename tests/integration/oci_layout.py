@@ -3,6 +3,9 @@
 
   oci_layout.py DIR busybox          busybox-static as /bin/busybox, its applets
                                       as links, Env/WorkingDir/Cmd in the config
+  oci_layout.py FILE docker-archive [bad]
+                                      the busybox image as `docker save` writes it
+                                      (bad: the config's name is not its digest)
   oci_layout.py DIR evil KIND        a layer that tries to leave the root (KIND:
                                       dotdot, symlink, hardlink) or breaks the rules
                                       of the store (KIND: mediatype, mismatch)
@@ -103,12 +106,32 @@ def write(layout, layers, config, layer_type="application/vnd.oci.image.layer.v1
     print("sha256:" + m)
 
 
+def docker_archive(path, config, bad):
+    layers = [tar_bytes(busybox_layer), tar_bytes(second_layer)]
+    names = []
+    with tarfile.open(path, "w") as t:
+        for raw in layers:
+            d = hashlib.sha256(raw).hexdigest()
+            add_file(t, d + "/layer.tar", raw)
+            names.append(d + "/layer.tar")
+        config["rootfs"] = {"type": "layers",
+                            "diff_ids": ["sha256:" + hashlib.sha256(r).hexdigest() for r in layers]}
+        cdata = json.dumps(config).encode()
+        cname = hashlib.sha256(cdata + (b"x" if bad else b"")).hexdigest() + ".json"
+        add_file(t, cname, cdata)
+        add_file(t, "manifest.json", json.dumps(
+            [{"Config": cname, "RepoTags": ["archived/busybox:7"], "Layers": names}]).encode())
+
+
 def main():
     layout, kind = sys.argv[1], sys.argv[2]
-    os.makedirs(layout, exist_ok=True)
     config = {"architecture": "amd64", "os": "linux",
               "config": {"Env": ["PATH=/bin", "IMAGE_GREETING=from-the-image"],
                          "WorkingDir": "/srv", "Cmd": ["/bin/cat", "/etc/os-release"]}}
+    if kind == "docker-archive":
+        docker_archive(layout, config, len(sys.argv) > 3)
+        return
+    os.makedirs(layout, exist_ok=True)
     if kind == "busybox":
         write(layout, [tar_bytes(busybox_layer), tar_bytes(second_layer)], config)
         return

@@ -68,6 +68,26 @@ for kind in mismatch dotdot symlink hardlink truncated mediatype; do
 done
 expect_eq "nothing escaped the root" "$(ls /tmp/escaped "$TEST_TMP/escaped" 2>/dev/null)" ""
 
+# A docker-archive (as `docker save` writes it): its members are blobs, checked
+# against the digests their names claim; tollgate writes the manifest.
+python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/bb.tar" docker-archive
+set +e
+ddigest=$("$TOLLGATE" image import "docker-archive:$TEST_TMP/bb.tar" 2>&1); rc=$?
+set -e
+expect_eq "import of a docker-archive succeeds" "$rc" 0
+expect_eq "... named by its RepoTags" "$("$TOLLGATE" image ls | awk '$1 == "archived/busybox:7" {print $2}')" "$ddigest"
+expect_eq "... the same files" "$(cat "$store/roots/${ddigest#sha256:}/srv/added")" "second layer"
+expect_eq "... three blobs more: its manifest and uncompressed layers (the config is the same one, stored once)" \
+	"$(ls "$store/blobs/sha256" | wc -l)" 7
+"$TOLLGATE" image rm archived/busybox:7
+python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/bad.tar" docker-archive bad
+set +e
+out=$("$TOLLGATE" image import "docker-archive:$TEST_TMP/bad.tar" --name bad:1 2>&1); rc=$?
+set -e
+expect_eq "a docker-archive member that is not its digest is refused" "$rc" 125
+expect_match "... in one line" "$out" "^tollgate: image import: [0-9a-f]{64}\.json: digest mismatch \(its content is sha256:[0-9a-f]{64}\)$"
+expect_eq "... leaving nothing" "$(ls "$store/tmp") $(ls "$store/roots" | wc -l) $(ls "$store/blobs/sha256" | wc -l)" " 1 $blobs_before"
+
 "$TOLLGATE" image rm "$digest"
 expect_eq "rm by digest removes the image, its names and its blobs" \
 	"$(ls "$store/roots" | wc -l) $(ls "$store/blobs/sha256" | wc -l) $("$TOLLGATE" image ls | wc -l)" "0 0 0"
