@@ -48,6 +48,12 @@ exec_image_ref_parse(const char *s, struct exec_image_ref *out, char *err, size_
 	memset(out, 0, sizeof(*out));
 	if (exec_image_digest_parse(s, out->hex))
 		return 0;
+	/* Never read as NAME "sha256" with a tag: a digest typed wrong. */
+	if (strncmp(s, "sha256:", 7) == 0) {
+		gw_set_err(err, errlen, "%s: the digest is not sha256: and 64 lower-case hex digits",
+		           s);
+		return -EINVAL;
+	}
 	at = strchr(s, '@');
 	end = at != NULL ? at : s + strlen(s);
 	if (at != NULL && !exec_image_digest_parse(at + 1, out->hex)) {
