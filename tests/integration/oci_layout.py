@@ -58,7 +58,7 @@ def busybox_layer(t):
     with open("/bin/busybox", "rb") as f:
         add_file(t, "bin/busybox", f.read(), 0o4755)  # set-uid: must be dropped
     for applet in ("sh", "ls", "cat", "echo", "touch", "id", "pwd", "wget", "env", "true",
-                   "stat", "mkdir", "rm"):
+                   "stat", "mkdir", "rm", "sleep"):
         add_special(t, "bin/" + applet, tarfile.SYMTYPE, "busybox")
     add_file(t, "etc/passwd", b"root:x:0:0::/root:/bin/sh\nsandbox:x:1000:1000::/work:/bin/sh\n")
     add_file(t, "etc/os-release", b"NAME=tollgate-test-busybox\n")

@@ -82,6 +82,13 @@ set -e
 expect_eq "an image not in the store is refused" "$rc" 125
 expect_match "... in one line" "$out" "^tollgate: run: --image sha256:0+: no image sha256:0+ in the store$"
 
+# Nothing of an image's run outlives it: a process left in the background is
+# killed with the sandbox.
+marker=$((3000 + RANDOM % 1000))
+"$TOLLGATE" run --image "$img" -- /bin/sh -c "sleep $marker </dev/null >/dev/null 2>&1 & echo started" >/dev/null
+sleep 0.5
+expect_eq "a background process of the image's run is gone with it" "$(pgrep -fx "sleep $marker" || true)" ""
+
 # The start row names the image.
 expect_eq "the sandbox.start rows name the image's digest" \
 	"$("$TOLLGATE" audit --json | python3 -c '

@@ -39,6 +39,20 @@ set -e
 expect_eq "a name with another digest is refused" "$rc" 125
 expect_match "... naming both" "$out" "^tollgate: image inspect: test/busybox:1 is $digest in the store, not sha256:0+$"
 
+# Two imports of the same layout at once: the lock orders them, both succeed
+# with the same digest, and the root is unpacked once.
+"$TOLLGATE" image import "oci:$layout" --name twice:a >"$TEST_TMP/a.out" 2>&1 &
+pa=$!
+"$TOLLGATE" image import "oci:$layout" --name twice:b >"$TEST_TMP/b.out" 2>&1 &
+pb=$!
+wait "$pa"; ra=$?
+wait "$pb"; rb=$?
+expect_eq "two imports at once both succeed" "$ra $rb" "0 0"
+expect_eq "... with one digest" "$(cat "$TEST_TMP/a.out" "$TEST_TMP/b.out" | sort -u)" "$digest"
+expect_eq "... and one root" "$(ls "$store/roots" | wc -l) $(ls "$store/tmp" | wc -l)" "1 0"
+"$TOLLGATE" image rm twice:a
+"$TOLLGATE" image rm twice:b
+
 # A second name, then rm: the image stays while a name keeps it.
 "$TOLLGATE" image import "oci:$layout" --name other:2 >/dev/null
 "$TOLLGATE" image rm test/busybox:1
