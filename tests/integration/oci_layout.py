@@ -3,6 +3,8 @@
 
   oci_layout.py DIR busybox          busybox-static as /bin/busybox, its applets
                                       as links, Env/WorkingDir/Cmd in the config
+  oci_layout.py DIR python3           this machine's python3, its standard library and
+                                      the libraries ldd names, in one uncompressed layer
   oci_layout.py FILE docker-archive [bad]
                                       the busybox image as `docker save` writes it
                                       (bad: the config's name is not its digest)
@@ -106,6 +108,67 @@ def write(layout, layers, config, layer_type="application/vnd.oci.image.layer.v1
     print("sha256:" + m)
 
 
+SKIP_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3",
+               "pydoc_data", "dist-packages", "site-packages"}
+
+
+def python3_layer(t):
+    import glob
+    import subprocess
+    exe = os.path.realpath("/usr/bin/python3")
+    ver = os.path.basename(exe)  # python3.11
+    stdlib = os.path.join("/usr/lib", ver)
+    files = {exe}
+    for root, dirs, names in os.walk(stdlib):
+        dirs[:] = [d for d in dirs if d not in SKIP_STDLIB and not d.startswith("config-")]
+        files.update(os.path.join(root, n) for n in names)
+    libs = set()
+    for f in [exe] + glob.glob(os.path.join(stdlib, "lib-dynload", "*.so")):
+        out = subprocess.run(["ldd", f], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            path = parts[2] if len(parts) > 2 and parts[1] == "=>" else parts[0]
+            if path.startswith("/"):
+                libs.add(path)
+    added = set()
+
+    def add_path(p):
+        # Directories on the way, then the file (a symlink's target too).
+        parts = p.strip("/").split("/")
+        for i in range(1, len(parts)):
+            d = "/".join(parts[:i])
+            if d not in added:
+                added.add(d)
+                if os.path.islink("/" + d):
+                    add_special(t, d, tarfile.SYMTYPE, os.readlink("/" + d))
+                else:
+                    add_special(t, d, tarfile.DIRTYPE)
+        rel = "/".join(parts)
+        if rel in added:
+            return
+        added.add(rel)
+        if os.path.islink(p):
+            add_special(t, rel, tarfile.SYMTYPE, os.readlink(p))
+            target = os.path.join(os.path.dirname(p), os.readlink(p))
+            add_path(os.path.normpath(target))
+        else:
+            with open(p, "rb") as f:
+                add_file(t, rel, f.read(), os.stat(p).st_mode & 0o777)
+
+    # Real paths first (a merged /usr's /lib is a symlink to usr/lib, which a
+    # layer cannot write through before usr/lib exists), the host's top-level
+    # symlinks (/lib, /lib64, /bin, /sbin) last.
+    for lib in sorted(libs):  # the name ldd gave (a symlink, as ld.so's) and its target
+        add_path(os.path.join(os.path.realpath(os.path.dirname(lib)), os.path.basename(lib)))
+    for f in sorted(files):
+        add_path(os.path.realpath(f))
+    add_special(t, "usr/bin/python3", tarfile.SYMTYPE, ver)
+    add_special(t, "etc", tarfile.DIRTYPE)
+    for top in ("lib", "lib64", "bin", "sbin"):
+        if os.path.islink("/" + top):
+            add_special(t, top, tarfile.SYMTYPE, os.readlink("/" + top))
+
+
 def docker_archive(path, config, bad):
     layers = [tar_bytes(busybox_layer), tar_bytes(second_layer)]
     names = []
@@ -134,6 +197,10 @@ def main():
     os.makedirs(layout, exist_ok=True)
     if kind == "busybox":
         write(layout, [tar_bytes(busybox_layer), tar_bytes(second_layer)], config)
+        return
+    if kind == "python3":
+        config["config"] = {"Env": ["PATH=/usr/bin"], "Cmd": ["/usr/bin/python3"]}
+        write(layout, [tar_bytes(python3_layer)], config, "application/vnd.oci.image.layer.v1.tar")
         return
     evil = sys.argv[3]
     if evil == "dotdot":

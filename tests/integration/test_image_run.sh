@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run --image: the busybox image (an OCI layout the test writes from Debian's
-# busybox-static) becomes the sandbox's /: its files, Env, WorkingDir and
+# busybox-static), and a python3 one, become the sandbox's /: its files, Env, WorkingDir and
 # Cmd; / read-only, /tmp's writes gone at the next run; the network gate
 # the same as without an image (an allowed origin on loopback answers, a
 # refused host does not); pinned by default; the audit row names the digest.
@@ -65,6 +65,31 @@ import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 print(sorted({r["decision"] for r in rows if r.get("host") == "refused.test"}))')" "['deny']"
 
+# A python3 image (this machine's interpreter, its standard library and the
+# libraries ldd names, in one uncompressed layer): the same gate for urllib.
+pydigest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/py" python3)
+"$TOLLGATE" image import "oci:$TEST_TMP/py" --name py:3 >/dev/null
+fetch='import sys, urllib.request
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode().strip())
+except Exception as e:
+    print("failed:", e)'
+set +e
+out=$("$TOLLGATE" run --image "py:3@$pydigest" --allow "origin.test:$port" --resolve origin.test:127.0.0.1 \
+	--resolve refused.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --quiet -- \
+	python3 -c "$fetch
+import os; print(os.path.exists('/usr/lib/python3/dist-packages'))" "http://origin.test:$port/hello.txt" 2>&1); rc=$?
+set -e
+expect_eq "python3 from the image reaches an allowed host" "$rc" 0
+expect_eq "... and sees the image's files, not the host's" "$out" "hello from the origin
+False"
+set +e
+out=$("$TOLLGATE" run --image "py:3@$pydigest" --allow "origin.test:$port" --resolve origin.test:127.0.0.1 \
+	--resolve refused.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --quiet -- \
+	python3 -c "$fetch" "http://refused.test:$port/hello.txt" 2>&1); rc=$?
+set -e
+expect_eq "python3 from the image is refused another host" "$out" "failed: HTTP Error 403: Forbidden"
+
 # Pinned by default.
 set +e
 out=$("$TOLLGATE" run --image bb:1 -- /bin/true 2>&1); rc=$?
@@ -95,5 +120,5 @@ expect_eq "the sandbox.start rows name the image's digest" \
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 print(sorted({r["detail"].get("image", "none") for r in rows if r["kind"] == "sandbox.start"}))')" \
-	"['$digest']"
+	"$(printf '%s\n' "$digest" "$pydigest" | sort | python3 -c 'import sys; print(sorted(l.strip() for l in sys.stdin))')"
 finish
