@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -195,7 +196,7 @@ run_ls(int argc, char **argv)
 {
 	const char *arg = NULL;
 	struct exec_image_store *s = NULL;
-	char err[PATH_MAX + 128];
+	char err[PATH_MAX + 128], home[PATH_MAX], lock[PATH_MAX + 16];
 	json_t *arr = NULL, *v;
 	size_t i;
 	bool json = false;
@@ -208,7 +209,13 @@ run_ls(int argc, char **argv)
 		return gw_fail(cmd_ls.name, "takes no argument");
 	if (json)
 		arr = json_array();
-	/* No store yet: no image. */
+	/* No store yet: no image, nothing to list. */
+	if (gw_home_dir(home, sizeof(home)) == 0 &&
+	    snprintf(lock, sizeof(lock), "%s/images/lock", home) < (int)sizeof(lock) &&
+	    access(lock, F_OK) != 0 && errno == ENOENT) {
+		json_decref(arr);
+		return GW_EXIT_OK;
+	}
 	if (open_store(cmd_ls.name, false, &s) != 0) {
 		json_decref(arr);
 		return GW_EXIT_FAILURE;

@@ -317,6 +317,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
+	if (f->image != NULL && (f->lang != NULL || f->code != NULL || f->code_file != NULL))
+		return gw_fail(CMD, "--lang runs this host's interpreters: with --image, name the "
+		                    "image's after -- (e.g. -- python3 -c CODE)");
 	if (f->lang != NULL || f->code != NULL || f->code_file != NULL)
 		return lang_argv(f, argc - optind);
 	if (optind >= argc && f->image != NULL)

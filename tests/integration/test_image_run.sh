@@ -90,6 +90,12 @@ out=$("$TOLLGATE" run --image "py:3@$pydigest" --allow "origin.test:$port" --res
 set -e
 expect_eq "python3 from the image is refused another host" "$out" "failed: HTTP Error 403: Forbidden"
 
+set +e
+out=$("$TOLLGATE" run --image "$img" --lang python --code 'print(1)' 2>&1); rc=$?
+set -e
+expect_eq "--lang (the host's interpreters) with --image is refused" "$rc" 125
+expect_match "... naming the way" "$out" "^tollgate: run: --lang runs this host's interpreters: with --image"
+
 # Pinned by default.
 set +e
 out=$("$TOLLGATE" run --image bb:1 -- /bin/true 2>&1); rc=$?

@@ -8,6 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 
 [[ -x /bin/busybox ]] || skip "busybox-static (scripts/install-deps)"
+expect_eq "ls of a store not made yet: nothing, and no error" "$("$TOLLGATE" image ls 2>&1; echo "rc=$?")" "rc=0"
 layout=$TEST_TMP/bb
 digest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$layout" busybox)
 store=$TOLLGATE_HOME/images
