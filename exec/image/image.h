@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EXEC_IMAGE_HEX_LEN 64       /* a SHA-256 in hex */
-#define EXEC_IMAGE_NAME_MAX 256     /* NAME[:TAG] */
+#define EXEC_IMAGE_HEX_LEN 64          /* a SHA-256 in hex */
+#define EXEC_IMAGE_NAME_MAX 256        /* NAME[:TAG] */
 #define EXEC_IMAGE_JSON_MAX (4u << 20) /* a manifest, index or config */
 #define EXEC_IMAGE_LAYERS_MAX 128
 #define EXEC_IMAGE_ENTRIES_MAX 1000000 /* entries of one image's layers together */
-#define EXEC_IMAGE_ARGS_MAX 64      /* Entrypoint and Cmd, each */
+#define EXEC_IMAGE_ARGS_MAX 64         /* Entrypoint and Cmd, each */
 #define EXEC_IMAGE_ENV_MAX 128
 
 /* ---- references (exec/image/ref.c) ---- */
@@ -66,8 +66,8 @@ int exec_image_manifest_parse(const char *buf, size_t len, struct exec_image_man
  * it). *is_index tells whether the entry chosen is itself an index. 0,
  * -ENOENT when none matches, -EINVAL for a bad document; err set.
  */
-int exec_image_index_pick(const char *buf, size_t len, const char *tag,
-                          struct exec_image_desc *out, bool *is_index, char *err, size_t errlen);
+int exec_image_index_pick(const char *buf, size_t len, const char *tag, struct exec_image_desc *out,
+                          bool *is_index, char *err, size_t errlen);
 
 /* The parts of an image's config a sandbox honours. Strings are owned. */
 struct exec_image_config {
@@ -83,8 +83,8 @@ struct exec_image_config {
 	char *diff_ids[EXEC_IMAGE_LAYERS_MAX];
 	size_t ndiff_ids;
 };
-int exec_image_config_parse(const char *buf, size_t len, struct exec_image_config *out,
-                            char *err, size_t errlen);
+int exec_image_config_parse(const char *buf, size_t len, struct exec_image_config *out, char *err,
+                            size_t errlen);
 void exec_image_config_clear(struct exec_image_config *c);
 
 /* ---- layers (exec/image/unpack.c) ---- */
@@ -134,8 +134,8 @@ int exec_image_root_path(struct exec_image_store *s, const char *hex, char *buf,
 int exec_image_config_load(struct exec_image_store *s, const char *hex,
                            struct exec_image_config *out, char *err, size_t errlen);
 /* The manifest, for inspect (malloc'd, *len set). */
-int exec_image_manifest_load(struct exec_image_store *s, const char *hex, char **buf,
-                             size_t *len, char *err, size_t errlen);
+int exec_image_manifest_load(struct exec_image_store *s, const char *hex, char **buf, size_t *len,
+                             char *err, size_t errlen);
 
 /* Each name with its digest, sorted by name (one callback a name; an
  * image without a name is listed once with name ""). */

@@ -87,8 +87,8 @@ str_of(json_t *o, const char *key)
 }
 
 int
-exec_image_manifest_parse(const char *buf, size_t len, struct exec_image_manifest *out,
-                          char *err, size_t errlen)
+exec_image_manifest_parse(const char *buf, size_t len, struct exec_image_manifest *out, char *err,
+                          size_t errlen)
 {
 	json_t *root, *layers, *l;
 	const char *mt, *cmt;
@@ -113,7 +113,8 @@ exec_image_manifest_parse(const char *buf, size_t len, struct exec_image_manifes
 	if (desc_parse(json_object_get(root, "config"), "config", &out->config, err, errlen) != 0)
 		goto out;
 	cmt = str_of(json_object_get(root, "config"), "mediaType");
-	if (cmt == NULL || (strcmp(cmt, MT_OCI_CONFIG) != 0 && strcmp(cmt, MT_DOCKER_CONFIG) != 0)) {
+	if (cmt == NULL ||
+	    (strcmp(cmt, MT_OCI_CONFIG) != 0 && strcmp(cmt, MT_DOCKER_CONFIG) != 0)) {
 		gw_set_err(err, errlen, "unknown media type %.100s for a config",
 		           cmt != NULL ? cmt : "(none)");
 		goto out;
@@ -196,15 +197,15 @@ exec_image_index_pick(const char *buf, size_t len, const char *tag, struct exec_
 	json_array_foreach(list, i, m)
 	{
 		const char *mmt = str_of(m, "mediaType");
-		const char *name = str_of(json_object_get(m, "annotations"),
-		                          "org.opencontainers.image.ref.name");
+		const char *name =
+		    str_of(json_object_get(m, "annotations"), "org.opencontainers.image.ref.name");
 		json_t *plat = json_object_get(m, "platform");
 		struct exec_image_desc d;
 		bool nested;
 
-		if (mmt == NULL || (strcmp(mmt, MT_OCI_MANIFEST) != 0 &&
-		                    strcmp(mmt, MT_DOCKER_MANIFEST) != 0 &&
-		                    strcmp(mmt, MT_OCI_INDEX) != 0 && strcmp(mmt, MT_DOCKER_LIST) != 0)) {
+		if (mmt == NULL ||
+		    (strcmp(mmt, MT_OCI_MANIFEST) != 0 && strcmp(mmt, MT_DOCKER_MANIFEST) != 0 &&
+		     strcmp(mmt, MT_OCI_INDEX) != 0 && strcmp(mmt, MT_DOCKER_LIST) != 0)) {
 			gw_set_err(err, errlen, "manifest %zu: unknown media type %.100s", i + 1,
 			           mmt != NULL ? mmt : "(none)");
 			goto out;
@@ -253,7 +254,8 @@ strings_take(json_t *arr, char **dst, size_t *n, size_t max, const char *what, c
 	if (arr == NULL || json_is_null(arr))
 		return 0;
 	if (!json_is_array(arr) || json_array_size(arr) > max) {
-		gw_set_err(err, errlen, "config %s: not an array of at most %zu strings", what, max);
+		gw_set_err(err, errlen, "config %s: not an array of at most %zu strings", what,
+		           max);
 		return -EINVAL;
 	}
 	json_array_foreach(arr, i, v)

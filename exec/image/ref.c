@@ -50,15 +50,15 @@ exec_image_ref_parse(const char *s, struct exec_image_ref *out, char *err, size_
 		return 0;
 	/* Never read as NAME "sha256" with a tag: a digest typed wrong. */
 	if (strncmp(s, "sha256:", 7) == 0) {
-		gw_set_err(err, errlen, "%s: the digest is not sha256: and 64 lower-case hex digits",
-		           s);
+		gw_set_err(err, errlen,
+		           "%s: the digest is not sha256: and 64 lower-case hex digits", s);
 		return -EINVAL;
 	}
 	at = strchr(s, '@');
 	end = at != NULL ? at : s + strlen(s);
 	if (at != NULL && !exec_image_digest_parse(at + 1, out->hex)) {
-		gw_set_err(err, errlen, "%s: the digest is not sha256: and 64 lower-case hex digits",
-		           s);
+		gw_set_err(err, errlen,
+		           "%s: the digest is not sha256: and 64 lower-case hex digits", s);
 		return -EINVAL;
 	}
 	/* The tag's colon is the last one after the last slash (a registry's
@@ -84,9 +84,9 @@ exec_image_ref_parse(const char *s, struct exec_image_ref *out, char *err, size_
 		bool port = c == ':' && memchr(s + i, '/', nlen - i) != NULL && i > 0;
 
 		if (!name_char(c) && !port) {
-			gw_set_err(err, errlen,
-			           "%s: an image name has lower-case letters, digits and . _ - / only",
-			           s);
+			gw_set_err(
+			    err, errlen,
+			    "%s: an image name has lower-case letters, digits and . _ - / only", s);
 			return -EINVAL;
 		}
 	}

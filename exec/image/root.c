@@ -54,8 +54,8 @@ exec_image_root_open(const char *path, int *tree, char *err, size_t errlen)
 static bool
 made_by_tollgate(const char *name)
 {
-	static const char *const own[] = {".", "..", "dev", "proc", "sys", "tmp", "run",
-	                                  "work", "out", "home", ".image", NULL};
+	static const char *const own[] = {".",   "..",   "dev", "proc", "sys",    "tmp",
+	                                  "run", "work", "out", "home", ".image", NULL};
 
 	for (size_t i = 0; own[i] != NULL; i++) {
 		if (strcmp(name, own[i]) == 0)

@@ -55,7 +55,8 @@ int
 exec_image_store_open(const char *dir, bool create, struct exec_image_store **out, char *err,
                       size_t errlen)
 {
-	static const char *const subdirs[] = {"", "/blobs", "/blobs/sha256", "/roots", "/tmp", NULL};
+	static const char *const subdirs[] = {"",       "/blobs", "/blobs/sha256",
+	                                      "/roots", "/tmp",   NULL};
 	struct exec_image_store *s = calloc(1, sizeof(*s));
 	char path[PATH_MAX];
 	int rc;
@@ -79,8 +80,8 @@ exec_image_store_open(const char *dir, bool create, struct exec_image_store **ou
 		}
 	}
 	path_of(s, path, sizeof(path), "lock", NULL);
-	s->lock_fd = open(path, (create ? O_CREAT | O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW,
-	                  0644);
+	s->lock_fd =
+	    open(path, (create ? O_CREAT | O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (s->lock_fd < 0) {
 		rc = -errno;
 		gw_set_err(err, errlen, "image store %s: %s", dir,
@@ -195,8 +196,8 @@ copy_blob(struct exec_image_store *s, int srcfd, const char *hex, char *err, siz
 		snprintf(got + 2 * i, 3, "%02x", md[i]);
 	if (strcmp(got, hex) != 0) {
 		rc = -EBADMSG;
-		gw_set_err(err, errlen, "blob sha256:%s: digest mismatch (its content is sha256:%s)",
-		           hex, got);
+		gw_set_err(err, errlen,
+		           "blob sha256:%s: digest mismatch (its content is sha256:%s)", hex, got);
 		goto out;
 	}
 	fchmod(outfd, 0644);
@@ -503,8 +504,8 @@ import_manifest(struct exec_image_store *s, int srcfd, const char *hex, char *er
 }
 
 static int
-import_oci(struct exec_image_store *s, const char *path, const char *tag, char *hex,
-           char *err, size_t errlen)
+import_oci(struct exec_image_store *s, const char *path, const char *tag, char *hex, char *err,
+           size_t errlen)
 {
 	struct exec_image_desc d;
 	char why[512], blobs[PATH_MAX];
@@ -601,8 +602,8 @@ claimed_digest(const char *name, char *hex)
 	base = base != NULL ? base + 1 : name;
 	hex[0] = '\0';
 	n = strspn(base, "0123456789abcdef");
-	if (n == EXEC_IMAGE_HEX_LEN && (base[n] == '\0' || strcmp(base + n, ".json") == 0 ||
-	                                strcmp(base + n, ".tar") == 0)) {
+	if (n == EXEC_IMAGE_HEX_LEN &&
+	    (base[n] == '\0' || strcmp(base + n, ".json") == 0 || strcmp(base + n, ".tar") == 0)) {
 		memcpy(hex, base, EXEC_IMAGE_HEX_LEN);
 		hex[EXEC_IMAGE_HEX_LEN] = '\0';
 	}
@@ -617,7 +618,8 @@ static int
 archive_member(struct exec_image_store *s, struct archive *a, const char *name, json_t *members,
                char *err, size_t errlen)
 {
-	char tmp[PATH_MAX], dst[PATH_MAX], got[EXEC_IMAGE_HEX_LEN + 1], claim[EXEC_IMAGE_HEX_LEN + 1];
+	char tmp[PATH_MAX], dst[PATH_MAX], got[EXEC_IMAGE_HEX_LEN + 1],
+	    claim[EXEC_IMAGE_HEX_LEN + 1];
 	unsigned char md[32];
 	unsigned int mdlen = 0;
 	const void *buf;
@@ -656,7 +658,8 @@ archive_member(struct exec_image_store *s, struct archive *a, const char *name, 
 	claimed_digest(name, claim);
 	if (claim[0] != '\0' && strcmp(claim, got) != 0) {
 		rc = -EBADMSG;
-		gw_set_err(err, errlen, "%s: digest mismatch (its content is sha256:%s)", name, got);
+		gw_set_err(err, errlen, "%s: digest mismatch (its content is sha256:%s)", name,
+		           got);
 		goto out;
 	}
 	path_of(s, dst, sizeof(dst), "blobs/sha256/", got);
@@ -682,8 +685,8 @@ member_desc(struct exec_image_store *s, json_t *members, json_t *name, json_t *o
 {
 	char path[PATH_MAX];
 	struct stat st;
-	json_t *hex = json_is_string(name) ? json_object_get(members, json_string_value(name))
-	                                   : NULL;
+	json_t *hex =
+	    json_is_string(name) ? json_object_get(members, json_string_value(name)) : NULL;
 
 	if (hex == NULL) {
 		gw_set_err(err, errlen, "manifest.json names %s, which the archive does not hold",
@@ -704,8 +707,8 @@ member_desc(struct exec_image_store *s, json_t *members, json_t *name, json_t *o
  * manifest.json. *repotag: the archive's first RepoTags entry, or NULL.
  */
 static int
-import_docker(struct exec_image_store *s, const char *path, char *hex, char **repotag,
-              char *err, size_t errlen)
+import_docker(struct exec_image_store *s, const char *path, char *hex, char **repotag, char *err,
+              size_t errlen)
 {
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
@@ -753,8 +756,7 @@ import_docker(struct exec_image_store *s, const char *path, char *hex, char **re
 		json_t *mh = json_object_get(members, "manifest.json");
 		size_t len;
 
-		if (!json_is_string(mh) ||
-		    blob_read(s, json_string_value(mh), &buf, &len) != 0) {
+		if (!json_is_string(mh) || blob_read(s, json_string_value(mh), &buf, &len) != 0) {
 			gw_set_err(err, errlen, "docker-archive:%s: no manifest.json", path);
 			goto out;
 		}
@@ -762,8 +764,8 @@ import_docker(struct exec_image_store *s, const char *path, char *hex, char **re
 	}
 	if (!json_is_array(list) || json_array_size(list) != 1 ||
 	    !json_is_object(img = json_array_get(list, 0))) {
-		gw_set_err(err, errlen, "docker-archive:%s: manifest.json is not a list of one image",
-		           path);
+		gw_set_err(err, errlen,
+		           "docker-archive:%s: manifest.json is not a list of one image", path);
 		goto out;
 	}
 	layers = json_object_get(img, "Layers");
@@ -780,8 +782,8 @@ import_docker(struct exec_image_store *s, const char *path, char *hex, char **re
 	                 err, errlen);
 	json_array_foreach(layers, i, l)
 	{
-		json_t *d = json_pack("{s:s}", "mediaType",
-		                      "application/vnd.docker.image.rootfs.diff.tar");
+		json_t *d =
+		    json_pack("{s:s}", "mediaType", "application/vnd.docker.image.rootfs.diff.tar");
 
 		if (rc == 0)
 			rc = member_desc(s, members, l, d, err, errlen);
@@ -816,8 +818,8 @@ out:
 
 int
 exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const char *path,
-                  const char *tag, const char *name, char hex[EXEC_IMAGE_HEX_LEN + 1],
-                  char *err, size_t errlen)
+                  const char *tag, const char *name, char hex[EXEC_IMAGE_HEX_LEN + 1], char *err,
+                  size_t errlen)
 {
 	struct exec_image_ref ref;
 	char full[EXEC_IMAGE_NAME_MAX + 140], why[512];
@@ -847,7 +849,8 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 		rc = exec_image_ref_parse(name, &ref, why, sizeof(why));
 		if (rc == 0 && ref.hex[0] != '\0') {
 			rc = -EINVAL;
-			snprintf(why, sizeof(why), "%s: --name takes NAME[:TAG] without a digest", name);
+			snprintf(why, sizeof(why), "%s: --name takes NAME[:TAG] without a digest",
+			         name);
 		}
 		if (rc != 0) {
 			gw_set_err(err, errlen, "%s", why);
@@ -855,8 +858,7 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 		}
 		snprintf(full, sizeof(full), "%s:%s", ref.name, ref.tag);
 		names = names_load(s);
-		if (names == NULL ||
-		    json_object_set_new(names, full, json_string(hex)) != 0 ||
+		if (names == NULL || json_object_set_new(names, full, json_string(hex)) != 0 ||
 		    names_save(s, names) != 0) {
 			rc = -EIO;
 			gw_set_err(err, errlen, "names.json: cannot write it");
@@ -924,8 +926,8 @@ exec_image_manifest_load(struct exec_image_store *s, const char *hex, char **buf
 }
 
 int
-exec_image_config_load(struct exec_image_store *s, const char *hex,
-                       struct exec_image_config *out, char *err, size_t errlen)
+exec_image_config_load(struct exec_image_store *s, const char *hex, struct exec_image_config *out,
+                       char *err, size_t errlen)
 {
 	struct exec_image_manifest m;
 	char *buf = NULL;
@@ -978,7 +980,8 @@ exec_image_list(struct exec_image_store *s, exec_image_list_fn fn, void *arg, ch
 	path_of(s, path, sizeof(path), "roots", NULL);
 	d = opendir(path);
 	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strlen(e->d_name) == EXEC_IMAGE_HEX_LEN && json_object_get(named, e->d_name) == NULL)
+		if (strlen(e->d_name) == EXEC_IMAGE_HEX_LEN &&
+		    json_object_get(named, e->d_name) == NULL)
 			fn(arg, "", e->d_name);
 	}
 	if (d != NULL)

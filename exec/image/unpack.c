@@ -38,7 +38,8 @@ open_beneath(int rootfd, const char *rel, int flags)
 	how.flags = (uint64_t)(flags | O_CLOEXEC);
 	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
 	do
-		fd = (int)syscall(SYS_openat2, rootfd, rel[0] != '\0' ? rel : ".", &how, sizeof(how));
+		fd = (int)syscall(SYS_openat2, rootfd, rel[0] != '\0' ? rel : ".", &how,
+		                  sizeof(how));
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
 }
@@ -104,7 +105,8 @@ open_parent(int rootfd, char *dir)
 			}
 			if (pfd < 0)
 				return pfd;
-			if (mkdirat(pfd, last != NULL ? last + 1 : dir, 0755) != 0 && errno != EEXIST) {
+			if (mkdirat(pfd, last != NULL ? last + 1 : dir, 0755) != 0 &&
+			    errno != EEXIST) {
 				fd = -errno;
 				close(pfd);
 				return fd;
@@ -215,7 +217,8 @@ apply_entry(struct archive *a, struct archive_entry *e, int rootfd, char *why, s
 	rc = clean_path(archive_entry_pathname(e) != NULL ? archive_entry_pathname(e) : "", path,
 	                sizeof(path));
 	if (rc != 0) {
-		gw_set_err(why, whylen, "%s", rc == -EXDEV ? "path leaves the root" : "path too long");
+		gw_set_err(why, whylen, "%s",
+		           rc == -EXDEV ? "path leaves the root" : "path too long");
 		return rc;
 	}
 	if (path[0] == '\0')
@@ -227,9 +230,10 @@ apply_entry(struct archive *a, struct archive_entry *e, int rootfd, char *why, s
 	dirfd = open_parent(rootfd, dir);
 	if (dirfd < 0) {
 		rc = dirfd;
-		gw_set_err(why, whylen, "%s", rc == -EXDEV || rc == -ELOOP
-		                                  ? "its directory leaves the root (a symlink out)"
-		                                  : strerror(-rc));
+		gw_set_err(why, whylen, "%s",
+		           rc == -EXDEV || rc == -ELOOP
+		               ? "its directory leaves the root (a symlink out)"
+		               : strerror(-rc));
 		return rc == -ELOOP ? -EXDEV : rc;
 	}
 	/* Entries' fds are O_PATH: reopened for what each needs. */
@@ -284,8 +288,9 @@ apply_entry(struct archive *a, struct archive_entry *e, int rootfd, char *why, s
 			           rc == -EXDEV ? "leaves the root" : "is not there");
 			goto fail;
 		}
-		rc = linkat(tdir, tslash != NULL ? tslash + 1 : target, dirfd, name, 0) == 0 ? 0
-		                                                                              : -errno;
+		rc = linkat(tdir, tslash != NULL ? tslash + 1 : target, dirfd, name, 0) == 0
+		         ? 0
+		         : -errno;
 		close(tdir);
 		if (rc != 0) {
 			gw_set_err(why, whylen, "hard link: %s", strerror(-rc));
@@ -301,7 +306,8 @@ apply_entry(struct archive *a, struct archive_entry *e, int rootfd, char *why, s
 		rc = fchmodat(dirfd, name, perm | S_IRWXU, 0) == 0 ? 0 : -errno;
 		goto check;
 	case S_IFREG:
-		fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		fd =
+		    openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			break;
 		rc = write_data(a, fd);
@@ -379,7 +385,8 @@ exec_image_unpack_layer(int fd, int rootfd, size_t *entries, char *err, size_t e
 		rc = apply_entry(a, e, rootfd, why, sizeof(why));
 		if (rc != 0) {
 			gw_set_err(err, errlen, "entry %.200s: %s",
-			           archive_entry_pathname(e) != NULL ? archive_entry_pathname(e) : "",
+			           archive_entry_pathname(e) != NULL ? archive_entry_pathname(e)
+			                                             : "",
 			           why);
 			goto out;
 		}

@@ -184,8 +184,8 @@ static void
 print_one(void *arg, const char *name, const char *hex)
 {
 	if (arg != NULL) {
-		json_array_append_new(arg, json_pack("{s:s, s:s+}", "name", name, "digest",
-		                                     "sha256:", hex));
+		json_array_append_new(
+		    arg, json_pack("{s:s, s:s+}", "name", name, "digest", "sha256:", hex));
 		return;
 	}
 	printf("%-40s sha256:%s\n", name[0] != '\0' ? name : "<none>", hex);
@@ -284,9 +284,9 @@ run_inspect(int argc, char **argv)
 		return gw_fail(cmd_inspect.name, "%s", err);
 	layers = json_array();
 	for (size_t i = 0; i < m.nlayers; i++)
-		json_array_append_new(layers, json_pack("{s:s+, s:I}", "digest", "sha256:",
-		                                        m.layers[i].hex, "size",
-		                                        (json_int_t)m.layers[i].size));
+		json_array_append_new(layers,
+		                      json_pack("{s:s+, s:I}", "digest", "sha256:", m.layers[i].hex,
+		                                "size", (json_int_t)m.layers[i].size));
 	o = json_pack("{s:s+, s:s+, s:o, s:o, s:o, s:o, s:s?, s:s?, s:s?, s:s?, s:s}", "digest",
 	              "sha256:", hex, "config", "sha256:", m.config.hex, "layers", layers, "env",
 	              strings_json(cfg.env, cfg.nenv), "entrypoint",
@@ -337,8 +337,8 @@ run_rm(int argc, char **argv)
 static int
 run_image(int argc, char **argv)
 {
-	static const struct gw_command *const subs[] = {&cmd_import, &cmd_ls, &cmd_inspect,
-	                                                &cmd_rm, NULL};
+	static const struct gw_command *const subs[] = {&cmd_import, &cmd_ls, &cmd_inspect, &cmd_rm,
+	                                                NULL};
 
 	return gw_run_subcommand(argc, argv, &gw_command_image, subs);
 }

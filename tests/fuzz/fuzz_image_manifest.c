@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void
 check_hex(const char *hex)
 {
-	if (strlen(hex) != EXEC_IMAGE_HEX_LEN || strspn(hex, "0123456789abcdef") != EXEC_IMAGE_HEX_LEN)
+	if (strlen(hex) != EXEC_IMAGE_HEX_LEN ||
+	    strspn(hex, "0123456789abcdef") != EXEC_IMAGE_HEX_LEN)
 		abort();
 }
 

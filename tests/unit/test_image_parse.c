@@ -30,11 +30,11 @@ test_refs(void **state)
 	    {"sha256:" HEX_A, 0, "", "", HEX_A},
 	    {"localhost:5000/a/b", 0, "localhost:5000/a/b", "latest", ""},
 	    {"localhost:5000/a/b:v2@sha256:" HEX_B, 0, "localhost:5000/a/b", "v2", HEX_B},
-	    {"Busybox", -22, NULL, NULL, NULL},                /* upper case */
-	    {"a/../b", -22, NULL, NULL, NULL},                 /* .. */
+	    {"Busybox", -22, NULL, NULL, NULL}, /* upper case */
+	    {"a/../b", -22, NULL, NULL, NULL},  /* .. */
 	    {"/abs", -22, NULL, NULL, NULL},
-	    {"a:", -22, NULL, NULL, NULL},                     /* empty tag */
-	    {"a@sha256:abc", -22, NULL, NULL, NULL},           /* short digest */
+	    {"a:", -22, NULL, NULL, NULL},           /* empty tag */
+	    {"a@sha256:abc", -22, NULL, NULL, NULL}, /* short digest */
 	    {"a@sha512:" HEX_A, -22, NULL, NULL, NULL},
 	    {"sha256:" HEX_A "a", -22, NULL, NULL, NULL},
 	    {"", -22, NULL, NULL, NULL},
@@ -65,19 +65,22 @@ test_manifests(void **state)
 		int rc;
 		const char *err; /* a part of the message */
 	} cases[] = {
-	    {"{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+	    {"{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/"
+	     "vnd.oci.image.config.v1+json\","
 	     "\"digest\":\"sha256:" HEX_A "\",\"size\":3},\"layers\":[{\"mediaType\":"
 	     "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"sha256:" HEX_B
 	     "\",\"size\":9}]}",
 	     0, NULL},
-	    {"{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\","
+	    {"{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/"
+	     "vnd.oci.image.config.v1+json\","
 	     "\"digest\":\"sha256:" HEX_A "\",\"size\":3},\"layers\":[{\"mediaType\":"
 	     "\"application/x-lz4\",\"digest\":\"sha256:" HEX_B "\",\"size\":9}]}",
 	     -22, "layer 1: unknown media type application/x-lz4"},
 	    {"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\"}", -22,
 	     "unknown media type application/vnd.oci.image.index.v1+json for a manifest"},
 	    {"{\"schemaVersion\":1}", -22, "not a schema 2 manifest"},
-	    {"{\"schemaVersion\":2,\"config\":{\"digest\":\"sha256:abc\",\"size\":1},\"layers\":[]}",
+	    {"{\"schemaVersion\":2,\"config\":{\"digest\":\"sha256:abc\",\"size\":1},\"layers\":[]"
+	     "}",
 	     -22, "config: no sha256 digest"},
 	    {"[1]", -22, "not a JSON object"},
 	    {"{", -22, "not JSON"},
@@ -96,9 +99,9 @@ test_manifests(void **state)
 		if (cases[i].err != NULL && strstr(err, cases[i].err) == NULL)
 			fail_msg("case %zu: '%s' does not say '%s'", i, err, cases[i].err);
 	}
-	assert_int_equal(exec_image_manifest_parse(cases[0].json, strlen(cases[0].json), &m, err,
-	                                           sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    exec_image_manifest_parse(cases[0].json, strlen(cases[0].json), &m, err, sizeof(err)),
+	    0);
 	assert_int_equal(m.nlayers, 1);
 	assert_int_equal(m.layers[0].compression, EXEC_IMAGE_ZSTD);
 	assert_string_equal(m.config.hex, HEX_A);
@@ -109,9 +112,11 @@ test_index(void **state)
 {
 	const char *idx =
 	    "{\"schemaVersion\":2,\"manifests\":["
-	    "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:" HEX_A
+	    "{\"mediaType\":\"application/"
+	    "vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:" HEX_A
 	    "\",\"size\":1,\"annotations\":{\"org.opencontainers.image.ref.name\":\"one\"}},"
-	    "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:" HEX_B
+	    "{\"mediaType\":\"application/"
+	    "vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:" HEX_B
 	    "\",\"size\":1,\"annotations\":{\"org.opencontainers.image.ref.name\":\"two\"},"
 	    "\"platform\":{\"os\":\"plan9\",\"architecture\":\"amd64\"}}]}";
 	struct exec_image_desc d;
@@ -119,25 +124,25 @@ test_index(void **state)
 	bool nested;
 
 	(void)state;
-	assert_int_equal(exec_image_index_pick(idx, strlen(idx), "one", &d, &nested, err, sizeof(err)),
-	                 0);
+	assert_int_equal(
+	    exec_image_index_pick(idx, strlen(idx), "one", &d, &nested, err, sizeof(err)), 0);
 	assert_string_equal(d.hex, HEX_A);
 	assert_false(nested);
 	/* Another OS's manifest is never picked. */
-	assert_int_equal(exec_image_index_pick(idx, strlen(idx), "two", &d, &nested, err, sizeof(err)),
-	                 -2);
-	assert_int_equal(exec_image_index_pick(idx, strlen(idx), "three", &d, &nested, err,
-	                                       sizeof(err)),
-	                 -2);
+	assert_int_equal(
+	    exec_image_index_pick(idx, strlen(idx), "two", &d, &nested, err, sizeof(err)), -2);
+	assert_int_equal(
+	    exec_image_index_pick(idx, strlen(idx), "three", &d, &nested, err, sizeof(err)), -2);
 	assert_non_null(strstr(err, "no manifest for tag three"));
 }
 
 static void
 test_config(void **state)
 {
-	const char *cfg = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"A=1\","
-	                  "\"PATH=/bin\"],\"Entrypoint\":[\"/e\"],\"Cmd\":[\"x\",\"y\"],"
-	                  "\"WorkingDir\":\"/srv\",\"User\":\"1000\"}}";
+	const char *cfg =
+	    "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"A=1\","
+	    "\"PATH=/bin\"],\"Entrypoint\":[\"/e\"],\"Cmd\":[\"x\",\"y\"],"
+	    "\"WorkingDir\":\"/srv\",\"User\":\"1000\"}}";
 	const char *bad_env = "{\"config\":{\"Env\":[\"NOEQUALS\"]}}";
 	const char *bad_cwd = "{\"config\":{\"WorkingDir\":\"relative\"}}";
 	const char *nul = "{\"config\":{\"Cmd\":[\"a\\u0000b\"]}}";
@@ -154,8 +159,10 @@ test_config(void **state)
 	assert_string_equal(c.workdir, "/srv");
 	assert_string_equal(c.user, "1000");
 	exec_image_config_clear(&c);
-	assert_int_equal(exec_image_config_parse(bad_env, strlen(bad_env), &c, err, sizeof(err)), -22);
-	assert_int_equal(exec_image_config_parse(bad_cwd, strlen(bad_cwd), &c, err, sizeof(err)), -22);
+	assert_int_equal(exec_image_config_parse(bad_env, strlen(bad_env), &c, err, sizeof(err)),
+	                 -22);
+	assert_int_equal(exec_image_config_parse(bad_cwd, strlen(bad_cwd), &c, err, sizeof(err)),
+	                 -22);
 	assert_int_equal(exec_image_config_parse(nul, strlen(nul), &c, err, sizeof(err)), -22);
 }
 
