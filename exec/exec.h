@@ -100,6 +100,11 @@ struct exec_spec {
 	 */
 	bool join_netns;
 	int netns_fd;
+	/* A stored image's unpacked root (exec/image/root.h) in place of the
+	 * host's system directories, and the image's working directory
+	 * (NULL: EXEC_WORKDIR). NULL: the host's. */
+	const char *image_root;
+	const char *image_cwd;
 };
 
 /*
@@ -273,6 +278,8 @@ struct exec_plan {
 		char dest[256];
 	} binds[EXEC_BINDS_MAX + 1];
 	size_t nbinds;
+	int image_tree; /* the image's root, a detached mount; -1: the host's */
+	char cwd[256];  /* where the command starts; "": EXEC_WORKDIR */
 };
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */

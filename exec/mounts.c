@@ -7,6 +7,7 @@
  * the parent opens and shapes the binds' mounts beforehand.
  */
 #include "exec/exec.h"
+#include "exec/image/root.h"
 #include "exec/userns.h"
 
 #include <errno.h>
@@ -427,11 +428,12 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 		FAIL("setresuid 0");
 	if (chdir(p->root) != 0)
 		FAIL("chdir new root");
-	for (size_t i = 0; system_dirs[i] != NULL; i++) {
-		rc = bind_system_dir(system_dirs[i], step);
-		if (rc != 0)
-			return rc;
-	}
+	/* An image's root stands in for the host's system directories. */
+	rc = p->image_tree >= 0 ? exec_image_root_bind(p->image_tree, step) : 0;
+	for (size_t i = 0; p->image_tree < 0 && system_dirs[i] != NULL; i++)
+		rc = rc != 0 ? rc : bind_system_dir(system_dirs[i], step);
+	if (rc != 0)
+		return rc;
 	rc = build_etc(p, step);
 	if (rc != 0)
 		return rc;
@@ -447,7 +449,8 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	tmpfs_options(p, opts, sizeof(opts));
 	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 		FAIL("mount /tmp");
-	if (mkdir("var", 0755) != 0 || symlink("/tmp", "var/tmp") != 0)
+	if ((p->image_tree < 0 || access("var", F_OK) != 0) &&
+	    (mkdir("var", 0755) != 0 || symlink("/tmp", "var/tmp") != 0))
 		FAIL("mkdir /var/tmp");
 	if (mkdir("work", 0755) != 0)
 		FAIL("mkdir " EXEC_WORKDIR);

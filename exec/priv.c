@@ -274,6 +274,10 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 	st->workdir = take_str(r, EXEC_PRIV_STR_MAX);
 	st->outdir = take_str(r, EXEC_PRIV_STR_MAX);
 	st->home = take_str(r, EXEC_PRIV_STR_MAX);
+	st->image_root = take_str(r, EXEC_PRIV_STR_MAX);
+	st->image_cwd = take_str(r, EXEC_PRIV_STR_MAX);
+	if (st->image_cwd != NULL && st->image_cwd[0] != '/')
+		r->bad = true;
 	n = take_u32(r);
 	if (n > EXEC_PRIV_ARGV_MAX)
 		r->bad = true;
@@ -572,6 +576,10 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 	if (st->outdir != NULL && !same_str(st->outdir, c->outdir) &&
 	    !(c->gate_workdirs && gate_workdir_ok(st->outdir))) {
 		gw_set_err(why, whylen, "output directory %s is not the operator's", st->outdir);
+		return -EPERM;
+	}
+	if (st->image_root != NULL && !same_str(st->image_root, c->image_root)) {
+		gw_set_err(why, whylen, "image root %s is not the operator's", st->image_root);
 		return -EPERM;
 	}
 	if (st->home != NULL && !same_str(st->home, c->home)) {
@@ -881,6 +889,8 @@ encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool 
 	put_str(w, spec->workdir);
 	put_str(w, spec->outdir);
 	put_str(w, spec->home);
+	put_str(w, spec->image_root);
+	put_str(w, spec->image_cwd);
 	for (n = 0; spec->argv != NULL && spec->argv[n] != NULL; n++)
 		;
 	put_u32(w, (uint32_t)n);

@@ -87,6 +87,7 @@ struct exec_priv_start {
 	uint32_t flags;
 	struct exec_limits limits;
 	const char *workdir, *outdir, *home; /* NULL: none */
+	const char *image_root, *image_cwd;  /* NULL: the host's root, EXEC_WORKDIR */
 	const char *argv[EXEC_PRIV_ARGV_MAX + 1];
 	size_t nargv;
 	const char *env[EXEC_PRIV_ENV_MAX + 1];
@@ -162,6 +163,8 @@ struct exec_priv_ceiling {
 	bool host_access;
 	/* run: the hub may come from the warm pool (exec/warm.h). */
 	bool warm_pool;
+	/* run --image: the one image root a sandbox may have; NULL: none. */
+	const char *image_root;
 };
 
 /*

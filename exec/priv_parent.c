@@ -517,6 +517,8 @@ serve_start(struct exec_priv_msg *m)
 	spec.workdir = st->workdir;
 	spec.outdir = st->outdir;
 	spec.home = st->home;
+	spec.image_root = st->image_root;
+	spec.image_cwd = st->image_cwd;
 	spec.limits = st->limits;
 	/* Never the gate's word: TOLLGATE_HOME stays hidden. */
 	spec.hide_path = P.ceil.hide;

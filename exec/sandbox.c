@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "exec/diagnose.h"
+#include "exec/image/root.h"
 #include "exec/priv.h"
 #include "exec/pty.h"
 #include "exec/seccomp_bpf.h"
@@ -312,8 +313,9 @@ command_main(struct exec_plan *p)
 	/* fds a caller forgot to mark close-on-exec do not reach the command. */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
 		child_fail(p, "close_range", errno);
-	if (chdir(EXEC_WORKDIR) != 0)
-		child_fail(p, "chdir " EXEC_WORKDIR, errno);
+	if (chdir(p->cwd[0] != '\0' ? p->cwd : EXEC_WORKDIR) != 0)
+		child_fail(p, p->cwd[0] != '\0' ? "chdir to the image's WorkingDir" : "chdir " EXEC_WORKDIR,
+		           errno);
 	rc = exec_limits_apply(p, &step);
 	if (rc != 0)
 		child_fail(p, step, rc);
@@ -1230,7 +1232,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		return -ENOMEM;
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
 	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = s->plan.devpts_fd = -1;
-	s->plan.work_tree = s->plan.out_tree = -1;
+	s->plan.work_tree = s->plan.out_tree = s->plan.image_tree = -1;
 	s->pid = -1;
 	s->plan.stdio_fd[0] = spec->set_stdio ? spec->stdin_fd : -1;
 	s->plan.stdio_fd[1] = spec->set_stdio ? spec->stdout_fd : -1;
@@ -1266,6 +1268,12 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		s->plan.ctty = true;
 	}
 	rc = exec_mounts_prepare(&s->plan, spec, spec->hide_path, work_uid, work_gid, err, errlen);
+	if (rc == 0 && spec->image_root != NULL)
+		rc = exec_image_root_open(spec->image_root, &s->plan.image_tree, err, errlen);
+	if (rc == 0 && spec->image_cwd != NULL &&
+	    snprintf(s->plan.cwd, sizeof(s->plan.cwd), "%s", spec->image_cwd) >=
+	        (int)sizeof(s->plan.cwd))
+		rc = -ENAMETOOLONG;
 	if (rc != 0)
 		goto out;
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
@@ -1371,6 +1379,9 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
 	exec_mounts_release(&s->plan); /* the child holds its own copies */
+	if (s->plan.image_tree >= 0)
+		close(s->plan.image_tree);
+	s->plan.image_tree = -1;
 	close(go[0]);
 	go[0] = -1;
 	close(report[1]);
@@ -1632,6 +1643,8 @@ exec_sandbox_free(struct exec_sandbox *s)
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	exec_mounts_release(&s->plan);
+	if (s->plan.image_tree >= 0)
+		close(s->plan.image_tree);
 	if (s->plan.work_tree >= 0)
 		close(s->plan.work_tree);
 	if (s->plan.out_tree >= 0)

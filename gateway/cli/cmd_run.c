@@ -23,6 +23,7 @@
 #include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
+#include "exec/image/image.h"
 #include "exec/job.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
@@ -63,6 +64,8 @@ enum {
 	OPT_FILE,
 	OPT_MAX_OUTPUT,
 	OPT_QUIET,
+	OPT_IMAGE,
+	OPT_ALLOW_UNPINNED,
 };
 
 static const struct option run_options[] = {
@@ -84,6 +87,8 @@ static const struct option run_options[] = {
     {"file", required_argument, NULL, OPT_FILE},
     {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
     {NULL, 0, NULL, 0},
 };
 
@@ -106,6 +111,13 @@ struct run_flags {
 	long max_output; /* per stream; 0: unbounded */
 	bool max_output_set;
 	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
+	/* --image REF (docs/images.md): its digest, root, config and argv. */
+	const char *image;
+	bool allow_unpinned;
+	char image_hex[EXEC_IMAGE_HEX_LEN + 1];
+	char image_root[PATH_MAX];
+	struct exec_image_config image_cfg;
+	char *image_argv[2 * EXEC_IMAGE_ARGS_MAX + 2];
 };
 
 /* The loop's state. */
@@ -290,6 +302,12 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_QUIET:
 			f->quiet = true;
 			break;
+		case OPT_IMAGE:
+			f->image = optarg;
+			break;
+		case OPT_ALLOW_UNPINNED:
+			f->allow_unpinned = true;
+			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -300,8 +318,13 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
+	if (f->image != NULL && (f->lang != NULL || f->code != NULL || f->code_file != NULL))
+		return gw_fail(CMD, "--lang runs this host's interpreters: with --image, name the "
+		                    "image's after -- (e.g. -- python3 -c CODE)");
 	if (f->lang != NULL || f->code != NULL || f->code_file != NULL)
 		return lang_argv(f, argc - optind);
+	if (optind >= argc && f->image != NULL)
+		return 0; /* the image's Entrypoint and Cmd (image_prepare) */
 	if (optind >= argc)
 		return gw_fail(CMD,
 		               "no command given (usage: tollgate run [FLAGS] -- CMD [ARG...])");
@@ -431,6 +454,72 @@ write_json_status(const char *path, struct run_state *st, const struct exec_resu
 }
 
 /* ---- the command ----------------------------------------------------------- */
+
+/*
+ * --image REF: resolved in the store to a digest (pinned unless
+ * --allow-unpinned), its root made the privileged parent's one allowed
+ * image, its Env added under --env's, its Entrypoint put before the command
+ * (or before its Cmd when no command is given). docs/images.md.
+ */
+static int
+image_prepare(struct run_flags *f)
+{
+	struct exec_image_store *s = NULL;
+	struct exec_image_ref ref;
+	char home[PATH_MAX], dir[PATH_MAX + 16], err[PATH_MAX + 512], name[256];
+	char *const *rest;
+	size_t n = 0, nrest;
+	int rc;
+
+	if (exec_image_ref_parse(f->image, &ref, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "--image %s", err);
+	if (ref.hex[0] == '\0' && !f->allow_unpinned)
+		return gw_fail(CMD,
+		               "--image %s: no digest; name it NAME@sha256:DIGEST (see 'tollgate "
+		               "image ls'), or give --allow-unpinned",
+		               f->image);
+	if (gw_home_dir(home, sizeof(home)) != 0)
+		return gw_fail(CMD, "--image: cannot find TOLLGATE_HOME");
+	snprintf(dir, sizeof(dir), "%s/images", home);
+	rc = exec_image_store_open(dir, false, &s, err, sizeof(err));
+	if (rc == 0)
+		rc = exec_image_resolve(s, &ref, f->image_hex, err, sizeof(err));
+	if (rc == 0)
+		rc = exec_image_config_load(s, f->image_hex, &f->image_cfg, err, sizeof(err));
+	if (rc == 0)
+		exec_image_root_path(s, f->image_hex, f->image_root, sizeof(f->image_root));
+	exec_image_store_free(s);
+	if (rc != 0)
+		return gw_fail(CMD, "--image %s: %s", f->image, err);
+	if (ref.hex[0] == '\0')
+		fprintf(stderr, "tollgate: run: image %s is sha256:%s; pin it\n", f->image,
+		        f->image_hex);
+	for (size_t i = 0; i < f->image_cfg.nenv; i++) {
+		const char *eq = strchr(f->image_cfg.env[i], '=');
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - f->image_cfg.env[i]),
+		         f->image_cfg.env[i]);
+		if (exec_env_has(f->sb.nenv > 0 ? f->sb.env : NULL, name))
+			continue;
+		if (gw_sandbox_add_env(CMD, &f->sb, f->image_cfg.env[i]) != 0)
+			return GW_EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < f->image_cfg.nentrypoint; i++)
+		f->image_argv[n++] = f->image_cfg.entrypoint[i];
+	rest = f->argv != NULL ? f->argv : f->image_cfg.cmd;
+	for (nrest = 0; rest[nrest] != NULL && nrest < EXEC_IMAGE_ARGS_MAX; nrest++)
+		f->image_argv[n++] = rest[nrest];
+	if (rest[nrest] != NULL)
+		return gw_fail(CMD, "--image: more than %d arguments", EXEC_IMAGE_ARGS_MAX);
+	f->image_argv[n] = NULL;
+	if (n == 0 || f->image_argv[0][0] == '\0')
+		return gw_fail(CMD, "--image %s: no command given, and the image has no Entrypoint "
+		                    "or Cmd",
+		               f->image);
+	f->argv = f->image_argv;
+	f->gw.sandbox_image_root = f->image_root;
+	return 0;
+}
 
 /*
  * The gate's parts (gateway/setup.h); --no-network needs only the policy,
@@ -572,6 +661,8 @@ run_run(int argc, char **argv)
 	/* Inherited SIG_IGN would have the kernel reap the sandbox's init before
 	 * we read its status. */
 	signal(SIGCHLD, SIG_DFL);
+	if (f.image != NULL && image_prepare(&f) != 0)
+		goto out;
 	if (setup_gateway(&st, &f) != 0)
 		goto out;
 	/* With a controlling terminal, approvals are also asked there (gateway/prompt.h). */
@@ -588,6 +679,10 @@ run_run(int argc, char **argv)
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	if (f.image != NULL) {
+		spec.image_root = f.image_root;
+		spec.image_cwd = f.image_cfg.workdir;
+	}
 	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, NULL, &spec) != 0)
 		goto out;
 	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
@@ -625,6 +720,9 @@ run_run(int argc, char **argv)
 	if (prompt != NULL)
 		gw_prompt_set_hold(prompt, hold_terminal, &st);
 	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);
+	/* The sandbox's start row names the image it ran (docs/audit.md). */
+	if (detail != NULL && f.image != NULL)
+		json_object_set_new(detail, "image", json_sprintf("sha256:%s", f.image_hex));
 	job_spec(&st, &f, &spec, art, detail, &js);
 	/* The summary's file is opened while still root (gateway/setup.h). */
 	if (f.json_status != NULL)
@@ -697,6 +795,7 @@ out:
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	vault_inject_free(f.secrets);
 	free(f.code_buf);
+	exec_image_config_clear(&f.image_cfg);
 	gw_sandbox_flags_free(&f.sb); /* --secret values among them */
 	return exit_code;
 }
@@ -738,6 +837,10 @@ const struct gw_command gw_command_run = {
              "                           (default 1 MiB when not a terminal; 0: no bound)\n"
              "  --no-network             no gate: the sandbox has only loopback\n"
              "  --quiet                  no line on stderr for each refused host\n"
+             "  --image REF              the stored image REF as the sandbox's / (read-only):\n"
+             "                           its Env, WorkingDir, Entrypoint and Cmd (no CMD:\n"
+             "                           its Cmd); REF needs @sha256:DIGEST (docs/images.md)\n"
+             "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
              "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
              "                           its files are signed into DIR/manifest.json after\n"
              "                           the run (see 'tollgate verify')\n"

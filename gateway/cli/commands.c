@@ -22,6 +22,7 @@ extern const struct gw_command gw_command_key;
 extern const struct gw_command gw_command_verify;
 extern const struct gw_command gw_command_runtimes;
 extern const struct gw_command gw_command_validate;
+extern const struct gw_command gw_command_image;
 
 const struct gw_command *const gw_commands[] = {
 	&gw_command_run,
@@ -43,5 +44,6 @@ const struct gw_command *const gw_commands[] = {
 	&gw_command_verify,
 	&gw_command_runtimes,
 	&gw_command_validate,
+	&gw_command_image,
 	NULL,
 };

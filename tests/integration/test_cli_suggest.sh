@@ -30,7 +30,7 @@ refused "a flag of proxy, '_' for '-'" \
 refused "a long flag with one dash" \
 	"tollgate: run: unknown flag '-a' in '-alow' (did you mean '--allow'?)" run -alow x -- true
 refused "the start of several flags" \
-	"tollgate: run: ambiguous flag '--allo' (could be --allow, --allow-cidr)" run --allo x -- true
+	"tollgate: run: ambiguous flag '--allo' (could be --allow, --allow-cidr, --allow-unpinned)" run --allo x -- true
 refused "a subcommand" "tollgate: policy: unknown subcommand 'chek' (did you mean 'check'?)" \
 	policy chek x.json
 refused "a flag nothing is close to" \

@@ -75,6 +75,8 @@ m_start(struct msg *m, uint32_t flags, uint32_t mask, int64_t ram)
 	m_str(m, "/srv/work");
 	m_str(m, NULL);
 	m_str(m, NULL);
+	m_str(m, NULL); /* image root */
+	m_str(m, NULL); /* image working directory */
 	m_u32(m, 3);
 	m_str(m, "sh");
 	m_str(m, "-c");
@@ -407,6 +409,14 @@ test_ceiling(void **state)
 	st->home = "/root";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	st->home = NULL;
+	/* An image root only where the operator's --image named it. */
+	st->image_root = "/";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	c.image_root = "/var/lib/tollgate/images/roots/ab";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+	st->image_root = "/var/lib/tollgate/images/roots/ab";
+	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	st->image_root = NULL;
 	st->outdir = "/srv/out";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	st->outdir = NULL;
