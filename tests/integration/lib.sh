@@ -15,6 +15,22 @@ if [[ -x /usr/bin/python3 && "$(command -v python3)" != /usr/bin/python3 ]]; the
 	ln -s /usr/bin/python3 "$TEST_TMP/bin/python3"
 	export PATH=$TEST_TMP/bin:$PATH
 fi
+# The harness's node (the MCP SDK client, the conformance suite, puppeteer)
+# needs Node.js 22: TOLLGATE_NODE, else the copy scripts/install-deps puts in
+# tests/integration/node where the machine's is older. It comes first on the
+# test's PATH from a directory no sandbox sees, so that tollgate's own search
+# for node (--lang node, list_runtimes) still finds the machine's.
+if [[ -z ${TOLLGATE_NODE:-} ]]; then
+	for TOLLGATE_NODE in "$TOLLGATE_SRC"/tests/integration/node/node_modules/node-linux-*/bin/node ""; do
+		[[ -x $TOLLGATE_NODE ]] && break
+	done
+fi
+if [[ -n $TOLLGATE_NODE ]]; then
+	mkdir -p "$TEST_TMP/bin"
+	ln -s "$TOLLGATE_NODE" "$TEST_TMP/bin/node"
+	[[ :$PATH: == *":$TEST_TMP/bin:"* ]] || export PATH=$TEST_TMP/bin:$PATH
+fi
+export TOLLGATE_NODE
 
 # TOLLGATE_TEST_AS=USER runs every $TOLLGATE of the test as that user
 # (rootless mode, docs/run.md): a wrapper takes $TOLLGATE's place, and the

@@ -195,7 +195,7 @@ expect_eq "tollgate version prints what tollgate --version prints" \
 	"$("$TOLLGATE" version)" "$("$TOLLGATE" --version)"
 node_rt=$(py "$(step runtimes)" 'json.dumps([r for r in d["structured"]["runtimes"] if r["language"] == "node"][0])')
 expect_eq "list_runtimes: node's version is the one that runs" \
-	"$(py "$node_rt" 'd["version"]')" "$(node --version)"
+	"$(py "$node_rt" 'd["version"]')" "$("$(py "$node_rt" 'd["command"]')" --version)"
 expect_eq "list_runtimes: node's command is what \`tollgate runtimes\` names" \
 	"$(py "$node_rt" 'd["command"]')" "$("$TOLLGATE" runtimes --json | py "$(cat)" '[r["path"] for r in d if r["lang"] == "node"][0]')"
 
