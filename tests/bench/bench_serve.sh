@@ -20,7 +20,14 @@ timer=$(cd "$build" && pwd)/bench_run_timer
 	exit 1
 }
 [[ $(id -u) -eq 0 ]] || { echo "bench_serve: run as root (sandboxes)" >&2; exit 1; }
-command -v node >/dev/null || { echo "bench_serve: needs node (Debian package nodejs)" >&2; exit 1; }
+# The tests' node (TOLLGATE_NODE, else the one scripts/install-deps puts in
+# tests/integration/node where the machine's is older than 22), else the machine's.
+node=${TOLLGATE_NODE:-}
+for n in "$src"/tests/integration/node/node_modules/node-linux-*/bin/node; do
+	[[ -n $node || ! -x $n ]] || node=$n
+done
+node=${node:-node}
+command -v "$node" >/dev/null || { echo "bench_serve: needs node (Debian package nodejs)" >&2; exit 1; }
 [[ -d $mcp/node_modules/@modelcontextprotocol/sdk ]] || {
 	echo "bench_serve: the MCP SDK is missing: (cd $mcp && npm ci)" >&2
 	exit 1
@@ -37,5 +44,5 @@ export TOLLGATE_HOME=$tmp/home TOLLGATE_CONTROL_DIR=$tmp/ctl
 export BENCH_SERVE_AUDIT=$tmp/serve.db BENCH_RUN_AUDIT=$tmp/run.db
 mkdir -p "$TOLLGATE_HOME" "$TOLLGATE_CONTROL_DIR"
 echo "bench_serve: $(nproc) cores, $(date -u +%FT%TZ), load:$(uptime | sed 's/.*load average://')"
-timeout 1800 node "$src/tests/bench/bench_serve.mjs" "$mcp" "${ROUNDS:-30}" "$tollgate" "$timer"
+timeout 1800 "$node" "$src/tests/bench/bench_serve.mjs" "$mcp" "${ROUNDS:-30}" "$tollgate" "$timer"
 echo "bench_serve: done $(date -u +%FT%TZ), load:$(uptime | sed 's/.*load average://')"

@@ -15,13 +15,51 @@ if [[ -x /usr/bin/python3 && "$(command -v python3)" != /usr/bin/python3 ]]; the
 	ln -s /usr/bin/python3 "$TEST_TMP/bin/python3"
 	export PATH=$TEST_TMP/bin:$PATH
 fi
+# The harness's node (the MCP SDK client, the conformance suite, puppeteer)
+# needs Node.js 22: TOLLGATE_NODE, else the copy scripts/install-deps puts in
+# tests/integration/node where the machine's is older. It comes first on the
+# test's PATH from a directory no sandbox sees, so that tollgate's own search
+# for node (--lang node, list_runtimes) still finds the machine's.
+if [[ -z ${TOLLGATE_NODE:-} ]]; then
+	for TOLLGATE_NODE in "$TOLLGATE_SRC"/tests/integration/node/node_modules/node-linux-*/bin/node ""; do
+		[[ -x $TOLLGATE_NODE ]] && break
+	done
+fi
+# npm keeps the machine's node (MACHINE_NODE_PATH): Debian's trusts the
+# system's CA certificates, as Node's own build does not.
+MACHINE_NODE_PATH=$PATH
+if [[ -n $TOLLGATE_NODE ]]; then
+	mkdir -p "$TEST_TMP/node-bin"
+	ln -s "$TOLLGATE_NODE" "$TEST_TMP/node-bin/node"
+	export PATH=$TEST_TMP/node-bin:$PATH
+fi
+export TOLLGATE_NODE
+
+# tollgate_for_user USER [BINARY]: prints a path of the binary under test
+# (default $TOLLGATE) that USER can run: the binary itself, or, where the
+# build tree is closed to USER (a clone under /root, mode 0700), a copy in
+# the test's directory, which becomes searchable by everyone.
+tollgate_for_user() {
+	local user=$1 bin=${2:-$TOLLGATE} dir=$TEST_TMP/user-bin
+	if setpriv --reuid "$user" --regid "$(id -g "$user")" --clear-groups test -x "$bin" 2>/dev/null; then
+		printf '%s\n' "$bin"
+		return
+	fi
+	if [[ ! -x $dir/tollgate ]]; then
+		mkdir -p "$dir"
+		cp "$bin" "$dir/tollgate"
+		chmod 0755 "$dir" "$dir/tollgate"
+	fi
+	chmod a+x "$TEST_TMP"
+	printf '%s\n' "$dir/tollgate"
+}
 
 # TOLLGATE_TEST_AS=USER runs every $TOLLGATE of the test as that user
 # (rootless mode, docs/run.md): a wrapper takes $TOLLGATE's place, and the
 # test's directory and TOLLGATE_HOME become the user's. test_rootless.sh
 # runs other tests this way.
 if [[ -n "${TOLLGATE_TEST_AS:-}" ]]; then
-	TOLLGATE_REAL=$TOLLGATE
+	TOLLGATE_REAL=$(tollgate_for_user "$TOLLGATE_TEST_AS")
 	chmod 0755 "$TEST_TMP"
 	mkdir -p "$TOLLGATE_HOME"
 	chown "$TOLLGATE_TEST_AS:" "$TEST_TMP" "$TOLLGATE_HOME"

@@ -3,7 +3,12 @@
 # --resolve and the upstream resolver is a closed loopback port, so no
 # packet ever leaves the machine.
 
-RAW="python3 $TOLLGATE_SRC/tests/integration/proxy_raw.py"
+# RAW PORT BYTES...: proxy_raw.py. A script of one word in the test's directory,
+# so that $RAW may stay unquoted (and go into bash -c) where the source tree's
+# path has a space.
+RAW=$TEST_TMP/proxy_raw
+printf '#!/bin/bash\nexec python3 %q "$@"\n' "$TOLLGATE_SRC/tests/integration/proxy_raw.py" >"$RAW"
+chmod 0755 "$RAW"
 
 port_open() { bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 

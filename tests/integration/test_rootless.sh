@@ -16,6 +16,8 @@ USER_NAME=tgrl$$
 useradd -M -U -s /usr/sbin/nologin "$USER_NAME" >/dev/null 2>&1 || skip "useradd failed"
 defer "userdel $USER_NAME >/dev/null 2>&1"
 as_user() { setpriv --reuid "$USER_NAME" --regid "$(id -g "$USER_NAME")" --init-groups "$@"; }
+# The suites below run as the user too: they inherit this path.
+TOLLGATE=$(tollgate_for_user "$USER_NAME")
 as_user unshare --user true 2>/dev/null ||
 	skip "the kernel refuses this user a user namespace (see the refusal check's sysctls)"
 

@@ -174,9 +174,9 @@ expect_eq "--max-output 0: no bound" "$(wc -c <"$TEST_TMP/o")" 3000000
 # stdin stays open (a pipe from sleep): at EOF script would type a NUL, which
 # the sandbox's pty echoes as ^@ into the bounded output.
 if command -v script >/dev/null; then
-	tty_out=$(timeout 60 script -qfec "$TOLLGATE run --no-network -- sh -c '[ -t 1 ] && [ -t 2 ] && echo tty-through'" /dev/null < <(sleep 30) | tr -d '\r')
+	tty_out=$(timeout 60 script -qfec "$(printf %q "$TOLLGATE") run --no-network -- sh -c '[ -t 1 ] && [ -t 2 ] && echo tty-through'" /dev/null < <(sleep 30) | tr -d '\r')
 	expect_eq "terminal: a terminal of its own" "$tty_out" "tty-through"
-	tty_out=$(timeout 60 script -qfec "$TOLLGATE run --no-network --max-output 5 -- sh -c '[ -t 1 ] && echo relayed-123'" /dev/null < <(sleep 30) | tr -d '\r')
+	tty_out=$(timeout 60 script -qfec "$(printf %q "$TOLLGATE") run --no-network --max-output 5 -- sh -c '[ -t 1 ] && echo relayed-123'" /dev/null < <(sleep 30) | tr -d '\r')
 	expect_eq "terminal with --max-output: relayed and bounded" "$tty_out" "relay
 [tollgate: output truncated after 5 bytes]"
 else

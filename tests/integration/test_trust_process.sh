@@ -26,6 +26,7 @@ chmod 755 "$TEST_TMP"
 mkdir -p "$TEST_TMP/run"
 chown "$U:$G" "$TEST_TMP/run"
 AS_USER=(setpriv --reuid="$U" --regid="$G" --clear-groups --)
+TOLLGATE=$(tollgate_for_user "$USER_NAME")
 as_user() { "${AS_USER[@]}" "$@"; }
 
 # The proxy as that user, soft open-file limit 1000 of a hard 4000 at start.

@@ -20,10 +20,19 @@ flock -w 200 9 || skip "waited too long for another test's npm install"
 if ! mcp_installed; then
 	command -v npm >/dev/null || skip "npm (Debian package npm)"
 	if [[ -f $MCP_DIR/package-lock.json ]]; then install=ci; else install=install; fi
-	(cd "$MCP_DIR" && timeout 200 npm "$install" --no-audit --no-fund >"$TEST_TMP/npm.log" 2>&1) ||
+	(cd "$MCP_DIR" && PATH=$MACHINE_NODE_PATH timeout 200 npm "$install" --no-audit --no-fund >"$TEST_TMP/npm.log" 2>&1) ||
 		skip "npm $install of @modelcontextprotocol/sdk and server-everything failed (registry unreachable?): $(tail -3 "$TEST_TMP/npm.log")"
 fi
 exec 9<&-
+# As another user (lib.sh's TOLLGATE_TEST_AS), the user's sandboxes bind this
+# folder, which a build tree closed to that user (a clone under /root) hides:
+# they get a copy in the test's directory.
+if [[ -n ${TOLLGATE_TEST_AS:-} ]] && ! setpriv --reuid "$TOLLGATE_TEST_AS" \
+	--regid "$(id -g "$TOLLGATE_TEST_AS")" --clear-groups test -r "$MCP_DIR/package.json" 2>/dev/null; then
+	cp -a "$MCP_DIR" "$TEST_TMP/mcp"
+	chmod -R a+rX "$TEST_TMP/mcp"
+	MCP_DIR=$TEST_TMP/mcp
+fi
 # The sandbox binds its work directory at /work, which hides the source tree
 # when it lives under /work: the servers run from this folder bound there.
 EVERYTHING=(node /work/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio)

@@ -12,7 +12,7 @@ exec 9<"$UI_DIR/package.json"
 flock -w 200 9 || skip "waited too long for another test's npm install"
 if ! ui_installed; then
 	command -v npm >/dev/null || skip "npm (Debian package npm)"
-	(cd "$UI_DIR" && timeout 200 npm ci --no-audit --no-fund >"$TEST_TMP/npm.log" 2>&1) ||
+	(cd "$UI_DIR" && PATH=$MACHINE_NODE_PATH timeout 200 npm ci --no-audit --no-fund >"$TEST_TMP/npm.log" 2>&1) ||
 		skip "npm ci of puppeteer-core failed (registry unreachable?): $(tail -3 "$TEST_TMP/npm.log")"
 fi
 exec 9<&-
