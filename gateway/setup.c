@@ -113,6 +113,14 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	case GW_SETUP_OPT_CONTROL:
 		f->control_path = value;
 		return 0;
+	case GW_SETUP_OPT_INSPECT:
+		if (f->ninspect >= GW_SETUP_INSPECT_MAX)
+			return gw_fail(f->cmd, "--inspect: at most %d", GW_SETUP_INSPECT_MAX);
+		f->inspect[f->ninspect++] = value;
+		return 0;
+	case GW_SETUP_OPT_UPSTREAM_CA:
+		f->upstream_ca = value;
+		return 0;
 	}
 	return GW_SETUP_NOT_MINE;
 }
@@ -246,6 +254,29 @@ enter_rootless(const struct gw_setup_flags *f)
 	return 0;
 }
 
+/* --inspect: the inspection CA (in memory, or tollgate proxy's files). */
+static int
+start_inspect(struct gw_setup *s, const struct gw_setup_flags *f)
+{
+	struct proxy_inspect_opts o = {
+	    .names = f->inspect,
+	    .nnames = f->ninspect,
+	    .upstream_ca = f->upstream_ca,
+	    .ca_cert = f->inspect_ca_cert,
+	    .ca_key = f->inspect_ca_key,
+	};
+	char err[512];
+
+	if (f->ninspect == 0) {
+		if (f->upstream_ca != NULL)
+			return gw_fail(f->cmd, "--upstream-ca needs --inspect");
+		return 0;
+	}
+	if (proxy_inspect_setup(s->proxy, &o, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "%s", err);
+	return 0;
+}
+
 int
 gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
                unsigned int parts)
@@ -305,6 +336,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		proxy_config_defaults(&pcfg);
 		if (proxy_new(gw, f->proxy_cfg != NULL ? f->proxy_cfg : &pcfg, &s->proxy) != 0)
 			return gw_fail(f->cmd, "out of memory");
+		if (start_inspect(s, f) != 0)
+			return GW_EXIT_FAILURE;
 	}
 	if (parts & GW_SETUP_DNS) {
 		dns_server_config_defaults(&dnscfg);

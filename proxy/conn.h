@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <event2/event.h>
+#include <openssl/types.h>
 
 #include "dns/resolve.h"
 #include "policy/policy.h"
@@ -24,6 +25,7 @@ struct evconnlistener;
 struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
+struct proxy_inspect;
 struct proxy_tls_ctx;
 struct proxy_tls_peer;
 struct proxy_tls_session;
@@ -99,6 +101,7 @@ struct proxy {
 	struct proxy_access_log *access_log; /* NULL: none (accesslog.c) */
 	TAILQ_HEAD(, proxy_tls_session) tls_sessions; /* TLS clients (tls.c) */
 	size_t ntls;
+	struct proxy_inspect *inspect; /* NULL: every tunnel is blind (inspect.c) */
 };
 
 enum proxy_conn_state {
@@ -201,6 +204,13 @@ struct proxy_conn {
 
 	/* Absolute-form forwarding. */
 	struct proxy_forward *fwd;
+
+	/* TLS inspection (inspect.c). */
+	bool inspecting; /* a CONNECT to an inspected host, being decided */
+	bool inspect;    /* this connection is the plaintext inside an inspected tunnel */
+	char inspect_host[POLICY_HOST_MAX + 1]; /* the tunnel's host and port */
+	int inspect_port;
+	struct policy *inspect_policy; /* the policy the tunnel was decided by */
 };
 
 /* server.c */
@@ -282,6 +292,14 @@ void proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, 
 /* Drops the decision state (query, approval wait, connect attempt, policy). */
 void proxy_target_cancel(struct proxy_conn *c);
 
+/*
+ * A TLS session ended here over fd with ssl (a server SSL, owned from here
+ * on, as fd is), its plaintext relayed to plain_fd (owned too): tls.c's
+ * session without a listener, for inspected tunnels. peer names the
+ * client in logs. 0, or -1 (everything closed).
+ */
+int proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd);
+
 /* transparent.c */
 /* A connection accepted on a transparent TLS listener: peek, decide, relay. */
 void proxy_transparent_tls_start(struct proxy_conn *c);
@@ -295,6 +313,28 @@ bool proxy_conn_transparent(const struct proxy_conn *c);
 bool proxy_transparent_http_check(struct proxy_conn *c);
 /* The port a request without one in its authority goes to. */
 int proxy_conn_default_port(const struct proxy_conn *c);
+
+/*
+ * The plaintext inside an inspected tunnel as a connection of its own
+ * (fd: the proxy's end of the socketpair, owned from here on): it takes
+ * outer's client, identity and policy, and reads origin-form requests for
+ * outer's host. 0, or -1 (fd closed).
+ */
+int proxy_conn_inner_new(struct proxy_conn *outer, int fd);
+
+/* inspect.c */
+/* Whether host (normalised) is inspected. */
+bool proxy_inspect_wants(const struct proxy *p, const char *host);
+/* The CONNECT is decided: 200, the gate's TLS to the client, the inner
+ * connection; c is closed (its socket moves to the TLS session). */
+void proxy_inspect_start(struct proxy_conn *c);
+/* A request inside a tunnel: its Host must name the tunnel's host (400 else). */
+bool proxy_inspect_check_host(struct proxy_conn *c);
+/* The gate's TLS to the origin over fd (owned from here on); NULL on failure. */
+struct bufferevent *proxy_inspect_upstream_new(struct proxy_conn *c, int fd);
+/* Why the origin's certificate was refused, or NULL when it was not. */
+const char *proxy_inspect_upstream_why(struct bufferevent *bev, char *buf, size_t len);
+void proxy_inspect_free(struct proxy_inspect *in);
 
 /* forward.c */
 void proxy_forward_start(struct proxy_conn *c);

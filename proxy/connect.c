@@ -108,6 +108,11 @@ target_connect(struct proxy_conn *c)
 {
 	struct proxy *p = c->proxy;
 
+	if (c->inspecting) {
+		/* Each request inside opens its own connection, checked again. */
+		c->on_target(c, -1);
+		return;
+	}
 	if (p->cfg.parent != NULL)
 		c->connecting = proxy_upstream_via_parent(p->gw->base, p->gw->resolver,
 		                                          p->cfg.parent, c->host.text, c->port,
@@ -323,6 +328,11 @@ select_policy(struct proxy_conn *c)
 
 	policy_free(c->policy);
 	c->policy = NULL;
+	if (c->inspect) {
+		/* Inside an inspected tunnel: whoever opened the tunnel. */
+		c->policy = policy_ref(c->inspect_policy);
+		return 0;
+	}
 	if (l != NULL && l->client_id != NULL) {
 		c->policy = policy_ref(l->policy != NULL ? l->policy : gp);
 		return 0;
@@ -578,12 +588,28 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 		peek_judge(c, false); /* may close c */
 }
 
+static void
+on_inspect_open(struct proxy_conn *c, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	proxy_inspect_start(c); /* closes c */
+}
+
 void
 proxy_connect_start(struct proxy_conn *c)
 {
+	struct policy_host host;
+	int port = -1;
+
 	/* A CONNECT after forwarded requests: the kept upstream is no use now. */
 	proxy_forward_free(c->fwd);
 	c->fwd = NULL;
 	c->is_connect = true;
-	proxy_target_open(c, c->head->authority, c->head->authority_len, 0, on_tunnel_open);
+	c->inspecting =
+	    !c->inspect && c->proxy->inspect != NULL &&
+	    policy_hostport_parse(c->head->authority, c->head->authority_len, &host, &port) == 0 &&
+	    host.kind == POLICY_HOST_NAME && proxy_inspect_wants(c->proxy, host.text);
+	proxy_target_open(c, c->head->authority, c->head->authority_len, 0,
+	                  c->inspecting ? on_inspect_open : on_tunnel_open);
 }

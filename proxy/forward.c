@@ -108,7 +108,9 @@ fwd_send(struct proxy_forward *f, struct bufferevent *bev)
 
 	if (evbuffer_get_length(f->pending) == 0)
 		return;
-	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE))
+	/* Not through the gate's own TLS (inspect.c): those bytes need encrypting. */
+	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE) &&
+	    !(f->c->inspect && bev == f->ubev))
 		(void)evbuffer_write(f->pending, bufferevent_getfd(bev));
 	if (evbuffer_get_length(f->pending) > 0)
 		evbuffer_add_buffer(out, f->pending);
@@ -518,9 +520,14 @@ on_forward_target(struct proxy_conn *c, int fd)
 		/* A new upstream connection; the bufferevent owns the socket. */
 		drop_upstream(f);
 		c->ufd = -1;
-		f->ubev = bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (c->inspect)
+			f->ubev = proxy_inspect_upstream_new(c, fd); /* it owns fd */
+		else
+			f->ubev =
+			    bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (f->ubev == NULL) {
-			close(fd);
+			if (!c->inspect)
+				close(fd);
 			fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 			return;
 		}
@@ -753,7 +760,10 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_forward *f = arg;
 	struct proxy_conn *c = f->c;
+	char why[256];
 
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* the gate's TLS to an inspected origin is up */
 	if (f->phase == FWD_IDLE) {
 		/* A kept connection closed between requests. */
 		drop_upstream(f);
@@ -773,6 +783,11 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 	    f->replay != NULL && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
 		/* The origin closed the kept connection as we reused it: once more, fresh. */
 		retry_on_fresh_connection(f);
+		return;
+	}
+	if (c->inspect && !f->response_started &&
+	    proxy_inspect_upstream_why(bev, why, sizeof(why)) != NULL) {
+		fwd_fail(f, 502, "upstream-cert-refused", why);
 		return;
 	}
 	fwd_fail(f, 502, "upstream-unreachable",

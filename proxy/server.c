@@ -227,6 +227,8 @@ proxy_stats_foreach(const struct proxy *p,
 static const char *
 conn_via(const struct proxy_conn *c)
 {
+	if (c->inspect)
+		return "inspect";
 	if (proxy_conn_transparent(c))
 		return "transparent";
 	if (c->head != NULL && strcmp(c->head->method, "CONNECT") != 0)
@@ -287,7 +289,9 @@ static void
 request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
 {
 	json_member(buf, len, pos, "peer", c->peer);
-	if (proxy_conn_transparent(c))
+	if (c->inspect)
+		json_member(buf, len, pos, "mode", "inspect");
+	else if (proxy_conn_transparent(c))
 		json_member(buf, len, pos, "mode", "transparent");
 	json_member(buf, len, pos, "method", c->method);
 	json_member(buf, len, pos, "path", c->path);
@@ -642,6 +646,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	if (c->peek_ev != NULL)
 		event_free(c->peek_ev);
 	policy_free(c->policy);
+	policy_free(c->inspect_policy);
 	free(c->tls);
 	count_put(p, c->count);
 	listener_put(c->listener);
@@ -725,7 +730,7 @@ dispatch_head(struct proxy_conn *c, size_t end)
 	evbuffer_remove(in, c->head_buf, end);
 	c->head_len = end;
 	clock_gettime(CLOCK_MONOTONIC, &c->req_started); /* not the keep-alive idle before */
-	if (proxy_conn_transparent(c))
+	if (c->inspect || proxy_conn_transparent(c))
 		rc = proxy_head_parse_origin(c->head_buf, end, c->head);
 	else
 		rc = proxy_head_parse_request(c->head_buf, end, c->head);
@@ -744,7 +749,8 @@ dispatch_head(struct proxy_conn *c, size_t end)
 		proxy_refuse(c, 400, "malformed-request", c->head->error);
 		return;
 	}
-	if (proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
+	if (c->inspect ? !proxy_inspect_check_host(c)
+	               : proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
 		return;
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
@@ -928,6 +934,48 @@ refuse:
 	free(c->tls);
 	free(c);
 	return -1;
+}
+
+int
+proxy_conn_inner_new(struct proxy_conn *outer, int fd)
+{
+	struct proxy *p = outer->proxy;
+	struct proxy_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		close(fd);
+		return -1;
+	}
+	c->proxy = p;
+	c->listener = outer->listener;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->src = outer->src;
+	snprintf(c->peer, sizeof(c->peer), "%s", outer->peer);
+	snprintf(c->client, sizeof(c->client), "%s", outer->client);
+	c->in_section = outer->in_section;
+	c->inspect = true;
+	snprintf(c->inspect_host, sizeof(c->inspect_host), "%s", outer->host.text);
+	c->inspect_port = outer->port;
+	c->count = count_get(p, c->client);
+	c->timer = evtimer_new(p->gw->base, on_conn_timer, c);
+	if (c->count == NULL || c->timer == NULL || outer->policy == NULL) {
+		if (c->count != NULL)
+			count_put(p, c->count);
+		if (c->timer != NULL)
+			event_free(c->timer);
+		close(fd);
+		free(c);
+		return -1;
+	}
+	c->count->n++;
+	c->inspect_policy = policy_ref(outer->policy);
+	c->id = ++p->next_id;
+	c->listener->refs++;
+	TAILQ_INSERT_TAIL(&p->conns, c, entry);
+	p->nconns++;
+	proxy_conn_read_head(c);
+	return 0;
 }
 
 static void
@@ -1277,5 +1325,6 @@ proxy_free(struct proxy *p)
 		free(cs);
 	}
 	proxy_relay_pool_free(p);
+	proxy_inspect_free(p->inspect);
 	free(p);
 }

@@ -380,6 +380,13 @@ refusal_budget(struct proxy_tls_session *s)
 static void
 refuse_handshake(struct proxy_tls_session *s, const char *reason, const char *why)
 {
+	if (s->listener == NULL) {
+		/* An inspected tunnel's client: its CONNECT row is written; a
+		 * client that does not trust the gate's CA ends here. */
+		log_info("proxy: %s: inspected TLS handshake failed: %s", s->peer, why);
+		session_free(s);
+		return;
+	}
 	if (refusal_budget(s)) {
 		log_warnx("proxy: %s: TLS handshake refused: %s: %s", s->peer, reason, why);
 		if (s->proxy->gw->audit != NULL)
@@ -564,11 +571,27 @@ session_start(struct proxy_tls_session *s)
 	proxy_conn_accept(s->listener, sv[1], (const struct sockaddr *)&s->sa, peer);
 }
 
+/* A bridge's handshake is done: the relay to its inner connection starts. */
+static void
+bridge_start(struct proxy_tls_session *s)
+{
+	s->established = true;
+	event_del(s->timer);
+	bufferevent_setcb(s->tls, on_tls_read, on_tls_write, on_tls_event, s);
+	bufferevent_setcb(s->plain, on_plain_read, on_plain_write, on_plain_event, s);
+	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
+	bufferevent_enable(s->plain, EV_READ | EV_WRITE);
+}
+
 static void
 on_handshake_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_tls_session *s = arg;
 
+	if ((what & BEV_EVENT_CONNECTED) && s->listener == NULL) {
+		bridge_start(s);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		session_start(s);
 		return;
@@ -652,6 +675,48 @@ proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
 	tv = gw_clock_timeval(p->cfg.head_timeout);
 	evtimer_add(s->timer, &tv);
+}
+
+int
+proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd)
+{
+	struct proxy_tls_session *s = calloc(1, sizeof(*s));
+	struct timeval tv;
+
+	if (s == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		close(plain_fd);
+		return -1;
+	}
+	s->proxy = p;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	snprintf(s->addr, sizeof(s->addr), "%s", peer);
+	TAILQ_INSERT_TAIL(&p->tls_sessions, s, entry);
+	p->ntls++;
+	SSL_set_app_data(ssl, s);
+	s->tls = bufferevent_openssl_socket_new(p->gw->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+	                                        BEV_OPT_CLOSE_ON_FREE);
+	if (s->tls == NULL) {
+		SSL_free(ssl);
+		close(fd);
+	}
+	s->plain = bufferevent_socket_new(p->gw->base, plain_fd, BEV_OPT_CLOSE_ON_FREE);
+	if (s->plain == NULL)
+		close(plain_fd);
+	s->timer = evtimer_new(p->gw->base, on_session_timeout, s);
+	if (s->tls == NULL || s->plain == NULL || s->timer == NULL) {
+		session_free(s);
+		return -1;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(s->tls, 1);
+	bufferevent_setwatermark(s->tls, EV_READ, 0, TLS_RELAY_HIGH);
+	bufferevent_setwatermark(s->plain, EV_READ, 0, TLS_RELAY_HIGH);
+	bufferevent_setcb(s->tls, NULL, NULL, on_handshake_event, s);
+	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
+	tv = gw_clock_timeval(p->cfg.head_timeout);
+	evtimer_add(s->timer, &tv);
+	return 0;
 }
 
 void

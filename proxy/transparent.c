@@ -24,6 +24,8 @@ proxy_conn_transparent(const struct proxy_conn *c)
 int
 proxy_conn_default_port(const struct proxy_conn *c)
 {
+	if (c->inspect)
+		return c->inspect_port;
 	return proxy_conn_transparent(c) ? c->listener->port : 80;
 }
 
