@@ -294,11 +294,13 @@ void proxy_target_cancel(struct proxy_conn *c);
 
 /*
  * A TLS session ended here over fd with ssl (a server SSL, owned from here
- * on, as fd is), its plaintext relayed to plain_fd (owned too): tls.c's
+ * on, as fd is), its plaintext relayed to plain_fd (owned too), early the
+ * client's bytes read already (a transparent ClientHello): tls.c's
  * session without a listener, for inspected tunnels. peer names the
  * client in logs. 0, or -1 (everything closed).
  */
-int proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd);
+int proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd,
+                     const unsigned char *early, size_t early_len);
 
 /* transparent.c */
 /* A connection accepted on a transparent TLS listener: peek, decide, relay. */

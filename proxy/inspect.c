@@ -176,7 +176,13 @@ proxy_inspect_start(struct proxy_conn *c)
 	ssize_t n;
 
 	c->inspecting = false;
-	if (c->cbev != NULL && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0) {
+	if (proxy_conn_transparent(c)) {
+		/* Transparent TLS: no 200 to send; the held ClientHello goes first. */
+		if (c->peek_ev != NULL) {
+			event_free(c->peek_ev);
+			c->peek_ev = NULL;
+		}
+	} else if (c->cbev != NULL && evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0) {
 		/* TLS before the 200: nothing a real client does. */
 		proxy_refuse(c, 400, "malformed-request", "bytes sent before the tunnel opened");
 		return;
@@ -194,9 +200,12 @@ proxy_inspect_start(struct proxy_conn *c)
 		bufferevent_free(c->cbev);
 		c->cbev = NULL;
 	}
-	do
-		n = write(c->cfd, established, sizeof(established) - 1);
-	while (n < 0 && errno == EINTR);
+	n = sizeof(established) - 1;
+	if (!proxy_conn_transparent(c)) {
+		do
+			n = write(c->cfd, established, sizeof(established) - 1);
+		while (n < 0 && errno == EINTR);
+	}
 	if (n != (ssize_t)(sizeof(established) - 1)) {
 		SSL_free(ssl);
 		close(sv[0]);
@@ -213,7 +222,7 @@ proxy_inspect_start(struct proxy_conn *c)
 		proxy_conn_close(c, "out of memory");
 		return;
 	}
-	if (proxy_tls_bridge(p, c->cfd, ssl, c->peer, sv[0]) == 0)
+	if (proxy_tls_bridge(p, c->cfd, ssl, c->peer, sv[0], c->peek, c->peek_len) == 0)
 		log_debug("%s: %s: TLS to the client with a leaf for %s", __func__, c->peer,
 		          c->host.text);
 	c->cfd = -1; /* the bridge's now, or closed */

@@ -581,6 +581,11 @@ bridge_start(struct proxy_tls_session *s)
 	bufferevent_setcb(s->plain, on_plain_read, on_plain_write, on_plain_event, s);
 	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
 	bufferevent_enable(s->plain, EV_READ | EV_WRITE);
+	/* A request that came with the handshake's last flight is read already. */
+	if (evbuffer_get_length(bufferevent_get_input(s->tls)) > 0)
+		relay_move(s->tls, s->plain);
+	if (bufferevent_get_underlying(s->tls) != NULL)
+		bufferevent_trigger(bufferevent_get_underlying(s->tls), EV_READ, 0);
 }
 
 static void
@@ -677,10 +682,26 @@ proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 	evtimer_add(s->timer, &tv);
 }
 
+/* The input of a socket bufferevent is frozen at its end: only the socket
+ * adds to it, except here, where the already-read bytes go first. */
+static int
+hold_early(struct bufferevent *bev, const unsigned char *early, size_t len)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int rc;
+
+	evbuffer_unfreeze(in, 0);
+	rc = evbuffer_add(in, early, len);
+	evbuffer_freeze(in, 0);
+	return rc;
+}
+
 int
-proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd)
+proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd,
+                 const unsigned char *early, size_t early_len)
 {
 	struct proxy_tls_session *s = calloc(1, sizeof(*s));
+	struct bufferevent *under = NULL;
 	struct timeval tv;
 
 	if (s == NULL) {
@@ -695,11 +716,27 @@ proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_
 	TAILQ_INSERT_TAIL(&p->tls_sessions, s, entry);
 	p->ntls++;
 	SSL_set_app_data(ssl, s);
-	s->tls = bufferevent_openssl_socket_new(p->gw->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-	                                        BEV_OPT_CLOSE_ON_FREE);
+	if (early_len == 0) {
+		s->tls = bufferevent_openssl_socket_new(p->gw->base, fd, ssl,
+		                                        BUFFEREVENT_SSL_ACCEPTING,
+		                                        BEV_OPT_CLOSE_ON_FREE);
+	} else {
+		/* The ClientHello was read already (transparent mode): it goes
+		 * first, through a socket bufferevent under the TLS one. */
+		under = bufferevent_socket_new(p->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (under != NULL && hold_early(under, early, early_len) == 0)
+			s->tls = bufferevent_openssl_filter_new(p->gw->base, under, ssl,
+			                                        BUFFEREVENT_SSL_ACCEPTING,
+			                                        BEV_OPT_CLOSE_ON_FREE);
+		if (s->tls == NULL && under != NULL) {
+			bufferevent_free(under); /* closes fd */
+			fd = -1;
+		}
+	}
 	if (s->tls == NULL) {
 		SSL_free(ssl);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 	}
 	s->plain = bufferevent_socket_new(p->gw->base, plain_fd, BEV_OPT_CLOSE_ON_FREE);
 	if (s->plain == NULL)
@@ -716,6 +753,9 @@ proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_
 	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
 	tv = gw_clock_timeval(p->cfg.head_timeout);
 	evtimer_add(s->timer, &tv);
+	/* The held hello will not wake the socket: the handshake reads it now. */
+	if (under != NULL)
+		bufferevent_trigger(under, EV_READ, 0);
 	return 0;
 }
 

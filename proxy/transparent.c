@@ -91,6 +91,14 @@ on_tls_target(struct proxy_conn *c, int fd)
 }
 
 static void
+on_tls_inspect(struct proxy_conn *c, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	proxy_inspect_start(c); /* closes c */
+}
+
+static void
 hello_judge(struct proxy_conn *c, bool eof)
 {
 	char name[PROXY_SNI_NAME_MAX + 1];
@@ -130,8 +138,10 @@ hello_judge(struct proxy_conn *c, bool eof)
 	snprintf(c->sni, sizeof(c->sni), "%s", sni.text);
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
+	c->inspecting = sni.kind == POLICY_HOST_NAME && proxy_inspect_wants(c->proxy, sni.text);
 	/* The client's socket is still read while deciding, to see it leave. */
-	proxy_target_open(c, sni.text, strlen(sni.text), c->listener->port, on_tls_target);
+	proxy_target_open(c, sni.text, strlen(sni.text), c->listener->port,
+	                  c->inspecting ? on_tls_inspect : on_tls_target);
 }
 
 static void

@@ -17,6 +17,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def _answer(self):
+        # One line per request on stderr: the test's log of what arrived.
+        sys.stderr.write("REQ %s %s %s auth=%s\n" % (
+            self.command, self.path, self.headers.get("User-Agent", "-"),
+            self.headers.get("Authorization", "-")))
+        sys.stderr.flush()
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

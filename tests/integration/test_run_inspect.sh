@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `tollgate run --inspect HOST`: clients inside the sandbox reach an
+# inspected HTTPS origin unmodified, trusting the gate's CA through the
+# sandbox's CA bundle (/etc/ssl/certs/ca-certificates.crt is the host's plus
+# the gate's CA) and the variables that name it: curl, python3 urllib and
+# git through the proxy variables, Node's fetch through the transparent 443
+# listener. The origin is on this test's own loopback, port 443 (Node's
+# fetch ignores proxy variables and dials 443), so the test re-runs itself
+# in a network namespace of its own (unshare -n), as test_run_transparent.
+if [[ -z ${TOLLGATE_INSPECT_NETNS:-} ]]; then
+	if [[ $(id -u) -ne 0 ]]; then echo "SKIP: needs root (namespaces)" >&2; exit 77; fi
+	command -v unshare >/dev/null || { echo "SKIP: unshare(1)" >&2; exit 77; }
+	exec unshare -n env TOLLGATE_INSPECT_NETNS=1 bash "$0" "$@"
+fi
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
+source "$(dirname "$0")/inspect_lib.sh"
+
+[[ -e /proc/self/ns/user && -e /proc/self/ns/pid ]] || skip "user and PID namespaces"
+for tool in curl openssl sqlite3 ip git node; do
+	command -v $tool >/dev/null || skip "$tool is not installed"
+done
+ip link set lo up
+
+make_origin_pki
+python3 "$TOLLGATE_SRC/tests/integration/inspect_origin.py" 443 "$ORIGIN_CERT" "$ORIGIN_KEY" \
+	2>"$TEST_TMP/origin.log" &
+defer "kill $! 2>/dev/null"
+wait_for 10 port_open 443 || { fail "echo origin did not start"; finish; }
+DB=$TEST_TMP/audit.db
+
+cat >"$TEST_TMP/client.sh" <<'SH'
+echo "env SSL_CERT_FILE=$SSL_CERT_FILE NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO=$GIT_SSL_CAINFO"
+echo "bundle-has-ca $(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt)"
+echo "curl $(curl -sS --max-time 20 https://origin.test/from-curl 2>&1 | tr -d '\n')"
+echo "python $(python3 -c 'import urllib.request; print(urllib.request.urlopen("https://origin.test/from-python", timeout=20).read().decode())' 2>&1 | tr -d '\n')"
+echo "node $(node -e 'fetch("https://origin.test/from-node").then(r => r.text()).then(t => console.log(t)).catch(e => console.log("ERR", e.cause ? e.cause.code : e))' 2>&1 | tr -d '\n')"
+echo "git $(git ls-remote https://origin.test/acme/repo.git 2>&1 | tr -d '\n')"
+echo "blind $(curl -s --max-time 20 -o /dev/null https://blind.test/; echo "rc=$?")"
+SH
+
+set +e
+out=$(timeout 120 "$TOLLGATE" run --allow origin.test --allow blind.test \
+	--resolve origin.test:127.0.0.1 --resolve blind.test:127.0.0.1 --allow-cidr 127.0.0.1/32 \
+	--inspect origin.test --upstream-ca "$ORIGIN_CA" --audit "$DB" -- sh -s \
+	<"$TEST_TMP/client.sh" 2>"$TEST_TMP/err")
+rc=$?
+set -e
+expect_eq "tollgate run exits with the script's status" "$rc" 0
+[[ $rc -eq 0 ]] || cat "$TEST_TMP/err" >&2
+echo "$out"
+result() { awk -v n="$1" '$1 == n { $1 = ""; sub(/^ /, ""); print; exit }' <<<"$out"; }
+bundle=/run/tollgate/ca-certificates.crt
+expect_eq "the variables name the sandbox's bundle" "$(result env)" \
+	"SSL_CERT_FILE=$bundle NODE_EXTRA_CA_CERTS=$bundle GIT_SSL_CAINFO=$bundle"
+host_count=$(grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt)
+expect_eq "the sandbox's system bundle is the host's plus one CA" "$(result bundle-has-ca)" \
+	"$((host_count + 1))"
+expect_match "curl reaches the inspected origin" "$(result curl)" '"path": "/from-curl"'
+expect_match "python3 urllib reaches it" "$(result python)" '"path": "/from-python"'
+expect_match "Node's fetch reaches it (transparent 443)" "$(result node)" '"path": "/from-node"'
+expect_match "git reaches it (TLS trusted: the origin answered)" \
+	"$(grep 'REQ GET /acme/repo.git/info/refs' "$TEST_TMP/origin.log" || true)" 'git/'
+expect_eq "a host not inspected stays blind: curl sees the origin's own certificate (error 60)" \
+	"$(result blind)" "rc=60"
+rows=$(sqlite3 "$DB" "select json_extract(detail,'\$.method')||' '||json_extract(detail,'\$.path')
+	from events where kind='connection' and json_extract(detail,'\$.mode')='inspect' order by id")
+expect_match "each client's request has its own inspected row" "$rows" \
+	"GET /from-curl.*GET /from-python.*GET /from-node.*GET /acme/repo.git/info/refs"
+finish
