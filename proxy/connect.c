@@ -257,12 +257,19 @@ static void
 target_ask(struct proxy_conn *c)
 {
 	struct approvals *a = c->proxy->gw->approvals;
-	char context[512];
+	char context[1024];
 
 	if (a == NULL) {
 		proxy_refuse(c, 403, "approval-denied", "no approval channel to ask");
 		return;
 	}
+	if (c->inspect && c->head != NULL)
+		/* The person sees what the request does; the query is cut (it
+		 * may carry tokens), and said to be. */
+		snprintf(context, sizeof(context), "%s %s:%d%s%s from %s (inspected)",
+		         c->head->method, c->host.text, c->port, c->path,
+		         c->query_sha256[0] != '\0' ? "?(query cut)" : "", c->peer);
+	else
 	snprintf(context, sizeof(context), "%s%s %s:%d from %s",
 	         proxy_conn_transparent(c) ? "transparent " : "",
 	         c->head != NULL             ? c->head->method
@@ -387,7 +394,16 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 		return;
 	}
 	c->port = port > 0 ? port : default_port;
-	policy_decide(c->policy, &c->host, c->port, &d);
+	if (c->inspect && c->head != NULL) {
+		/* Inside an inspected tunnel: method and path rules too. */
+		const char *q = memchr(c->head->path, '?', c->head->path_len);
+
+		policy_decide_request(c->policy, c->head->method, &c->host, c->port, c->head->path,
+		                      q != NULL ? (size_t)(q - c->head->path) : c->head->path_len,
+		                      &d);
+	} else {
+		policy_decide(c->policy, &c->host, c->port, &d);
+	}
 	switch (d.verdict) {
 	case POLICY_ALLOW:
 		proxy_audit_decision(c, "allow", policy_reason_name(d.reason, d.verdict), d.rule);
