@@ -67,8 +67,8 @@ static const char *const ca_env_names[] = {
 #define JOB_CA_ENV_COUNT (sizeof(ca_env_names) / sizeof(ca_env_names[0]))
 /* With TLS inspection, each names the sandbox's bundle (exec/cabundle.c). */
 static const char *const inspect_env_names[] = {
-    "SSL_CERT_FILE",  "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT",
+    "SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
 };
 #define JOB_INSPECT_ENV_COUNT (sizeof(inspect_env_names) / sizeof(inspect_env_names[0]))
 
@@ -160,7 +160,8 @@ job_env(struct exec_job *j)
 				rc = -ENOMEM;
 				goto out;
 			}
-			snprintf(j->env[k++], len, "%s=%s", inspect_env_names[i], EXEC_CA_BUNDLE_COPY);
+			snprintf(j->env[k++], len, "%s=%s", inspect_env_names[i],
+			         EXEC_CA_BUNDLE_COPY);
 		}
 	}
 	for (size_t i = 0; i < JOB_CA_ENV_COUNT; i++) {
