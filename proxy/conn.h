@@ -26,6 +26,8 @@ struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
 struct proxy_inspect;
+struct proxy_secret;
+struct evbuffer;
 struct proxy_tls_ctx;
 struct proxy_tls_peer;
 struct proxy_tls_session;
@@ -102,6 +104,8 @@ struct proxy {
 	TAILQ_HEAD(, proxy_tls_session) tls_sessions; /* TLS clients (tls.c) */
 	size_t ntls;
 	struct proxy_inspect *inspect; /* NULL: every tunnel is blind (inspect.c) */
+	struct proxy_secret *secrets[PROXY_SECRETS_MAX]; /* bound to hosts (secrets.c) */
+	size_t nsecrets;
 };
 
 enum proxy_conn_state {
@@ -211,6 +215,7 @@ struct proxy_conn {
 	char inspect_host[POLICY_HOST_MAX + 1]; /* the tunnel's host and port */
 	int inspect_port;
 	struct policy *inspect_policy; /* the policy the tunnel was decided by */
+	char secrets_used[128];        /* names of the secrets put into this request */
 };
 
 /* server.c */
@@ -337,6 +342,20 @@ struct bufferevent *proxy_inspect_upstream_new(struct proxy_conn *c, int fd);
 /* Why the origin's certificate was refused, or NULL when it was not. */
 const char *proxy_inspect_upstream_why(struct bufferevent *bev, char *buf, size_t len);
 void proxy_inspect_free(struct proxy_inspect *in);
+
+/* secrets.c */
+/* The bound secret whose placeholder buf holds (raw, or inside Basic
+ * credentials), or NULL. */
+const struct proxy_secret *proxy_secret_find(const struct proxy *p, const char *buf, size_t len);
+bool proxy_secret_bound_to(const struct proxy_secret *s, const char *host);
+const char *proxy_secret_name(const struct proxy_secret *s);
+const char *proxy_secret_hosts(const struct proxy_secret *s);
+/* A request head on its way to host: each placeholder of a secret bound to
+ * host replaced by the value (Basic credentials decoded and encoded again);
+ * names gets the secrets' names, comma separated. 0 or -ENOMEM. */
+int proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *head,
+                        char *names, size_t nameslen);
+void proxy_secrets_free(struct proxy *p);
 
 /* forward.c */
 void proxy_forward_start(struct proxy_conn *c);

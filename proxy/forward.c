@@ -486,6 +486,12 @@ send_request(struct proxy_forward *f)
 		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
+	if (c->inspect && c->proxy->nsecrets > 0 &&
+	    proxy_secret_inject(c->proxy, c->host.text, f->pending, c->secrets_used,
+	                        sizeof(c->secrets_used)) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return;
+	}
 	c->bytes_up += evbuffer_get_length(f->pending);
 	/* Kept for one retry when a kept connection turns out to be closed. */
 	if (f->reused && f->req.kind == BODY_NONE) {

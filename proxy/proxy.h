@@ -142,6 +142,16 @@ int proxy_inspect_setup(struct proxy *p, const struct proxy_inspect_opts *o, cha
 int proxy_inspect_ca_files(const char *dir, const char *const *names, size_t n, char *cert,
                            size_t certlen, char *key, size_t keylen, bool *made, char *err,
                            size_t errlen);
+/*
+ * A secret bound to hosts (comma list of names or *.domain): the sandbox
+ * holds placeholder; inspected requests to those hosts get value in its
+ * place, and the placeholder anywhere else is refused as secret-misdirected
+ * (docs/secrets.md). The value is copied, wiped at proxy_free, never logged.
+ */
+#define PROXY_SECRETS_MAX 32
+int proxy_secret_bind(struct proxy *p, const char *name, const char *placeholder,
+                      const unsigned char *value, size_t len, const char *hosts, char *err,
+                      size_t errlen);
 /* The inspection CA's certificate (PEM), or NULL without inspection. */
 const char *proxy_inspect_ca_pem(const struct proxy *p);
 

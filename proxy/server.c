@@ -297,6 +297,7 @@ request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
 	json_member(buf, len, pos, "path", c->path);
 	json_member(buf, len, pos, "query_sha256", c->query_sha256);
 	json_member(buf, len, pos, "sni", c->sni);
+	json_member(buf, len, pos, "secrets_injected", c->secrets_used);
 	if (c->status > 0 && *pos < len) {
 		int n = snprintf(buf + *pos, len - *pos, ",\"status\":%d", c->status);
 
@@ -486,6 +487,7 @@ proxy_audit_reset(struct proxy_conn *c)
 	c->query_sha256[0] = '\0';
 	c->status = 0;
 	c->sni[0] = '\0';
+	c->secrets_used[0] = '\0';
 }
 
 void
@@ -713,6 +715,33 @@ on_client_event(struct bufferevent *bev, short what, void *arg)
 	proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "client-gone" : "client-error");
 }
 
+/*
+ * A bound secret's placeholder in a request that is not an inspected one to
+ * a host it is bound to: refused, audited and said with the secret's name
+ * (never its value or placeholder).
+ */
+static bool
+secret_misdirected(struct proxy_conn *c)
+{
+	const struct proxy_secret *s = proxy_secret_find(c->proxy, c->head_buf, c->head_len);
+	char why[700];
+	int port = -1;
+
+	if (s == NULL || (c->inspect && proxy_secret_bound_to(s, c->inspect_host)))
+		return false;
+	if (c->host.text[0] == '\0' &&
+	    policy_hostport_parse(c->head->authority, c->head->authority_len, &c->host, &port) != 0)
+		c->host.text[0] = '\0';
+	if (c->port == 0)
+		c->port = port > 0 ? port : c->inspect ? c->inspect_port : 0;
+	snprintf(why, sizeof(why), "the placeholder of secret %s went to %s; it is bound to %s",
+	         proxy_secret_name(s), c->host.text[0] != '\0' ? c->host.text : "another host",
+	         proxy_secret_hosts(s));
+	log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client, why);
+	proxy_refuse(c, 403, "secret-misdirected", why);
+	return true;
+}
+
 static void
 dispatch_head(struct proxy_conn *c, size_t end)
 {
@@ -751,6 +780,8 @@ dispatch_head(struct proxy_conn *c, size_t end)
 	}
 	if (c->inspect ? !proxy_inspect_check_host(c)
 	               : proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
+		return;
+	if (secret_misdirected(c))
 		return;
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
@@ -1326,5 +1357,6 @@ proxy_free(struct proxy *p)
 	}
 	proxy_relay_pool_free(p);
 	proxy_inspect_free(p->inspect);
+	proxy_secrets_free(p);
 	free(p);
 }

