@@ -13,7 +13,7 @@
 
 #include "exec/exec.h"
 
-#define BUNDLE_REL (EXEC_CA_BUNDLE_COPY + 1)
+#define BUNDLE_REL (&EXEC_CA_BUNDLE_COPY[1])
 
 /* All of len bytes, retried on EINTR and short writes; 0 or -errno. */
 static int
@@ -36,7 +36,7 @@ int
 exec_ca_bundle_build(const struct exec_plan *p, const char **step)
 {
 	char buf[16384];
-	const char *target = EXEC_CA_BUNDLE + 1; /* relative to the new root, the cwd */
+	const char *target = &EXEC_CA_BUNDLE[1]; /* relative to the new root, the cwd */
 	char last = '\n';
 	int in, out, rc = 0;
 	ssize_t n;
