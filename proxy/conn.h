@@ -356,6 +356,18 @@ const char *proxy_secret_hosts(const struct proxy_secret *s);
 int proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *head,
                         char *names, size_t nameslen);
 void proxy_secrets_free(struct proxy *p);
+/* Whether a secret is bound to host. */
+bool proxy_secret_any_bound(const struct proxy *p, const char *host);
+/* A response head from host: each value of a secret bound to it becomes
+ * its placeholder (the whole buffer; last is unused). 0 or -ENOMEM. */
+int proxy_secret_mask(const struct proxy *p, const char *host, struct evbuffer *buf, bool last);
+/*
+ * A response body from host, streamed: carry's bytes go to out with each
+ * bound value replaced by its placeholder; unless done, the tail that may be
+ * the start of a value stays in carry for the next call. 0 or -ENOMEM.
+ */
+int proxy_secret_mask_stream(const struct proxy *p, const char *host, struct evbuffer *carry,
+                             struct evbuffer *out, bool done);
 
 /* forward.c */
 void proxy_forward_start(struct proxy_conn *c);

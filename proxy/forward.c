@@ -33,6 +33,7 @@ struct body {
 	uint64_t remaining; /* LENGTH: bytes left; CHUNKED: of the current chunk */
 	enum chunk_state chunk;
 	bool done;
+	bool strip; /* move the data only, not the chunked framing (echo_guard) */
 };
 
 enum fwd_phase { FWD_IDLE, FWD_RESPONSE_HEAD, FWD_RESPONSE_BODY };
@@ -57,6 +58,14 @@ struct proxy_forward {
 	bool upstream_close;   /* do not reuse the upstream connection */
 	bool response_started; /* a response byte went to the client */
 	struct proxy_head *rhead;
+	/*
+	 * A response from a host a secret is bound to: its body is re-framed
+	 * (chunked, or to the close for an HTTP/1.0 client) so that an echoed
+	 * value can become the placeholder again (secrets.c), across reads.
+	 */
+	bool echo_guard;
+	struct evbuffer *plain; /* the body's data, de-framed */
+	struct evbuffer *carry; /* data held back: it may end inside a value */
 };
 
 static void fwd_pump_request(struct proxy_forward *f);
@@ -88,6 +97,10 @@ proxy_forward_free(struct proxy_forward *f)
 		evbuffer_free(f->replay);
 	if (f->pending != NULL)
 		evbuffer_free(f->pending);
+	if (f->plain != NULL)
+		evbuffer_free(f->plain);
+	if (f->carry != NULL)
+		evbuffer_free(f->carry);
 	free(f->rhead);
 	free(f);
 }
@@ -213,7 +226,10 @@ body_move(struct body *b, struct evbuffer *src, struct evbuffer *dst, uint64_t *
 			} else if (n > PROXY_HEAD_MAX_LINE) {
 				return -1;
 			}
-			evbuffer_remove_buffer(src, dst, n + 2);
+			if (b->strip)
+				evbuffer_drain(src, n + 2);
+			else
+				evbuffer_remove_buffer(src, dst, n + 2);
 			*count += n + 2;
 			continue;
 		case CHUNK_DATA:
@@ -232,7 +248,10 @@ body_move(struct body *b, struct evbuffer *src, struct evbuffer *dst, uint64_t *
 			evbuffer_copyout(src, line, 2);
 			if (line[0] != '\r' || line[1] != '\n')
 				return -1;
-			evbuffer_remove_buffer(src, dst, 2);
+			if (b->strip)
+				evbuffer_drain(src, 2);
+			else
+				evbuffer_remove_buffer(src, dst, 2);
 			*count += 2;
 			b->chunk = CHUNK_SIZE;
 			continue;
@@ -596,12 +615,15 @@ response_head(struct head_out *o, const void *arg)
 
 		if (proxy_head_is_hop_by_hop(r, hd))
 			continue;
+		/* A guarded body changes length: it goes chunked instead. */
+		if (!interim && f->echo_guard && header_is(hd, "Content-Length"))
+			continue;
 		emit_field(o, hd);
 	}
 	if (!interim) {
 		const struct proxy_header *te = proxy_head_get(r, "Transfer-Encoding");
 
-		if (f->resp.kind == BODY_CHUNKED) {
+		if (f->resp.kind == BODY_CHUNKED || (f->echo_guard && f->client_minor == 1)) {
 			EMIT_LIT(o, "Transfer-Encoding: chunked\r\n");
 		} else if (r->other_coding && te != NULL) {
 			/* A coding we do not frame (the body ends at close): the
@@ -672,6 +694,16 @@ read_response_head(struct proxy_forward *f)
 			f->client_close = true;
 		if (r->connection_close || f->resp.kind == BODY_CLOSE)
 			f->upstream_close = true;
+		f->echo_guard = c->inspect && f->resp.kind != BODY_NONE && !r->other_coding &&
+		                proxy_secret_any_bound(c->proxy, c->host.text);
+		f->resp.strip = f->echo_guard;
+		if (f->echo_guard && f->client_minor == 0)
+			f->client_close = true; /* no chunked for HTTP/1.0: the close ends it */
+		if (f->echo_guard && ((f->plain == NULL && (f->plain = evbuffer_new()) == NULL) ||
+		                      (f->carry == NULL && (f->carry = evbuffer_new()) == NULL))) {
+			fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+			return -1;
+		}
 	}
 	before = evbuffer_get_length(out);
 	if (write_response_head(f, r, out) != 0) {
@@ -679,6 +711,12 @@ read_response_head(struct proxy_forward *f)
 		return -1;
 	}
 	c->bytes_down += evbuffer_get_length(out) - before;
+	/* A header echoing a bound value: the placeholder instead. */
+	if (c->inspect && proxy_secret_any_bound(c->proxy, c->host.text) &&
+	    proxy_secret_mask(c->proxy, c->host.text, out, true) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return -1;
+	}
 	evbuffer_drain(in, (size_t)end);
 	f->response_started = true;
 	if (f->replay != NULL) {
@@ -690,6 +728,33 @@ read_response_head(struct proxy_forward *f)
 		c->status = r->status;
 		proxy_audit_outcome(c, "allow", NULL, NULL);
 	}
+	return 0;
+}
+
+/*
+ * The guarded body's new data: bound values become placeholders (the tail
+ * that may begin one is held for the next read), then framed for the
+ * client: a chunk each time, and the last chunk once the body is done.
+ */
+static int
+guard_body(struct proxy_forward *f, bool done)
+{
+	struct proxy_conn *c = f->c;
+	size_t n;
+
+	evbuffer_add_buffer(f->carry, f->plain);
+	if (proxy_secret_mask_stream(c->proxy, c->host.text, f->carry, f->plain, done) != 0)
+		return -1;
+	n = evbuffer_get_length(f->plain);
+	if (f->client_minor == 1 && n > 0 &&
+	    (evbuffer_add_printf(f->pending, "%zx\r\n", n) < 0 ||
+	     evbuffer_add_buffer(f->pending, f->plain) != 0 ||
+	     evbuffer_add(f->pending, "\r\n", 2) != 0))
+		return -1;
+	if (f->client_minor != 1 && evbuffer_add_buffer(f->pending, f->plain) != 0)
+		return -1;
+	if (done && f->client_minor == 1 && evbuffer_add(f->pending, "0\r\n\r\n", 5) != 0)
+		return -1;
 	return 0;
 }
 
@@ -712,9 +777,14 @@ fwd_pump_response(struct proxy_forward *f)
 	if (f->phase != FWD_RESPONSE_BODY)
 		return;
 	out = bufferevent_get_output(c->cbev);
-	if (body_move(&f->resp, bufferevent_get_input(f->ubev), f->pending, &c->bytes_down) != 0) {
+	if (body_move(&f->resp, bufferevent_get_input(f->ubev),
+	              f->echo_guard ? f->plain : f->pending, &c->bytes_down) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable",
 		         "malformed chunked response from upstream");
+		return;
+	}
+	if (f->echo_guard && guard_body(f, f->resp.done) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
 	/* Before the exchange ends: the next one, or the close, follows these bytes. */
@@ -780,6 +850,14 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 		if (c->fwd != f || f->phase != FWD_RESPONSE_BODY)
 			return;
 		f->resp.done = true;
+		if (f->echo_guard) {
+			/* The held tail, and the end of the re-framed body. */
+			if (guard_body(f, true) != 0) {
+				fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+				return;
+			}
+			fwd_send(f, c->cbev);
+		}
 		f->req.done = true;
 		f->upstream_close = true;
 		exchange_check_done(f);
@@ -849,6 +927,11 @@ proxy_forward_start(struct proxy_conn *c)
 	f->phase = FWD_IDLE;
 	f->response_started = false;
 	f->upstream_close = false;
+	f->echo_guard = false;
+	if (f->carry != NULL)
+		evbuffer_drain(f->carry, evbuffer_get_length(f->carry));
+	if (f->plain != NULL)
+		evbuffer_drain(f->plain, evbuffer_get_length(f->plain));
 	f->head_request = strcmp(h->method, "HEAD") == 0;
 	f->client_minor = h->version_minor;
 	f->client_close = h->connection_close;

@@ -233,6 +233,20 @@ replace_into(const struct proxy *p, const char *host, const unsigned char *src, 
 	return 0;
 }
 
+/* Whether buf holds the placeholder of a secret bound to host. */
+static bool
+find_bound(const struct proxy *p, const char *host, const void *buf, size_t len)
+{
+	for (size_t i = 0; i < p->nsecrets; i++) {
+		const struct proxy_secret *s = p->secrets[i];
+
+		if (proxy_secret_bound_to(s, host) &&
+		    memmem(buf, len, s->placeholder, s->placeholder_len) != NULL)
+			return true;
+	}
+	return false;
+}
+
 int
 proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *head, char *names,
                     size_t nameslen)
@@ -265,7 +279,7 @@ proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *he
 			body--;
 		v = basic_value(buf + at, body, &vlen);
 		n = v != NULL ? basic_decode(v, vlen, dec, sizeof(dec)) : -1;
-		if (n > 0 && find_raw(p, dec, (size_t)n) != NULL) {
+		if (n > 0 && find_bound(p, host, dec, (size_t)n)) {
 			/* Decoded, the value put in, encoded again. */
 			struct evbuffer *plain = evbuffer_new();
 			unsigned char *enc = NULL;
@@ -310,4 +324,81 @@ proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *he
 	}
 	evbuffer_free(out);
 	return rc == 0 ? 0 : -ENOMEM;
+}
+
+bool
+proxy_secret_any_bound(const struct proxy *p, const char *host)
+{
+	for (size_t i = 0; i < p->nsecrets; i++) {
+		if (proxy_secret_bound_to(p->secrets[i], host))
+			return true;
+	}
+	return false;
+}
+
+int
+proxy_secret_mask_stream(const struct proxy *p, const char *host, struct evbuffer *carry,
+                         struct evbuffer *out, bool done)
+{
+	size_t n = evbuffer_get_length(carry), pos = 0, longest = 0, keep;
+	const unsigned char *data;
+
+	if (n == 0)
+		return 0;
+	data = evbuffer_pullup(carry, -1);
+	if (data == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsecrets; i++) {
+		if (proxy_secret_bound_to(p->secrets[i], host) && p->secrets[i]->len > longest)
+			longest = p->secrets[i]->len;
+	}
+	for (;;) {
+		const struct proxy_secret *best = NULL;
+		const unsigned char *hit = NULL;
+
+		for (size_t i = 0; i < p->nsecrets; i++) {
+			const struct proxy_secret *s = p->secrets[i];
+			const unsigned char *h;
+
+			if (!proxy_secret_bound_to(s, host))
+				continue;
+			h = memmem(data + pos, n - pos, s->value, s->len);
+			if (h != NULL && (hit == NULL || h < hit)) {
+				hit = h;
+				best = s;
+			}
+		}
+		if (best == NULL)
+			break;
+		if (evbuffer_add(out, data + pos, (size_t)(hit - (data + pos))) != 0 ||
+		    evbuffer_add(out, best->placeholder, best->placeholder_len) != 0)
+			return -ENOMEM;
+		pos = (size_t)(hit - data) + best->len;
+	}
+	/* A value cut by the read's end is completed by the next one. */
+	keep = done || longest == 0 ? 0 : longest - 1;
+	if (keep > n - pos)
+		keep = n - pos;
+	if (evbuffer_add(out, data + pos, n - pos - keep) != 0)
+		return -ENOMEM;
+	/* What went out is wiped from the carry (it held values). */
+	OPENSSL_cleanse((void *)data, n - keep);
+	evbuffer_drain(carry, n - keep);
+	return 0;
+}
+
+int
+proxy_secret_mask(const struct proxy *p, const char *host, struct evbuffer *buf, bool last)
+{
+	struct evbuffer *out = evbuffer_new();
+	int rc;
+
+	(void)last;
+	if (out == NULL)
+		return -ENOMEM;
+	rc = proxy_secret_mask_stream(p, host, buf, out, true);
+	if (rc == 0)
+		rc = evbuffer_add_buffer(buf, out) == 0 ? 0 : -ENOMEM;
+	evbuffer_free(out);
+	return rc;
 }

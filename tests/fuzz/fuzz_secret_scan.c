@@ -3,7 +3,9 @@
  * (proxy/secrets.c) on request heads a sandbox writes: whatever the bytes,
  * a head with a bound placeholder in it is found, and once injected for a
  * bound host no placeholder of a secret bound to it is left, raw or inside
- * Basic credentials; for a host it is not bound to nothing changes.
+ * Basic credentials; for a host it is not bound to nothing changes. The
+ * response masker gives the same bytes whether a body comes in one piece or
+ * two, and leaves no bound value in them.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +19,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define PH_A "tgph_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define PH_B "tgph_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static void
+mask_check(struct proxy *p, const uint8_t *data, size_t size)
+{
+	struct evbuffer *whole = evbuffer_new(), *carry = evbuffer_new();
+	struct evbuffer *a = evbuffer_new(), *b = evbuffer_new();
+	size_t split = size > 0 ? data[0] % (size + 1) : 0;
+
+	if (whole == NULL || carry == NULL || a == NULL || b == NULL)
+		goto out;
+	evbuffer_add(whole, data, size);
+	if (proxy_secret_mask_stream(p, "api.example.com", whole, a, true) != 0)
+		goto out;
+	evbuffer_add(carry, data, split);
+	if (proxy_secret_mask_stream(p, "api.example.com", carry, b, false) != 0)
+		goto out;
+	evbuffer_add(carry, data + split, size - split);
+	if (proxy_secret_mask_stream(p, "api.example.com", carry, b, true) != 0)
+		goto out;
+	if (evbuffer_get_length(a) != evbuffer_get_length(b) ||
+	    (evbuffer_get_length(a) > 0 &&
+	     memcmp(evbuffer_pullup(a, -1), evbuffer_pullup(b, -1), evbuffer_get_length(a)) != 0))
+		abort();
+	if (evbuffer_get_length(a) > 0 &&
+	    memmem(evbuffer_pullup(a, -1), evbuffer_get_length(a), "real-a", 6) != NULL)
+		abort();
+out:
+	if (whole != NULL)
+		evbuffer_free(whole);
+	if (carry != NULL)
+		evbuffer_free(carry);
+	if (a != NULL)
+		evbuffer_free(a);
+	if (b != NULL)
+		evbuffer_free(b);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -51,6 +89,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (evbuffer_get_length(other) != size ||
 	     (size > 0 && memcmp(evbuffer_pullup(other, -1), data, size) != 0)))
 		abort();
+	mask_check(p, data, size);
 out:
 	if (p != NULL)
 		proxy_secrets_free(p);

@@ -2,7 +2,8 @@
 """An HTTPS origin for the inspection tests: answers every request with a
 JSON echo of what it received (method, path, headers, body), so a test can
 see what the gate sent. GET /echo-header/NAME answers with the value of
-the request's NAME header in the body; /big/N answers N bytes, chunked.
+the request's NAME header in the body; /echo-chunks with the Authorization
+value 50 times in 7-byte chunks; /big/N answers N bytes, chunked.
 Usage: inspect_origin.py PORT CERT KEY [BIND_ADDRESS]."""
 import http.server
 import json
@@ -37,6 +38,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/echo-header/"):
             out = (self.headers.get(self.path[len("/echo-header/"):]) or "").encode()
             ctype = "text/plain"
+        elif self.path == "/echo-chunks":
+            # The Authorization value 50 times between runs of x, sent in
+            # 7-byte chunks: every chunk boundary falls somewhere in a value.
+            auth = (self.headers.get("Authorization") or "").encode()
+            out = b"".join(b"x" * k + auth for k in range(50))
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(out), 7):
+                piece = out[i:i + 7]
+                self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
         elif self.path.startswith("/big/"):
             size = int(self.path[len("/big/"):])
             self.send_response(200)

