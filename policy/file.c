@@ -487,9 +487,34 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 
 /* ---- the format --------------------------------------------------------- */
 
+/* "inspect": ["api.github.com", "*.example.com"] (docs/secrets.md). */
+static int
+load_inspect(struct loader *ld, struct policy *p, json_t *v)
+{
+	char msg[512];
+	json_t *item;
+	size_t i;
+	int rc = 0;
+
+	if (!json_is_array(v))
+		return fail_at(ld, false, "\"inspect\": expected an array of host names");
+	json_array_foreach(v, i, item)
+	{
+		path_push_index(ld, i);
+		if (!json_is_string(item))
+			rc = fail_at(ld, false, "expected a host name string");
+		else if (policy_add_inspect(p, json_string_value(item), msg, sizeof(msg)) != 0)
+			rc = fail_at(ld, false, "%s", msg);
+		path_pop(ld);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 static const char top_keys[] =
     "version, comment, default, ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, "
-    "filesystem";
+    "filesystem, inspect";
 static const char client_keys[] = "name, comment, sources, user, password_sha256, mode, "
                                   "tls_subject, tls_cn, default, ask_timeout, allow, deny, ask, "
                                   "allow_cidr, deny_cidr";
@@ -890,6 +915,8 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 		path_push_key(ld, key);
 		if (strcmp(key, "filesystem") == 0)
 			rc = load_filesystem(ld, p, v);
+		else if (strcmp(key, "inspect") == 0)
+			rc = load_inspect(ld, p, v);
 		else
 			rc = load_common_key(ld, p, key, v);
 		if (rc == 1)

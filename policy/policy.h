@@ -275,7 +275,15 @@ bool policy_request_rule_match(const struct policy_request_rule *r, const char *
 void policy_decide_request(const struct policy *p, const char *method,
                            const struct policy_host *host, int port, const char *path,
                            size_t path_len, struct policy_decision *out);
-/* Rules naming host (a request rule's host), for start-up checks. */
+/*
+ * The policy file's "inspect": host names (or *.domain) whose TLS the gate
+ * ends (docs/secrets.md); read when a gateway starts. 0, or -EINVAL /
+ * -ENOMEM with err.
+ */
+int policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen);
+size_t policy_inspect_count(const struct policy *p);
+const char *policy_inspect_get(const struct policy *p, size_t i);
+/* The method and path rules, in order. */
 size_t policy_request_rule_count(const struct policy *p);
 const struct policy_request_rule *policy_request_rule_get(const struct policy *p, size_t i);
 

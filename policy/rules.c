@@ -105,6 +105,8 @@ struct policy {
 	size_t nfs;
 	struct policy_request_rule *reqs; /* method and path rules (policy/request.c) */
 	size_t nreqs;
+	char **inspect; /* the file's "inspect" names, normalised */
+	size_t ninspect;
 };
 
 #define POLICY_ASK_TIMEOUT_DEFAULT 60.0
@@ -231,6 +233,9 @@ policy_free(struct policy *p)
 		policy_fs_entry_clear(&p->fs[i]);
 	free(p->fs);
 	free(p->reqs);
+	for (size_t i = 0; i < p->ninspect; i++)
+		free(p->inspect[i]);
+	free(p->inspect);
 	free(p);
 }
 
@@ -657,6 +662,57 @@ push_request(struct policy *p, enum policy_verdict action, const char *pattern,
 	return 0;
 }
 
+static int
+push_inspect(struct policy *p, const char *norm)
+{
+	char **na;
+	char *dup;
+
+	for (size_t i = 0; i < p->ninspect; i++) {
+		if (strcmp(p->inspect[i], norm) == 0)
+			return 0;
+	}
+	dup = strdup(norm);
+	na = dup != NULL ? realloc(p->inspect, (p->ninspect + 1) * sizeof(*na)) : NULL;
+	if (na == NULL) {
+		free(dup);
+		return -ENOMEM;
+	}
+	p->inspect = na;
+	p->inspect[p->ninspect++] = dup;
+	return 0;
+}
+
+int
+policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen)
+{
+	char norm[POLICY_HOST_MAX + 3], why[160];
+
+	if (policy_pattern_normalise(name, norm, sizeof(norm), why, sizeof(why)) != 0 ||
+	    strchr(norm, ':') != NULL || strcmp(norm, "*") == 0) {
+		gw_set_err(err, errlen, "'%s': name a host or *.domain, without a port",
+		           shown_pattern(name));
+		return -EINVAL;
+	}
+	if (push_inspect(p, norm) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+size_t
+policy_inspect_count(const struct policy *p)
+{
+	return p->ninspect;
+}
+
+const char *
+policy_inspect_get(const struct policy *p, size_t i)
+{
+	return i < p->ninspect ? p->inspect[i] : NULL;
+}
+
 size_t
 policy_request_rule_count(const struct policy *p)
 {
@@ -902,6 +958,14 @@ policy_merge(const struct policy *base, const struct policy *overlay)
 			continue;
 		for (size_t i = 0; i < layers[l]->nclients; i++) {
 			if (push_client(m, &layers[l]->clients[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; layers[l] != NULL && i < layers[l]->ninspect; i++) {
+			if (push_inspect(m, layers[l]->inspect[i]) != 0) {
 				policy_free(m);
 				return NULL;
 			}

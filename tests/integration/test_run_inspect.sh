@@ -50,11 +50,13 @@ echo "misdirected-basic $(curl -s --max-time 20 -o /dev/null -w '%{http_code}' -
 SH
 
 REAL=ghp_RealSecretValue0123456789abcdefXYZ
+# other.test is inspected by the policy file's "inspect" (origin.test by the bound secret).
+printf '{"version": 1, "inspect": ["other.test"]}\n' >"$TEST_TMP/policy.json"
 set +e
 out=$(REAL_TOKEN=$REAL timeout 120 "$TOLLGATE" run --allow origin.test --allow blind.test \
 	--allow other.test --resolve origin.test:127.0.0.1 --resolve blind.test:127.0.0.1 \
 	--resolve other.test:127.0.0.1 --allow-cidr 127.0.0.1/32 \
-	--inspect other.test --upstream-ca "$ORIGIN_CA" --audit "$DB" \
+	--policy "$TEST_TMP/policy.json" --upstream-ca "$ORIGIN_CA" --audit "$DB" \
 	--secret GH_TOKEN=env:REAL_TOKEN@origin.test -- sh -s \
 	<"$TEST_TMP/client.sh" 2>"$TEST_TMP/err")
 rc=$?
