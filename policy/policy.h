@@ -268,9 +268,9 @@ bool policy_request_rule_match(const struct policy_request_rule *r, const char *
 /*
  * A request inside an inspected tunnel to host:port. Host rules first: a
  * host deny wins. Then the method and path rules that name the host: deny,
- * then allow, then ask among those that match; when rules name the host but
- * none matches, the default (deny unless set to ask). With no rule naming
- * the host, the host rules' decision stands. path: up to its query.
+ * then allow, then ask among those that match; when allow or ask rules name
+ * the host but none matches, the default (deny unless set to ask).
+ * Otherwise the host rules' decision stands. path: up to its query.
  */
 void policy_decide_request(const struct policy *p, const char *method,
                            const struct policy_host *host, int port, const char *path,

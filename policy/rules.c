@@ -1343,7 +1343,8 @@ policy_decide_request(const struct policy *p, const char *method,
 
 		if (!policy_request_host_match(r->host, host->text))
 			continue;
-		named = true;
+		/* Deny rules alone refuse what they match and nothing else. */
+		named = named || r->action != POLICY_DENY;
 		if (!policy_request_rule_match(r, method, host->text, path, path_len))
 			continue;
 		for (size_t o = 0; o < 3; o++) {
@@ -1351,8 +1352,6 @@ policy_decide_request(const struct policy *p, const char *method,
 				first[o] = r;
 		}
 	}
-	if (!named)
-		return; /* the host rules' decision */
 	for (size_t o = 0; o < 3; o++) {
 		if (first[o] != NULL) {
 			decide_set(out, first[o]->action, POLICY_REASON_RULE, "%s %s (%s)",
@@ -1361,6 +1360,8 @@ policy_decide_request(const struct policy *p, const char *method,
 			return;
 		}
 	}
+	if (!named)
+		return; /* the host rules' decision */
 	decide_set(out, p->def, POLICY_REASON_DEFAULT,
 	           "default %s: no method and path rule for %s matches %s",
 	           policy_verdict_name(p->def), host->text, method);

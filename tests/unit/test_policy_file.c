@@ -184,7 +184,7 @@ static const struct err_case err_cases[] = {
 	{ "{\"version\": 1.0}", "t.json:1:13: \"version\": expected 1 (the only version so far)" },
 	{ "{\"version\": 1,\n \"alow\": [\"a.com\"]}",
 	  "t.json:2:2: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem, inspect)" },
 	{ "{\"version\": 1,\n \"allow\": [\"a.com\",\n   \"a.*.b\"]}",
 	  "t.json:3:4: 'a.*.b': malformed pattern: '*' is allowed only as the whole host ('*') "
 	  "or as the whole first label ('*.example.com') (expected HOST[:PORT], e.g. "
@@ -238,7 +238,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
 	{ "{\"version\": 1, \"mode\": \"report\"}",
 	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem, inspect)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
@@ -267,12 +267,12 @@ static const struct err_case err_cases[] = {
 	/* Columns count characters, as jansson's do. */
 	{ "{\"version\": 1, \"comment\": \"\xc3\xa9\xc3\xa9\", \"alow\": 1}",
 	  "t.json:1:33: unknown key \"alow\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem, inspect)" },
 	/* A key written with escapes is found where it is. */
 	{ "{\"version\": 1, \"\\u0061llow\": [\"*.\"]}", NULL },
 	{ "{\"version\": 1, \"al\\nlow\": 1}",
 	  "t.json:1:16: unknown key \"al?low\" (expected one of: version, comment, default, "
-	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem)" },
+	  "ask_timeout, allow, deny, ask, allow_cidr, deny_cidr, clients, filesystem, inspect)" },
 	{ "{\"version\": 1, \"allow\": [\"a\\nb.com\"]}", NULL },
 	{ "\xef\xbb\xbf{\"version\": 1}", NULL },
 	{ "{\"version\": 1, \"allow\": [\"\xff\"]}", NULL },

@@ -93,6 +93,9 @@ static const struct decide_case decide_cases[] = {
 	{ "DELETE", "pypi.org", "/anything", POLICY_ALLOW, "allow pypi.org" },
 	/* A host deny wins over any request rule. */
 	{ "GET", "evil.example.com", "/x", POLICY_DENY, "deny evil.example.com" },
+	/* Only deny rules name the host: what they miss is the host rules'. */
+	{ "DELETE", "only-deny.test", "/x", POLICY_DENY, "deny DELETE only-deny.test/*" },
+	{ "GET", "only-deny.test", "/x", POLICY_ALLOW, "allow only-deny.test" },
 	/* Wildcard hosts. */
 	{ "PUT", "up.example.com", "/v1/blob", POLICY_ALLOW, "allow PUT *.example.com/v1/*" },
 	/* "*.example.com" does not name the apex: its host rule decides. */
@@ -118,6 +121,8 @@ build_policy(void)
 		{ POLICY_DENY, "api.github.com/gists" },
 		{ POLICY_ALLOW, "GET evil.example.com/x" },
 		{ POLICY_ALLOW, "PUT *.example.com/v1/*" },
+		{ POLICY_ALLOW, "only-deny.test" },
+		{ POLICY_DENY, "DELETE only-deny.test/*" },
 	};
 	char err[256];
 
@@ -142,7 +147,7 @@ test_decide(void **state)
 	for (int round = 0; round < 2; round++) {
 		const struct policy *q = round == 0 ? p : merged;
 
-		assert_int_equal(policy_request_rule_count(q), 6);
+		assert_int_equal(policy_request_rule_count(q), 7);
 		for (size_t i = 0; i < sizeof(decide_cases) / sizeof(decide_cases[0]); i++) {
 			const struct decide_case *t = &decide_cases[i];
 			struct policy_host host;
