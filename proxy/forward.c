@@ -24,6 +24,7 @@
 
 #define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */
 #define FWD_CHUNK_LINE_MAX 1024  /* a chunk-size line with its extensions */
+#define FWD_SCAN_MAX (64 * 1024) /* request body bytes searched for placeholders */
 
 enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_CLOSE };
 enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_DATA_END, CHUNK_TRAILERS, CHUNK_DONE };
@@ -66,6 +67,12 @@ struct proxy_forward {
 	bool echo_guard;
 	struct evbuffer *plain; /* the body's data, de-framed */
 	struct evbuffer *carry; /* data held back: it may end inside a value */
+	/* The request body's first FWD_SCAN_MAX bytes are searched for a bound
+	 * secret's placeholder (secret-misdirected); tail keeps the last bytes
+	 * seen, so one cut across reads is found too. */
+	uint64_t scanned;
+	char tail[64];
+	size_t tail_len;
 };
 
 static void fwd_pump_request(struct proxy_forward *f);
@@ -371,6 +378,51 @@ on_client_drained(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * Whether the bytes about to go upstream (the start of a request body)
+ * carry a bound secret's placeholder to a host it is not bound to: then
+ * refused, before they leave.
+ */
+static bool
+body_misdirected(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	size_t len = evbuffer_get_length(f->pending), take;
+	const struct proxy_secret *s;
+	char *buf;
+	char why[640];
+
+	if (c->proxy->nsecrets == 0 || f->scanned >= FWD_SCAN_MAX || len == 0 ||
+	    (c->inspect && proxy_secret_any_bound(c->proxy, c->host.text)))
+		return false;
+	take = len < FWD_SCAN_MAX - f->scanned ? len : (size_t)(FWD_SCAN_MAX - f->scanned);
+	buf = malloc(f->tail_len + take);
+	if (buf == NULL)
+		return false;
+	memcpy(buf, f->tail, f->tail_len);
+	evbuffer_copyout(f->pending, buf + f->tail_len, take);
+	s = proxy_secret_find(c->proxy, buf, f->tail_len + take);
+	f->scanned += take;
+	/* The last bytes seen: a placeholder cut by this read's end. */
+	{
+		size_t have = f->tail_len + take;
+		size_t keep = have < sizeof(f->tail) ? have : sizeof(f->tail);
+
+		memmove(f->tail, buf + have - keep, keep);
+		f->tail_len = keep;
+	}
+	free(buf);
+	if (s == NULL)
+		return false;
+	snprintf(why, sizeof(why),
+	         "the placeholder of secret %s in a request body to %s; it is bound to %s",
+	         proxy_secret_name(s), c->host.text, proxy_secret_hosts(s));
+	log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client, why);
+	evbuffer_drain(f->pending, evbuffer_get_length(f->pending));
+	fwd_fail(f, 403, "secret-misdirected", why);
+	return true;
+}
+
 static void
 fwd_pump_request(struct proxy_forward *f)
 {
@@ -384,6 +436,8 @@ fwd_pump_request(struct proxy_forward *f)
 		fwd_fail(f, 400, "malformed-request", "malformed chunked request body");
 		return;
 	}
+	if (body_misdirected(f))
+		return;
 	fwd_send(f, f->ubev);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
@@ -928,6 +982,8 @@ proxy_forward_start(struct proxy_conn *c)
 	f->response_started = false;
 	f->upstream_close = false;
 	f->echo_guard = false;
+	f->scanned = 0;
+	f->tail_len = 0;
 	if (f->carry != NULL)
 		evbuffer_drain(f->carry, evbuffer_get_length(f->carry));
 	if (f->plain != NULL)

