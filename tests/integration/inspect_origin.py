@@ -25,6 +25,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sys.stderr.flush()
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
+        if len(body) < n:
+            return  # the connection was cut: the request never arrived whole
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks = []
             while True:
@@ -35,6 +37,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
             body = b"".join(chunks)
+        sys.stderr.write("GOT %s %d bytes\n" % (self.path, len(body)))
+        sys.stderr.flush()
         if self.path.startswith("/echo-header/"):
             out = (self.headers.get(self.path[len("/echo-header/"):]) or "").encode()
             ctype = "text/plain"

@@ -97,7 +97,9 @@ expect_match "the placeholder sent to another inspected host is refused" \
 	"$(result misdirected)" "HTTP/1.1 403 .*X-Tollgate-Reason: secret-misdirected"
 expect_eq "... inside Basic credentials too" "$(result misdirected-basic)" "403"
 expect_eq "... in a request body (20000 bytes in)" "$(result misdirected-body)" "403"
-expect_eq "... which never reached the other host" "$(grep -c 'post-body' "$TEST_TMP/origin.log" || true)" "0"
+# Its head may have gone ahead of the body; the request never arrived whole.
+expect_eq "... whose body never reached the other host" \
+	"$(grep -c 'GOT /post-body' "$TEST_TMP/origin.log" || true)" "0"
 expect_eq "... in a CONNECT's host name" "$(result misdirected-connect)" "403"
 expect_eq "... in a blind tunnel's server_name (no TLS at all)" "$(result misdirected-sni)" "0"
 expect_eq "the other host never saw it" "$(grep -c 'steal' "$TEST_TMP/origin.log" || true)" "0"
