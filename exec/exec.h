@@ -105,7 +105,18 @@ struct exec_spec {
 	 * (NULL: EXEC_WORKDIR). NULL: the host's. */
 	const char *image_root;
 	const char *image_cwd;
+	/*
+	 * PEM certificates the sandbox trusts besides the system's (the gate's
+	 * inspection CA, docs/secrets.md), at most EXEC_EXTRA_CA_MAX bytes: its
+	 * /etc/ssl/certs/ca-certificates.crt is the host's with these appended
+	 * (exec/cabundle.c). NULL: the host's bundle as it is.
+	 */
+	const char *extra_ca;
 };
+#define EXEC_EXTRA_CA_MAX 16384
+/* Where the sandbox finds its CA bundle (the variables of exec/job.c name it). */
+#define EXEC_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define EXEC_CA_BUNDLE_COPY "/run/tollgate/ca-certificates.crt" /* the same bytes */
 
 /*
  * Called in the parent after clone(), before the child may continue: link
@@ -269,6 +280,7 @@ struct exec_plan {
 	const struct sock_fprog *seccomp_prog; /* exec/seccomp_bpf.h's; NULL: none */
 	int last_cap;
 	long tmpfs_mb; /* size of /tmp and /dev/shm each; 0: the default */
+	const char *extra_ca; /* exec_spec's: appended to the CA bundle; NULL: none */
 	/* Binds and the home, each a detached mount the parent made (idmapped
 	 * where the directory's owner is not the sandbox's user), attached by
 	 * the child at dest. */
@@ -289,6 +301,9 @@ __attribute__((noreturn)) void exec_agent_main(struct exec_plan *p);
 
 /* Child side: each returns 0 or -errno with *step naming what failed. */
 int exec_mounts_build(const struct exec_plan *p, const char **step);
+/* In the new root, after /etc's files: the CA bundle with p->extra_ca bound
+ * over EXEC_CA_BUNDLE (nothing without extra_ca). */
+int exec_ca_bundle_build(const struct exec_plan *p, const char **step);
 /* Rules for the plan's writable binds as for the work directory. */
 int exec_landlock_apply(const struct exec_plan *p, const char **step);
 int exec_limits_apply(const struct exec_plan *p, const char **step);

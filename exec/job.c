@@ -31,6 +31,7 @@
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
+#include "proxy/proxy.h"
 
 /* How often the whole sandbox's CPU time is checked against its limit. */
 #define JOB_CPU_CHECK_SECONDS 0.2
@@ -66,6 +67,12 @@ static const char *const ca_env_names[] = {
     "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
 };
 #define JOB_CA_ENV_COUNT (sizeof(ca_env_names) / sizeof(ca_env_names[0]))
+/* With TLS inspection, each names the sandbox's bundle (exec/cabundle.c). */
+static const char *const inspect_env_names[] = {
+    "SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
+};
+#define JOB_INSPECT_ENV_COUNT (sizeof(inspect_env_names) / sizeof(inspect_env_names[0]))
 
 void
 exec_job_audit_sandbox(struct audit *audit, const char *kind, const char *sandbox_id,
@@ -125,13 +132,15 @@ job_env(struct exec_job *j)
 {
 	static bool warned[JOB_CA_ENV_COUNT];
 	char *const *given = j->spec.sandbox.env;
+	const char *inspect_ca =
+	    j->spec.gate.proxy != NULL ? proxy_inspect_ca_pem(j->spec.gate.proxy) : NULL;
 	size_t n = 0, k = 0;
 	const char *v;
 	int rc = 0;
 
 	while (given != NULL && given[n] != NULL)
 		n++;
-	j->env = calloc(n + JOB_CA_ENV_COUNT + 1, sizeof(*j->env));
+	j->env = calloc(n + JOB_CA_ENV_COUNT + JOB_INSPECT_ENV_COUNT + 1, sizeof(*j->env));
 	if (j->env == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
@@ -141,9 +150,29 @@ job_env(struct exec_job *j)
 			goto out;
 		}
 	}
+	if (inspect_ca != NULL) {
+		/* The gate inspects TLS: the sandbox's bundle holds its CA, and
+		 * every client is pointed at it (not at the caller's). */
+		j->spec.sandbox.extra_ca = inspect_ca;
+		for (size_t i = 0; i < JOB_INSPECT_ENV_COUNT; i++) {
+			size_t len = strlen(inspect_env_names[i]) + sizeof(EXEC_CA_BUNDLE_COPY) + 1;
+
+			if (exec_env_has(given, inspect_env_names[i]))
+				continue;
+			j->env[k] = malloc(len);
+			if (j->env[k] == NULL) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			snprintf(j->env[k++], len, "%s=%s", inspect_env_names[i],
+			         EXEC_CA_BUNDLE_COPY);
+		}
+	}
 	for (size_t i = 0; i < JOB_CA_ENV_COUNT; i++) {
 		size_t len;
 
+		if (inspect_ca != NULL && strcmp(ca_env_names[i], "SSL_CERT_DIR") != 0)
+			continue;
 		v = getenv(ca_env_names[i]);
 		if (v == NULL || v[0] == '\0' || exec_env_has(given, ca_env_names[i]))
 			continue;

@@ -435,6 +435,8 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	if (rc != 0)
 		return rc;
 	rc = build_etc(p, step);
+	if (rc == 0)
+		rc = exec_ca_bundle_build(p, step);
 	if (rc != 0)
 		return rc;
 	rc = build_dev(p, step);

@@ -310,6 +310,8 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 		st->binds[i].dest = take_str_req(r, EXEC_PRIV_STR_MAX);
 		st->nbinds++;
 	}
+	/* Trusted only inside the sandbox, whose network is the gate's anyway. */
+	st->extra_ca = take_str(r, EXEC_EXTRA_CA_MAX + 1);
 	for (int i = 0; i < EXEC_PRIV_FD_N; i++) {
 		st->fd[i] = -1;
 		if (!(mask & (1u << i)))
@@ -907,6 +909,7 @@ encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool 
 		put_str(w, spec->binds[i].src);
 		put_str(w, spec->binds[i].dest);
 	}
+	put_str(w, spec->extra_ca);
 }
 
 static int sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,

@@ -94,6 +94,7 @@ struct exec_priv_start {
 	size_t nenv;
 	struct exec_bind binds[EXEC_BINDS_MAX];
 	size_t nbinds;
+	const char *extra_ca; /* PEM for the sandbox's CA bundle; NULL: none */
 	int fd[EXEC_PRIV_FD_N]; /* -1: not sent */
 };
 

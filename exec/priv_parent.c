@@ -529,6 +529,7 @@ serve_start(struct exec_priv_msg *m)
 	spec.stderr_fd = st->fd[EXEC_PRIV_FD_STDERR];
 	spec.binds = st->nbinds > 0 ? st->binds : NULL;
 	spec.nbinds = st->nbinds;
+	spec.extra_ca = st->extra_ca;
 	if (st->fd[EXEC_PRIV_FD_PTY_SLAVE] >= 0) {
 		rc = exec_pty_from_fds(st->fd[EXEC_PRIV_FD_PTY_SLAVE], st->fd[EXEC_PRIV_FD_DEVPTS],
 		                       &pty);

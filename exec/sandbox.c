@@ -1298,6 +1298,8 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	s->plan.seccomp_prog = &exec_seccomp_sandbox_bpf;
 	s->plan.last_cap = read_last_cap();
 	s->plan.argv = spec->argv;
+	/* Read by the child, in its copy of this memory, before it execs. */
+	s->plan.extra_ca = spec->extra_ca;
 	rc = build_env(s, spec);
 	if (rc != 0) {
 		snprintf(err, errlen, "environment: %s", strerror(-rc));

@@ -1324,6 +1324,10 @@ struct vault_inject_item {
 	char name[VAULT_NAME_MAX + 1];
 	char env_var[VAULT_NAME_MAX * 2 + 32]; /* "" for the file vault */
 	struct vault_secret *value;
+	/* NAME@HOST,...: the hosts the gate puts the value into; the sandbox
+	 * holds placeholder instead (docs/secrets.md). "" when not bound. */
+	char hosts[VAULT_INJECT_HOSTS_MAX + 1];
+	char placeholder[VAULT_PLACEHOLDER_LEN + 1];
 };
 
 struct vault_inject {
@@ -1334,12 +1338,29 @@ struct vault_inject {
 };
 
 int
-vault_inject_add(struct vault_inject **list, const char *spec, char *err, size_t errlen)
+vault_inject_add(struct vault_inject **list, const char *spec_in, char *err, size_t errlen)
 {
-	const char *eq = strchr(spec, '=');
-	size_t nlen = eq != NULL ? (size_t)(eq - spec) : strlen(spec);
+	char spec[VAULT_NAME_MAX * 3 + 48];
+	const char *at = strchr(spec_in, '@');
+	size_t slen = at != NULL ? (size_t)(at - spec_in) : strlen(spec_in);
+	const char *eq;
+	size_t nlen;
 	struct vault_inject_item *it;
 	char name[VAULT_NAME_MAX + 1];
+
+	if (slen >= sizeof(spec)) {
+		gw_set_err(err, errlen, "expected NAME, NAME=env:VAR or NAME@HOST[,HOST...]");
+		return -EINVAL;
+	}
+	memcpy(spec, spec_in, slen);
+	spec[slen] = '\0';
+	eq = strchr(spec, '=');
+	nlen = eq != NULL ? (size_t)(eq - spec) : strlen(spec);
+	if (at != NULL && (at[1] == '\0' || strlen(at + 1) > VAULT_INJECT_HOSTS_MAX)) {
+		gw_set_err(err, errlen, "NAME@HOST: 1 to %d bytes of host names after the @",
+		           VAULT_INJECT_HOSTS_MAX);
+		return -EINVAL;
+	}
 
 	if (nlen == 0 || nlen > VAULT_NAME_MAX) {
 		gw_set_err(err, errlen, "expected NAME or NAME=env:VAR");
@@ -1383,21 +1404,71 @@ vault_inject_add(struct vault_inject **list, const char *spec, char *err, size_t
 	snprintf(it->name, sizeof(it->name), "%s", name);
 	if (eq != NULL)
 		snprintf(it->env_var, sizeof(it->env_var), "%s", eq + 1 + 4);
+	if (at != NULL)
+		snprintf(it->hosts, sizeof(it->hosts), "%s", at + 1);
 	return 0;
+}
+
+/* "tgph_" and random letters and digits: a token's length class, and
+ * recognisable (docs/secrets.md). */
+static int
+make_placeholder(char *out, size_t len)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char raw[VAULT_PLACEHOLDER_LEN];
+	size_t plen = sizeof(VAULT_PLACEHOLDER_PREFIX) - 1;
+
+	if (len < VAULT_PLACEHOLDER_LEN + 1 || RAND_bytes(raw, sizeof(raw)) != 1)
+		return -EIO;
+	memcpy(out, VAULT_PLACEHOLDER_PREFIX, plen);
+	for (size_t i = plen; i < VAULT_PLACEHOLDER_LEN; i++)
+		out[i] = alphabet[raw[i] % (sizeof(alphabet) - 1)];
+	out[VAULT_PLACEHOLDER_LEN] = '\0';
+	return 0;
+}
+
+size_t
+vault_inject_bound(const struct vault_inject *list, size_t i, const char **name,
+                   const char **placeholder, const uint8_t **value, size_t *len,
+                   const char **hosts)
+{
+	const struct vault_inject_item *it;
+
+	if (list == NULL || i >= list->n)
+		return 0;
+	it = &list->items[i];
+	*name = it->name;
+	*hosts = it->hosts;
+	*placeholder = it->placeholder;
+	*value = it->value != NULL ? it->value->data : NULL;
+	*len = it->value != NULL ? it->value->len : 0;
+	return it->hosts[0] != '\0' && it->value != NULL;
 }
 
 static int
 inject_env_entry(struct vault_inject *list, size_t i)
 {
 	struct vault_inject_item *it = &list->items[i];
-	size_t nlen = strlen(it->name), len = nlen + 1 + it->value->len + 1;
-	char *entry = malloc(len);
+	/* A bound secret's sandbox holds the placeholder, never the value. */
+	bool bound = it->hosts[0] != '\0';
+	const uint8_t *v = it->value->data;
+	size_t vlen = it->value->len;
+	size_t nlen = strlen(it->name), len;
+	char *entry;
 
+	if (bound) {
+		if (make_placeholder(it->placeholder, sizeof(it->placeholder)) != 0)
+			return -EIO;
+		v = (const uint8_t *)it->placeholder;
+		vlen = strlen(it->placeholder);
+	}
+	len = nlen + 1 + vlen + 1;
+	entry = malloc(len);
 	if (entry == NULL)
 		return -ENOMEM;
 	memcpy(entry, it->name, nlen);
 	entry[nlen] = '=';
-	memcpy(entry + nlen + 1, it->value->data, it->value->len);
+	memcpy(entry + nlen + 1, v, vlen);
 	entry[len - 1] = '\0';
 	list->env[i] = entry;
 	list->env_len[i] = len;

@@ -102,6 +102,20 @@ struct redact;
  * sandbox sees. *list starts NULL. 0 or -EINVAL with err set.
  */
 int vault_inject_add(struct vault_inject **list, const char *spec, char *err, size_t errlen);
+/*
+ * NAME@HOST[,HOST...] (after either form above) binds the secret to hosts:
+ * the sandbox's NAME holds a placeholder made when the value is read
+ * (VAULT_PLACEHOLDER_PREFIX and random letters and digits), and the gate
+ * puts the value into inspected requests to those hosts only.
+ */
+#define VAULT_INJECT_HOSTS_MAX 512
+#define VAULT_PLACEHOLDER_PREFIX "tgph_"
+#define VAULT_PLACEHOLDER_LEN 40
+/* Item i: 1 when it is bound and read, with its name, placeholder, value
+ * and hosts (a comma list); 0 otherwise (out parameters set when i exists). */
+size_t vault_inject_bound(const struct vault_inject *list, size_t i, const char **name,
+                          const char **placeholder, const uint8_t **value, size_t *len,
+                          const char **hosts);
 /* Reads every value: the file vault under home (opened only if needed). */
 int vault_inject_load(struct vault_inject *list, const char *home, char *err, size_t errlen);
 /* The NAME that is also in env (K=V strings, NULL-terminated), or NULL. */

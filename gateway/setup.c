@@ -125,6 +125,14 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	case GW_SETUP_OPT_CONTROL:
 		f->control_path = value;
 		return 0;
+	case GW_SETUP_OPT_INSPECT:
+		if (f->ninspect >= GW_SETUP_INSPECT_MAX)
+			return gw_fail(f->cmd, "--inspect: at most %d", GW_SETUP_INSPECT_MAX);
+		f->inspect[f->ninspect++] = value;
+		return 0;
+	case GW_SETUP_OPT_UPSTREAM_CA:
+		f->upstream_ca = value;
+		return 0;
 	}
 	return GW_SETUP_NOT_MINE;
 }
@@ -260,6 +268,41 @@ enter_rootless(const struct gw_setup_flags *f)
 	return 0;
 }
 
+/* --inspect: the inspection CA (in memory, or tollgate proxy's files). */
+static int
+start_inspect(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
+{
+	const char *names[GW_SETUP_INSPECT_MAX];
+	struct proxy_inspect_opts o = {
+	    .names = names,
+	    .upstream_ca = f->upstream_ca,
+	    .ca_cert = f->inspect_ca_cert,
+	    .ca_key = f->inspect_ca_key,
+	};
+	char err[512];
+
+	/* The flags' names, then the policy file's. */
+	for (size_t i = 0; i < f->ninspect; i++)
+		names[o.nnames++] = f->inspect[i];
+	for (size_t i = 0; gw->policy != NULL && i < policy_inspect_count(gw->policy); i++) {
+		if (o.nnames >= GW_SETUP_INSPECT_MAX)
+			return gw_fail(f->cmd, "inspect: at most %d names", GW_SETUP_INSPECT_MAX);
+		names[o.nnames++] = policy_inspect_get(gw->policy, i);
+	}
+	/* tollgate proxy's clients must be told which CA to trust: its file. */
+	if (o.nnames > f->ninspect && o.ca_cert == NULL && strcmp(f->cmd, "proxy") == 0)
+		return gw_fail(f->cmd, "the policy file's \"inspect\" needs --inspect-ca and "
+		                       "--inspect-key (or name the hosts with --inspect)");
+	if (o.nnames == 0) {
+		if (f->upstream_ca != NULL)
+			return gw_fail(f->cmd, "--upstream-ca needs --inspect");
+		return 0;
+	}
+	if (proxy_inspect_setup(s->proxy, &o, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "%s", err);
+	return 0;
+}
+
 int
 gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
                unsigned int parts)
@@ -329,6 +372,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 			          f->cmd);
 		if (proxy_new(gw, &pcfg, &s->proxy) != 0)
 			return gw_fail(f->cmd, "out of memory");
+		if (start_inspect(gw, s, f) != 0)
+			return GW_EXIT_FAILURE;
 	}
 	if (parts & GW_SETUP_DNS) {
 		dns_server_config_defaults(&dnscfg);

@@ -23,6 +23,7 @@ struct gw_control;
 struct exec_hub;
 
 #define GW_SETUP_PINS_MAX 64
+#define GW_SETUP_INSPECT_MAX 256
 
 /*
  * getopt values of the shared flags. A command's own values start at 256
@@ -45,6 +46,8 @@ enum {
 	GW_SETUP_OPT_CONTROL,
 	GW_SETUP_OPT_AUDIT_FAIL,
 	GW_SETUP_OPT_LEARN,
+	GW_SETUP_OPT_INSPECT,
+	GW_SETUP_OPT_UPSTREAM_CA,
 };
 
 /*
@@ -64,7 +67,9 @@ enum {
 	{"resolve", required_argument, NULL, GW_SETUP_OPT_RESOLVE}, \
 	{"upstream-dns", required_argument, NULL, GW_SETUP_OPT_UPSTREAM_DNS}, \
 	{"audit", required_argument, NULL, GW_SETUP_OPT_AUDIT}, \
-	{"audit-fail", required_argument, NULL, GW_SETUP_OPT_AUDIT_FAIL}
+	{"audit-fail", required_argument, NULL, GW_SETUP_OPT_AUDIT_FAIL}, \
+	{"inspect", required_argument, NULL, GW_SETUP_OPT_INSPECT}, \
+	{"upstream-ca", required_argument, NULL, GW_SETUP_OPT_UPSTREAM_CA}
 #define GW_SETUP_OPTION_DEFAULT {"default", required_argument, NULL, GW_SETUP_OPT_DEFAULT}
 #define GW_SETUP_OPTION_POOL {"pool", required_argument, NULL, GW_SETUP_OPT_POOL}
 #define GW_SETUP_OPTION_CONTROL {"control", required_argument, NULL, GW_SETUP_OPT_CONTROL}
@@ -78,6 +83,10 @@ enum {
 #define GW_SETUP_USAGE_NAMES \
 	"  --resolve HOST:ADDR      pin a name to an address (as curl's --resolve)\n" \
 	"  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+#define GW_SETUP_USAGE_INSPECT \
+	"  --inspect HOST           end TLS to HOST (or *.domain) here: each request\n" \
+	"                           decided by method and path (docs/secrets.md)\n" \
+	"  --upstream-ca FILE       PEM anchors for inspected origins, besides the system's\n"
 #define GW_SETUP_USAGE_POOL \
 	"  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
 #define GW_SETUP_USAGE_CONTROL \
@@ -100,6 +109,12 @@ struct gw_setup_flags {
 	bool audit_fail_open;     /* --audit-fail open (docs/audit.md) */
 	const char *pool;         /* --pool; NULL: the hub's default */
 	const char *control_path; /* --control; NULL: the default socket */
+	const char *inspect[GW_SETUP_INSPECT_MAX]; /* --inspect */
+	size_t ninspect;
+	const char *upstream_ca; /* --upstream-ca */
+	/* Set by tollgate proxy: the inspection CA's files; NULL: one in memory. */
+	const char *inspect_ca_cert;
+	const char *inspect_ca_key;
 	/* Set by the command before gw_setup_start; NULL: the defaults. */
 	const struct proxy_config *proxy_cfg;
 	const struct dns_server_config *dns_cfg;

@@ -521,10 +521,35 @@ origin_of(struct loader *ld, const json_t *v, char *buf, size_t len)
 
 /* ---- the format --------------------------------------------------------- */
 
+/* "inspect": ["api.github.com", "*.example.com"] (docs/secrets.md). */
+static int
+load_inspect(struct loader *ld, struct policy *p, json_t *v)
+{
+	char msg[512];
+	json_t *item;
+	size_t i;
+	int rc = 0;
+
+	if (!json_is_array(v))
+		return fail_at(ld, false, "\"inspect\": expected an array of host names");
+	json_array_foreach(v, i, item)
+	{
+		path_push_index(ld, i);
+		if (!json_is_string(item))
+			rc = fail_at(ld, false, "expected a host name string");
+		else if (policy_add_inspect(p, json_string_value(item), msg, sizeof(msg)) != 0)
+			rc = fail_at(ld, false, "%s", msg);
+		path_pop(ld);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* '_' and '-' are one character in a key (docs/policy.md, "Spelling"). */
 static const char *const top_key_names[] = {
     "version", "comment",    "default",   "ask-timeout", "allow",      "deny",
-    "ask",     "allow-cidr", "deny-cidr", "clients",     "filesystem", NULL,
+    "ask",     "allow-cidr", "deny-cidr", "clients",     "filesystem", "inspect", NULL,
 };
 static const char *const client_key_names[] = {
     "name",        "comment",    "sources",   "user",        "password-sha256", "mode",
@@ -532,7 +557,7 @@ static const char *const client_key_names[] = {
     "ask",         "allow-cidr", "deny-cidr", NULL,
 };
 static const char top_keys[] = "version, comment, default, ask-timeout, allow, deny, ask, "
-                               "allow-cidr, deny-cidr, clients, filesystem";
+                               "allow-cidr, deny-cidr, clients, filesystem, inspect";
 static const char client_keys[] = "name, comment, sources, user, password-sha256, mode, "
                                   "tls-subject, tls-cn, default, ask-timeout, allow, deny, ask, "
                                   "allow-cidr, deny-cidr";
@@ -981,6 +1006,8 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 		rc = given_twice(ld, root, key);
 		if (rc == 0 && strcmp(key, "filesystem") == 0)
 			rc = load_filesystem(ld, p, v);
+		else if (rc == 0 && strcmp(key, "inspect") == 0)
+			rc = load_inspect(ld, p, v);
 		else if (rc == 0)
 			rc = load_common_key(ld, p, key, v);
 		if (rc == 1)

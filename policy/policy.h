@@ -242,6 +242,52 @@ void policy_decide(const struct policy *p, const struct policy_host *host, int p
                    struct policy_decision *out);
 
 /*
+ * Method and path rules (docs/policy.md, "Method and path rules"): for
+ * requests inside inspected tunnels. Text: "[METHOD ]HOST[/PATH]" with at
+ * least a space or a '/': METHOD capital letters or * (any), HOST a name,
+ * *.domain or *, PATH a glob whose * matches any bytes, '/' included
+ * (every path when left out). Matched against the path without its query.
+ */
+struct policy_request_rule {
+	enum policy_verdict action;
+	char method[16];                /* "": any */
+	char host[POLICY_HOST_MAX + 3]; /* lower case */
+	char path[256];
+	char text[POLICY_HOST_MAX + 288]; /* normalised, as shown in rows and prompts */
+	char origin[64];
+};
+/* Whether a rule's text is of this form (a space, or a '/' with a path
+ * after it and no ':'), not a host rule. */
+bool policy_request_pattern_is(const char *text);
+/* Pure. 0, or -EINVAL with why (never quoting text). */
+int policy_request_rule_parse(const char *text, struct policy_request_rule *out, char *why,
+                              size_t whylen);
+bool policy_request_host_match(const char *pattern, const char *host);
+bool policy_request_rule_match(const struct policy_request_rule *r, const char *method,
+                               const char *host, const char *path, size_t path_len);
+/*
+ * A request inside an inspected tunnel to host:port. Host rules first: a
+ * host deny wins. Then the method and path rules that name the host: deny,
+ * then allow, then ask among those that match; when allow or ask rules name
+ * the host but none matches, the default (deny unless set to ask).
+ * Otherwise the host rules' decision stands. path: up to its query.
+ */
+void policy_decide_request(const struct policy *p, const char *method,
+                           const struct policy_host *host, int port, const char *path,
+                           size_t path_len, struct policy_decision *out);
+/*
+ * The policy file's "inspect": host names (or *.domain) whose TLS the gate
+ * ends (docs/secrets.md); read when a gateway starts. 0, or -EINVAL /
+ * -ENOMEM with err.
+ */
+int policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen);
+size_t policy_inspect_count(const struct policy *p);
+const char *policy_inspect_get(const struct policy *p, size_t i);
+/* The method and path rules, in order. */
+size_t policy_request_rule_count(const struct policy *p);
+const struct policy_request_rule *policy_request_rule_get(const struct policy *p, size_t i);
+
+/*
  * After resolution: deny CIDR rules win, then allow CIDR rules; otherwise a
  * public address is allowed and a non-public one denied (non-public-address).
  */

@@ -103,6 +103,10 @@ struct policy {
 	bool mode_set;
 	struct policy_fs_entry *fs; /* the "filesystem" section (policy/fs.c) */
 	size_t nfs;
+	struct policy_request_rule *reqs; /* method and path rules (policy/request.c) */
+	size_t nreqs;
+	char **inspect; /* the file's "inspect" names, normalised */
+	size_t ninspect;
 };
 
 #define POLICY_ASK_TIMEOUT_DEFAULT 60.0
@@ -228,6 +232,10 @@ policy_free(struct policy *p)
 	for (size_t i = 0; i < p->nfs; i++)
 		policy_fs_entry_clear(&p->fs[i]);
 	free(p->fs);
+	free(p->reqs);
+	for (size_t i = 0; i < p->ninspect; i++)
+		free(p->inspect[i]);
+	free(p->inspect);
 	free(p);
 }
 
@@ -620,6 +628,103 @@ push_cidr(struct policy *p, enum policy_verdict action, const struct policy_cidr
 	return 0;
 }
 
+static int
+push_request_rule(struct policy *p, const struct policy_request_rule *r)
+{
+	struct policy_request_rule *na = realloc(p->reqs, (p->nreqs + 1) * sizeof(*na));
+
+	if (na == NULL)
+		return -ENOMEM;
+	p->reqs = na;
+	p->reqs[p->nreqs++] = *r;
+	return 0;
+}
+
+/* A method and path rule: "GET api.github.com/repos" and the like. */
+static int
+push_request(struct policy *p, enum policy_verdict action, const char *pattern,
+             const char *origin, char *err, size_t errlen)
+{
+	struct policy_request_rule r;
+	char why[160];
+
+	if (policy_request_rule_parse(pattern, &r, why, sizeof(why)) != 0) {
+		gw_set_err(err, errlen, "'%s': malformed method and path rule: %s",
+		           shown_pattern(pattern), why);
+		return -EINVAL;
+	}
+	r.action = action;
+	snprintf(r.origin, sizeof(r.origin), "%s", origin != NULL ? origin : "");
+	if (push_request_rule(p, &r) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int
+push_inspect(struct policy *p, const char *norm)
+{
+	char **na;
+	char *dup;
+
+	for (size_t i = 0; i < p->ninspect; i++) {
+		if (strcmp(p->inspect[i], norm) == 0)
+			return 0;
+	}
+	dup = strdup(norm);
+	na = dup != NULL ? realloc(p->inspect, (p->ninspect + 1) * sizeof(*na)) : NULL;
+	if (na == NULL) {
+		free(dup);
+		return -ENOMEM;
+	}
+	p->inspect = na;
+	p->inspect[p->ninspect++] = dup;
+	return 0;
+}
+
+int
+policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen)
+{
+	char norm[POLICY_HOST_MAX + 3], why[160];
+
+	if (policy_pattern_normalise(name, norm, sizeof(norm), why, sizeof(why)) != 0 ||
+	    strchr(norm, ':') != NULL || strcmp(norm, "*") == 0) {
+		gw_set_err(err, errlen, "'%s': name a host or *.domain, without a port",
+		           shown_pattern(name));
+		return -EINVAL;
+	}
+	if (push_inspect(p, norm) != 0) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+size_t
+policy_inspect_count(const struct policy *p)
+{
+	return p->ninspect;
+}
+
+const char *
+policy_inspect_get(const struct policy *p, size_t i)
+{
+	return i < p->ninspect ? p->inspect[i] : NULL;
+}
+
+size_t
+policy_request_rule_count(const struct policy *p)
+{
+	return p->nreqs;
+}
+
+const struct policy_request_rule *
+policy_request_rule_get(const struct policy *p, size_t i)
+{
+	return i < p->nreqs ? &p->reqs[i] : NULL;
+}
+
 int
 policy_add_rule(struct policy *p, enum policy_verdict action, const char *pattern,
                 const char *origin, char *err, size_t errlen)
@@ -633,6 +738,8 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 		gw_set_err(err, errlen, "a rule is allow, deny or ask");
 		return -EINVAL;
 	}
+	if (policy_request_pattern_is(pattern))
+		return push_request(p, action, pattern, origin, err, errlen);
 	why = pattern_parse(pattern, origin, &pt, why_buf, sizeof(why_buf));
 	if (why != NULL) {
 		/* A mistake that names its own fix needs no list of the forms. */
@@ -851,6 +958,22 @@ policy_merge(const struct policy *base, const struct policy *overlay)
 			continue;
 		for (size_t i = 0; i < layers[l]->nclients; i++) {
 			if (push_client(m, &layers[l]->clients[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; layers[l] != NULL && i < layers[l]->ninspect; i++) {
+			if (push_inspect(m, layers[l]->inspect[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; layers[l] != NULL && i < layers[l]->nreqs; i++) {
+			if (push_request_rule(m, &layers[l]->reqs[i]) != 0) {
 				policy_free(m);
 				return NULL;
 			}
@@ -1201,6 +1324,47 @@ policy_decide(const struct policy *p, const struct policy_host *host, int port,
 		return;
 	}
 	decide_set(out, p->def, POLICY_REASON_DEFAULT, "default %s", policy_verdict_name(p->def));
+}
+
+void
+policy_decide_request(const struct policy *p, const char *method,
+                      const struct policy_host *host, int port, const char *path,
+                      size_t path_len, struct policy_decision *out)
+{
+	static const enum policy_verdict order[3] = { POLICY_DENY, POLICY_ALLOW, POLICY_ASK };
+	const struct policy_request_rule *first[3] = { NULL, NULL, NULL };
+	bool named = false;
+
+	policy_decide(p, host, port, out);
+	if (out->verdict == POLICY_DENY || host->kind != POLICY_HOST_NAME)
+		return;
+	for (size_t i = 0; i < p->nreqs; i++) {
+		const struct policy_request_rule *r = &p->reqs[i];
+
+		if (!policy_request_host_match(r->host, host->text))
+			continue;
+		/* Deny rules alone refuse what they match and nothing else. */
+		named = named || r->action != POLICY_DENY;
+		if (!policy_request_rule_match(r, method, host->text, path, path_len))
+			continue;
+		for (size_t o = 0; o < 3; o++) {
+			if (order[o] == r->action && first[o] == NULL)
+				first[o] = r;
+		}
+	}
+	for (size_t o = 0; o < 3; o++) {
+		if (first[o] != NULL) {
+			decide_set(out, first[o]->action, POLICY_REASON_RULE, "%s %s (%s)",
+			           policy_verdict_name(first[o]->action), first[o]->text,
+			           first[o]->origin);
+			return;
+		}
+	}
+	if (!named)
+		return; /* the host rules' decision */
+	decide_set(out, p->def, POLICY_REASON_DEFAULT,
+	           "default %s: no method and path rule for %s matches %s",
+	           policy_verdict_name(p->def), host->text, method);
 }
 
 /* ---- client sections ---------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <event2/event.h>
+#include <openssl/types.h>
 
 #include "dns/resolve.h"
 #include "policy/policy.h"
@@ -24,6 +25,9 @@ struct evconnlistener;
 struct gw_accept_pause;
 struct proxy_relay;
 struct proxy_forward;
+struct proxy_inspect;
+struct proxy_secret;
+struct evbuffer;
 struct proxy_tls_ctx;
 struct proxy_tls_peer;
 struct proxy_tls_session;
@@ -99,6 +103,9 @@ struct proxy {
 	struct proxy_access_log *access_log; /* NULL: none (accesslog.c) */
 	TAILQ_HEAD(, proxy_tls_session) tls_sessions; /* TLS clients (tls.c) */
 	size_t ntls;
+	struct proxy_inspect *inspect; /* NULL: every tunnel is blind (inspect.c) */
+	struct proxy_secret *secrets[PROXY_SECRETS_MAX]; /* bound to hosts (secrets.c) */
+	size_t nsecrets;
 };
 
 enum proxy_conn_state {
@@ -201,6 +208,14 @@ struct proxy_conn {
 
 	/* Absolute-form forwarding. */
 	struct proxy_forward *fwd;
+
+	/* TLS inspection (inspect.c). */
+	bool inspecting; /* a CONNECT to an inspected host, being decided */
+	bool inspect;    /* this connection is the plaintext inside an inspected tunnel */
+	char inspect_host[POLICY_HOST_MAX + 1]; /* the tunnel's host and port */
+	int inspect_port;
+	struct policy *inspect_policy; /* the policy the tunnel was decided by */
+	char secrets_used[128];        /* names of the secrets put into this request */
 };
 
 /* server.c */
@@ -282,6 +297,16 @@ void proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, 
 /* Drops the decision state (query, approval wait, connect attempt, policy). */
 void proxy_target_cancel(struct proxy_conn *c);
 
+/*
+ * A TLS session ended here over fd with ssl (a server SSL, owned from here
+ * on, as fd is), its plaintext relayed to plain_fd (owned too), early the
+ * client's bytes read already (a transparent ClientHello): tls.c's
+ * session without a listener, for inspected tunnels. peer names the
+ * client in logs. 0, or -1 (everything closed).
+ */
+int proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd,
+                     const unsigned char *early, size_t early_len);
+
 /* transparent.c */
 /* A connection accepted on a transparent TLS listener: peek, decide, relay. */
 void proxy_transparent_tls_start(struct proxy_conn *c);
@@ -295,6 +320,54 @@ bool proxy_conn_transparent(const struct proxy_conn *c);
 bool proxy_transparent_http_check(struct proxy_conn *c);
 /* The port a request without one in its authority goes to. */
 int proxy_conn_default_port(const struct proxy_conn *c);
+
+/*
+ * The plaintext inside an inspected tunnel as a connection of its own
+ * (fd: the proxy's end of the socketpair, owned from here on): it takes
+ * outer's client, identity and policy, and reads origin-form requests for
+ * outer's host. 0, or -1 (fd closed).
+ */
+int proxy_conn_inner_new(struct proxy_conn *outer, int fd);
+
+/* inspect.c */
+/* Whether host (normalised) is inspected. */
+bool proxy_inspect_wants(const struct proxy *p, const char *host);
+/* The CONNECT is decided: 200, the gate's TLS to the client, the inner
+ * connection; c is closed (its socket moves to the TLS session). */
+void proxy_inspect_start(struct proxy_conn *c);
+/* A request inside a tunnel: its Host must name the tunnel's host (400 else). */
+bool proxy_inspect_check_host(struct proxy_conn *c);
+/* The gate's TLS to the origin over fd (owned from here on); NULL on failure. */
+struct bufferevent *proxy_inspect_upstream_new(struct proxy_conn *c, int fd);
+/* Why the origin's certificate was refused, or NULL when it was not. */
+const char *proxy_inspect_upstream_why(struct bufferevent *bev, char *buf, size_t len);
+void proxy_inspect_free(struct proxy_inspect *in);
+
+/* secrets.c */
+/* The bound secret whose placeholder buf holds (raw, or inside Basic
+ * credentials), or NULL. */
+const struct proxy_secret *proxy_secret_find(const struct proxy *p, const char *buf, size_t len);
+bool proxy_secret_bound_to(const struct proxy_secret *s, const char *host);
+const char *proxy_secret_name(const struct proxy_secret *s);
+const char *proxy_secret_hosts(const struct proxy_secret *s);
+/* A request head on its way to host: each placeholder of a secret bound to
+ * host replaced by the value (Basic credentials decoded and encoded again);
+ * names gets the secrets' names, comma separated. 0 or -ENOMEM. */
+int proxy_secret_inject(const struct proxy *p, const char *host, struct evbuffer *head,
+                        char *names, size_t nameslen);
+void proxy_secrets_free(struct proxy *p);
+/* Whether a secret is bound to host. */
+bool proxy_secret_any_bound(const struct proxy *p, const char *host);
+/* A response head from host: each value of a secret bound to it becomes
+ * its placeholder (the whole buffer; last is unused). 0 or -ENOMEM. */
+int proxy_secret_mask(const struct proxy *p, const char *host, struct evbuffer *buf, bool last);
+/*
+ * A response body from host, streamed: carry's bytes go to out with each
+ * bound value replaced by its placeholder; unless done, the tail that may be
+ * the start of a value stays in carry for the next call. 0 or -ENOMEM.
+ */
+int proxy_secret_mask_stream(const struct proxy *p, const char *host, struct evbuffer *carry,
+                             struct evbuffer *out, bool done);
 
 /* forward.c */
 void proxy_forward_start(struct proxy_conn *c);

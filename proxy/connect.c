@@ -123,6 +123,11 @@ target_connect(struct proxy_conn *c)
 		proxy_refuse(c, 403, AUDIT_REASON_UNAVAILABLE, why);
 		return;
 	}
+	if (c->inspecting) {
+		/* Each request inside opens its own connection, checked again. */
+		c->on_target(c, -1);
+		return;
+	}
 	if (p->cfg.parent != NULL)
 		c->connecting = proxy_upstream_via_parent(p->gw->base, p->gw->resolver,
 		                                          p->cfg.parent, c->host.text, c->port,
@@ -267,12 +272,19 @@ static void
 target_ask(struct proxy_conn *c)
 {
 	struct approvals *a = c->proxy->gw->approvals;
-	char context[512];
+	char context[1024];
 
 	if (a == NULL) {
 		proxy_refuse(c, 403, "approval-denied", "no approval channel to ask");
 		return;
 	}
+	if (c->inspect && c->head != NULL)
+		/* The person sees what the request does; the query is cut (it
+		 * may carry tokens), and said to be. */
+		snprintf(context, sizeof(context), "%s %s:%d%s%s from %s (inspected)",
+		         c->head->method, c->host.text, c->port, c->path,
+		         c->query_sha256[0] != '\0' ? "?(query cut)" : "", c->peer);
+	else
 	snprintf(context, sizeof(context), "%s%s %s:%d from %s",
 	         proxy_conn_transparent(c) ? "transparent " : "",
 	         c->head != NULL             ? c->head->method
@@ -342,6 +354,11 @@ select_policy(struct proxy_conn *c)
 
 	policy_free(c->policy);
 	c->policy = NULL;
+	if (c->inspect) {
+		/* Inside an inspected tunnel: whoever opened the tunnel. */
+		c->policy = policy_ref(c->inspect_policy);
+		return 0;
+	}
 	if (l != NULL && l->client_id != NULL) {
 		c->policy = policy_ref(l->policy != NULL ? l->policy : gp);
 		return 0;
@@ -404,7 +421,16 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 		proxy_refuse(c, 403, AUDIT_REASON_UNAVAILABLE, why);
 		return;
 	}
-	policy_decide(c->policy, &c->host, c->port, &d);
+	if (c->inspect && c->head != NULL) {
+		/* Inside an inspected tunnel: method and path rules too. */
+		const char *q = memchr(c->head->path, '?', c->head->path_len);
+
+		policy_decide_request(c->policy, c->head->method, &c->host, c->port, c->head->path,
+		                      q != NULL ? (size_t)(q - c->head->path) : c->head->path_len,
+		                      &d);
+	} else {
+		policy_decide(c->policy, &c->host, c->port, &d);
+	}
 	switch (d.verdict) {
 	case POLICY_ALLOW:
 		proxy_audit_decision(c, "allow", policy_reason_name(d.reason, d.verdict), d.rule);
@@ -472,6 +498,16 @@ peek_judge(struct proxy_conn *c, bool eof)
 		sni_refuse(c, "malformed ClientHello");
 		return;
 	case PROXY_SNI_FOUND:
+		if (proxy_secret_find(c->proxy, name, strlen(name)) != NULL) {
+			/* A placeholder carried out in a server name. */
+			snprintf(why, sizeof(why), "the placeholder of secret %s in a server_name",
+			         proxy_secret_name(proxy_secret_find(c->proxy, name, strlen(name))));
+			log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client,
+			          why);
+			proxy_audit_outcome(c, "deny", "secret-misdirected", why);
+			proxy_conn_close(c, "secret-misdirected");
+			return;
+		}
 		snprintf(c->sni, sizeof(c->sni), "%s", name);
 		if (policy_host_parse(name, strlen(name), &sni) != 0) {
 			sni_refuse(c, "server_name is not a valid host name");
@@ -605,12 +641,28 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 		peek_judge(c, false); /* may close c */
 }
 
+static void
+on_inspect_open(struct proxy_conn *c, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	proxy_inspect_start(c); /* closes c */
+}
+
 void
 proxy_connect_start(struct proxy_conn *c)
 {
+	struct policy_host host;
+	int port = -1;
+
 	/* A CONNECT after forwarded requests: the kept upstream is no use now. */
 	proxy_forward_free(c->fwd);
 	c->fwd = NULL;
 	c->is_connect = true;
-	proxy_target_open(c, c->head->authority, c->head->authority_len, 0, on_tunnel_open);
+	c->inspecting =
+	    !c->inspect && c->proxy->inspect != NULL &&
+	    policy_hostport_parse(c->head->authority, c->head->authority_len, &host, &port) == 0 &&
+	    host.kind == POLICY_HOST_NAME && proxy_inspect_wants(c->proxy, host.text);
+	proxy_target_open(c, c->head->authority, c->head->authority_len, 0,
+	                  c->inspecting ? on_inspect_open : on_tunnel_open);
 }

@@ -24,6 +24,7 @@
 
 #define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */
 #define FWD_CHUNK_LINE_MAX 1024  /* a chunk-size line with its extensions */
+#define FWD_SCAN_MAX (64 * 1024) /* request body bytes searched for placeholders */
 
 enum body_kind { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_CLOSE };
 enum chunk_state { CHUNK_SIZE, CHUNK_DATA, CHUNK_DATA_END, CHUNK_TRAILERS, CHUNK_DONE };
@@ -33,6 +34,7 @@ struct body {
 	uint64_t remaining; /* LENGTH: bytes left; CHUNKED: of the current chunk */
 	enum chunk_state chunk;
 	bool done;
+	bool strip; /* move the data only, not the chunked framing (echo_guard) */
 };
 
 enum fwd_phase { FWD_IDLE, FWD_RESPONSE_HEAD, FWD_RESPONSE_BODY };
@@ -57,6 +59,20 @@ struct proxy_forward {
 	bool upstream_close;   /* do not reuse the upstream connection */
 	bool response_started; /* a response byte went to the client */
 	struct proxy_head *rhead;
+	/*
+	 * A response from a host a secret is bound to: its body is re-framed
+	 * (chunked, or to the close for an HTTP/1.0 client) so that an echoed
+	 * value can become the placeholder again (secrets.c), across reads.
+	 */
+	bool echo_guard;
+	struct evbuffer *plain; /* the body's data, de-framed */
+	struct evbuffer *carry; /* data held back: it may end inside a value */
+	/* The request body's first FWD_SCAN_MAX bytes are searched for a bound
+	 * secret's placeholder (secret-misdirected); tail keeps the last bytes
+	 * seen, so one cut across reads is found too. */
+	uint64_t scanned;
+	char tail[64];
+	size_t tail_len;
 };
 
 static void fwd_pump_request(struct proxy_forward *f);
@@ -88,6 +104,10 @@ proxy_forward_free(struct proxy_forward *f)
 		evbuffer_free(f->replay);
 	if (f->pending != NULL)
 		evbuffer_free(f->pending);
+	if (f->plain != NULL)
+		evbuffer_free(f->plain);
+	if (f->carry != NULL)
+		evbuffer_free(f->carry);
 	free(f->rhead);
 	free(f);
 }
@@ -108,7 +128,9 @@ fwd_send(struct proxy_forward *f, struct bufferevent *bev)
 
 	if (evbuffer_get_length(f->pending) == 0)
 		return;
-	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE))
+	/* Not through the gate's own TLS (inspect.c): those bytes need encrypting. */
+	if (evbuffer_get_length(out) == 0 && (bufferevent_get_enabled(bev) & EV_WRITE) &&
+	    !(f->c->inspect && bev == f->ubev))
 		(void)evbuffer_write(f->pending, bufferevent_getfd(bev));
 	if (evbuffer_get_length(f->pending) > 0)
 		evbuffer_add_buffer(out, f->pending);
@@ -211,7 +233,10 @@ body_move(struct body *b, struct evbuffer *src, struct evbuffer *dst, uint64_t *
 			} else if (n > PROXY_HEAD_MAX_LINE) {
 				return -1;
 			}
-			evbuffer_remove_buffer(src, dst, n + 2);
+			if (b->strip)
+				evbuffer_drain(src, n + 2);
+			else
+				evbuffer_remove_buffer(src, dst, n + 2);
 			*count += n + 2;
 			continue;
 		case CHUNK_DATA:
@@ -230,7 +255,10 @@ body_move(struct body *b, struct evbuffer *src, struct evbuffer *dst, uint64_t *
 			evbuffer_copyout(src, line, 2);
 			if (line[0] != '\r' || line[1] != '\n')
 				return -1;
-			evbuffer_remove_buffer(src, dst, 2);
+			if (b->strip)
+				evbuffer_drain(src, 2);
+			else
+				evbuffer_remove_buffer(src, dst, 2);
 			*count += 2;
 			b->chunk = CHUNK_SIZE;
 			continue;
@@ -350,6 +378,51 @@ on_client_drained(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * Whether the bytes about to go upstream (the start of a request body)
+ * carry a bound secret's placeholder to a host it is not bound to: then
+ * refused, before they leave.
+ */
+static bool
+body_misdirected(struct proxy_forward *f)
+{
+	struct proxy_conn *c = f->c;
+	size_t len = evbuffer_get_length(f->pending), take;
+	const struct proxy_secret *s;
+	char *buf;
+	char why[640];
+
+	if (c->proxy->nsecrets == 0 || f->scanned >= FWD_SCAN_MAX || len == 0 ||
+	    (c->inspect && proxy_secret_any_bound(c->proxy, c->host.text)))
+		return false;
+	take = len < FWD_SCAN_MAX - f->scanned ? len : (size_t)(FWD_SCAN_MAX - f->scanned);
+	buf = malloc(f->tail_len + take);
+	if (buf == NULL)
+		return false;
+	memcpy(buf, f->tail, f->tail_len);
+	evbuffer_copyout(f->pending, buf + f->tail_len, take);
+	s = proxy_secret_find(c->proxy, buf, f->tail_len + take);
+	f->scanned += take;
+	/* The last bytes seen: a placeholder cut by this read's end. */
+	{
+		size_t have = f->tail_len + take;
+		size_t keep = have < sizeof(f->tail) ? have : sizeof(f->tail);
+
+		memmove(f->tail, buf + have - keep, keep);
+		f->tail_len = keep;
+	}
+	free(buf);
+	if (s == NULL)
+		return false;
+	snprintf(why, sizeof(why),
+	         "the placeholder of secret %s in a request body to %s; it is bound to %s",
+	         proxy_secret_name(s), c->host.text, proxy_secret_hosts(s));
+	log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client, why);
+	evbuffer_drain(f->pending, evbuffer_get_length(f->pending));
+	fwd_fail(f, 403, "secret-misdirected", why);
+	return true;
+}
+
 static void
 fwd_pump_request(struct proxy_forward *f)
 {
@@ -363,6 +436,8 @@ fwd_pump_request(struct proxy_forward *f)
 		fwd_fail(f, 400, "malformed-request", "malformed chunked request body");
 		return;
 	}
+	if (body_misdirected(f))
+		return;
 	fwd_send(f, f->ubev);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
@@ -484,6 +559,12 @@ send_request(struct proxy_forward *f)
 		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
+	if (c->inspect && c->proxy->nsecrets > 0 &&
+	    proxy_secret_inject(c->proxy, c->host.text, f->pending, c->secrets_used,
+	                        sizeof(c->secrets_used)) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return;
+	}
 	c->bytes_up += evbuffer_get_length(f->pending);
 	/* Kept for one retry when a kept connection turns out to be closed. */
 	if (f->reused && f->req.kind == BODY_NONE) {
@@ -518,9 +599,14 @@ on_forward_target(struct proxy_conn *c, int fd)
 		/* A new upstream connection; the bufferevent owns the socket. */
 		drop_upstream(f);
 		c->ufd = -1;
-		f->ubev = bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (c->inspect)
+			f->ubev = proxy_inspect_upstream_new(c, fd); /* it owns fd */
+		else
+			f->ubev =
+			    bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
 		if (f->ubev == NULL) {
-			close(fd);
+			if (!c->inspect)
+				close(fd);
 			fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 			return;
 		}
@@ -583,12 +669,15 @@ response_head(struct head_out *o, const void *arg)
 
 		if (proxy_head_is_hop_by_hop(r, hd))
 			continue;
+		/* A guarded body changes length: it goes chunked instead. */
+		if (!interim && f->echo_guard && header_is(hd, "Content-Length"))
+			continue;
 		emit_field(o, hd);
 	}
 	if (!interim) {
 		const struct proxy_header *te = proxy_head_get(r, "Transfer-Encoding");
 
-		if (f->resp.kind == BODY_CHUNKED) {
+		if (f->resp.kind == BODY_CHUNKED || (f->echo_guard && f->client_minor == 1)) {
 			EMIT_LIT(o, "Transfer-Encoding: chunked\r\n");
 		} else if (r->other_coding && te != NULL) {
 			/* A coding we do not frame (the body ends at close): the
@@ -659,6 +748,16 @@ read_response_head(struct proxy_forward *f)
 			f->client_close = true;
 		if (r->connection_close || f->resp.kind == BODY_CLOSE)
 			f->upstream_close = true;
+		f->echo_guard = c->inspect && f->resp.kind != BODY_NONE && !r->other_coding &&
+		                proxy_secret_any_bound(c->proxy, c->host.text);
+		f->resp.strip = f->echo_guard;
+		if (f->echo_guard && f->client_minor == 0)
+			f->client_close = true; /* no chunked for HTTP/1.0: the close ends it */
+		if (f->echo_guard && ((f->plain == NULL && (f->plain = evbuffer_new()) == NULL) ||
+		                      (f->carry == NULL && (f->carry = evbuffer_new()) == NULL))) {
+			fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+			return -1;
+		}
 	}
 	before = evbuffer_get_length(out);
 	if (write_response_head(f, r, out) != 0) {
@@ -666,6 +765,12 @@ read_response_head(struct proxy_forward *f)
 		return -1;
 	}
 	c->bytes_down += evbuffer_get_length(out) - before;
+	/* A header echoing a bound value: the placeholder instead. */
+	if (c->inspect && proxy_secret_any_bound(c->proxy, c->host.text) &&
+	    proxy_secret_mask(c->proxy, c->host.text, out, true) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+		return -1;
+	}
 	evbuffer_drain(in, (size_t)end);
 	f->response_started = true;
 	if (f->replay != NULL) {
@@ -677,6 +782,33 @@ read_response_head(struct proxy_forward *f)
 		c->status = r->status;
 		proxy_audit_outcome(c, "allow", NULL, NULL);
 	}
+	return 0;
+}
+
+/*
+ * The guarded body's new data: bound values become placeholders (the tail
+ * that may begin one is held for the next read), then framed for the
+ * client: a chunk each time, and the last chunk once the body is done.
+ */
+static int
+guard_body(struct proxy_forward *f, bool done)
+{
+	struct proxy_conn *c = f->c;
+	size_t n;
+
+	evbuffer_add_buffer(f->carry, f->plain);
+	if (proxy_secret_mask_stream(c->proxy, c->host.text, f->carry, f->plain, done) != 0)
+		return -1;
+	n = evbuffer_get_length(f->plain);
+	if (f->client_minor == 1 && n > 0 &&
+	    (evbuffer_add_printf(f->pending, "%zx\r\n", n) < 0 ||
+	     evbuffer_add_buffer(f->pending, f->plain) != 0 ||
+	     evbuffer_add(f->pending, "\r\n", 2) != 0))
+		return -1;
+	if (f->client_minor != 1 && evbuffer_add_buffer(f->pending, f->plain) != 0)
+		return -1;
+	if (done && f->client_minor == 1 && evbuffer_add(f->pending, "0\r\n\r\n", 5) != 0)
+		return -1;
 	return 0;
 }
 
@@ -699,9 +831,14 @@ fwd_pump_response(struct proxy_forward *f)
 	if (f->phase != FWD_RESPONSE_BODY)
 		return;
 	out = bufferevent_get_output(c->cbev);
-	if (body_move(&f->resp, bufferevent_get_input(f->ubev), f->pending, &c->bytes_down) != 0) {
+	if (body_move(&f->resp, bufferevent_get_input(f->ubev),
+	              f->echo_guard ? f->plain : f->pending, &c->bytes_down) != 0) {
 		fwd_fail(f, 502, "upstream-unreachable",
 		         "malformed chunked response from upstream");
+		return;
+	}
+	if (f->echo_guard && guard_body(f, f->resp.done) != 0) {
+		fwd_fail(f, 502, "upstream-unreachable", "out of memory");
 		return;
 	}
 	/* Before the exchange ends: the next one, or the close, follows these bytes. */
@@ -753,7 +890,10 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_forward *f = arg;
 	struct proxy_conn *c = f->c;
+	char why[256];
 
+	if (what & BEV_EVENT_CONNECTED)
+		return; /* the gate's TLS to an inspected origin is up */
 	if (f->phase == FWD_IDLE) {
 		/* A kept connection closed between requests. */
 		drop_upstream(f);
@@ -764,6 +904,14 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 		if (c->fwd != f || f->phase != FWD_RESPONSE_BODY)
 			return;
 		f->resp.done = true;
+		if (f->echo_guard) {
+			/* The held tail, and the end of the re-framed body. */
+			if (guard_body(f, true) != 0) {
+				fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+				return;
+			}
+			fwd_send(f, c->cbev);
+		}
 		f->req.done = true;
 		f->upstream_close = true;
 		exchange_check_done(f);
@@ -773,6 +921,11 @@ on_upstream_event(struct bufferevent *bev, short what, void *arg)
 	    f->replay != NULL && evbuffer_get_length(bufferevent_get_input(bev)) == 0) {
 		/* The origin closed the kept connection as we reused it: once more, fresh. */
 		retry_on_fresh_connection(f);
+		return;
+	}
+	if (c->inspect && !f->response_started &&
+	    proxy_inspect_upstream_why(bev, why, sizeof(why)) != NULL) {
+		fwd_fail(f, 502, "upstream-cert-refused", why);
 		return;
 	}
 	fwd_fail(f, 502, "upstream-unreachable",
@@ -828,6 +981,13 @@ proxy_forward_start(struct proxy_conn *c)
 	f->phase = FWD_IDLE;
 	f->response_started = false;
 	f->upstream_close = false;
+	f->echo_guard = false;
+	f->scanned = 0;
+	f->tail_len = 0;
+	if (f->carry != NULL)
+		evbuffer_drain(f->carry, evbuffer_get_length(f->carry));
+	if (f->plain != NULL)
+		evbuffer_drain(f->plain, evbuffer_get_length(f->plain));
 	f->head_request = strcmp(h->method, "HEAD") == 0;
 	f->client_minor = h->version_minor;
 	f->client_close = h->connection_close;

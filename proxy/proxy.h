@@ -124,6 +124,48 @@ int proxy_listen_tls(struct proxy *p, const char *addrport, const struct proxy_t
                      char *err, size_t errlen);
 
 /*
+ * TLS inspection (docs/secrets.md): a CONNECT to a host that names matches
+ * ("host" or "*.domain") is answered by the gate itself with a leaf
+ * certificate for that name, and each HTTP/1.1 request inside is decided
+ * and forwarded on the gate's own TLS connection to the origin, verified
+ * against the system's trust store plus upstream_ca. The CA is made in
+ * memory (name constraints: the names only) unless ca_cert and ca_key name
+ * one. Other hosts stay blind tunnels. Once, before listeners serve.
+ * 0, or negative errno with err set.
+ */
+struct proxy_inspect_opts {
+	const char *const *names;
+	size_t nnames;
+	const char *upstream_ca; /* PEM anchors besides the system's; NULL: none */
+	const char *ca_cert;     /* NULL: a CA made in memory */
+	const char *ca_key;
+};
+int proxy_inspect_setup(struct proxy *p, const struct proxy_inspect_opts *o, char *err,
+                        size_t errlen);
+/*
+ * tollgate proxy without --inspect-ca: the CA in dir (made 0700), as
+ * ca.pem and ca.key (0600), kept while it was made for the same names and
+ * has an hour left, else made anew (30 days, name constraints as above).
+ * cert and key get the paths; made says whether it is new. 0 or negative
+ * errno with err set.
+ */
+int proxy_inspect_ca_files(const char *dir, const char *const *names, size_t n, char *cert,
+                           size_t certlen, char *key, size_t keylen, bool *made, char *err,
+                           size_t errlen);
+/*
+ * A secret bound to hosts (comma list of names or *.domain): the sandbox
+ * holds placeholder; inspected requests to those hosts get value in its
+ * place, and the placeholder anywhere else is refused as secret-misdirected
+ * (docs/secrets.md). The value is copied, wiped at proxy_free, never logged.
+ */
+#define PROXY_SECRETS_MAX 32
+int proxy_secret_bind(struct proxy *p, const char *name, const char *placeholder,
+                      const unsigned char *value, size_t len, const char *hosts, char *err,
+                      size_t errlen);
+/* The inspection CA's certificate (PEM), or NULL without inspection. */
+const char *proxy_inspect_ca_pem(const struct proxy *p);
+
+/*
  * A sandbox's listeners: sockets made elsewhere (e.g. inside a sandbox's
  * network namespace), already bound and listening, served until removed.
  * dns/server.h has the same calls for the DNS server (dns_listener_*).

@@ -46,7 +46,7 @@ status_text(int status)
 
 /* The whole answer in buf; its length, or 0 when it does not fit. */
 static size_t
-format_refusal(char *buf, size_t len, int status, const char *reason, const char *why)
+format_refusal(char *buf, size_t len, int status, const char *reason, const char *why, bool keep)
 {
 	int n;
 
@@ -56,12 +56,12 @@ format_refusal(char *buf, size_t len, int status, const char *reason, const char
 	             "%s"
 	             "Content-Type: text/plain\r\n"
 	             "Content-Length: %zu\r\n"
-	             "Connection: close\r\n"
+	             "%s"
 	             "\r\n"
 	             "%s\n",
 	             status, status_text(status), reason,
 	             status == 407 ? "Proxy-Authenticate: Basic realm=\"tollgate\"\r\n" : "",
-	             strlen(why) + 1, why);
+	             strlen(why) + 1, keep ? "" : "Connection: close\r\n", why);
 	if (n < 0 || (size_t)n >= len)
 		return 0;
 	return (size_t)n;
@@ -103,11 +103,38 @@ on_refusal_written(struct bufferevent *bev, void *arg)
 	proxy_conn_timer(c, REFUSAL_LINGER);
 }
 
+/*
+ * Inside an inspected tunnel a policy refusal keeps the connection when the
+ * client keeps it and nothing of the request is left to read (no body): the
+ * next request is decided on its own.
+ */
+static bool
+keeps_connection(const struct proxy_conn *c, int status)
+{
+	const struct proxy_head *h = c->head;
+
+	return c->inspect && status == 403 && h != NULL && !h->connection_close && !h->chunked &&
+	       (!h->has_content_length || h->content_length == 0) && !c->proxy->stopping;
+}
+
+/* The refusal is written and the connection kept: the next request. */
+static void
+on_refusal_kept(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0)
+		return;
+	proxy_access_log_request(c);
+	proxy_conn_read_head(c);
+}
+
 void
 proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why)
 {
 	char answer[2048], line[1024];
 	size_t n;
+	bool keep;
 
 	if (why == NULL)
 		why = reason;
@@ -128,7 +155,8 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 		gw_refusal_line(c->host.text, c->port, reason, why, line + 10, sizeof(line) - 10);
 		why = line;
 	}
-	n = format_refusal(answer, sizeof(answer), status, reason, why);
+	keep = keeps_connection(c, status);
+	n = format_refusal(answer, sizeof(answer), status, reason, why, keep);
 	if (c->cbev == NULL || n == 0) {
 		/* A tunnel past its 200 has no HTTP left to answer with. */
 		proxy_conn_close(c, reason);
@@ -139,7 +167,8 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 	/* Whatever else the client sends is not read: it is not going anywhere. */
 	bufferevent_disable(c->cbev, EV_READ);
 	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
-	bufferevent_setcb(c->cbev, NULL, on_refusal_written, on_refusal_event, c);
+	bufferevent_setcb(c->cbev, NULL, keep ? on_refusal_kept : on_refusal_written,
+	                  on_refusal_event, c);
 	if (bufferevent_write(c->cbev, answer, n) != 0) {
 		proxy_conn_close(c, reason);
 		return;
@@ -152,7 +181,7 @@ void
 proxy_refuse_fd(int fd, int status, const char *reason, const char *why)
 {
 	char answer[2048];
-	size_t n = format_refusal(answer, sizeof(answer), status, reason, why);
+	size_t n = format_refusal(answer, sizeof(answer), status, reason, why, false);
 	ssize_t w;
 
 	/* Best effort on a fresh socket whose send buffer is empty. */

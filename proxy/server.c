@@ -236,6 +236,8 @@ proxy_stats_foreach(const struct proxy *p,
 static const char *
 conn_via(const struct proxy_conn *c)
 {
+	if (c->inspect)
+		return "inspect";
 	if (proxy_conn_transparent(c))
 		return "transparent";
 	if (c->head != NULL && strcmp(c->head->method, "CONNECT") != 0)
@@ -296,12 +298,15 @@ static void
 request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
 {
 	json_member(buf, len, pos, "peer", c->peer);
-	if (proxy_conn_transparent(c))
+	if (c->inspect)
+		json_member(buf, len, pos, "mode", "inspect");
+	else if (proxy_conn_transparent(c))
 		json_member(buf, len, pos, "mode", "transparent");
 	json_member(buf, len, pos, "method", c->method);
 	json_member(buf, len, pos, "path", c->path);
 	json_member(buf, len, pos, "query_sha256", c->query_sha256);
 	json_member(buf, len, pos, "sni", c->sni);
+	json_member(buf, len, pos, "secrets_injected", c->secrets_used);
 	if (c->status > 0 && *pos < len) {
 		int n = snprintf(buf + *pos, len - *pos, ",\"status\":%d", c->status);
 
@@ -491,6 +496,7 @@ proxy_audit_reset(struct proxy_conn *c)
 	c->query_sha256[0] = '\0';
 	c->status = 0;
 	c->sni[0] = '\0';
+	c->secrets_used[0] = '\0';
 }
 
 void
@@ -651,6 +657,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	if (c->peek_ev != NULL)
 		event_free(c->peek_ev);
 	policy_free(c->policy);
+	policy_free(c->inspect_policy);
 	free(c->tls);
 	count_put(p, c->count);
 	listener_put(c->listener);
@@ -717,6 +724,33 @@ on_client_event(struct bufferevent *bev, short what, void *arg)
 	proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "client-gone" : "client-error");
 }
 
+/*
+ * A bound secret's placeholder in a request that is not an inspected one to
+ * a host it is bound to: refused, audited and said with the secret's name
+ * (never its value or placeholder).
+ */
+static bool
+secret_misdirected(struct proxy_conn *c)
+{
+	const struct proxy_secret *s = proxy_secret_find(c->proxy, c->head_buf, c->head_len);
+	char why[700];
+	int port = -1;
+
+	if (s == NULL || (c->inspect && proxy_secret_bound_to(s, c->inspect_host)))
+		return false;
+	if (c->host.text[0] == '\0' &&
+	    policy_hostport_parse(c->head->authority, c->head->authority_len, &c->host, &port) != 0)
+		c->host.text[0] = '\0';
+	if (c->port == 0)
+		c->port = port > 0 ? port : c->inspect ? c->inspect_port : 0;
+	snprintf(why, sizeof(why), "the placeholder of secret %s went to %s; it is bound to %s",
+	         proxy_secret_name(s), c->host.text[0] != '\0' ? c->host.text : "another host",
+	         proxy_secret_hosts(s));
+	log_warnx("proxy: %s: %s: refused: %s (secret-misdirected)", c->peer, c->client, why);
+	proxy_refuse(c, 403, "secret-misdirected", why);
+	return true;
+}
+
 static void
 dispatch_head(struct proxy_conn *c, size_t end)
 {
@@ -734,7 +768,7 @@ dispatch_head(struct proxy_conn *c, size_t end)
 	evbuffer_remove(in, c->head_buf, end);
 	c->head_len = end;
 	clock_gettime(CLOCK_MONOTONIC, &c->req_started); /* not the keep-alive idle before */
-	if (proxy_conn_transparent(c))
+	if (c->inspect || proxy_conn_transparent(c))
 		rc = proxy_head_parse_origin(c->head_buf, end, c->head);
 	else
 		rc = proxy_head_parse_request(c->head_buf, end, c->head);
@@ -753,7 +787,10 @@ dispatch_head(struct proxy_conn *c, size_t end)
 		proxy_refuse(c, 400, "malformed-request", c->head->error);
 		return;
 	}
-	if (proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
+	if (c->inspect ? !proxy_inspect_check_host(c)
+	               : proxy_conn_transparent(c) && !proxy_transparent_http_check(c))
+		return;
+	if (secret_misdirected(c))
 		return;
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
@@ -937,6 +974,48 @@ refuse:
 	free(c->tls);
 	free(c);
 	return -1;
+}
+
+int
+proxy_conn_inner_new(struct proxy_conn *outer, int fd)
+{
+	struct proxy *p = outer->proxy;
+	struct proxy_conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		close(fd);
+		return -1;
+	}
+	c->proxy = p;
+	c->listener = outer->listener;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->src = outer->src;
+	snprintf(c->peer, sizeof(c->peer), "%s", outer->peer);
+	snprintf(c->client, sizeof(c->client), "%s", outer->client);
+	c->in_section = outer->in_section;
+	c->inspect = true;
+	snprintf(c->inspect_host, sizeof(c->inspect_host), "%s", outer->host.text);
+	c->inspect_port = outer->port;
+	c->count = count_get(p, c->client);
+	c->timer = evtimer_new(p->gw->base, on_conn_timer, c);
+	if (c->count == NULL || c->timer == NULL || outer->policy == NULL) {
+		if (c->count != NULL)
+			count_put(p, c->count);
+		if (c->timer != NULL)
+			event_free(c->timer);
+		close(fd);
+		free(c);
+		return -1;
+	}
+	c->count->n++;
+	c->inspect_policy = policy_ref(outer->policy);
+	c->id = ++p->next_id;
+	c->listener->refs++;
+	TAILQ_INSERT_TAIL(&p->conns, c, entry);
+	p->nconns++;
+	proxy_conn_read_head(c);
+	return 0;
 }
 
 static void
@@ -1314,5 +1393,7 @@ proxy_free(struct proxy *p)
 		free(cs);
 	}
 	proxy_relay_pool_free(p);
+	proxy_inspect_free(p->inspect);
+	proxy_secrets_free(p);
 	free(p);
 }

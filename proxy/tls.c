@@ -293,6 +293,13 @@ refusal_budget(struct proxy_tls_session *s)
 static void
 refuse_handshake(struct proxy_tls_session *s, const char *reason, const char *why)
 {
+	if (s->listener == NULL) {
+		/* An inspected tunnel's client: its CONNECT row is written; a
+		 * client that does not trust the gate's CA ends here. */
+		log_info("proxy: %s: inspected TLS handshake failed: %s", s->peer, why);
+		session_free(s);
+		return;
+	}
 	if (refusal_budget(s)) {
 		log_warnx("proxy: %s: TLS handshake refused: %s: %s", s->peer, reason, why);
 		if (s->proxy->gw->audit != NULL)
@@ -477,11 +484,32 @@ session_start(struct proxy_tls_session *s)
 	proxy_conn_accept(s->listener, sv[1], (const struct sockaddr *)&s->sa, peer);
 }
 
+/* A bridge's handshake is done: the relay to its inner connection starts. */
+static void
+bridge_start(struct proxy_tls_session *s)
+{
+	s->established = true;
+	event_del(s->timer);
+	bufferevent_setcb(s->tls, on_tls_read, on_tls_write, on_tls_event, s);
+	bufferevent_setcb(s->plain, on_plain_read, on_plain_write, on_plain_event, s);
+	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
+	bufferevent_enable(s->plain, EV_READ | EV_WRITE);
+	/* A request that came with the handshake's last flight is read already. */
+	if (evbuffer_get_length(bufferevent_get_input(s->tls)) > 0)
+		relay_move(s->tls, s->plain);
+	if (bufferevent_get_underlying(s->tls) != NULL)
+		bufferevent_trigger(bufferevent_get_underlying(s->tls), EV_READ, 0);
+}
+
 static void
 on_handshake_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_tls_session *s = arg;
 
+	if ((what & BEV_EVENT_CONNECTED) && s->listener == NULL) {
+		bridge_start(s);
+		return;
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		session_start(s);
 		return;
@@ -600,6 +628,83 @@ proxy_tls_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa)
 	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
 	tv = gw_clock_timeval(p->cfg.head_timeout);
 	evtimer_add(s->timer, &tv);
+}
+
+/* The input of a socket bufferevent is frozen at its end: only the socket
+ * adds to it, except here, where the already-read bytes go first. */
+static int
+hold_early(struct bufferevent *bev, const unsigned char *early, size_t len)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int rc;
+
+	evbuffer_unfreeze(in, 0);
+	rc = evbuffer_add(in, early, len);
+	evbuffer_freeze(in, 0);
+	return rc;
+}
+
+int
+proxy_tls_bridge(struct proxy *p, int fd, SSL *ssl, const char *peer, int plain_fd,
+                 const unsigned char *early, size_t early_len)
+{
+	struct proxy_tls_session *s = calloc(1, sizeof(*s));
+	struct bufferevent *under = NULL;
+	struct timeval tv;
+
+	if (s == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		close(plain_fd);
+		return -1;
+	}
+	s->proxy = p;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	snprintf(s->addr, sizeof(s->addr), "%s", peer);
+	TAILQ_INSERT_TAIL(&p->tls_sessions, s, entry);
+	p->ntls++;
+	SSL_set_app_data(ssl, s);
+	if (early_len == 0) {
+		s->tls = bufferevent_openssl_socket_new(p->gw->base, fd, ssl,
+		                                        BUFFEREVENT_SSL_ACCEPTING,
+		                                        BEV_OPT_CLOSE_ON_FREE);
+	} else {
+		/* The ClientHello was read already (transparent mode): it goes
+		 * first, through a socket bufferevent under the TLS one. */
+		under = bufferevent_socket_new(p->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (under != NULL && hold_early(under, early, early_len) == 0)
+			s->tls = bufferevent_openssl_filter_new(p->gw->base, under, ssl,
+			                                        BUFFEREVENT_SSL_ACCEPTING,
+			                                        BEV_OPT_CLOSE_ON_FREE);
+		if (s->tls == NULL && under != NULL) {
+			bufferevent_free(under); /* closes fd */
+			fd = -1;
+		}
+	}
+	if (s->tls == NULL) {
+		SSL_free(ssl);
+		if (fd >= 0)
+			close(fd);
+	}
+	s->plain = bufferevent_socket_new(p->gw->base, plain_fd, BEV_OPT_CLOSE_ON_FREE);
+	if (s->plain == NULL)
+		close(plain_fd);
+	s->timer = evtimer_new(p->gw->base, on_session_timeout, s);
+	if (s->tls == NULL || s->plain == NULL || s->timer == NULL) {
+		session_free(s);
+		return -1;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(s->tls, 1);
+	bufferevent_setwatermark(s->tls, EV_READ, 0, TLS_RELAY_HIGH);
+	bufferevent_setwatermark(s->plain, EV_READ, 0, TLS_RELAY_HIGH);
+	bufferevent_setcb(s->tls, NULL, NULL, on_handshake_event, s);
+	bufferevent_enable(s->tls, EV_READ | EV_WRITE);
+	tv = gw_clock_timeval(p->cfg.head_timeout);
+	evtimer_add(s->timer, &tv);
+	/* The held hello will not wake the socket: the handshake reads it now. */
+	if (under != NULL)
+		bufferevent_trigger(under, EV_READ, 0);
+	return 0;
 }
 
 void

@@ -24,6 +24,8 @@ proxy_conn_transparent(const struct proxy_conn *c)
 int
 proxy_conn_default_port(const struct proxy_conn *c)
 {
+	if (c->inspect)
+		return c->inspect_port;
 	return proxy_conn_transparent(c) ? c->listener->port : 80;
 }
 
@@ -89,6 +91,14 @@ on_tls_target(struct proxy_conn *c, int fd)
 }
 
 static void
+on_tls_inspect(struct proxy_conn *c, int fd)
+{
+	if (fd >= 0)
+		close(fd);
+	proxy_inspect_start(c); /* closes c */
+}
+
+static void
 hello_judge(struct proxy_conn *c, bool eof)
 {
 	char name[PROXY_SNI_NAME_MAX + 1];
@@ -118,6 +128,13 @@ hello_judge(struct proxy_conn *c, bool eof)
 		hello_refuse(c, "no-sni", "ClientHello without server_name: no name to decide");
 		return;
 	case PROXY_SNI_FOUND:
+		if (proxy_secret_find(c->proxy, name, strlen(name)) != NULL) {
+			log_warnx("proxy: %s: %s: refused: a secret's placeholder in a server_name "
+			          "(secret-misdirected)",
+			          c->peer, c->client);
+			hello_refuse(c, "secret-misdirected", "a secret's placeholder in a server_name");
+			return;
+		}
 		break;
 	}
 	/* A name only: "host:port" must not pick its own port here. */
@@ -128,8 +145,10 @@ hello_judge(struct proxy_conn *c, bool eof)
 	snprintf(c->sni, sizeof(c->sni), "%s", sni.text);
 	c->state = PROXY_CONN_DECIDING;
 	event_del(c->timer);
+	c->inspecting = sni.kind == POLICY_HOST_NAME && proxy_inspect_wants(c->proxy, sni.text);
 	/* The client's socket is still read while deciding, to see it leave. */
-	proxy_target_open(c, sni.text, strlen(sni.text), c->listener->port, on_tls_target);
+	proxy_target_open(c, sni.text, strlen(sni.text), c->listener->port,
+	                  c->inspecting ? on_tls_inspect : on_tls_target);
 }
 
 static void

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +79,15 @@ enum {
 	OPT_NODE,
 	OPT_POLICY_FROM_FLEET,
 	OPT_NODE_GROUP,
+	OPT_INSPECT_CA,
+	OPT_INSPECT_KEY,
 };
+
+/* clang-format off */
+#define PROXY_USAGE_INSPECT_CA \
+	"  --inspect-ca CERT        the inspection CA (PEM); without it one is kept in\n" \
+	"  --inspect-key KEY        $TOLLGATE_HOME/ca/ and its path said on stderr\n"
+/* clang-format on */
 
 static const struct option proxy_options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
@@ -117,6 +126,8 @@ static const struct option proxy_options[] = {
     {"node", required_argument, NULL, OPT_NODE},
     {"policy-from-fleet", no_argument, NULL, OPT_POLICY_FROM_FLEET},
     {"node-group", required_argument, NULL, OPT_NODE_GROUP},
+    {"inspect-ca", required_argument, NULL, OPT_INSPECT_CA},
+    {"inspect-key", required_argument, NULL, OPT_INSPECT_KEY},
     {NULL, 0, NULL, 0},
 };
 
@@ -463,6 +474,12 @@ proxy_flag(struct proxy_flags *f, int c)
 		case OPT_TLS_CLIENT_CA:
 			rc = parse_tls_flag(c, optarg, f);
 			break;
+		case OPT_INSPECT_CA:
+			f->gw.inspect_ca_cert = optarg;
+			break;
+		case OPT_INSPECT_KEY:
+			f->gw.inspect_ca_key = optarg;
+			break;
 		default:
 			rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -470,6 +487,37 @@ proxy_flag(struct proxy_flags *f, int c)
 		}
 	}
 	return rc != 0 ? GW_EXIT_FAILURE : 0;
+}
+
+/*
+ * --inspect's CA: --inspect-ca and --inspect-key, or one kept under
+ * $TOLLGATE_HOME/ca/, whose certificate's path is said for clients to trust.
+ */
+static int
+inspect_ca(struct proxy_flags *f, char *cert, char *key)
+{
+	char home[PATH_MAX - 16], dir[PATH_MAX], err[512];
+	bool made = false;
+
+	if ((f->gw.inspect_ca_cert == NULL) != (f->gw.inspect_ca_key == NULL))
+		return gw_fail("proxy", "--inspect-ca and --inspect-key go together");
+	if (f->gw.inspect_ca_cert != NULL && f->gw.ninspect == 0)
+		return gw_fail("proxy", "--inspect-ca needs --inspect");
+	if (f->gw.ninspect == 0 || f->gw.inspect_ca_cert != NULL)
+		return 0;
+	if (gw_home_dir(home, sizeof(home)) != 0)
+		return gw_fail("proxy", "cannot find TOLLGATE_HOME (set it)");
+	if (mkdir(home, 0700) != 0 && errno != EEXIST)
+		return gw_fail("proxy", "%s: %s", home, strerror(errno));
+	snprintf(dir, sizeof(dir), "%s/ca", home);
+	if (proxy_inspect_ca_files(dir, f->gw.inspect, f->gw.ninspect, cert, PATH_MAX, key,
+	                           PATH_MAX, &made, err, sizeof(err)) != 0)
+		return gw_fail("proxy", "inspection CA: %s", err);
+	f->gw.inspect_ca_cert = cert;
+	f->gw.inspect_ca_key = key;
+	log_info("proxy: inspection CA %s: %s (clients trust it for the inspected hosts)",
+	         made ? "made" : "kept", cert);
+	return 0;
 }
 
 static int
@@ -964,7 +1012,7 @@ run_proxy(int argc, char **argv)
 	struct proxy_flags f = {0};
 	struct proxy_run run = {0};
 	struct event *ev_term = NULL, *ev_int = NULL, *ev_hup = NULL;
-	char err[512];
+	char err[512], ca_cert[PATH_MAX], ca_key[PATH_MAX];
 	bool dns;
 	int rc, exit_code = GW_EXIT_FAILURE;
 
@@ -993,6 +1041,8 @@ run_proxy(int argc, char **argv)
 		goto out;
 	dns = f.ndns_listen > 0 || gw_sd_sockets_have(&run.sd, GW_SD_ROLE_DNS);
 	if (prepare_fleet_policy(&run, &f) != 0)
+		goto out;
+	if (inspect_ca(&f, ca_cert, ca_key) != 0)
 		goto out;
 	/* approvals: the control socket through which people list and decide them. */
 	if (gw_setup_start(&run.gw, &run.setup, &f.gw,
@@ -1111,7 +1161,7 @@ const struct gw_command gw_command_proxy = {
         "  --allow-no-sni           let TLS without server_name reach a named host\n"
         "  --mode enforce|report    report: let what the policy refuses through,\n"
         "                           audited as would-deny (enforce)\n"
-        "names:\n" GW_SETUP_USAGE_NAMES "limits:\n"
+        "names:\n" GW_SETUP_USAGE_NAMES GW_SETUP_USAGE_INSPECT PROXY_USAGE_INSPECT_CA "limits:\n"
         "  --max-conns N            client connections in all (4096; always\n"
         "                           lowered to what the open-file limit allows)\n"
         "  --max-conns-per-client N  per client address (256; at most a quarter\n"

@@ -98,6 +98,8 @@ struct run_flags {
 	const char *json_status;
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
 	struct proxy_config proxy;    /* the defaults, but held requests are ours to say */
+	char *secret_hosts[16];       /* --secret NAME@HOSTS: copies the --inspect list points into */
+	size_t nsecret_hosts;
 	const char *out_dir;          /* --out: signed after the run */
 	struct vault_inject *secrets; /* --secret */
 	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
@@ -153,8 +155,53 @@ add_secret(struct run_flags *f, const char *value)
 {
 	char err[256];
 
+	const char *at = strchr(value, '@');
+	char *hosts;
+
 	if (vault_inject_add(&f->secrets, value, err, sizeof(err)) != 0)
 		return gw_fail(CMD, "--secret: %s", err);
+	if (at == NULL)
+		return 0;
+	/* Binding a secret to hosts inspects them (docs/secrets.md). */
+	if (f->nsecret_hosts >= sizeof(f->secret_hosts) / sizeof(f->secret_hosts[0]))
+		return gw_fail(CMD, "--secret: at most %zu bound to hosts",
+		               sizeof(f->secret_hosts) / sizeof(f->secret_hosts[0]));
+	hosts = strdup(at + 1);
+	if (hosts == NULL)
+		return gw_fail(CMD, "out of memory");
+	f->secret_hosts[f->nsecret_hosts++] = hosts;
+	for (char *h = hosts; h != NULL && *h != '\0';) {
+		char *comma = strchr(h, ',');
+
+		if (comma != NULL)
+			*comma = '\0';
+		if (gw_setup_flag(&f->gw, GW_SETUP_OPT_INSPECT, h) != 0)
+			return GW_EXIT_FAILURE;
+		h = comma != NULL ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+/* The secrets bound to hosts: their values go to the proxy, which puts
+ * them into inspected requests to those hosts (the sandbox holds
+ * placeholders). */
+static int
+bind_secrets(const struct run_flags *f, struct proxy *proxy)
+{
+	const char *name, *placeholder, *hosts;
+	const uint8_t *value;
+	char err[256];
+	size_t len;
+
+	for (size_t i = 0; i < vault_inject_count(f->secrets); i++) {
+		if (!vault_inject_bound(f->secrets, i, &name, &placeholder, &value, &len, &hosts))
+			continue;
+		if (proxy == NULL)
+			return gw_fail(CMD, "--secret %s@%s: needs the network gate", name, hosts);
+		if (proxy_secret_bind(proxy, name, placeholder, value, len, hosts, err,
+		                      sizeof(err)) != 0)
+			return gw_fail(CMD, "--secret %s: %s", name, err);
+	}
 	return 0;
 }
 
@@ -702,6 +749,8 @@ run_run(int argc, char **argv)
 		goto out;
 	if (f.secrets != NULL && prepare_secrets(&f, st.pty, &spec, &redact_set, &relay) != 0)
 		goto out;
+	if (f.secrets != NULL && bind_secrets(&f, st.setup.proxy) != 0)
+		goto out;
 	/*
 	 * The output always passes through tollgate, so that the sandbox never
 	 * holds a descriptor of the caller's terminal and a question can hold
@@ -794,6 +843,8 @@ out:
 	exec_pty_free(st.pty);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	vault_inject_free(f.secrets);
+	for (size_t i = 0; i < f.nsecret_hosts; i++)
+		free(f.secret_hosts[i]);
 	free(f.code_buf);
 	exec_image_config_clear(&f.image_cfg);
 	gw_sandbox_flags_free(&f.sb); /* --secret values among them */
@@ -847,10 +898,13 @@ const struct gw_command gw_command_run = {
              "  --secret NAME            the vault's secret NAME as variable NAME; the\n"
              "  --secret NAME=env:VAR    value (or tollgate's $VAR) is then redacted from\n"
              "                           stdout and stderr (see 'tollgate vault --help')\n"
+             "  --secret NAME@HOST[,HOST...]  bound to hosts: the sandbox holds a placeholder\n"
+             "                           and the gate puts the value into inspected requests\n"
+             "                           to HOST only (implies --inspect; docs/secrets.md)\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
              GW_SETUP_USAGE_RULES
-             GW_SETUP_USAGE_NAMES
+             GW_SETUP_USAGE_NAMES GW_SETUP_USAGE_INSPECT
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch;\n"
              "                           --transparent is accepted and changes nothing)\n"

@@ -574,6 +574,7 @@ const struct gw_command gw_command_serve = {
              "  --allow-cidr C, --deny-cidr C  address rules\n"
              "  --resolve HOST:ADDR      pin a name to an address\n"
              "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
+             GW_SETUP_USAGE_INSPECT
              "  --timeout DURATION       default execution timeout (30s)\n"
              "  --max-ram MIB            ceiling of ram_mb a call or set_resource_limits\n"
              "                           may ask for (default: none above 16 TiB); every\n"

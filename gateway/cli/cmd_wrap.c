@@ -634,7 +634,7 @@ const struct gw_command gw_command_wrap = {
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
              GW_SETUP_USAGE_RULES
-             GW_SETUP_USAGE_NAMES
+             GW_SETUP_USAGE_NAMES GW_SETUP_USAGE_INSPECT
              "  --no-transparent         no port 80/443 listeners (on by default: they catch\n"
              "                           clients that ignore proxy variables, as Node's fetch)\n"
              "  --learn                  let through what no rule refuses, audited as\n"

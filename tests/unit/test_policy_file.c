@@ -278,7 +278,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
 	{ "{\"version\": 1, \"mode\": \"report\"}",
 	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "

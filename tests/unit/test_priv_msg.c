@@ -19,7 +19,7 @@
 #include "exec/priv.h"
 
 struct msg {
-	char b[4096];
+	char b[32768]; /* room for an extra CA past its cap */
 	size_t n;
 };
 
@@ -87,6 +87,7 @@ m_start(struct msg *m, uint32_t flags, uint32_t mask, int64_t ram)
 	m_u32(m, 0);
 	m_str(m, "/srv/data");
 	m_str(m, "/data");
+	m_str(m, NULL); /* no extra CA */
 }
 
 static int
@@ -125,11 +126,31 @@ test_good(void **state)
 	assert_string_equal(out->start.workdir, "/srv/work");
 	assert_null(out->start.outdir);
 	assert_int_equal(out->start.nbinds, 1);
+	assert_null(out->start.extra_ca);
 	assert_int_equal(out->start.limits.ram_mb, 64);
 	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDIN], -1);
 	assert_int_equal(out->start.fd[EXEC_PRIV_FD_STDOUT], fd[1]);
 	close(fd[0]);
 	close(fd[1]);
+
+	/* The sandbox's extra CA (TLS inspection): carried, and capped. */
+	m_start(&m, 0, 0, 0);
+	m.n -= sizeof(uint32_t);
+	m_str(&m, "-----BEGIN CERTIFICATE-----\n");
+	assert_int_equal(parse(&m, NULL, 0, out), 0);
+	assert_string_equal(out->start.extra_ca, "-----BEGIN CERTIFICATE-----\n");
+	{
+		char *big = malloc(EXEC_EXTRA_CA_MAX + 2);
+
+		assert_non_null(big);
+		memset(big, 'A', EXEC_EXTRA_CA_MAX + 1);
+		big[EXEC_EXTRA_CA_MAX + 1] = '\0';
+		m_start(&m, 0, 0, 0);
+		m.n -= sizeof(uint32_t);
+		m_str(&m, big);
+		assert_int_not_equal(parse(&m, NULL, 0, out), 0);
+		free(big);
+	}
 
 	m_head(&m, EXEC_PRIV_SIGN_OUT, 0, 0);
 	m_str(&m, "sb-0123456789");

@@ -136,6 +136,8 @@ test_flags(void **state)
 	    {GW_SETUP_OPT_AUDIT_FAIL, "open", 0, ""},
 	    {GW_SETUP_OPT_AUDIT_FAIL, "sometimes", GW_EXIT_FAILURE,
 	     "tollgate: test: --audit-fail: 'sometimes' is not closed or open\n"},
+	    {GW_SETUP_OPT_INSPECT, "api.example.com", 0, ""},
+	    {GW_SETUP_OPT_UPSTREAM_CA, "/x/ca.pem", 0, ""},
 	    {GW_SETUP_OPT_DEFAULT, "allow", GW_EXIT_FAILURE,
 	     "tollgate: test: --default: 'allow' is not deny or ask\n"},
 	    {GW_SETUP_OPT_ASK_TIMEOUT, "0", GW_EXIT_FAILURE,
@@ -150,7 +152,7 @@ test_flags(void **state)
 	     "tollgate: test: --deny-cidr 10.0.0.0/33: "},
 	    {256, "x", GW_SETUP_NOT_MINE, ""},
 	    {'v', NULL, GW_SETUP_NOT_MINE, ""},
-	    {GW_SETUP_OPT_LEARN + 1, "x", GW_SETUP_NOT_MINE, ""},
+	    {GW_SETUP_OPT_UPSTREAM_CA + 1, "x", GW_SETUP_NOT_MINE, ""},
 	};
 	struct fixture *fx = *state;
 	struct gw_setup_flags *f = &fx->f;
