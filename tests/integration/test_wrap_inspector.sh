@@ -68,8 +68,12 @@ expect_eq "server-filesystem: a write to the read-only bind is an error" \
 outside=$(inspect --method tools/call --tool-name read_text_file --tool-arg path=/etc/hostname || true)
 expect_eq "server-filesystem: a path outside its folder is refused" \
 	"$(py "$outside" 'd.get("isError")' 2>/dev/null || true)" "True"
-expect_eq "the calls are audited (mcp.call rows)" \
-	"$(sqlite3 "$TEST_TMP/audit.db" "select count(*) from events where kind='mcp.call' and json_extract(detail,'\$.tool') in ('read_text_file','write_file')")" "3"
+# The gateway's audit writer commits in batches, off the loop: a row may land
+# a moment after the call that made it.
+call_rows() { sqlite3 "$TEST_TMP/audit.db" "select count(*) from events where kind='mcp.call' and json_extract(detail,'\$.tool') in ('read_text_file','write_file')"; }
+three_call_rows() { [[ $(call_rows) -ge 3 ]]; }
+wait_for 10 three_call_rows || true
+expect_eq "the calls are audited (mcp.call rows)" "$(call_rows)" "3"
 
 if grep -q Sanitizer "$TEST_TMP"/*.err 2>/dev/null; then fail "a sanitizer reported an error"; fi
 finish

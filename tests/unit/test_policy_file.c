@@ -249,7 +249,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:57: \"tls_cn\" and \"tls-cn\" are the same key (give it once)" },
 	{ "{\"version\": 1, \"frobnicate\": 1}",
 	  "t.json:1:16: unknown key \"frobnicate\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
 	{ "{\"version\": 1, \"ask_timeout\": -1}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": 86401}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL },
