@@ -960,6 +960,15 @@ audit_admits(struct audit *a)
 }
 
 void
+audit_hold(struct audit *a, int delta)
+{
+	/* The loop's thread holds rows; the counter is read by another process
+	 * only after this one is gone. */
+	if (a != NULL && a->gap.mine != NULL)
+		__atomic_add_fetch(&a->gap.mine->held, (uint64_t)(int64_t)delta, __ATOMIC_RELAXED);
+}
+
+void
 audit_set_fail_open(struct audit *a, bool open)
 {
 	if (a != NULL)

@@ -42,6 +42,14 @@ int audit_open(const char *path, struct audit **out, char *err, size_t errlen);
  * is down (see audit_admits).
  */
 int audit_append(struct audit *a, const struct audit_event *ev);
+/*
+ * A row a caller holds in memory until it knows what to write (the proxy's
+ * allow row waits for the request's outcome while its bytes already go
+ * out): +1 when it starts holding one, -1 once it was appended or dropped.
+ * Counted in the loss counter, so a writer killed meanwhile leaves a gap
+ * that `audit verify` reports, not a request gone out unrecorded. NULL: no-op.
+ */
+void audit_hold(struct audit *a, int delta);
 
 /*
  * Fail closed on the record (docs/audit.md, "When the log cannot be

@@ -60,7 +60,7 @@ audit_gap_pending(const struct audit_gap_slot *s, sqlite3 *db)
 		in_memory = sub_sat(in_memory, s->marker_rows);
 		lost = sub_sat(lost, s->marker_gap);
 	}
-	return in_memory + lost;
+	return in_memory + lost + s->held;
 }
 
 /* An open-file-description lock on slot i: F_SETLK (try) or F_GETLK (ask). */

@@ -32,6 +32,7 @@ struct audit_gap_slot {
 	uint64_t lost;          /* rows lost: never queued (queue full) or abandoned, or a
 	                         * dead writer's count this one took over */
 	uint64_t gap_committed; /* of lost, counted by committed audit.gap rows */
+	uint64_t held;          /* rows held by the caller, not queued yet (audit_hold) */
 	/*
 	 * The batch being committed, written before its COMMIT: after a kill
 	 * between the COMMIT and the counts, its last row (id and hash) shows
@@ -40,7 +41,7 @@ struct audit_gap_slot {
 	uint64_t marker_rows, marker_gap, marker_base;
 	int64_t marker_id;
 	uint8_t marker_hash[AUDIT_HASH_LEN];
-	uint8_t pad[128 - 8 - 9 * 8 - AUDIT_HASH_LEN];
+	uint8_t pad[128 - 8 - 10 * 8 - AUDIT_HASH_LEN];
 };
 _Static_assert(sizeof(struct audit_gap_slot) == 128, "a slot is 128 bytes");
 

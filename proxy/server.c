@@ -415,6 +415,10 @@ proxy_audit_decision(struct proxy_conn *c, const char *decision, const char *rea
 		snprintf(c->held_reason, sizeof(c->held_reason), "%s",
 		         reason != NULL ? reason : "");
 		snprintf(c->held_rule, sizeof(c->held_rule), "%s", rule != NULL ? rule : "");
+		/* Counted as held until its row is queued: bytes may go out before
+		 * the outcome, and a gateway killed meanwhile must leave a gap. */
+		if (c->audit_state != PROXY_AUDIT_HELD)
+			audit_hold(c->proxy->gw->audit, 1);
 		c->audit_state = PROXY_AUDIT_HELD;
 		return;
 	}
@@ -439,6 +443,7 @@ void
 proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reason, const char *why)
 {
 	bool deny = strcmp(decision, "deny") == 0;
+	bool held = c->audit_state == PROXY_AUDIT_HELD;
 
 	switch (c->audit_state) {
 	case PROXY_AUDIT_DONE:
@@ -470,6 +475,10 @@ proxy_audit_outcome(struct proxy_conn *c, const char *decision, const char *reas
 		audit_decision_row(c, decision, reason, why, NULL);
 		break;
 	}
+	/* Queued (or counted lost) above: the held row is accounted for (also
+	 * one the NONE case's decision has just held). */
+	if (held || c->audit_state == PROXY_AUDIT_HELD)
+		audit_hold(c->proxy->gw->audit, -1);
 	c->audit_state = PROXY_AUDIT_DONE;
 }
 
@@ -486,6 +495,8 @@ proxy_audit_would_deny(struct proxy_conn *c, const char *reason, const char *rul
 void
 proxy_audit_reset(struct proxy_conn *c)
 {
+	if (c->audit_state == PROXY_AUDIT_HELD)
+		audit_hold(c->proxy->gw->audit, -1);
 	c->audit_state = PROXY_AUDIT_NONE;
 	c->held_would_deny = false;
 	proxy_access_log_reset(c);
