@@ -34,7 +34,7 @@ fi
 # Each fault printed its report: a missing one is a fault that did not run.
 expect_eq "every fault reported" "$(grep -c '^fault ' <<<"$out")" 9
 expect_eq "no run left a process, namespace, cgroup or directory" \
-	"$(grep -c 'every process of the run is gone' <<<"$out"),$(grep -c 'held by nothing: freed' <<<"$out"),$(grep -c 'after the next run: no cgroup, no temporary directory left' <<<"$out")" \
+	"$(grep -c 'every process of the run is gone' <<<"$out"),$(grep -c 'held by nothing: freed' <<<"$out"),$(grep -c 'after the next run: no cgroup, no temporary directory, no mount left' <<<"$out")" \
 	"6,6,6"
 expect_match "the upstream DNS server back: requests pass again" "$(grep -A3 '^fault dns-down' <<<"$out")" "back: 200 x3"
 expect_match "SIGCONT: the run ends well, every request answered" "$(grep -A3 '^fault stop-cont' <<<"$out")" "exited 0; the sandbox says: ok=40 of 40"
