@@ -13,7 +13,9 @@
 # kill-gate-approval kill-parent-approval kill-both-approval lock disk-full dns-down
 # stop-cont clock-step), LOCK_SECONDS (30), STOP_SECONDS (10), SOAK_KEEP=1 (keep the temp
 # dir), SOAK_ASSERT=1 (exit 1 when something was left behind, a chain does not verify,
-# or a request reached the origin with no row and no gap counted for it).
+# or a request reached the origin with no row and no gap counted for it),
+# SOAK_INFLIGHT_LOSS_OK=1 (one such request per fault, the one in flight, is a note: the
+# proxy holds an allow row until the answer comes, so a kill in between loses it uncounted).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -98,6 +100,9 @@ report_record() { # DB ORIGIN_REQUESTS
 	if [[ $allowed != "?" ]] && ((allowed < $2)); then
 		if ((gaps > 0)) || [[ $verify_out == *gap* ]]; then
 			note "lost: $(($2 - allowed)) requests without a row, counted as a gap"
+		elif ((counts_gaps)) && [[ -n ${SOAK_INFLIGHT_LOSS_OK:-} ]] && (($2 - allowed <= 1)); then
+			note "lost: $(($2 - allowed)) request reached the origin without a row and no gap was counted" \
+				"(the one in flight, whose row is held until its answer: SOAK_INFLIGHT_LOSS_OK)"
 		elif ((counts_gaps)); then
 			problem "lost: $(($2 - allowed)) requests reached the origin without a row and no gap was counted"
 		else
