@@ -5,8 +5,8 @@
 # recorded and the chain intact; then kill -9 of the gate, of the parent and of both,
 # mid-request and mid-approval, leaving no process, namespace, cgroup, temporary
 # directory or mount behind and a chain that verifies; the audit database locked by
-# another process, the upstream DNS server down and back, and SIGSTOP/SIGCONT of the
-# gate. Asserts behaviour, never speed: the figures are printed for the reader.
+# another process, the disk under TOLLGATE_HOME full, the upstream DNS server down and
+# back, and SIGSTOP/SIGCONT of the gate. Asserts behaviour, never speed: the figures are printed for the reader.
 source "$(dirname "$0")/lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, cgroups, the fd limit)"
@@ -23,7 +23,7 @@ fi
 
 checks=$((checks + 1))
 out=$(FAULTS="kill-gate-request kill-parent-request kill-both-request kill-gate-approval
-	kill-parent-approval kill-both-approval lock dns-down stop-cont" LOCK_SECONDS=10 \
+	kill-parent-approval kill-both-approval lock disk-full dns-down stop-cont" LOCK_SECONDS=10 \
 	SOAK_ASSERT=1 timeout 900 bash "$TOLLGATE_SRC/tests/soak/soak_faults.sh" "$build") && rc=0 || rc=$?
 echo "$out"
 if ((rc == 0)); then
@@ -32,7 +32,7 @@ else
 	fail "faults (the PROBLEM lines above)"
 fi
 # Each fault printed its report: a missing one is a fault that did not run.
-expect_eq "every fault reported" "$(grep -c '^fault ' <<<"$out")" 9
+expect_eq "every fault reported" "$(grep -c '^fault ' <<<"$out")" 10
 expect_eq "no run left a process, namespace, cgroup or directory" \
 	"$(grep -c 'every process of the run is gone' <<<"$out"),$(grep -c 'held by nothing: freed' <<<"$out"),$(grep -c 'after the next run: no cgroup, no temporary directory, no mount left' <<<"$out")" \
 	"6,6,6"
