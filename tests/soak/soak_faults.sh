@@ -195,7 +195,7 @@ fault_kill() { # NAME gate|parent|both request|approval
 	done
 	mapfile -t held < <(printf '%s\n' "${held[@]}" | sort -u)
 	local sandbox_pids
-	sandbox_pids=$(pgrep -g "$(ps -o sid= -p "$init" | tr -d ' ')" 2>/dev/null | tr '\n' ' ' || true)
+	sandbox_pids=$(pgrep -s "$(ps -o sid= -p "$init" | tr -d ' ')" 2>/dev/null | tr '\n' ' ' || true)
 	local cg_during tmp_during
 	cg_during=$(run_cgroups "$parent")
 	# Wait for the moment: a /slow request in flight at the origin, or an approval pending.
