@@ -3,7 +3,7 @@
 # answers over UDP and TCP from a fixed zone and logs every query it receives
 # (one "NAME TYPE" line), so a test can prove what went upstream and what did not.
 #
-#   dns_upstream.py --port-file F --log F [--record NAME,TYPE,VALUE,TTL]...
+#   dns_upstream.py --port-file F --log F [--port N] [--record NAME,TYPE,VALUE,TTL]...
 #
 # TYPE is A, AAAA or CNAME. An unknown name is NXDOMAIN; a known name without
 # a record of the asked type is NOERROR with no answer. A name starting with
@@ -115,6 +115,9 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--record", action="append", default=[])
     ap.add_argument("--lifetime", type=float, default=600)
+    # A server started again on the port of one that was stopped (the soak's
+    # upstream-down fault); 0 lets the kernel pick.
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
 
     zone = {}
@@ -126,7 +129,7 @@ def main():
     # which may be taken for TCP, so try again a bounded number of times.
     for attempt in range(100):
         udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        udp.bind(("127.0.0.1", 0))
+        udp.bind(("127.0.0.1", args.port))
         port = udp.getsockname()[1]
         tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
