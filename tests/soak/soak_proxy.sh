@@ -57,10 +57,13 @@ if (($(ulimit -Hn) < want_nofile)); then ulimit -Hn "$want_nofile" 2>/dev/null |
 ulimit -n "$(ulimit -Hn)"
 want_nofile=$(ulimit -n)
 idle_asked=$idle_n
-if ((idle_n > (want_nofile - 200) / 2)); then
-	idle_n=$(((want_nofile - 200) / 2))
-	echo "soak_proxy: the fd limit is $want_nofile and cannot be raised here:" \
-		"$idle_n idle tunnels instead of $idle_asked" >&2
+# The proxy keeps its connections to three quarters of the fds above its reserve of 128,
+# at two fds each (docs/operations.md, "Caps and deadlines"); 300 of those stay for the load.
+idle_fit=$(((want_nofile - 128) * 3 / 8 - 300))
+if ((idle_n > idle_fit)); then
+	idle_n=$idle_fit
+	echo "soak_proxy: at an fd limit of $want_nofile the proxy holds" \
+		"$idle_n idle tunnels beside the load, not $idle_asked" >&2
 fi
 
 tmp=$(mktemp -d /tmp/tollgate-soak-proxy.XXXXXX)
