@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway/core/fdio.h"
+
 /*
  * On a v2 system our own cgroup usually holds processes (ours), so the "no
  * internal processes" rule forbids enabling controllers for its children.
@@ -49,36 +51,13 @@ struct cg_layout {
 };
 
 static int
-read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	size_t got = 0;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (got + 1 < len) {
-		n = read(fd, buf + got, len - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	close(fd);
-	return 0;
-}
-
-static int
 read_at(const char *dir, const char *file, char *buf, size_t len)
 {
 	char path[PATH_MAX];
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	return read_small(path, buf, len);
+	return gw_read_text(path, buf, len);
 }
 
 static int
@@ -252,7 +231,7 @@ layout_get(struct cg_layout *lay)
 	char cgfile[8192], base[PATH_MAX];
 
 	memset(lay, 0, sizeof(*lay));
-	if (read_small("/proc/self/cgroup", cgfile, sizeof(cgfile)) != 0)
+	if (gw_read_text("/proc/self/cgroup", cgfile, sizeof(cgfile)) != 0)
 		return;
 	mount_points(lay);
 	layout_one(cgfile, lay->v2_mnt, "", lay->v2_parent, sizeof(lay->v2_parent));
@@ -306,10 +285,10 @@ v2_enable(const char *parent, const char *controller)
 	char buf[512], path[PATH_MAX], text[64];
 
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent);
-	if (read_small(path, buf, sizeof(buf)) == 0 && has_word(buf, controller, ' '))
+	if (gw_read_text(path, buf, sizeof(buf)) == 0 && has_word(buf, controller, ' '))
 		return true;
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", parent);
-	if (read_small(path, buf, sizeof(buf)) != 0 || !has_word(buf, controller, ' '))
+	if (gw_read_text(path, buf, sizeof(buf)) != 0 || !has_word(buf, controller, ' '))
 		return false;
 	snprintf(text, sizeof(text), "+%s", controller);
 	return write_small(parent, "cgroup.subtree_control", text) == 0;
@@ -327,7 +306,7 @@ v2_shared_parent(struct cg_layout *lay)
 	if (!shared_base(lay, base, sizeof(base)))
 		return false;
 	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", base) >= (int)sizeof(path) ||
-	    read_small(path, buf, sizeof(buf)) != 0 ||
+	    gw_read_text(path, buf, sizeof(buf)) != 0 ||
 	    (!has_word(buf, "memory", ' ') && !has_word(buf, "pids", ' ')))
 		return false;
 	if (snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, base) >=
@@ -476,7 +455,7 @@ controller_disabled(const char *name)
 	char buf[2048], row[64];
 	size_t n = strlen(name);
 
-	if (read_small("/proc/cgroups", buf, sizeof(buf)) != 0)
+	if (gw_read_text("/proc/cgroups", buf, sizeof(buf)) != 0)
 		return false;
 	for (const char *p = buf; p != NULL && *p != '\0';) {
 		if (strncmp(p, name, n) == 0 && (p[n] == '\t' || p[n] == ' ')) {
@@ -512,7 +491,7 @@ exec_cgroup_facts_read(struct exec_cgroup_facts *f)
 	               (f->v1_memory && access(lay.mem_mnt, W_OK) != 0 && errno == EROFS);
 	if (f->v2_mounted && read_at(lay.v2_mnt, "cgroup.controllers", buf, sizeof(buf)) == 0)
 		f->v2_controllers = has_word(buf, "memory", ' ') && has_word(buf, "pids", ' ');
-	if (read_small("/proc/self/cgroup", cgfile, sizeof(cgfile)) == 0 &&
+	if (gw_read_text("/proc/self/cgroup", cgfile, sizeof(cgfile)) == 0 &&
 	    !own_path(cgfile, "", f->own_cgroup, sizeof(f->own_cgroup)))
 		f->own_cgroup[0] = '\0';
 	if (!f->v2_mounted)
@@ -579,7 +558,7 @@ kill_listed(const char *dir)
 	long pid;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	if (read_small(path, buf, sizeof(buf)) != 0)
+	if (gw_read_text(path, buf, sizeof(buf)) != 0)
 		return;
 	for (p = buf; *p != '\0'; p = end) {
 		pid = strtol(p, &end, 10);

@@ -17,33 +17,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 
 #define CAP_SYS_ADMIN_BIT 21
-
-/* A small file's first len-1 bytes, NUL-terminated; -errno when unreadable. */
-static int
-read_text(const char *path, char *buf, size_t len)
-{
-	size_t got = 0;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (got + 1 < len) {
-		n = read(fd, buf + got, len - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	close(fd);
-	return 0;
-}
 
 /* A sysctl's number, or -1 when it does not exist here. */
 static long
@@ -52,7 +29,7 @@ sysctl_long(const char *path)
 	char buf[32], *end;
 	long v;
 
-	if (read_text(path, buf, sizeof(buf)) != 0)
+	if (gw_read_text(path, buf, sizeof(buf)) != 0)
 		return -1;
 	errno = 0;
 	v = strtol(buf, &end, 10);
@@ -134,7 +111,7 @@ exec_userns_facts_read(struct exec_userns_facts *f, int err)
 
 	memset(f, 0, sizeof(*f));
 	f->err = err;
-	if (read_text("/proc/self/status", status, sizeof(status)) == 0) {
+	if (gw_read_text("/proc/self/status", status, sizeof(status)) == 0) {
 		v = status_field(status, "CapEff");
 		f->privileged = v != NULL && ((strtoull(v, NULL, 16) >> CAP_SYS_ADMIN_BIT) & 1);
 		v = status_field(status, "Seccomp");
@@ -142,7 +119,7 @@ exec_userns_facts_read(struct exec_userns_facts *f, int err)
 	}
 	/* Capabilities count as privilege for these settings in the initial
 	 * user namespace only: its map is the whole range. */
-	if (f->privileged && (read_text("/proc/self/uid_map", map, sizeof(map)) != 0 ||
+	if (f->privileged && (gw_read_text("/proc/self/uid_map", map, sizeof(map)) != 0 ||
 	                      strstr(map, "4294967295") == NULL))
 		f->privileged = false;
 	f->chrooted = err == EPERM ? chrooted() : -1;
@@ -386,7 +363,7 @@ exec_landlock_note(void)
 	if (abi >= 1)
 		return;
 	err = errno;
-	if (read_text("/sys/kernel/security/lsm", lsm, sizeof(lsm)) != 0)
+	if (gw_read_text("/sys/kernel/security/lsm", lsm, sizeof(lsm)) != 0)
 		lsm[0] = '\0';
 	lsm[strcspn(lsm, "\n")] = '\0';
 	exec_landlock_why(err, lsm, why, sizeof(why));

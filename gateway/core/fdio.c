@@ -5,6 +5,7 @@
 #include "gateway/core/fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -48,5 +49,28 @@ gw_read_capped(int fd, void *buf, size_t cap, size_t *len)
 		at += (size_t)n;
 	}
 	*len = at;
+	return 0;
+}
+
+int
+gw_read_text(const char *path, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got + 1 < len) {
+		n = read(fd, buf + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	close(fd);
 	return 0;
 }

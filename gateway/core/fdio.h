@@ -19,4 +19,11 @@ int gw_write_all(int fd, const void *buf, size_t len);
  */
 int gw_read_capped(int fd, void *buf, size_t cap, size_t *len);
 
+/*
+ * The start of a small text file (a /proc or /sys entry, a sysctl): at most
+ * len - 1 bytes of it, always NUL-terminated; a longer file is cut. 0 or
+ * negative errno from open(2).
+ */
+int gw_read_text(const char *path, char *buf, size_t len);
+
 #endif
