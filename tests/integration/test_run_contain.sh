@@ -173,11 +173,14 @@ fi
 
 # The host sees the sandbox's processes as a host id that belongs to no one
 # (rootless: the user's own, the only id its user namespace has).
-"$TOLLGATE" run --no-network -- sleep 987611 >/dev/null 2>&1 &
+# A number of this run's own: test_rootless runs this file as another user
+# while ctest may run it as root beside it, and pgrep sees both.
+mark=$((9000000 + $$))
+"$TOLLGATE" run --no-network -- sleep "$mark" >/dev/null 2>&1 &
 tpid=$!
 defer "kill -9 $tpid 2>/dev/null"
-wait_for 10 pgrep -f '^sleep 987611$' || fail "sandboxed sleep did not start"
-spid=$(pgrep -f '^sleep 987611' | head -n1)
+wait_for 10 pgrep -f "^sleep $mark\$" || fail "sandboxed sleep did not start"
+spid=$(pgrep -f "^sleep $mark\$" | head -n1)
 expect_eq "host uid of the sandboxed command" "$(ps -o uid= -p "$spid" | tr -d ' ')" "${SANDBOX_OWNER%%:*}"
 kill -9 "$tpid"
 wait "$tpid" 2>/dev/null || true
