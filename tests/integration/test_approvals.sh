@@ -162,6 +162,10 @@ id=$(field "$(pending_json --control "$TEST_TMP/always.sock" | head -n 1)" id)
 "$TOLLGATE" approve "$id" --scope always --control "$TEST_TMP/always.sock" >/dev/null
 set +e; wait "$RAW_PID"; set -e
 expect_eq "scope always: the request passes" "$(cat "$TEST_TMP/always.raw")" "200 -"
+# The rule is written and reloaded off the loop, after the request it let
+# through: a bounded wait for the log line that says both happened.
+always_written() { grep -q "wrote 'allow a\.test:$HTTP_PORT' to .* and reloaded it" "$TEST_TMP/always.log"; }
+wait_for 10 always_written || true
 expect_match "scope always: the rule is in the policy file" "$(cat "$TEST_TMP/policy.json")" \
 	"\"a\.test:$HTTP_PORT\""
 expect_match "scope always: the gateway reloaded the file" "$(cat "$TEST_TMP/always.log")" \
