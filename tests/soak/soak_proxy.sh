@@ -17,7 +17,8 @@
 # per-minute lines as TSV too).
 #
 # SOAK_ASSERT's bounds are behaviour, not speed: open fds at the last minute at most 16
-# above minute 1; RSS at the last minute at most 25 % + 8 MiB above minute 1; every idle
+# above minute 1; RSS at the last minute at most 25 % + 8 MiB above minute 1, plus 32 MiB
+# for the audit queue, bounded at 65 536 rows, which a load peak can fill; every idle
 # tunnel opened and, once closed, the fds other than the relay's pipe pool back within 16
 # of where they were and the pool within its 128 fds; at least one audit row per CONNECT
 # tunnel the churn load completed; `tollgate audit verify` passes; and, on a build that
@@ -286,8 +287,11 @@ check "fds flat: ${m_fds[1]} -> ${m_fds[last]} (bound +16)" "(( ${m_fds[last]} <
 if grep -q __asan_init "$tollgate"; then
 	echo "note: an ASan build: the RSS bound is not checked (${m_rss[1]} -> ${m_rss[last]} KiB)"
 else
-	check "RSS bounded: ${m_rss[1]} -> ${m_rss[last]} KiB (bound +25 % + 8 MiB)" \
-		"(( ${m_rss[last]} <= ${m_rss[1]} * 125 / 100 + 8192 ))"
+	# The audit queue holds up to 65 536 rows when the writer falls behind a load
+	# peak (a few hundred bytes each): bounded memory, not a leak, and a peak may
+	# fall on the last minute of a short run (seen once: +18 MiB in 3 minutes).
+	check "RSS bounded: ${m_rss[1]} -> ${m_rss[last]} KiB (bound +25 % + 8 MiB + 32 MiB for the audit queue)" \
+		"(( ${m_rss[last]} <= ${m_rss[1]} * 125 / 100 + 8192 + 32768 ))"
 fi
 check "every idle tunnel opened: $opened of $idle_n" "(( opened == idle_n ))"
 check "idle tunnels held through the load: $idle_after_load_fds fds >= 2 x $opened" \
