@@ -18,7 +18,10 @@
 #    (found by their pids). About a minute in all.
 # Knobs: RUN_BENCH_ROUNDS (100), RUN_BENCH_SECONDS (120, the timing phase's cap),
 # RUN_BENCH_SERIAL (200), RUN_BENCH_PARALLEL (16), RUN_BENCH_WAVES (5),
-# RUN_BENCH_TRACES (7). Not a test: nothing here passes or fails on speed.
+# RUN_BENCH_TRACES (7), RUN_BENCH_BEFORE=PATH (another build's tollgate, timed in the
+# same rounds as a "tollgate-before" row, with the ratio of this build's median to
+# its: a change's cost measured before and after in one invocation).
+# Not a test: nothing here passes or fails on speed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -31,6 +34,11 @@ serial=${RUN_BENCH_SERIAL:-200}
 parallel=${RUN_BENCH_PARALLEL:-16}
 waves=${RUN_BENCH_WAVES:-5}
 traces=${RUN_BENCH_TRACES:-7}
+before=()
+if [[ -n ${RUN_BENCH_BEFORE:-} ]]; then
+	[[ -x $RUN_BENCH_BEFORE ]] || { echo "bench_run: RUN_BENCH_BEFORE: $RUN_BENCH_BEFORE is not an executable" >&2; exit 1; }
+	before=(tollgate-before "$RUN_BENCH_BEFORE" run -- true ::)
+fi
 
 [[ $(id -u) == 0 ]] || { echo "bench_run: needs root (tollgate run does)" >&2; exit 1; }
 [[ -x $tollgate && -x $timer ]] ||
@@ -83,7 +91,7 @@ echo "== 1. wall time: up to $rounds interleaved rounds, at most ${seconds}s"
 	tollgate "$tollgate" run -- true :: \
 	tollgate-one-process env TOLLGATE_PRIVSEP=0 "$tollgate" run -- true :: \
 	tollgate-no-network "$tollgate" run --no-network -- true :: \
-	"${rootless[@]}" \
+	"${rootless[@]}" "${before[@]}" \
 	bwrap bwrap --unshare-all --ro-bind / / true :: \
 	unshare-n unshare -n true >"$tmp/timing.txt" 2>"$tmp/timing.err" </dev/null ||
 	{ cat "$tmp/timing.err" >&2; exit 1; }
@@ -105,6 +113,10 @@ awk '{
 			v["tollgate-rootless", "p90_ms"] / v["bwrap", "p90_ms"],
 			v["tollgate-rootless", "median_ms"] / v["tollgate", "median_ms"]
 	printf "ratio tollgate/unshare -n: median %.2f\n", v["tollgate", "median_ms"] / v["unshare-n", "median_ms"]
+	if (v["tollgate-before", "median_ms"] != "")
+		printf "ratio tollgate/before (RUN_BENCH_BEFORE): median %.2f, p90 %.2f\n",
+			v["tollgate", "median_ms"] / v["tollgate-before", "median_ms"],
+			v["tollgate", "p90_ms"] / v["tollgate-before", "p90_ms"]
 }' "$tmp/timing.txt"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
