@@ -47,7 +47,7 @@ struct sink {
 	int fd;          /* file: -1 for memory */
 	uint64_t written, limit;
 	EVP_MD_CTX *md;
-	bool too_big, write_failed;
+	bool too_big, write_failed, error_cut;
 	long status;
 	char challenge[2048];
 	char digest[80];
@@ -61,7 +61,7 @@ sink_reset(struct sink *k)
 {
 	k->len = 0;
 	k->written = 0;
-	k->too_big = k->write_failed = false;
+	k->too_big = k->write_failed = k->error_cut = false;
 	k->challenge[0] = k->digest[0] = k->ctype[0] = '\0';
 	k->errlen = 0;
 	k->errbody[0] = '\0';
@@ -79,12 +79,17 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 
 	curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, &status);
 	if (status < 200 || status > 299) {
-		/* An error's body: kept short, for its message. */
+		/* An error's body: its first bytes, for its message; the rest is
+		 * not read (the transfer ends there). */
 		size_t room = ERROR_BODY_MAX - k->errlen;
 
 		memcpy(k->errbody + k->errlen, data, n < room ? n : room);
 		k->errlen += n < room ? n : room;
 		k->errbody[k->errlen] = '\0';
+		if (n >= room) {
+			k->error_cut = true;
+			return 0;
+		}
 		return n;
 	}
 	if (k->written + n > k->limit) {
@@ -221,7 +226,7 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 		gw_set_err(err, errlen, "%s: refused: %s", url,
 		           plain ? "not an http or https URL"
 		                 : "plain HTTP (name the registry with --insecure-registry)");
-	} else if (cc != CURLE_OK) {
+	} else if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && k->error_cut)) {
 		rc = -EIO;
 		gw_set_err(err, errlen, "%s: %s", url,
 		           curlerr[0] != '\0' ? curlerr : curl_easy_strerror(cc));
