@@ -11,8 +11,15 @@
 static bool
 token_char(char c)
 {
+	/* strchr would find a NUL: it is no token character. */
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static bool
+bare_char(char c)
+{
+	return (unsigned char)c > 0x20 && c != 0x7f && c != ',' && c != '"' && c != '\\';
 }
 
 static void
@@ -50,7 +57,8 @@ value_take(const char **p, const char *end, char *dst, size_t cap)
 			dst[n++] = c;
 		}
 	} else {
-		while (*p < end && token_char(**p)) {
+		/* A bare value: RFC 7235 wants a token, registries send URLs too. */
+		while (*p < end && bare_char(**p)) {
 			if (n + 1 >= cap)
 				return -EINVAL;
 			dst[n++] = *(*p)++;
