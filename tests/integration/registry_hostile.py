@@ -10,12 +10,14 @@ usage: registry_hostile.py PORT TLS_CERT TLS_KEY
   layers     a manifest of 129 layers    mediatype  a layer of an unknown type
   long       a manifest whose layer the registry serves longer than its size
   short      ... and shorter              noisy      a 500 with a 10 MiB body
+  slow       a layer sent half, then nothing for 120 s (a pull to interrupt)
 """
 import hashlib
 import http.server
 import json
 import ssl
 import sys
+import time
 
 port, cert, key = sys.argv[1:4]
 CONFIG = json.dumps({"architecture": "amd64", "os": "linux", "config": {}}).encode()
@@ -36,7 +38,8 @@ def manifest(layers, layer_type="application/vnd.oci.image.layer.v1.tar+gzip"):
         "layers": [{"mediaType": layer_type, "digest": d, "size": n} for d, n in layers]}).encode()
 
 
-BLOBS = {sha(CONFIG): CONFIG, sha(LAYER): LAYER}
+SLOW = b"\x1f\x8b" + b"s" * (256 << 10)
+BLOBS = {sha(CONFIG): CONFIG, sha(LAYER): LAYER, sha(SLOW): SLOW}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -62,6 +65,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.answer(404)
             if d == sha(LAYER):
                 body = self.server.layer_body
+            if d == sha(SLOW):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(SLOW)))
+                self.end_headers()
+                self.wfile.write(SLOW[:len(SLOW) // 2])
+                self.wfile.flush()
+                time.sleep(120)
+                return
             return self.answer(200, body)
         if not p.startswith("/v2/evil/manifests/"):
             return self.answer(404)
@@ -86,6 +97,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if tag in ("long", "short"):
             self.server.layer_body = LONG if tag == "long" else LAYER[:50]
             return self.answer(200, manifest([(sha(LAYER), len(LAYER))]), ct)
+        if tag == "slow":
+            return self.answer(200, manifest([(sha(SLOW), len(SLOW))]), ct)
         if tag == "noisy":
             return self.answer(500, b"e" * (10 << 20))
         return self.answer(404)

@@ -40,6 +40,25 @@ for tag in big loop downgrade garbage claim layers mediatype long short noisy; d
 		"$(ls "$TOLLGATE_HOME/images/blobs/sha256" "$TOLLGATE_HOME/images/roots" "$TOLLGATE_HOME/images/tmp" | grep -v -e '^$' -e ':$' | wc -l)" 0
 done
 
+# A pull killed while a layer is half fetched: its partial blob is under
+# tmp/ only, no root, no name; the next pull empties tmp/.
+store=$TOLLGATE_HOME/images
+"$TOLLGATE" image pull "$reg/evil:slow" --registry-ca "$TEST_TMP/ca/ca.crt" >/dev/null 2>&1 &
+pid=$!
+partial() { [[ -n $(find "$store/tmp" -name 'blob.*' -size +100k 2>/dev/null) ]]; }
+wait_for 30 partial || fail "the slow layer was never half fetched"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+expect_eq "an interrupted pull: its partial layer only under tmp/, no root, no name" \
+	"$(ls "$store/tmp" | grep -c '^blob\.') $(ls "$store/roots" | wc -l) $("$TOLLGATE" image ls | wc -l)" "1 0 0"
+expect_eq "... and no layer in blobs/ (the config, whole and checked, may be)" \
+	"$(find "$store/blobs/sha256" -size +100k | wc -l)" 0
+set +e
+timeout 60 "$TOLLGATE" image pull "$reg/evil:short" --registry-ca "$TEST_TMP/ca/ca.crt" >/dev/null 2>&1
+set -e
+expect_eq "... the next pull emptied tmp/ and left nothing" \
+	"$(ls "$store/tmp" | wc -l) $(ls "$store/blobs/sha256" | wc -l) $(ls "$store/roots" | wc -l)" "0 0 0"
+
 set +e
 out=$("$TOLLGATE" image pull "evil:1" 2>&1); rc=$?
 set -e
