@@ -631,6 +631,9 @@ exec_image_pull(struct exec_image_store *s, const char *refstr,
 		return rc;
 	snprintf(r.scheme, sizeof(r.scheme), "%s",
 	         o->insecure != NULL && strcmp(o->insecure, r.host) == 0 ? "http" : "https");
+	/* Docker Hub's name is not its API's host. */
+	if (strcmp(r.host, "docker.io") == 0 || strcmp(r.host, "index.docker.io") == 0)
+		snprintf(r.host, sizeof(r.host), "registry-1.docker.io");
 	if (!curl_ready && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		gw_set_err(err, errlen, "libcurl: cannot start");
 		return -ENOMEM;

@@ -15,6 +15,7 @@
 #include "exec/image/image.h"
 #include "exec/vault.h"
 #include "gateway/cli/cli.h"
+#include "policy/audit.h"
 
 extern const struct gw_command gw_command_image;
 
@@ -146,12 +147,14 @@ parse(int argc, char **argv, const struct gw_command *cmd, const char **name, bo
 	}
 }
 
-/* USER:PASSWORD from the file vault's default namespace. */
+/* USER:PASSWORD from the file vault's default namespace; the read is an
+ * audit row (its name, never its value), as a sandbox's is. */
 static int
 registry_credentials(const char *secret, struct vault_secret **value, char **colon)
 {
 	struct vault *v = NULL;
-	char home[PATH_MAX], err[512];
+	struct audit *a = NULL;
+	char home[PATH_MAX], err[512] = "", path[PATH_MAX];
 	int rc;
 
 	if (gw_home_dir(home, sizeof(home)) != 0)
@@ -162,6 +165,14 @@ registry_credentials(const char *secret, struct vault_secret **value, char **col
 	vault_free(v);
 	if (rc != 0)
 		return gw_fail(cmd_pull.name, "--registry-secret %s: %s", secret, err);
+	if (gw_default_audit_path(path, sizeof(path), true) != 0 ||
+	    audit_open(path, &a, err, sizeof(err)) != 0) {
+		vault_secret_free(*value);
+		*value = NULL;
+		return gw_fail(cmd_pull.name, "audit log: %s", err);
+	}
+	vault_audit(a, NULL, "read", "file", VAULT_DEFAULT_NAMESPACE, secret);
+	audit_free(a);
 	*colon = strchr((char *)(*value)->data, ':');
 	if (*colon == NULL || *colon == (char *)(*value)->data) {
 		vault_secret_free(*value);

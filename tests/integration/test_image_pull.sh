@@ -241,6 +241,8 @@ expect_eq "token auth with the vault's credentials: pulled" "$rc $out" "0 $diges
 expect_eq "... the token was asked for with basic credentials" "$(tail -1 "$TEST_TMP/issuer.log")" \
 	"basic tollgate-test-registry repository:test/busybox:pull"
 expect_eq "... and runs" "$("$TOLLGATE" run --image "$areg/test/busybox:1@$digest" -- /bin/cat /srv/added 2>&1)" "second layer"
+expect_match "the vault read is an audit row naming the secret" \
+	"$("$TOLLGATE" audit --json 2>&1 | grep '"vault"' | grep REGCRED | grep -c '"read"')" "^[1-9]"
 expect_eq "the secret's value is in no output of tollgate's" \
 	"$(grep -rl s3cret-pull "$TOLLGATE_HOME" --exclude=vault.json 2>/dev/null | wc -l)" 0
 set +e
