@@ -8,6 +8,7 @@
 #include "exec/image/image.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@
 #define CONNECT_TIMEOUT_S 30L
 #define STALL_BYTES 1024L /* slower than this a second ... */
 #define STALL_S 60L       /* ... for this long: a stalled registry */
+#define RECV_BUFFER (512L << 10)
+#define WRITEBACK_STEP (8u << 20) /* a blob's writeback started every 8 MiB */
 
 struct registry {
 	const struct exec_image_pull_opts *o;
@@ -114,6 +117,10 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 		}
 		at += (size_t)w;
 	}
+	/* Start the disk writing what came so far, so that the fsync before the
+	 * blob's rename waits for the last few MiB only. */
+	if (k->written / WRITEBACK_STEP != (k->written - n) / WRITEBACK_STEP)
+		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return n;
 }
 
@@ -193,6 +200,7 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, STALL_BYTES);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, STALL_S);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "tollgate/" TOLLGATE_VERSION);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curlerr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
