@@ -21,15 +21,16 @@
 
 #include "gateway/core/err.h"
 
-#define ACCEPT_MANIFESTS                                                                          \
-	"Accept: application/vnd.oci.image.index.v1+json, "                                       \
-	"application/vnd.oci.image.manifest.v1+json, "                                            \
-	"application/vnd.docker.distribution.manifest.list.v2+json, "                             \
+#define ACCEPT_MANIFESTS                                                                           \
+	"Accept: application/vnd.oci.image.index.v1+json, "                                        \
+	"application/vnd.oci.image.manifest.v1+json, "                                             \
+	"application/vnd.docker.distribution.manifest.list.v2+json, "                              \
 	"application/vnd.docker.distribution.manifest.v2+json"
 #define ERROR_BODY_MAX 4096
 #define CONNECT_TIMEOUT_S 30L
-#define STALL_BYTES 1024L /* slower than this a second ... */
-#define STALL_S 60L       /* ... for this long: a stalled registry */
+#define STALL_BYTES 1024L   /* slower than this a second ... */
+#define STALL_S 60L         /* ... for this long: a stalled registry */
+#define SMALL_ANSWER_S 120L /* a manifest's or a token's whole answer */
 #define RECV_BUFFER (512L << 10)
 #define WRITEBACK_STEP (8u << 20) /* a blob's writeback started every 8 MiB */
 
@@ -166,8 +167,8 @@ on_header(char *line, size_t size, size_t nmemb, void *arg)
  * named --insecure-registry). 0 with k->status set, or -errno with err.
  */
 static int
-http_get(struct registry *r, const char *url, const char *accept, const char *authz,
-         bool basic, struct sink *k, char *err, size_t errlen)
+http_get(struct registry *r, const char *url, const char *accept, const char *authz, bool basic,
+         struct sink *k, char *err, size_t errlen)
 {
 	char curlerr[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
@@ -199,6 +200,8 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, STALL_BYTES);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, STALL_S);
+	if (k->fd < 0)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT, SMALL_ANSWER_S);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "tollgate/" TOLLGATE_VERSION);
@@ -228,7 +231,8 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 		gw_set_err(err, errlen, "%s: cannot write it to the store", url);
 	} else if (cc == CURLE_TOO_MANY_REDIRECTS) {
 		rc = -ELOOP;
-		gw_set_err(err, errlen, "%s: more than %d redirects", url, EXEC_IMAGE_REDIRECTS_MAX);
+		gw_set_err(err, errlen, "%s: more than %d redirects", url,
+		           EXEC_IMAGE_REDIRECTS_MAX);
 	} else if (cc == CURLE_UNSUPPORTED_PROTOCOL) {
 		rc = -EPROTO;
 		gw_set_err(err, errlen, "%s: refused: %s", url,
@@ -310,7 +314,8 @@ fetch_token(struct registry *r, const struct exec_image_challenge *ch, char *err
 	    json_string_length(tok) > EXEC_IMAGE_TOKEN_MAX ||
 	    strspn(json_string_value(tok), "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	                                   "0123456789-._~+/=") != json_string_length(tok)) {
-		gw_set_err(err, errlen, "the token endpoint %.200s sent no usable token", ch->realm);
+		gw_set_err(err, errlen, "the token endpoint %.200s sent no usable token",
+		           ch->realm);
 		goto out;
 	}
 	free(r->authz);
@@ -356,8 +361,8 @@ basic_authz(struct registry *r)
  * the request made again. 0 only for a 200.
  */
 static int
-registry_get(struct registry *r, const char *path, const char *accept, struct sink *k,
-             char *err, size_t errlen)
+registry_get(struct registry *r, const char *path, const char *accept, struct sink *k, char *err,
+             size_t errlen)
 {
 	struct exec_image_challenge ch;
 	char url[EXEC_IMAGE_NAME_MAX * 2 + 200];
@@ -371,7 +376,8 @@ registry_get(struct registry *r, const char *path, const char *accept, struct si
 		if (k->status != 401 || attempt > 0)
 			break;
 		if (exec_image_challenge_parse(k->challenge, strlen(k->challenge), &ch) != 0) {
-			gw_set_err(err, errlen, "%s: 401 with no challenge tollgate can answer", url);
+			gw_set_err(err, errlen, "%s: 401 with no challenge tollgate can answer",
+			           url);
 			return -EACCES;
 		}
 		if (strcmp(ch.scheme, "bearer") == 0 && ch.realm[0] != '\0') {
@@ -399,7 +405,8 @@ registry_get(struct registry *r, const char *path, const char *accept, struct si
 		char safe[128] = "";
 
 		for (size_t i = 0; code != NULL && code[i] != '\0' && i + 1 < sizeof(safe); i++)
-			safe[i] = (code[i] >= 'A' && code[i] <= 'Z') || code[i] == '_' ? code[i] : '?';
+			safe[i] =
+			    (code[i] >= 'A' && code[i] <= 'Z') || code[i] == '_' ? code[i] : '?';
 		gw_set_err(err, errlen, "%s: the registry answered %ld%s%s%s", url, k->status,
 		           safe[0] != '\0' ? " (" : "", safe, safe[0] != '\0' ? ")" : "");
 		json_decref(doc);
@@ -437,8 +444,9 @@ fetch_manifest(struct registry *r, const char *reference, const char *want, stru
 		return rc;
 	md_hex(k->md, got);
 	if (want[0] != '\0' && strcmp(want, got) != 0) {
-		gw_set_err(err, errlen, "manifest sha256:%s: digest mismatch (its content is sha256:%s)",
-		           want, got);
+		gw_set_err(err, errlen,
+		           "manifest sha256:%s: digest mismatch (its content is sha256:%s)", want,
+		           got);
 		return -EBADMSG;
 	}
 	if (k->digest[0] != '\0' && exec_image_digest_parse(k->digest, claimed) &&
@@ -511,8 +519,8 @@ split_name(const char *refstr, const char *name, struct registry *r, char *err, 
 	if (slash == NULL || hl >= sizeof(r->host) ||
 	    (memchr(name, '.', hl) == NULL && memchr(name, ':', hl) == NULL &&
 	     strncmp(name, "localhost", hl) != 0)) {
-		gw_set_err(err, errlen, "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])",
-		           refstr);
+		gw_set_err(err, errlen,
+		           "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])", refstr);
 		return -EINVAL;
 	}
 	memcpy(r->host, name, hl);
@@ -618,8 +626,8 @@ out:
 
 int
 exec_image_pull(struct exec_image_store *s, const char *refstr,
-                const struct exec_image_pull_opts *o, char hex[EXEC_IMAGE_HEX_LEN + 1],
-                char *err, size_t errlen)
+                const struct exec_image_pull_opts *o, char hex[EXEC_IMAGE_HEX_LEN + 1], char *err,
+                size_t errlen)
 {
 	static bool curl_ready;
 	struct exec_image_ref ref;
@@ -630,8 +638,8 @@ exec_image_pull(struct exec_image_store *s, const char *refstr,
 	if (rc != 0)
 		return rc;
 	if (ref.name[0] == '\0') {
-		gw_set_err(err, errlen, "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])",
-		           refstr);
+		gw_set_err(err, errlen,
+		           "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])", refstr);
 		return -EINVAL;
 	}
 	rc = split_name(refstr, ref.name, &r, err, errlen);
