@@ -11,12 +11,19 @@ usage: registry_hostile.py PORT TLS_CERT TLS_KEY
   long       a manifest whose layer the registry serves longer than its size
   short      ... and shorter              noisy      a 500 with a 10 MiB body
   slow       a layer sent half, then nothing for 120 s (a pull to interrupt)
+
+/v2/auth/ asks for basic credentials u:p (a Basic challenge); its image's
+layer is a redirect to https://localhost:PORT/redirected/..., which records
+whether an Authorization header came with it: GET /seen lists them.
 """
+import gzip
 import hashlib
+import io
 import http.server
 import json
 import ssl
 import sys
+import tarfile
 import time
 
 port, cert, key = sys.argv[1:4]
@@ -38,6 +45,17 @@ def manifest(layers, layer_type="application/vnd.oci.image.layer.v1.tar+gzip"):
         "layers": [{"mediaType": layer_type, "digest": d, "size": n} for d, n in layers]}).encode()
 
 
+def auth_layer():
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        data = b"fetched through a redirect\n"
+        info = tarfile.TarInfo("srv/redirected")
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+AUTH_LAYER = auth_layer()
 SLOW = b"\x1f\x8b" + b"s" * (256 << 10)
 BLOBS = {sha(CONFIG): CONFIG, sha(LAYER): LAYER, sha(SLOW): SLOW}
 
@@ -58,6 +76,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         p = self.path
+        if p == "/seen":
+            return self.answer(200, json.dumps(self.server.seen).encode())
+        if p.startswith("/redirected/"):
+            self.server.seen.append(self.headers.get("Authorization", "none"))
+            return self.answer(200, AUTH_LAYER)
+        if p.startswith("/v2/auth/"):
+            if self.headers.get("Authorization") != "Basic dTpw":
+                return self.answer(401, b"", [("WWW-Authenticate", 'Basic realm="hostile"')])
+            if p == "/v2/auth/manifests/1":
+                return self.answer(200, manifest([(sha(AUTH_LAYER), len(AUTH_LAYER))]),
+                                   [("Content-Type", MT)])
+            if p == "/v2/auth/blobs/" + sha(CONFIG):
+                return self.answer(200, CONFIG)
+            if p == "/v2/auth/blobs/" + sha(AUTH_LAYER):
+                return self.answer(307, b"", [
+                    ("Location", "https://localhost:%s/redirected/%s" % (port, sha(AUTH_LAYER)))])
+            return self.answer(404)
         if p.startswith("/v2/evil/blobs/"):
             d = p[len("/v2/evil/blobs/"):]
             body = BLOBS.get(d)
@@ -106,6 +141,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), Handler)
 server.layer_body = LAYER
+server.seen = []
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert, key)
 server.socket = ctx.wrap_socket(server.socket, server_side=True)

@@ -3,7 +3,8 @@
 # registries started on free ports with that certificate, plain HTTP, or
 # bearer-token auth.
 
-# make_ca DIR: DIR/ca.crt, and DIR/server.{crt,key} for 127.0.0.1 signed by it.
+# make_ca DIR: DIR/ca.crt, and DIR/server.{crt,key} for 127.0.0.1 (and
+# localhost) signed by it.
 make_ca() {
 	local d=$1
 	mkdir -p "$d"
@@ -11,7 +12,7 @@ make_ca() {
 		-subj /CN=tollgate-test-registry-ca -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
 		-keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null
-	printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$d/ext"
 	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
 		-days 1 -extfile "$d/ext" -out "$d/server.crt" 2>/dev/null
 }

@@ -4,7 +4,8 @@
 # redirect to plain HTTP, garbage, a digest header that lies, too many
 # layers, an unknown media type, a blob longer or shorter than its
 # descriptor, an error with a huge body. Each is one line of error and
-# leaves nothing in the store.
+# leaves nothing in the store. Basic credentials go to the registry, never
+# to the host a redirect names.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry_lib.sh"
 
@@ -58,6 +59,22 @@ timeout 60 "$TOLLGATE" image pull "$reg/evil:short" --registry-ca "$TEST_TMP/ca/
 set -e
 expect_eq "... the next pull emptied tmp/ and left nothing" \
 	"$(ls "$store/tmp" | wc -l) $(ls "$store/blobs/sha256" | wc -l) $(ls "$store/roots" | wc -l)" "0 0 0"
+
+# Basic credentials from the vault, asked for by the registry itself; its
+# layer is a redirect to another host (localhost), which must not get them.
+printf 'u:p' | "$TOLLGATE" vault add HOSTILE >/dev/null 2>&1
+set +e
+out=$("$TOLLGATE" image pull "$reg/auth:1" --registry-ca "$TEST_TMP/ca/ca.crt" 2>&1); rc=$?
+set -e
+expect_match "a registry asking for Basic credentials, without them: refused" "$rc $out" \
+	"^125 tollgate: image pull: https://$reg/v2/auth/manifests/1: 401, asking for basic credentials \(give --registry-secret\)$"
+set +e
+out=$("$TOLLGATE" image pull "$reg/auth:1" --registry-ca "$TEST_TMP/ca/ca.crt" --registry-secret HOSTILE 2>&1); rc=$?
+set -e
+expect_match "... with the vault's: pulled, through the layer's redirect" "$rc $out" "^0 sha256:$H$"
+expect_eq "... the redirect's other host got no credentials" \
+	"$(curl -s --cacert "$TEST_TMP/ca/ca.crt" "https://127.0.0.1:$port/seen")" '["none"]'
+"$TOLLGATE" image rm "${out}"
 
 set +e
 out=$("$TOLLGATE" image pull "evil:1" 2>&1); rc=$?
