@@ -151,6 +151,71 @@ int exec_image_list(struct exec_image_store *s, exec_image_list_fn fn, void *arg
 int exec_image_remove(struct exec_image_store *s, const struct exec_image_ref *ref, char *err,
                       size_t errlen);
 
+/* ---- what a pull adds to the store (exec/image/store.c) ---- */
+
+/*
+ * A pull holds the store's lock from its first blob to its name, as an
+ * import does: a second pull of the same image waits, then finds every blob
+ * stored and fetches none. lock empties tmp/ (what an interrupted pull
+ * left); unlock with failed set collects the blobs no image uses.
+ */
+int exec_image_store_lock(struct exec_image_store *s, char *err, size_t errlen);
+void exec_image_store_unlock(struct exec_image_store *s, bool failed);
+bool exec_image_blob_stored(struct exec_image_store *s, const char *hex);
+/* len bytes stored as blob hex: -EBADMSG when they are not its digest. */
+int exec_image_blob_put(struct exec_image_store *s, const void *buf, size_t len, const char *hex,
+                        char *err, size_t errlen);
+/*
+ * Blob hex written by fn into fd, a new file under tmp/; fn hashes what it
+ * writes and sets got. Renamed into blobs/ only when got is hex: a partial
+ * or wrong blob is never used. A blob already stored is not fetched.
+ */
+typedef int (*exec_image_blob_fn)(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err,
+                                  size_t errlen);
+int exec_image_blob_fetch(struct exec_image_store *s, const char *hex, exec_image_blob_fn fn,
+                          void *arg, char *err, size_t errlen);
+/* The stored manifest hex (its config and layers stored) made an image:
+ * config checked, root unpacked, named name[:tag] (NULL: no name). */
+int exec_image_commit(struct exec_image_store *s, const char *hex, const char *name, char *err,
+                      size_t errlen);
+
+/* ---- pulls from a registry (exec/image/pull.c, exec/image/challenge.c) ---- */
+
+#define EXEC_IMAGE_REDIRECTS_MAX 5
+#define EXEC_IMAGE_TOKEN_MAX (64u << 10) /* a token endpoint's answer */
+#define EXEC_IMAGE_BLOB_MAX (16ull << 30)
+
+/*
+ * A WWW-Authenticate challenge: scheme (lower-cased: "bearer", "basic")
+ * and the realm, service and scope parameters ("" when absent). Quoted
+ * strings with backslash escapes; other parameters skipped. 0 or -EINVAL.
+ */
+struct exec_image_challenge {
+	char scheme[16];
+	char realm[1024];
+	char service[256];
+	char scope[512];
+};
+int exec_image_challenge_parse(const char *s, size_t len, struct exec_image_challenge *out);
+
+struct exec_image_pull_opts {
+	const char *ca_file;   /* --registry-ca: trust this CA (NULL: the system's) */
+	const char *insecure;  /* --insecure-registry HOST:PORT: plain HTTP to it alone */
+	const char *user;      /* basic credentials for the token endpoint (NULL: none) */
+	const char *password;
+};
+
+/*
+ * REGISTRY/REPO[:TAG][@sha256:HEX] pulled into the store over the OCI
+ * distribution API: the manifest (an index resolved to linux on this
+ * host's architecture), its config and layers, each checked against its
+ * digest, then committed as an import is. hex receives the manifest's
+ * digest. 0 or -errno with one line in err.
+ */
+int exec_image_pull(struct exec_image_store *s, const char *ref,
+                    const struct exec_image_pull_opts *o, char hex[EXEC_IMAGE_HEX_LEN + 1],
+                    char *err, size_t errlen);
+
 /* SHA-256 of len bytes, in hex. */
 void exec_image_sha256_hex(const void *buf, size_t len, char hex[EXEC_IMAGE_HEX_LEN + 1]);
 

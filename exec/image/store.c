@@ -816,15 +816,64 @@ out:
 	return rc;
 }
 
+/* names name[:tag] (taken without a digest) hex. */
+static int
+name_image(struct exec_image_store *s, const char *name, const char *hex, char *err, size_t errlen)
+{
+	struct exec_image_ref ref;
+	char full[EXEC_IMAGE_NAME_MAX + 140], why[512];
+	json_t *names;
+	int rc;
+
+	rc = exec_image_ref_parse(name, &ref, why, sizeof(why));
+	if (rc == 0 && ref.hex[0] != '\0') {
+		rc = -EINVAL;
+		snprintf(why, sizeof(why), "%s: --name takes NAME[:TAG] without a digest", name);
+	}
+	if (rc != 0) {
+		gw_set_err(err, errlen, "%s", why);
+		return rc;
+	}
+	snprintf(full, sizeof(full), "%s:%s", ref.name, ref.tag);
+	names = names_load(s);
+	if (names == NULL || json_object_set_new(names, full, json_string(hex)) != 0 ||
+	    names_save(s, names) != 0) {
+		rc = -EIO;
+		gw_set_err(err, errlen, "names.json: cannot write it");
+	}
+	json_decref(names);
+	return rc;
+}
+
 int
 exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const char *path,
                   const char *tag, const char *name, char hex[EXEC_IMAGE_HEX_LEN + 1], char *err,
                   size_t errlen)
 {
-	struct exec_image_ref ref;
-	char full[EXEC_IMAGE_NAME_MAX + 140], why[512];
-	json_t *names;
 	char *repotag = NULL;
+	int rc;
+
+	rc = exec_image_store_lock(s, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (kind == EXEC_IMAGE_DOCKER_ARCHIVE) {
+		rc = import_docker(s, path, hex, &repotag, err, errlen);
+		if (name == NULL)
+			name = repotag;
+	} else {
+		rc = import_oci(s, path, tag, hex, err, errlen);
+	}
+	if (rc == 0 && name != NULL)
+		rc = name_image(s, name, hex, err, errlen);
+	/* A failure's blobs, and an archive's members no image uses. */
+	exec_image_store_unlock(s, rc != 0 || kind == EXEC_IMAGE_DOCKER_ARCHIVE);
+	free(repotag);
+	return rc;
+}
+
+int
+exec_image_store_lock(struct exec_image_store *s, char *err, size_t errlen)
+{
 	int rc;
 
 	if (flock(s->lock_fd, LOCK_EX) != 0) {
@@ -833,41 +882,85 @@ exec_image_import(struct exec_image_store *s, enum exec_image_source kind, const
 		return rc;
 	}
 	clear_tmp(s);
-	if (kind == EXEC_IMAGE_DOCKER_ARCHIVE) {
-		rc = import_docker(s, path, hex, &repotag, err, errlen);
-		if (name == NULL)
-			name = repotag;
-	} else {
-		rc = import_oci(s, path, tag, hex, err, errlen);
-	}
-	/* A failure's blobs, and an archive's members no image uses. */
-	if (rc != 0 || kind == EXEC_IMAGE_DOCKER_ARCHIVE)
+	return 0;
+}
+
+void
+exec_image_store_unlock(struct exec_image_store *s, bool failed)
+{
+	if (failed)
 		collect_garbage(s);
-	if (rc != 0)
-		goto out;
-	if (name != NULL) {
-		rc = exec_image_ref_parse(name, &ref, why, sizeof(why));
-		if (rc == 0 && ref.hex[0] != '\0') {
-			rc = -EINVAL;
-			snprintf(why, sizeof(why), "%s: --name takes NAME[:TAG] without a digest",
-			         name);
-		}
-		if (rc != 0) {
-			gw_set_err(err, errlen, "%s", why);
-			goto out;
-		}
-		snprintf(full, sizeof(full), "%s:%s", ref.name, ref.tag);
-		names = names_load(s);
-		if (names == NULL || json_object_set_new(names, full, json_string(hex)) != 0 ||
-		    names_save(s, names) != 0) {
-			rc = -EIO;
-			gw_set_err(err, errlen, "names.json: cannot write it");
-		}
-		json_decref(names);
-	}
-out:
-	free(repotag);
 	flock(s->lock_fd, LOCK_UN);
+}
+
+bool
+exec_image_blob_stored(struct exec_image_store *s, const char *hex)
+{
+	char path[PATH_MAX];
+
+	return path_of(s, path, sizeof(path), "blobs/sha256/", hex) == 0 && access(path, F_OK) == 0;
+}
+
+int
+exec_image_blob_put(struct exec_image_store *s, const void *buf, size_t len, const char *hex,
+                    char *err, size_t errlen)
+{
+	char got[EXEC_IMAGE_HEX_LEN + 1];
+	int rc;
+
+	exec_image_sha256_hex(buf, len, got);
+	if (strcmp(got, hex) != 0) {
+		gw_set_err(err, errlen, "sha256:%s: digest mismatch (its content is sha256:%s)", hex,
+		           got);
+		return -EBADMSG;
+	}
+	rc = write_blob(s, buf, len, got);
+	if (rc != 0)
+		gw_set_err(err, errlen, "blob sha256:%s: %s", hex, strerror(-rc));
+	return rc;
+}
+
+int
+exec_image_blob_fetch(struct exec_image_store *s, const char *hex, exec_image_blob_fn fn,
+                      void *arg, char *err, size_t errlen)
+{
+	char dst[PATH_MAX], tmp[PATH_MAX], got[EXEC_IMAGE_HEX_LEN + 1] = "";
+	int fd, rc;
+
+	if (exec_image_blob_stored(s, hex))
+		return 0;
+	path_of(s, dst, sizeof(dst), "blobs/sha256/", hex);
+	path_of(s, tmp, sizeof(tmp), "tmp/blob.XXXXXX", NULL);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "blob sha256:%s: %s", hex, strerror(errno));
+		return rc;
+	}
+	rc = fn(arg, fd, got, err, errlen);
+	if (rc == 0 && strcmp(got, hex) != 0) {
+		rc = -EBADMSG;
+		gw_set_err(err, errlen, "blob sha256:%s: digest mismatch (its content is sha256:%s)",
+		           hex, got);
+	}
+	if (rc == 0 && (fsync(fd) != 0 || fchmod(fd, 0644) != 0 || rename(tmp, dst) != 0)) {
+		rc = -errno;
+		gw_set_err(err, errlen, "blob sha256:%s: %s", hex, strerror(errno));
+	}
+	close(fd);
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
+
+int
+exec_image_commit(struct exec_image_store *s, const char *hex, const char *name, char *err,
+                  size_t errlen)
+{
+	int rc = import_manifest(s, -1, hex, err, errlen);
+
+	if (rc == 0 && name != NULL)
+		rc = name_image(s, name, hex, err, errlen);
 	return rc;
 }
 

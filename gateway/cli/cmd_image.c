@@ -1,5 +1,5 @@
 /*
- * `tollgate image import|ls|inspect|rm`: the image store from the command
+ * `tollgate image pull|import|ls|inspect|rm`: the image store from the command
  * line (docs/images.md). The store is $TOLLGATE_HOME/images.
  */
 #include <errno.h>
@@ -13,16 +13,39 @@
 #include <jansson.h>
 
 #include "exec/image/image.h"
+#include "exec/vault.h"
 #include "gateway/cli/cli.h"
+#include "policy/audit.h"
 
 extern const struct gw_command gw_command_image;
 
-enum { OPT_NAME = 0x100, OPT_JSON };
+enum { OPT_NAME = 0x100, OPT_JSON, OPT_SECRET, OPT_CA, OPT_INSECURE };
 
+static int run_pull(int argc, char **argv);
 static int run_import(int argc, char **argv);
 static int run_ls(int argc, char **argv);
 static int run_inspect(int argc, char **argv);
 static int run_rm(int argc, char **argv);
+
+static const struct gw_command cmd_pull = {
+    .name = "image pull",
+    .run = run_pull,
+    .usage = "usage: tollgate image pull REGISTRY/REPO[:TAG][@sha256:DIGEST] [--registry-secret NAME]\n"
+             "                          [--registry-ca FILE] [--insecure-registry HOST:PORT]\n"
+             "\n"
+             "Fetches an image over the OCI distribution API (HTTPS) into the store: an\n"
+             "index resolved to linux on this host's architecture, every manifest and\n"
+             "blob checked against its digest, layers already stored not fetched again.\n"
+             "Prints the image's digest. With a digest and no tag the image is stored\n"
+             "without a name (run it as sha256:DIGEST).\n"
+             "\n"
+             "  --registry-secret NAME        the vault's secret NAME, USER:PASSWORD, for\n"
+             "                                the registry's token endpoint (or basic auth)\n"
+             "  --registry-ca FILE            trust this CA (PEM) for the registry and its\n"
+             "                                token endpoint instead of the system's\n"
+             "  --insecure-registry HOST:PORT plain HTTP to this registry, which REF must\n"
+             "                                name (any other stays HTTPS)\n",
+};
 
 static const struct gw_command cmd_import = {
     .name = "image import",
@@ -122,6 +145,109 @@ parse(int argc, char **argv, const struct gw_command *cmd, const char **name, bo
 			return GW_OPT_ERROR;
 		}
 	}
+}
+
+/* USER:PASSWORD from the file vault's default namespace; the read is an
+ * audit row (its name, never its value), as a sandbox's is. */
+static int
+registry_credentials(const char *secret, struct vault_secret **value, char **colon)
+{
+	struct vault *v = NULL;
+	struct audit *a = NULL;
+	char home[PATH_MAX], err[512] = "", path[PATH_MAX];
+	int rc;
+
+	if (gw_home_dir(home, sizeof(home)) != 0)
+		return gw_fail(cmd_pull.name, "cannot find TOLLGATE_HOME");
+	rc = vault_open_file(home, &v, err, sizeof(err));
+	if (rc == 0)
+		rc = vault_get(v, VAULT_DEFAULT_NAMESPACE, secret, value, err, sizeof(err));
+	vault_free(v);
+	if (rc != 0)
+		return gw_fail(cmd_pull.name, "--registry-secret %s: %s", secret, err);
+	if (gw_default_audit_path(path, sizeof(path), true) != 0 ||
+	    audit_open(path, &a, err, sizeof(err)) != 0) {
+		vault_secret_free(*value);
+		*value = NULL;
+		return gw_fail(cmd_pull.name, "audit log: %s", err);
+	}
+	vault_audit(a, NULL, "read", "file", VAULT_DEFAULT_NAMESPACE, secret);
+	audit_free(a);
+	*colon = strchr((char *)(*value)->data, ':');
+	if (*colon == NULL || *colon == (char *)(*value)->data) {
+		vault_secret_free(*value);
+		*value = NULL;
+		return gw_fail(cmd_pull.name, "--registry-secret %s: not USER:PASSWORD", secret);
+	}
+	return 0;
+}
+
+static int
+run_pull(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"registry-secret", required_argument, NULL, OPT_SECRET},
+	    {"registry-ca", required_argument, NULL, OPT_CA},
+	    {"insecure-registry", required_argument, NULL, OPT_INSECURE},
+	    {NULL, 0, NULL, 0},
+	};
+	struct exec_image_pull_opts o = {0};
+	struct exec_image_store *s = NULL;
+	struct vault_secret *cred = NULL;
+	const char *ref = NULL, *secret = NULL;
+	char err[PATH_MAX + 1024], hex[EXEC_IMAGE_HEX_LEN + 1], *colon = NULL;
+	int c, rc;
+
+	gw_getopt_reset();
+	for (;;) {
+		c = gw_getopt(argc, argv, "", longopts, &cmd_pull);
+		if (c == -1 && optind < argc && ref == NULL) {
+			ref = argv[optind++];
+			continue;
+		}
+		if (c == -1 && optind < argc)
+			return gw_fail(cmd_pull.name, "unexpected %s", argv[optind]);
+		if (c == -1)
+			break;
+		if (c == GW_OPT_HELP)
+			return GW_EXIT_OK;
+		if (c == OPT_SECRET)
+			secret = optarg;
+		else if (c == OPT_CA)
+			o.ca_file = optarg;
+		else if (c == OPT_INSECURE)
+			o.insecure = optarg;
+		else
+			return GW_EXIT_FAILURE;
+	}
+	if (ref == NULL)
+		return gw_fail(cmd_pull.name, "expected one REF (see --help)");
+	if (o.ca_file != NULL && access(o.ca_file, R_OK) != 0)
+		return gw_fail(cmd_pull.name, "--registry-ca %s: %s", o.ca_file, strerror(errno));
+	if (o.insecure != NULL && (strchr(o.insecure, '/') != NULL || o.insecure[0] == '\0'))
+		return gw_fail(cmd_pull.name, "--insecure-registry %s: expected HOST:PORT",
+		               o.insecure);
+	if (secret != NULL) {
+		if (registry_credentials(secret, &cred, &colon) != 0)
+			return GW_EXIT_FAILURE;
+		*colon = '\0';
+		o.user = (const char *)cred->data;
+		o.password = colon + 1;
+	}
+	rc = open_store(cmd_pull.name, true, &s) != 0 ? -EIO : 0;
+	if (rc == 0)
+		rc = exec_image_pull(s, ref, &o, hex, err, sizeof(err));
+	else
+		err[0] = '\0';
+	exec_image_store_free(s);
+	if (cred != NULL) {
+		*colon = ':'; /* the whole value wiped */
+		vault_secret_free(cred);
+	}
+	if (rc != 0)
+		return err[0] != '\0' ? gw_fail(cmd_pull.name, "%s", err) : GW_EXIT_FAILURE;
+	printf("sha256:%s\n", hex);
+	return GW_EXIT_OK;
 }
 
 static int
@@ -337,16 +463,17 @@ run_rm(int argc, char **argv)
 static int
 run_image(int argc, char **argv)
 {
-	static const struct gw_command *const subs[] = {&cmd_import, &cmd_ls, &cmd_inspect, &cmd_rm,
-	                                                NULL};
+	static const struct gw_command *const subs[] = {&cmd_pull, &cmd_import, &cmd_ls,
+	                                                &cmd_inspect, &cmd_rm, NULL};
 
 	return gw_run_subcommand(argc, argv, &gw_command_image, subs);
 }
 
 const struct gw_command gw_command_image = {
     .name = "image",
-    .summary = "the image store (import, ls, inspect, rm)",
-    .usage = "usage: tollgate image import oci:DIR[:TAG] [--name NAME[:TAG]]\n"
+    .summary = "the image store (pull, import, ls, inspect, rm)",
+    .usage = "usage: tollgate image pull REGISTRY/REPO[:TAG][@sha256:DIGEST] [FLAGS]\n"
+             "       tollgate image import oci:DIR[:TAG] [--name NAME[:TAG]]\n"
              "       tollgate image import docker-archive:FILE [--name NAME[:TAG]]\n"
              "       tollgate image ls [--json]\n"
              "       tollgate image inspect REF [--json]\n"
