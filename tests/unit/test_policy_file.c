@@ -249,7 +249,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:57: \"tls_cn\" and \"tls-cn\" are the same key (give it once)" },
 	{ "{\"version\": 1, \"frobnicate\": 1}",
 	  "t.json:1:16: unknown key \"frobnicate\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect, secrets)" },
 	{ "{\"version\": 1, \"ask_timeout\": -1}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": 86401}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL },
@@ -278,7 +278,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
 	{ "{\"version\": 1, \"mode\": \"report\"}",
 	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect, secrets)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "

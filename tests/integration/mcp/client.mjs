@@ -84,6 +84,10 @@ if (scenario === "everything") {
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
   out("tools", { tools });
   for (const url of extra) out("fetch", { url, ...(await call(client, "fetch_url", { url })) });
+} else if (scenario === "token") {
+  // extra: URLs for call_api, in order.
+  out("token", await call(client, "show_token", {}));
+  for (const url of extra) out("call", { url, ...(await call(client, "call_api", { url })) });
 } else if (scenario === "serve") {
   // extra: the origin's URL allowed, the one refused.
   const [allowedUrl, refusedUrl, allowedPattern] = extra;
