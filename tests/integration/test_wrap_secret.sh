@@ -115,6 +115,22 @@ expect_match "serve's sandbox holds a placeholder" "$sph" '^tgph_[a-z0-9]{35}$'
 expect_match "the origin's echo comes back as the placeholder" "$stdout" "Bearer $sph\$"
 expect_eq "the origin got the real value from serve's sandbox" \
 	"$(grep -c "REQ GET /echo-header/Authorization .*auth=Bearer $REAL\$" "$TEST_TMP/origin.log")" "2"
+# A session's calls hold it too; execute_code cannot ask the vault for it by name.
+set +e
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs session-code 'printf "ph:%s\n" "$GH_TOKEN"' \
+	-- "$TOLLGATE" serve --audit "$DB" "${NET[@]}" \
+	--secret GH_TOKEN=env:REAL_TOKEN@origin.test 2>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "serve --secret with a session: the client's session ends cleanly" "$rc" 0
+expect_match "a session's call holds the placeholder" \
+	"$(py "$(step code)" 'd["structured"]["stdout"]')" '^ph:tgph_[a-z0-9]{35}$'
+set +e
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs code-secrets GH_TOKEN -- \
+	"$TOLLGATE" serve --audit "$DB" "${NET[@]}" \
+	--secret GH_TOKEN=env:REAL_TOKEN@origin.test 2>"$TEST_TMP/err"); rc=$?
+set -e
+expect_match "execute_code naming a bound secret is refused" "$(step named)" \
+	'"isError":true.*GH_TOKEN is bound to hosts by the operator'
 expect_eq "the real value is not in the audit database" \
 	"$(sqlite3 "$DB" .dump | grep -c "$REAL" || true)" "0"
 finish
