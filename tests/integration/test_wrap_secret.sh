@@ -100,6 +100,13 @@ set -e
 expect_eq "a secret without hosts in a policy file exits 125" "$rc" 125
 expect_match "and names file, line and column" "$err" 'bad.json:1:[0-9]+: .*"hosts": expected a non-empty array'
 
+set +e
+err=$("$TOLLGATE" proxy --listen 127.0.0.1:0 --audit "$TEST_TMP/proxy.db" \
+	--policy "$TEST_TMP/policy.json" 2>&1 </dev/null); rc=$?
+set -e
+expect_eq "tollgate proxy with a policy file's secrets but no CA files exits 125" "$rc" 125
+expect_match "and says the bound hosts need --inspect-ca" "$err" 'hosts of its "secrets"\) needs --inspect-ca'
+
 # ---- serve --secret: every sandbox holds the placeholder ---------------------------
 set +e
 out=$(cd "$MCP_DIR" && timeout 120 node client.mjs code \
