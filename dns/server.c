@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -185,9 +186,18 @@ struct client_stats {
 	struct client_stats *next;
 };
 
+/* A placeholder a question's name must not carry (dns_server_secret_add). */
+struct dns_secret {
+	char name[64];
+	char placeholder[64];
+	char hosts[160]; /* for the message; cut when longer */
+};
+
 struct dns_server {
 	struct gw_context *gw;
 	struct dns_server_config cfg;
+	struct dns_secret secrets[DNS_SECRETS_MAX];
+	size_t nsecrets;
 	LIST_HEAD(, dns_listener) listeners;
 	LIST_HEAD(, tcp_conn) conns;
 	unsigned int nconns;
@@ -1164,6 +1174,68 @@ req_select_policy(struct dns_req *r, const struct policy_addr *src)
 	return true;
 }
 
+int
+dns_server_secret_add(struct dns_server *s, const char *name, const char *placeholder,
+                      const char *hosts)
+{
+	struct dns_secret *d;
+
+	if (s->nsecrets >= DNS_SECRETS_MAX)
+		return -E2BIG;
+	d = &s->secrets[s->nsecrets];
+	if (strlen(placeholder) < 16 || strlen(placeholder) >= sizeof(d->placeholder) ||
+	    strlen(name) >= sizeof(d->name))
+		return -EINVAL;
+	copy_text(d->name, sizeof(d->name), name);
+	copy_text(d->placeholder, sizeof(d->placeholder), placeholder);
+	copy_text(d->hosts, sizeof(d->hosts), hosts);
+	s->nsecrets++;
+	return 0;
+}
+
+/* The secret whose placeholder the question's name holds (any case), or NULL. */
+static const struct dns_secret *
+name_secret(const struct dns_server *s, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (size_t i = 0; i < s->nsecrets; i++) {
+		const struct dns_secret *d = &s->secrets[i];
+		size_t pl = strlen(d->placeholder);
+
+		for (size_t at = 0; pl <= len && at <= len - pl; at++) {
+			if (strncasecmp(name + at, d->placeholder, pl) == 0)
+				return d;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A name that carries a bound secret's placeholder: a sandbox spelling the
+ * secret into a DNS name, which would carry it out to whoever answers for
+ * the domain. Refused before anything else is decided or asked upstream.
+ */
+static bool
+refuse_misdirected(struct dns_req *r)
+{
+	const struct dns_secret *d;
+
+	if (r->s->nsecrets == 0 || !r->q.has_question)
+		return false;
+	d = name_secret(r->s, r->q.name);
+	if (d == NULL)
+		return false;
+	/* Cut when the hosts are long: the secret's name comes first. */
+	if (snprintf(r->rule, sizeof(r->rule),
+	             "the placeholder of secret %.63s went to a DNS name; it is bound to %.120s",
+	             d->name, d->hosts) < 0)
+		r->rule[0] = '\0';
+	log_warnx("dns: %s: refused: %s (secret-misdirected)", r->client, r->rule);
+	req_answer_simple(r, DNS_WIRE_RCODE_REFUSED, "deny", "secret-misdirected");
+	return true;
+}
+
 /* One message from a client: answers it now or holds it. */
 static void
 handle_message(struct dns_server *s, struct dns_listener *l, struct tcp_conn *conn,
@@ -1204,6 +1276,8 @@ handle_message(struct dns_server *s, struct dns_listener *l, struct tcp_conn *co
 		req_answer_simple(&r, DNS_WIRE_RCODE_SERVFAIL, "deny", AUDIT_REASON_UNAVAILABLE);
 		goto out;
 	}
+	if (refuse_misdirected(&r))
+		goto out;
 	if (!r.q.name_ldh || policy_host_parse(r.q.name, strlen(r.q.name), &r.host) != 0 ||
 	    r.host.kind != POLICY_HOST_NAME) {
 		req_answer_simple(&r, s->cfg.deny_rcode, "deny", "malformed-host");

@@ -48,6 +48,16 @@ void dns_server_config_defaults(struct dns_server_config *cfg);
  */
 int dns_server_new(struct gw_context *gw, const struct dns_server_config *cfg,
                    struct dns_server **out, char *err, size_t errlen);
+/*
+ * A secret bound to hosts (docs/secrets.md): a question whose name holds its
+ * placeholder (in any case) is refused as secret-misdirected, audited and
+ * logged with the secret's name; nothing is asked upstream. At most
+ * DNS_SECRETS_MAX. 0, -E2BIG or -EINVAL (a placeholder under 16 bytes or
+ * over 63, a name or hosts too long).
+ */
+#define DNS_SECRETS_MAX 64
+int dns_server_secret_add(struct dns_server *s, const char *name, const char *placeholder,
+                          const char *hosts);
 /* Flushes the audit rows it holds, closes everything. Accepts NULL. */
 void dns_server_free(struct dns_server *s);
 

@@ -291,8 +291,9 @@ start_inspect(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_f
 	}
 	/* tollgate proxy's clients must be told which CA to trust: its file. */
 	if (o.nnames > f->ninspect && o.ca_cert == NULL && strcmp(f->cmd, "proxy") == 0)
-		return gw_fail(f->cmd, "the policy file's \"inspect\" needs --inspect-ca and "
-		                       "--inspect-key (or name the hosts with --inspect)");
+		return gw_fail(f->cmd, "the policy file's \"inspect\" (or the hosts of its "
+		                       "\"secrets\") needs --inspect-ca and --inspect-key (or name "
+		                       "the hosts with --inspect)");
 	if (o.nnames == 0) {
 		if (f->upstream_ca != NULL)
 			return gw_fail(f->cmd, "--upstream-ca needs --inspect");

@@ -546,10 +546,97 @@ load_inspect(struct loader *ld, struct policy *p, json_t *v)
 	return 0;
 }
 
+/* A variable's name: a letter or '_', then letters, digits and '_'. */
+static bool
+secret_name_ok(const char *s)
+{
+	if (s[0] == '\0' || strlen(s) > 63 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (; *s != '\0'; s++) {
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	}
+	return true;
+}
+
+/* One entry of "secrets": {"name": "GH_TOKEN", "hosts": [...], "env": "VAR"}. */
+static int
+load_secret(struct loader *ld, struct policy *p, json_t *item)
+{
+	const char *name = json_string_value(json_object_get(item, "name"));
+	const char *env = json_string_value(json_object_get(item, "env"));
+	json_t *hosts = json_object_get(item, "hosts"), *h;
+	char list[513], msg[512];
+	const char *key;
+	json_t *v;
+	size_t i, used = 0;
+
+	json_object_foreach(item, key, v)
+	{
+		if (strcmp(key, "name") != 0 && strcmp(key, "hosts") != 0 &&
+		    strcmp(key, "env") != 0 && strcmp(key, "comment") != 0)
+			return fail_at(ld, false,
+			               "unknown key \"%s\" in a secret (expected name, hosts, env "
+			               "or comment)",
+			               key);
+	}
+	if (name == NULL || !secret_name_ok(name))
+		return fail_at(ld, false, "\"name\": expected a variable name (A-Z a-z 0-9 _)");
+	if (json_object_get(item, "env") != NULL && (env == NULL || !secret_name_ok(env)))
+		return fail_at(ld, false, "\"env\": expected tollgate's variable's name");
+	if (!json_is_array(hosts) || json_array_size(hosts) == 0)
+		return fail_at(ld, false, "\"hosts\": expected a non-empty array of host names");
+	json_array_foreach(hosts, i, h)
+	{
+		const char *s = json_string_value(h);
+		size_t n = s != NULL ? strlen(s) : 0;
+
+		if (n == 0 || strchr(s, ',') != NULL || used + n + 1 >= sizeof(list))
+			return fail_at(ld, false, "\"hosts\": expected host names (%zu bytes at most)",
+			               sizeof(list) - 1);
+		if (used > 0)
+			list[used++] = ',';
+		memcpy(list + used, s, n);
+		used += n;
+		list[used] = '\0';
+	}
+	if (policy_add_secret(p, name, env != NULL ? env : "", list, msg, sizeof(msg)) != 0)
+		return fail_at(ld, false, "%s", msg);
+	return 0;
+}
+
+/* "secrets": [{"name": ..., "hosts": [...]}] (docs/secrets.md). */
+static int
+load_secrets(struct loader *ld, struct policy *p, json_t *v)
+{
+	json_t *item;
+	size_t i;
+	int rc = 0;
+
+	if (!json_is_array(v))
+		return fail_at(ld, false,
+		               "\"secrets\": expected an array of {\"name\": ..., \"hosts\": "
+		               "[...]}");
+	json_array_foreach(v, i, item)
+	{
+		path_push_index(ld, i);
+		if (!json_is_object(item))
+			rc = fail_at(ld, false, "expected {\"name\": ..., \"hosts\": [...]}");
+		else
+			rc = load_secret(ld, p, item);
+		path_pop(ld);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* '_' and '-' are one character in a key (docs/policy.md, "Spelling"). */
 static const char *const top_key_names[] = {
     "version", "comment",    "default",   "ask-timeout", "allow",      "deny",
-    "ask",     "allow-cidr", "deny-cidr", "clients",     "filesystem", "inspect", NULL,
+    "ask",     "allow-cidr", "deny-cidr", "clients",     "filesystem", "inspect",
+    "secrets", NULL,
 };
 static const char *const client_key_names[] = {
     "name",        "comment",    "sources",   "user",        "password-sha256", "mode",
@@ -557,7 +644,8 @@ static const char *const client_key_names[] = {
     "ask",         "allow-cidr", "deny-cidr", NULL,
 };
 static const char top_keys[] = "version, comment, default, ask-timeout, allow, deny, ask, "
-                               "allow-cidr, deny-cidr, clients, filesystem, inspect";
+                               "allow-cidr, deny-cidr, clients, filesystem, inspect, "
+                               "secrets";
 static const char client_keys[] = "name, comment, sources, user, password-sha256, mode, "
                                   "tls-subject, tls-cn, default, ask-timeout, allow, deny, ask, "
                                   "allow-cidr, deny-cidr";
@@ -1008,6 +1096,8 @@ load_root(struct loader *ld, json_t *root, struct policy **out)
 			rc = load_filesystem(ld, p, v);
 		else if (rc == 0 && strcmp(key, "inspect") == 0)
 			rc = load_inspect(ld, p, v);
+		else if (rc == 0 && strcmp(key, "secrets") == 0)
+			rc = load_secrets(ld, p, v);
 		else if (rc == 0)
 			rc = load_common_key(ld, p, key, v);
 		if (rc == 1)

@@ -283,6 +283,21 @@ void policy_decide_request(const struct policy *p, const char *method,
 int policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen);
 size_t policy_inspect_count(const struct policy *p);
 const char *policy_inspect_get(const struct policy *p, size_t i);
+/*
+ * The policy file's "secrets": a vault secret NAME (or tollgate's variable
+ * env_var, "" for the vault) bound to hosts, a comma list of names or
+ * *.domain, which are inspected too (docs/secrets.md). Read when a gateway
+ * starts. 0, or -EINVAL / -ENOMEM with err.
+ */
+struct policy_secret {
+	char name[64];
+	char env_var[64];
+	char hosts[513];
+};
+int policy_add_secret(struct policy *p, const char *name, const char *env_var, const char *hosts,
+                      char *err, size_t errlen);
+size_t policy_secret_count(const struct policy *p);
+const struct policy_secret *policy_secret_get(const struct policy *p, size_t i);
 /* The method and path rules, in order. */
 size_t policy_request_rule_count(const struct policy *p);
 const struct policy_request_rule *policy_request_rule_get(const struct policy *p, size_t i);

@@ -107,6 +107,8 @@ struct policy {
 	size_t nreqs;
 	char **inspect; /* the file's "inspect" names, normalised */
 	size_t ninspect;
+	struct policy_secret *secrets; /* the file's "secrets" */
+	size_t nsecrets;
 };
 
 #define POLICY_ASK_TIMEOUT_DEFAULT 60.0
@@ -236,6 +238,7 @@ policy_free(struct policy *p)
 	for (size_t i = 0; i < p->ninspect; i++)
 		free(p->inspect[i]);
 	free(p->inspect);
+	free(p->secrets);
 	free(p);
 }
 
@@ -713,6 +716,65 @@ policy_inspect_get(const struct policy *p, size_t i)
 	return i < p->ninspect ? p->inspect[i] : NULL;
 }
 
+int
+policy_add_secret(struct policy *p, const char *name, const char *env_var, const char *hosts,
+                  char *err, size_t errlen)
+{
+	struct policy_secret *na, *s;
+	char host[POLICY_HOST_MAX + 3];
+
+	if (strlen(name) >= sizeof(s->name) || strlen(env_var) >= sizeof(s->env_var) ||
+	    hosts[0] == '\0' || strlen(hosts) >= sizeof(s->hosts)) {
+		gw_set_err(err, errlen, "a name, a variable or hosts too long");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->nsecrets; i++) {
+		if (strcmp(p->secrets[i].name, name) == 0) {
+			gw_set_err(err, errlen, "secret %s: given twice", name);
+			return -EINVAL;
+		}
+	}
+	/* Binding a secret to hosts inspects them. */
+	for (const char *h = hosts; *h != '\0';) {
+		size_t n = strcspn(h, ",");
+
+		if (n == 0 || n >= sizeof(host)) {
+			gw_set_err(err, errlen, "an empty or overlong host name");
+			return -EINVAL;
+		}
+		memcpy(host, h, n);
+		host[n] = '\0';
+		if (policy_add_inspect(p, host, err, errlen) != 0)
+			return -EINVAL;
+		h += n;
+		if (*h == ',')
+			h++;
+	}
+	na = realloc(p->secrets, (p->nsecrets + 1) * sizeof(*na));
+	if (na == NULL) {
+		gw_set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->secrets = na;
+	s = &p->secrets[p->nsecrets++];
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->env_var, sizeof(s->env_var), "%s", env_var);
+	snprintf(s->hosts, sizeof(s->hosts), "%s", hosts);
+	return 0;
+}
+
+size_t
+policy_secret_count(const struct policy *p)
+{
+	return p->nsecrets;
+}
+
+const struct policy_secret *
+policy_secret_get(const struct policy *p, size_t i)
+{
+	return i < p->nsecrets ? &p->secrets[i] : NULL;
+}
+
 size_t
 policy_request_rule_count(const struct policy *p)
 {
@@ -966,6 +1028,19 @@ policy_merge(const struct policy *base, const struct policy *overlay)
 	for (size_t l = 0; l < 2; l++) {
 		for (size_t i = 0; layers[l] != NULL && i < layers[l]->ninspect; i++) {
 			if (push_inspect(m, layers[l]->inspect[i]) != 0) {
+				policy_free(m);
+				return NULL;
+			}
+		}
+	}
+	for (size_t l = 0; l < 2; l++) {
+		for (size_t i = 0; layers[l] != NULL && i < layers[l]->nsecrets; i++) {
+			const struct policy_secret *ps = &layers[l]->secrets[i];
+			char err[160];
+
+			/* A name in both layers: the first layer's binding stands. */
+			if (policy_add_secret(m, ps->name, ps->env_var, ps->hosts, err, sizeof(err)) ==
+			    -ENOMEM) {
 				policy_free(m);
 				return NULL;
 			}

@@ -515,11 +515,17 @@ head_put(struct evbuffer *out, void (*build)(struct head_out *, const void *), c
 	return evbuffer_commit_space(out, &vec, 1) == 0 ? 0 : -ENOMEM;
 }
 
+struct request_out {
+	const struct proxy_head *h;
+	bool identity; /* to a host a secret is bound to: Accept-Encoding: identity */
+};
+
 /* The request head as it goes upstream. */
 static void
 request_head(struct head_out *o, const void *arg)
 {
-	const struct proxy_head *h = arg;
+	const struct request_out *ro = arg;
+	const struct proxy_head *h = ro->h;
 	char version[] = " HTTP/1.1\r\nHost: ";
 
 	emit(o, h->method, strlen(h->method));
@@ -534,10 +540,14 @@ request_head(struct head_out *o, const void *arg)
 	for (size_t i = 0; i < h->nheaders; i++) {
 		const struct proxy_header *hd = &h->headers[i];
 
-		if (header_is(hd, "Host") || proxy_head_is_hop_by_hop(h, hd))
+		if (header_is(hd, "Host") || proxy_head_is_hop_by_hop(h, hd) ||
+		    (ro->identity && header_is(hd, "Accept-Encoding")))
 			continue;
 		emit_field(o, hd);
 	}
+	/* A body the gate can read for echoed values (docs/secrets.md). */
+	if (ro->identity)
+		EMIT_LIT(o, "Accept-Encoding: identity\r\n");
 	if (h->chunked)
 		EMIT_LIT(o, "Transfer-Encoding: chunked\r\n");
 	EMIT_LIT(o, "\r\n");
@@ -546,7 +556,26 @@ request_head(struct head_out *o, const void *arg)
 static int
 build_request(struct proxy_forward *f, struct evbuffer *out)
 {
-	return head_put(out, request_head, f->c->head);
+	struct request_out ro = {
+	    .h = f->c->head,
+	    .identity = f->c->inspect && proxy_secret_any_bound(f->c->proxy, f->c->host.text),
+	};
+
+	return head_put(out, request_head, &ro);
+}
+
+/* Whether a response's body is in a content coding other than identity. */
+static bool
+content_encoded(const struct proxy_head *r)
+{
+	for (size_t i = 0; i < r->nheaders; i++) {
+		const struct proxy_header *hd = &r->headers[i];
+
+		if (header_is(hd, "Content-Encoding") &&
+		    !(hd->value_len == 8 && strncasecmp(hd->value, "identity", 8) == 0))
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -748,6 +777,18 @@ read_response_head(struct proxy_forward *f)
 			f->client_close = true;
 		if (r->connection_close || f->resp.kind == BODY_CLOSE)
 			f->upstream_close = true;
+		/*
+		 * A bound host was asked for identity: a compressed body could
+		 * hide an echoed value from the masking, so it is not passed on.
+		 */
+		if (c->inspect && f->resp.kind != BODY_NONE &&
+		    (r->other_coding || content_encoded(r)) &&
+		    proxy_secret_any_bound(c->proxy, c->host.text)) {
+			fwd_fail(f, 502, "upstream-encoded",
+			         "a host a secret is bound to answered with an encoded body "
+			         "(asked for identity)");
+			return -1;
+		}
 		f->echo_guard = c->inspect && f->resp.kind != BODY_NONE && !r->other_coding &&
 		                proxy_secret_any_bound(c->proxy, c->host.text);
 		f->resp.strip = f->echo_guard;

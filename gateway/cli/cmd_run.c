@@ -40,6 +40,7 @@
 #include "gateway/core/safepath.h"
 #include "gateway/prompt.h"
 #include "gateway/refusals.h"
+#include "gateway/secrets.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -98,10 +99,8 @@ struct run_flags {
 	const char *json_status;
 	struct gw_setup_flags gw;     /* --policy, --allow, ..., --pool, --control, --audit */
 	struct proxy_config proxy;    /* the defaults, but held requests are ours to say */
-	char *secret_hosts[16];       /* --secret NAME@HOSTS: copies the --inspect list points into */
-	size_t nsecret_hosts;
 	const char *out_dir;          /* --out: signed after the run */
-	struct vault_inject *secrets; /* --secret */
+	struct gw_secrets secrets;    /* --secret and the policy file's (gateway/secrets.h) */
 	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
 	bool no_network;
 	char **argv;
@@ -149,62 +148,6 @@ parse_long_flag(const char *flag, const char *value, long min, long max, long *o
 	return 0;
 }
 
-/* --secret NAME or NAME=env:VAR (exec/vault.h); the value is read later. */
-static int
-add_secret(struct run_flags *f, const char *value)
-{
-	char err[256];
-
-	const char *at = strchr(value, '@');
-	char *hosts;
-
-	if (vault_inject_add(&f->secrets, value, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "--secret: %s", err);
-	if (at == NULL)
-		return 0;
-	/* Binding a secret to hosts inspects them (docs/secrets.md). */
-	if (f->nsecret_hosts >= sizeof(f->secret_hosts) / sizeof(f->secret_hosts[0]))
-		return gw_fail(CMD, "--secret: at most %zu bound to hosts",
-		               sizeof(f->secret_hosts) / sizeof(f->secret_hosts[0]));
-	hosts = strdup(at + 1);
-	if (hosts == NULL)
-		return gw_fail(CMD, "out of memory");
-	f->secret_hosts[f->nsecret_hosts++] = hosts;
-	for (char *h = hosts; h != NULL && *h != '\0';) {
-		char *comma = strchr(h, ',');
-
-		if (comma != NULL)
-			*comma = '\0';
-		if (gw_setup_flag(&f->gw, GW_SETUP_OPT_INSPECT, h) != 0)
-			return GW_EXIT_FAILURE;
-		h = comma != NULL ? comma + 1 : NULL;
-	}
-	return 0;
-}
-
-/* The secrets bound to hosts: their values go to the proxy, which puts
- * them into inspected requests to those hosts (the sandbox holds
- * placeholders). */
-static int
-bind_secrets(const struct run_flags *f, struct proxy *proxy)
-{
-	const char *name, *placeholder, *hosts;
-	const uint8_t *value;
-	char err[256];
-	size_t len;
-
-	for (size_t i = 0; i < vault_inject_count(f->secrets); i++) {
-		if (!vault_inject_bound(f->secrets, i, &name, &placeholder, &value, &len, &hosts))
-			continue;
-		if (proxy == NULL)
-			return gw_fail(CMD, "--secret %s@%s: needs the network gate", name, hosts);
-		if (proxy_secret_bind(proxy, name, placeholder, value, len, hosts, err,
-		                      sizeof(err)) != 0)
-			return gw_fail(CMD, "--secret %s: %s", name, err);
-	}
-	return 0;
-}
-
 /* The output relay, through the pty's master when there is one. */
 static int
 relay_prepare(const struct redact *set, const struct exec_pty *pty, struct redact_relay **relay,
@@ -223,27 +166,25 @@ static int
 prepare_secrets(struct run_flags *f, const struct exec_pty *pty, struct exec_spec *spec,
                 struct redact **set, struct redact_relay **relay)
 {
-	char err[512], home[PATH_MAX];
+	char err[512];
 	const char *twice;
 	int rc;
 
-	if (gw_home_dir(home, sizeof(home)) != 0)
-		return gw_fail(CMD, "--secret: cannot find TOLLGATE_HOME");
-	if (vault_inject_load(f->secrets, home, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "%s", err);
-	twice = vault_inject_conflict(f->secrets, f->sb.env);
+	if (gw_secrets_load(&f->secrets) != 0)
+		return GW_EXIT_FAILURE;
+	twice = vault_inject_conflict(f->secrets.list, f->sb.env);
 	if (twice != NULL)
 		return gw_fail(CMD, "--secret %s: also set by --env", twice);
 	*set = redact_new();
 	if (*set == NULL)
 		return gw_fail(CMD, "out of memory");
-	rc = vault_inject_redact(f->secrets, *set);
+	rc = vault_inject_redact(f->secrets.list, *set);
 	if (rc == 0)
 		rc = redact_compile(*set);
 	if (rc != 0)
 		return gw_fail(CMD, "--secret: cannot build the redactor: %s",
 		               rc == -E2BIG ? "the values are too long together" : strerror(-rc));
-	for (char *const *e = vault_inject_env(f->secrets); *e != NULL; e++) {
+	for (char *const *e = vault_inject_env(f->secrets.list); *e != NULL; e++) {
 		if (gw_sandbox_add_env(CMD, &f->sb, *e) != 0)
 			return GW_EXIT_FAILURE;
 	}
@@ -331,7 +272,7 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 			f->out_dir = optarg;
 			break;
 		case OPT_SECRET:
-			rc = add_secret(f, optarg);
+			rc = gw_secrets_flag(&f->secrets, &f->gw, optarg);
 			break;
 		case OPT_LANG:
 			f->lang = optarg;
@@ -668,7 +609,7 @@ job_spec(struct run_state *st, struct run_flags *f, const struct exec_spec *spec
 	js->gate.proxy = st->setup.proxy;
 	js->gate.dns = st->setup.dns;
 	js->timeout = f->timeout;
-	js->secrets = f->secrets;
+	js->secrets = f->secrets.list;
 	js->art = art;
 	js->publish_signed = gw_bridge_publish_signed;
 	js->detail = detail;
@@ -747,9 +688,13 @@ run_run(int argc, char **argv)
 	}
 	if (prepare_pty(&st, &spec) != 0)
 		goto out;
-	if (f.secrets != NULL && prepare_secrets(&f, st.pty, &spec, &redact_set, &relay) != 0)
+	f.secrets.cmd = CMD;
+	if (gw_secrets_add_policy(&f.secrets, st.gw.policy) != 0)
 		goto out;
-	if (f.secrets != NULL && bind_secrets(&f, st.setup.proxy) != 0)
+	if (f.secrets.list != NULL &&
+	    prepare_secrets(&f, st.pty, &spec, &redact_set, &relay) != 0)
+		goto out;
+	if (gw_secrets_bind(&f.secrets, &st.setup) != 0)
 		goto out;
 	/*
 	 * The output always passes through tollgate, so that the sandbox never
@@ -842,9 +787,7 @@ out:
 	/* After the relay: the terminal's modes back, on every way out. */
 	exec_pty_free(st.pty);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
-	vault_inject_free(f.secrets);
-	for (size_t i = 0; i < f.nsecret_hosts; i++)
-		free(f.secret_hosts[i]);
+	gw_secrets_free(&f.secrets);
 	free(f.code_buf);
 	exec_image_config_clear(&f.image_cfg);
 	gw_sandbox_flags_free(&f.sb); /* --secret values among them */

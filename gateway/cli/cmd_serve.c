@@ -34,6 +34,7 @@
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/pkgname.h"
 #include "gateway/mcp/serve.h"
+#include "gateway/secrets.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -64,6 +65,7 @@ enum {
 	OPT_HTTP_SESSIONS,
 	OPT_PACKAGE_INDEX,
 	OPT_HOST_ACCESS,
+	OPT_SECRET,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -97,6 +99,7 @@ static const struct option serve_options[] = {
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
     {"host-access", required_argument, NULL, OPT_HOST_ACCESS},
+    {"secret", required_argument, NULL, OPT_SECRET},
     {NULL, 0, NULL, 0},
 };
 
@@ -111,7 +114,8 @@ struct serve_state {
 	struct event *ev_sig[2];
 	char home[PATH_MAX];
 	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
-	struct exec_spec files;     /* their binds, for every sandbox */
+	struct exec_spec files;     /* their binds, for every sandbox; env: --secret's */
+	struct gw_secrets secrets;  /* --secret NAME@HOST (gateway/secrets.h) */
 	struct mcp_tool *tools; /* the table the client sees (--tools-*, --model-approves) */
 	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
 	bool pkg_index_set[SERVE_PKG_COUNT];
@@ -323,6 +327,9 @@ run_serve(int argc, char **argv)
 		case OPT_HOST_ACCESS:
 			host_access = optarg;
 			break;
+		case OPT_SECRET:
+			rc = gw_secrets_flag(&st.secrets, &f, optarg);
+			break;
 		case OPT_NO_NETWORK:
 			no_network = true;
 			break;
@@ -396,6 +403,9 @@ run_serve(int argc, char **argv)
 	    (struct exec_limits){.ram_mb = max_ram, .cpu_seconds = max_cpu, .pids = max_pids};
 	f.sandbox_gate_workdirs = true;
 	if (gw_setup_start(&st.gw, &st.setup, &f, parts) != 0)
+		goto out;
+	/* Every sandbox's NAME=placeholder, as the files it sees (docs/secrets.md). */
+	if (gw_secrets_start(&st.secrets, &f, st.gw.policy, &st.setup, &st.files.env) != 0)
 		goto out;
 	st.ctx.gw = &st.gw;
 	st.ctx.proxy = st.setup.proxy;
@@ -531,6 +541,7 @@ out:
 	}
 	gw_setup_free(&st.gw, &st.setup, &f);
 	gw_sandbox_flags_free(&st.sb);
+	gw_secrets_free(&st.secrets);
 	free(st.tools);
 	/* Over HTTP (--listen) stdin is no client's. */
 	if (tell_client && exit_code != GW_EXIT_OK && listen == NULL)
@@ -575,6 +586,10 @@ const struct gw_command gw_command_serve = {
              "  --resolve HOST:ADDR      pin a name to an address\n"
              "  --upstream-dns ADDR[:PORT]  resolver to ask (default: the system's)\n"
              GW_SETUP_USAGE_INSPECT
+             "  --secret NAME@HOST[,HOST...]  every sandbox's NAME holds a placeholder; the\n"
+             "                           gate puts the vault's NAME (NAME=env:VAR@...:\n"
+             "                           tollgate's $VAR) into requests to HOST only\n"
+             "                           (implies --inspect; docs/secrets.md)\n"
              "  --timeout DURATION       default execution timeout (30s)\n"
              "  --max-ram MIB            ceiling of ram_mb a call or set_resource_limits\n"
              "                           may ask for (default: none above 16 TiB); every\n"

@@ -23,6 +23,7 @@
 #include "exec/job.h"
 #include "exec/netns.h"
 #include "exec/userns.h"
+#include "exec/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/cli/wrap_listen.h"
 #include "gateway/control/control.h"
@@ -32,6 +33,7 @@
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/refusals.h"
+#include "gateway/secrets.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "policy/audit.h"
@@ -57,6 +59,7 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_HTTP_SESSIONS,
 	OPT_HTTP_IDLE,
+	OPT_SECRET,
 };
 
 static const struct option wrap_options[] = {
@@ -78,6 +81,7 @@ static const struct option wrap_options[] = {
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"http-idle", required_argument, NULL, OPT_HTTP_IDLE},
+    {"secret", required_argument, NULL, OPT_SECRET},
     {NULL, 0, NULL, 0},
 };
 
@@ -98,6 +102,7 @@ struct wrap_flags {
 	const char *name;    /* --name: a home kept in $TOLLGATE_HOME/homes/NAME */
 	char name_home[PATH_MAX];
 	struct gw_wrap_listen_flags http; /* --listen and its flags (wrap_listen.c) */
+	struct gw_secrets secrets;        /* --secret NAME@HOST, the policy's (gateway/secrets.h) */
 };
 
 struct wrap_state {
@@ -284,6 +289,9 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		case OPT_QUIET:
 			f->quiet = true;
 			break;
+		case OPT_SECRET:
+			rc = gw_secrets_flag(&f->secrets, &f->gw, optarg);
+			break;
 		case OPT_LISTEN:
 		case OPT_LISTEN_REMOTE:
 		case OPT_TOKEN_FILE:
@@ -394,6 +402,7 @@ start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in
 	js.gate.no_transparent = st->flags->no_transparent;
 	js.gate.proxy = st->setup.proxy;
 	js.gate.dns = st->setup.dns;
+	js.secrets = st->flags->secrets.list; /* their reads audited */
 	detail = json_pack("{s:i}", "argc", st->flags->argc);
 	js.detail = detail;
 	js.done = on_job_done;
@@ -434,6 +443,28 @@ wrap_stats(void *arg)
 	struct wrap_state *st = arg;
 
 	return gw_control_stats_json(st->setup.proxy, st->setup.dns, NULL);
+}
+
+/*
+ * --secret NAME@HOST and the policy file's secrets: the server's NAME holds a
+ * placeholder, the proxy the value (docs/secrets.md). 0 or GW_EXIT_FAILURE.
+ */
+static int
+add_secrets(struct wrap_state *st, struct wrap_flags *f)
+{
+	char *const *env;
+	const char *twice;
+
+	if (gw_secrets_start(&f->secrets, &f->gw, st->gw.policy, &st->setup, &env) != 0)
+		return GW_EXIT_FAILURE;
+	twice = vault_inject_conflict(f->secrets.list, f->sb.env);
+	if (twice != NULL)
+		return gw_fail(CMD, "--secret %s: also set by --env", twice);
+	for (; env != NULL && *env != NULL; env++) {
+		if (gw_sandbox_add_env(CMD, &f->sb, *env) != 0)
+			return GW_EXIT_FAILURE;
+	}
+	return 0;
 }
 
 static int
@@ -489,6 +520,8 @@ run_wrap(int argc, char **argv)
 	                                 NULL, &st.refusals) != 0)
 		log_warnx("wrap: refused requests will not be reported on stderr");
 
+	if (add_secrets(&st, &f) != 0)
+		goto out;
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
@@ -582,6 +615,7 @@ out:
 	exec_job_free(st.job);
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	gw_sandbox_flags_free(&f.sb);
+	gw_secrets_free(&f.secrets); /* the values wiped */
 	/* Else the client's initialize is still to come, or unread. */
 	if (tell_client && exit_code != GW_EXIT_OK && !told)
 		mcp_start_failure_answer(STDIN_FILENO, STDOUT_FILENO, start_failure_reason());
@@ -631,6 +665,10 @@ const struct gw_command gw_command_wrap = {
              "  --name NAME              keep a home per server in $TOLLGATE_HOME/homes/NAME\n"
              "  --profile FILE           a policy file (network and files) for this server\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
+             "  --secret NAME@HOST[,HOST...]  the server's NAME holds a placeholder; the gate\n"
+             "                           puts the vault's NAME (NAME=env:VAR@...: tollgate's\n"
+             "                           $VAR) into requests to HOST only (implies --inspect;\n"
+             "                           docs/secrets.md)\n"
              "policy:\n"
              "  --policy FILE            policy file (JSON)\n"
              GW_SETUP_USAGE_RULES

@@ -47,7 +47,7 @@
 #define JOB_CODE_MAX (1024 * 1024)
 #define JOB_OUTPUT_MAX (1024 * 1024) /* per stream */
 #define JOB_REFUSED_MAX 50
-#define JOB_ENV_MAX (VAULT_INJECT_MAX + 2)
+#define JOB_ENV_MAX (2 * VAULT_INJECT_MAX + 2)
 #define TRUNCATED_MARK "\n[... output truncated by tollgate ...]\n"
 
 /* The snippet's name in /work, by language (enum exec_lang's order). */
@@ -82,8 +82,9 @@ struct mcp_job {
 	struct redact *redact;              /* their values, redacted from the output */
 	struct exec_artifact_out *art;      /* out: true */
 	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
-	const char *out_env[JOB_ENV_MAX];   /* TOLLGATE_OUT and the secrets' variables */
-	struct mcp_session *session;        /* session_id's, or NULL */
+	/* TOLLGATE_OUT, the secrets' variables, the operator's placeholders */
+	const char *out_env[JOB_ENV_MAX];
+	struct mcp_session *session; /* session_id's, or NULL */
 	/* serve_job_program's: the tool, its argv (owned), how much of stdout
 	 * is kept, and who makes the answer (done, then arg_free(done_arg)). */
 	const char *tool;
@@ -885,6 +886,20 @@ write_code(struct exec_workdir *w, const char *name, const json_t *code, int *fd
 	return rc;
 }
 
+/* Whether serve --secret bound NAME: ctx->files->env holds NAME=placeholder. */
+static bool
+bound_by_operator(const struct mcp_serve_ctx *ctx, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char *const *e = ctx->files != NULL ? ctx->files->env : NULL; e != NULL && *e != NULL;
+	     e++) {
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return true;
+	}
+	return false;
+}
+
 static void job_launch(struct mcp_job *j);
 static void on_job_admitted(void *arg, uint64_t ticket);
 static int job_submit(struct mcp_job *j);
@@ -1016,6 +1031,14 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 			mcp_call_fail(c, "secrets[%zu]: not a vault name (vault_list)", i);
 			goto fail;
 		}
+		/* The operator bound it to hosts: its value stays with the gate. */
+		if (bound_by_operator(ctx, name)) {
+			mcp_call_fail(c,
+			              "secrets[%zu]: %s is bound to hosts by the operator; every "
+			              "sandbox's %s holds its placeholder already",
+			              i, name, name);
+			goto fail;
+		}
 		/* inspect_state masks what a session's calls were given. */
 		if (j->session != NULL && serve_session_note_secret(j->session, name) != 0) {
 			mcp_call_fail(c, "tollgate: out of memory");
@@ -1068,11 +1091,16 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		spec.outdir = outpath;
 		j->out_env[0] = "TOLLGATE_OUT=" EXEC_OUTDIR;
 	}
-	if (j->out_env[0] != NULL) {
-		size_t n = 0;
+	/* serve --secret NAME@HOST: NAME=placeholder in every sandbox. */
+	if (j->out_env[0] != NULL || (ctx->files != NULL && ctx->files->env != NULL)) {
+		size_t n = j->out_env[0] != NULL ? 1 : 0;
 
-		for (char *const *e = spec.env; e != NULL && *e != NULL && n + 2 < JOB_ENV_MAX; e++)
-			j->out_env[1 + n++] = *e;
+		for (char *const *e = spec.env; e != NULL && *e != NULL && n + 1 < JOB_ENV_MAX; e++)
+			j->out_env[n++] = *e;
+		for (char *const *e = ctx->files != NULL ? ctx->files->env : NULL;
+		     e != NULL && *e != NULL && n + 1 < JOB_ENV_MAX; e++)
+			j->out_env[n++] = *e;
+		j->out_env[n] = NULL;
 		spec.env = (char *const *)j->out_env;
 	}
 	j->policy = serve_call_policy(ctx, j->session, rules);

@@ -2,7 +2,8 @@
  * libFuzzer harness for the DNS server as a whole (dns/server.c): each input
  * is sent as one datagram and as a TCP byte stream (framing included) to a
  * server on the fuzzer's own event loop, with a policy of allow, deny and ask
- * rules and steering on, so nothing is resolved upstream. Whatever arrives,
+ * rules and steering on, so nothing is resolved upstream, and a bound
+ * secret's placeholder to look for in names. Whatever arrives,
  * the server answers or drops it and goes on.
  */
 #include <arpa/inet.h>
@@ -63,7 +64,9 @@ setup(void)
 	cfg.steer = true;
 	cfg.steer_addr.family = AF_INET;
 	cfg.steer_addr.u.v4.s_addr = htonl(0x0a4d0001);
-	if (dns_server_new(&gw, &cfg, &server, err, sizeof(err)) != 0)
+	if (dns_server_new(&gw, &cfg, &server, err, sizeof(err)) != 0 ||
+	    dns_server_secret_add(server, "TOKEN", "tgph_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	                          "api.example.com") != 0)
 		abort();
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0)
 		abort();

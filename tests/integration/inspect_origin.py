@@ -3,8 +3,10 @@
 JSON echo of what it received (method, path, headers, body), so a test can
 see what the gate sent. GET /echo-header/NAME answers with the value of
 the request's NAME header in the body; /echo-chunks with the Authorization
-value 50 times in 7-byte chunks; /big/N answers N bytes, chunked.
+value 50 times in 7-byte chunks; /big/N answers N bytes, chunked; /gzip
+the Authorization value gzip-encoded, whatever Accept-Encoding asked.
 Usage: inspect_origin.py PORT CERT KEY [BIND_ADDRESS]."""
+import gzip
 import http.server
 import json
 import ssl
@@ -55,6 +57,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+            return
+        elif self.path == "/gzip":
+            out = gzip.compress((self.headers.get("Authorization") or "").encode())
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
             return
         elif self.path.startswith("/big/"):
             size = int(self.path[len("/big/"):])

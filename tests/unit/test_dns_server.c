@@ -121,6 +121,41 @@ assert_soa(const uint8_t *a, size_t n, size_t qlen, uint32_t ttl)
 	assert_memory_equal(a + n - 4, want, 4);
 }
 
+/* A name that carries a bound secret's placeholder, in any case: REFUSED. */
+static void
+test_placeholder_refused(void **state)
+{
+	struct fixture *f = *state;
+	const char *ph = "tgph_0123456789abcdefghijklmnopqrstuvw";
+	uint8_t q[512], a[1500];
+	size_t qlen;
+	ssize_t n;
+
+	assert_int_equal(dns_server_secret_add(f->dns.server, "TOKEN", "short", "pypi.org"),
+	                 -EINVAL);
+	assert_int_equal(dns_server_secret_add(f->dns.server, "TOKEN", ph, "pypi.org"), 0);
+	qlen = fixture_dns_query(q, 9, "xTGPH_0123456789ABCDEFGHIJKLMNOPQRSTUVWy.pypi.org",
+	                         DNS_WIRE_TYPE_A);
+	n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
+	assert_true(n >= 12);
+	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_REFUSED);
+	assert_int_equal(a[7], 0);
+	/* One character off: decided as any other name (not allowed: NXDOMAIN). */
+	qlen = fixture_dns_query(q, 10, "tgph-0123456789abcdefghijklmnopqrstuvw.pypi.org",
+	                         DNS_WIRE_TYPE_A);
+	n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
+	assert_true(n >= 12);
+	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NXDOMAIN);
+	/* The allowed name still is. */
+	qlen = fixture_dns_query(q, 11, "pypi.org", DNS_WIRE_TYPE_A);
+	n = fixture_dns_ask(&f->dns, &f->udp_addr, q, qlen, a, sizeof(a));
+	assert_true(n >= 12);
+	assert_int_equal(a[3] & 0x0f, DNS_WIRE_RCODE_NOERROR);
+	for (int i = 1; i < DNS_SECRETS_MAX; i++)
+		assert_int_equal(dns_server_secret_add(f->dns.server, "T", ph, "pypi.org"), 0);
+	assert_int_equal(dns_server_secret_add(f->dns.server, "T", ph, "pypi.org"), -E2BIG);
+}
+
 static void
 test_udp_fixed_policy_denies(void **state)
 {
@@ -380,6 +415,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_udp_steered_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_udp_fixed_policy_denies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_placeholder_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_udp_formerr_then_answer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_tcp_framed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_listener_add_rejects, setup, teardown),

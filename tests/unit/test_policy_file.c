@@ -249,8 +249,22 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:57: \"tls_cn\" and \"tls-cn\" are the same key (give it once)" },
 	{ "{\"version\": 1, \"frobnicate\": 1}",
 	  "t.json:1:16: unknown key \"frobnicate\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect, secrets)" },
 	{ "{\"version\": 1, \"ask_timeout\": -1}", NULL },
+	{ "{\"version\": 1, \"secrets\": {}}",
+	  "t.json:1:27: \"secrets\": expected an array of {\"name\": ..., \"hosts\": [...]}" },
+	{ "{\"version\": 1, \"secrets\": [{\"name\": \"1X\", \"hosts\": [\"a.com\"]}]}",
+	  "t.json:1:28: \"name\": expected a variable name (A-Z a-z 0-9 _)" },
+	{ "{\"version\": 1, \"secrets\": [{\"name\": \"X\", \"hosts\": []}]}",
+	  "t.json:1:28: \"hosts\": expected a non-empty array of host names" },
+	{ "{\"version\": 1, \"secrets\": [{\"name\": \"X\", \"hosts\": [\"a.com:443\"]}]}",
+	  "t.json:1:28: 'a.com:443': name a host or *.domain, without a port" },
+	{ "{\"version\": 1, \"secrets\": [{\"name\": \"X\", \"hosts\": [\"a.com\"]}, "
+	  "{\"name\": \"X\", \"hosts\": [\"b.com\"]}]}",
+	  "t.json:1:63: secret X: given twice" },
+	{ "{\"version\": 1, \"secrets\": [{\"name\": \"X\", \"hosts\": [\"a.com\"], "
+	  "\"value\": \"v\"}]}",
+	  "t.json:1:28: unknown key \"value\" in a secret (expected name, hosts, env or comment)" },
 	{ "{\"version\": 1, \"ask_timeout\": 86401}", NULL },
 	{ "{\"version\": 1, \"ask_timeout\": \"60s\"}", NULL },
 	{ "{\"version\": 1, \"comment\": 5}", "t.json:1:27: \"comment\": expected a string" },
@@ -278,7 +292,7 @@ static const struct err_case err_cases[] = {
 	  "t.json:1:77: \"mode\": expected \"enforce\" or \"report\"" },
 	{ "{\"version\": 1, \"mode\": \"report\"}",
 	  "t.json:1:16: unknown key \"mode\" (expected one of: version, comment, default, "
-	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect)" },
+	  "ask-timeout, allow, deny, ask, allow-cidr, deny-cidr, clients, filesystem, inspect, secrets)" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": []}]}",
 	  "t.json:1:53: \"sources\": expected a non-empty array of CIDR blocks (\"10.0.0.0/8\")" },
 	{ "{\"version\": 1, \"clients\": [{\"name\": \"a\", \"sources\": [\"10.0.0.0/8\", "
@@ -423,6 +437,39 @@ test_filesystem(void **state)
 		policy_free(flags);
 		policy_free(p);
 	}
+}
+
+/* "secrets": each binding kept, its hosts inspected, kept by policy_merge. */
+static void
+test_secrets(void **state)
+{
+	struct policy *p = load("{\"version\": 1, \"inspect\": [\"a.example\"], \"secrets\": ["
+	                        "{\"name\": \"GH_TOKEN\", \"hosts\": [\"api.github.com\", "
+	                        "\"*.github.com\"]},"
+	                        "{\"name\": \"NPM\", \"env\": \"CI_NPM\", \"hosts\": "
+	                        "[\"a.example\"], \"comment\": \"x\"}]}");
+	struct policy *flags, *m;
+
+	(void)state;
+	assert_int_equal(policy_secret_count(p), 2);
+	assert_string_equal(policy_secret_get(p, 0)->name, "GH_TOKEN");
+	assert_string_equal(policy_secret_get(p, 0)->env_var, "");
+	assert_string_equal(policy_secret_get(p, 0)->hosts, "api.github.com,*.github.com");
+	assert_string_equal(policy_secret_get(p, 1)->env_var, "CI_NPM");
+	assert_null(policy_secret_get(p, 2));
+	/* Bound hosts are inspected, each once. */
+	assert_int_equal(policy_inspect_count(p), 3);
+	assert_string_equal(policy_inspect_get(p, 1), "api.github.com");
+	assert_string_equal(policy_inspect_get(p, 2), "*.github.com");
+	flags = policy_new();
+	assert_non_null(flags);
+	m = policy_merge(p, flags);
+	assert_non_null(m);
+	assert_int_equal(policy_secret_count(m), 2);
+	assert_string_equal(policy_secret_get(m, 1)->name, "NPM");
+	policy_free(m);
+	policy_free(flags);
+	policy_free(p);
 }
 
 static void
@@ -779,6 +826,7 @@ main(void)
 		cmocka_unit_test(test_spellings),
 		cmocka_unit_test(test_client_mode),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_filesystem),
 		cmocka_unit_test(test_error_positions_escaped),
 		cmocka_unit_test(test_errors_quote_no_content),

@@ -84,6 +84,10 @@ if (scenario === "everything") {
   const tools = (await client.listTools()).tools.map((t) => t.name).sort();
   out("tools", { tools });
   for (const url of extra) out("fetch", { url, ...(await call(client, "fetch_url", { url })) });
+} else if (scenario === "token") {
+  // extra: URLs for call_api, in order.
+  out("token", await call(client, "show_token", {}));
+  for (const url of extra) out("call", { url, ...(await call(client, "call_api", { url })) });
 } else if (scenario === "serve") {
   // extra: the origin's URL allowed, the one refused.
   const [allowedUrl, refusedUrl, allowedPattern] = extra;
@@ -272,6 +276,9 @@ if (scenario === "everything") {
 } else if (scenario === "code") {
   // extra: sh code, each run by execute_code in a fresh sandbox.
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
+} else if (scenario === "code-secrets") {
+  // extra: vault names execute_code is asked to give a fresh sandbox.
+  out("named", await call(client, "execute_code", { language: "sh", code: "true", secrets: extra }));
 } else if (scenario === "gated-code") {
   // extra: a directory, then sh code run by execute_code in fresh sandboxes;
   // before call i (from 1) the client writes DIR/at.i and waits (at most
