@@ -1,10 +1,10 @@
 /*
  * What the parts of `tollgate serve`'s tools share, inside gateway/mcp/ only:
- * jobs.c (execute_code and validate_code as jobs), sessions.c (the session
- * tools and their table), session_tools.c, fetch.c, host.c, elicit.c
- * (approvals asked of the client); tools.c holds the tool table, serve.c
- * serve's life, call.c (call.h) the helpers every tool file uses. mcp.h is
- * the public side.
+ * execute.c and jobs.c (execute_code and validate_code as jobs), sessions.c
+ * (the session tools and their table), session_tools.c, fetch.c, host.c,
+ * elicit.c (approvals asked of the client); tools.c holds the tool table,
+ * serve.c serve's life, call.c (call.h) the helpers every tool file uses.
+ * mcp.h is the public side.
  */
 #ifndef TOLLGATE_GATEWAY_MCP_SERVE_H
 #define TOLLGATE_GATEWAY_MCP_SERVE_H
@@ -76,10 +76,13 @@ void serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg);
 void serve_tool_terminate_session(struct mcp_call *c, json_t *args, void *arg);
 void serve_tool_list_sessions(struct mcp_call *c, json_t *args, void *arg);
 
-/* ---- jobs.c --------------------------------------------------------------- */
+/* ---- execute.c ------------------------------------------------------------ */
 
 void serve_tool_execute_code(struct mcp_call *c, json_t *args, void *arg);
 void serve_tool_validate_code(struct mcp_call *c, json_t *args, void *arg);
+
+/* ---- jobs.c --------------------------------------------------------------- */
+
 /* Calls running and waiting for a slot. */
 void serve_jobs_count(const struct mcp_serve_ctx *ctx, size_t *running, size_t *queued);
 /*
