@@ -103,6 +103,37 @@ static const struct option serve_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* What the operator lets the model see and call: --tools-allow and
+ * --tools-deny as wrap has them, and the approval tools only with
+ * --model-approves. */
+struct serve_tool_flags {
+	char *allow[SERVE_TOOLS_FLAG_MAX + 1];
+	size_t nallow;
+	char *deny[SERVE_TOOLS_FLAG_MAX + 1];
+	size_t ndeny;
+	bool model_approves;
+};
+
+/* Every flag, as parsed (parse_flags). */
+struct serve_flags {
+	struct gw_setup_flags gw;   /* --policy, --allow, ..., --pool, --control, --audit */
+	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home, --disk */
+	double timeout, max_timeout;
+	bool timeout_given;
+	long max_sandboxes, max_queued;
+	long max_ram, max_cpu, max_pids;
+	struct serve_tool_flags tools;
+	const char *listen, *token_file; /* --listen, --token-file */
+	bool listen_remote;
+	long http_sessions;
+	bool no_network, no_transparent;
+	const char *host_access;
+	struct gw_secrets secrets; /* --secret NAME@HOST (gateway/secrets.h) */
+	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
+	bool pkg_index_set[SERVE_PKG_COUNT];
+	char token_path[PATH_MAX]; /* --token-file's default */
+};
+
 struct serve_state {
 	struct gw_context gw;
 	struct mcp_serve_ctx ctx;
@@ -113,23 +144,10 @@ struct serve_state {
 	struct exec_queue *queue; /* execute_code / validate_code admission */
 	struct event *ev_sig[2];
 	char home[PATH_MAX];
-	struct gw_sandbox_flags sb; /* --ro-bind, --bind, --home */
-	struct exec_spec files;     /* their binds, for every sandbox; env: --secret's */
-	struct gw_secrets secrets;  /* --secret NAME@HOST (gateway/secrets.h) */
+	struct exec_spec files; /* the operator's binds, for every sandbox; env: --secret's */
 	struct mcp_tool *tools; /* the table the client sees (--tools-*, --model-approves) */
-	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
-	bool pkg_index_set[SERVE_PKG_COUNT];
-};
-
-/* What the operator lets the model see and call: --tools-allow and
- * --tools-deny as wrap has them, and the approval tools only with
- * --model-approves. */
-struct serve_tool_flags {
-	char *allow[SERVE_TOOLS_FLAG_MAX + 1];
-	size_t nallow;
-	char *deny[SERVE_TOOLS_FLAG_MAX + 1];
-	size_t ndeny;
-	bool model_approves;
+	size_t ntools;
+	char token[MCP_HTTP_TOKEN_MAX + 1]; /* --listen's bearer token */
 };
 
 /* The tools that act on the host as the person: useless without
@@ -214,315 +232,377 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	event_base_loopexit(st->gw.base, NULL);
 }
 
+/* One of serve's own flags: 0, or GW_EXIT_FAILURE after one line. */
 static int
-run_serve(int argc, char **argv)
+parse_serve_flag(struct serve_flags *f, int c, char *arg)
 {
-	static const int sigs[2] = {SIGTERM, SIGINT};
-	struct serve_state st = {0};
-	struct mcp_server_config cfg = {0};
-	struct gw_setup_flags f;
-	long max_sandboxes = 8, max_queued = 16;
-	long max_ram = 0, max_cpu = 0, max_pids = 0;
-	struct serve_tool_flags tf = {0};
-	double timeout = 30, max_timeout = 0;
-	const char *listen = NULL, *token_file = NULL;
-	bool listen_remote = false;
-	long http_sessions = MCP_HTTP_SESSIONS_MAX;
-	char token[MCP_HTTP_TOKEN_MAX + 1] = "", token_path[PATH_MAX], err[512];
-	bool no_network = false, no_transparent = false, timeout_given = false;
-	size_t ntools;
-	unsigned int parts;
-	const char *host_access = NULL;
-	char herr[1024];
-	int c, rc = 0, exit_code = GW_EXIT_FAILURE;
-	/* A failed start is told to the stdio client too (clients hide stderr). */
-	bool tell_client = true;
+	switch (c) {
+	case OPT_TIMEOUT:
+		f->timeout_given = true;
+		if (gw_parse_duration(arg, &f->timeout) != 0 || f->timeout <= 0)
+			return gw_fail(CMD, "--timeout: '%s' is not a duration above 0", arg);
+		return 0;
+	case OPT_MAX_TIMEOUT:
+		if (gw_parse_duration(arg, &f->max_timeout) != 0 || f->max_timeout <= 0 ||
+		    f->max_timeout > SERVE_TIMEOUT_MAX)
+			return gw_fail(CMD,
+			               "--max-timeout: '%s' is not a duration above 0, "
+			               "at most 1h",
+			               arg);
+		return 0;
+	case OPT_MAX_RAM:
+		if (gw_parse_long(arg, 16, 16L * 1024 * 1024, &f->max_ram) != 0)
+			return gw_fail(CMD, "--max-ram: '%s' is not a number of MiB, 16 or more",
+			               arg);
+		return 0;
+	case OPT_MAX_CPU:
+		if (gw_parse_long(arg, 1, 86400, &f->max_cpu) != 0)
+			return gw_fail(CMD,
+			               "--max-cpu: '%s' is not a number of seconds from 1 "
+			               "to 86400",
+			               arg);
+		return 0;
+	case OPT_MAX_PIDS:
+		if (gw_parse_long(arg, 1, 65536, &f->max_pids) != 0)
+			return gw_fail(CMD, "--max-pids: '%s' is not a number from 1 to 65536", arg);
+		return 0;
+	case OPT_TOOLS_ALLOW:
+		return gw_tool_list_add(CMD, "--tools-allow", arg, f->tools.allow, &f->tools.nallow,
+		                        SERVE_TOOLS_FLAG_MAX);
+	case OPT_TOOLS_DENY:
+		return gw_tool_list_add(CMD, "--tools-deny", arg, f->tools.deny, &f->tools.ndeny,
+		                        SERVE_TOOLS_FLAG_MAX);
+	case OPT_MODEL_APPROVES:
+		f->tools.model_approves = true;
+		return 0;
+	case OPT_LISTEN:
+		f->listen = arg;
+		return 0;
+	case OPT_LISTEN_REMOTE:
+		f->listen_remote = true;
+		return 0;
+	case OPT_TOKEN_FILE:
+		f->token_file = arg;
+		return 0;
+	case OPT_HTTP_SESSIONS:
+		if (gw_parse_long(arg, 1, 1024, &f->http_sessions) != 0)
+			return gw_fail(CMD,
+			               "--max-http-sessions: '%s' is not a number from 1 to 1024",
+			               arg);
+		return 0;
+	case OPT_PACKAGE_INDEX: {
+		struct serve_pkg_index idx;
+		enum serve_pkg_manager m;
+		char why[256];
 
-	if (gw_setup_flags_init(&f, CMD) != 0)
-		return gw_fail(CMD, "out of memory");
+		if (serve_pkg_index_flag(arg, &m, &idx, why, sizeof(why)) != 0)
+			return gw_fail(CMD, "--package-index: %s", why);
+		f->pkg_index[m] = idx;
+		f->pkg_index_set[m] = true;
+		return 0;
+	}
+	case OPT_HOST_ACCESS:
+		f->host_access = arg;
+		return 0;
+	case OPT_SECRET:
+		return gw_secrets_flag(&f->secrets, &f->gw, arg);
+	case OPT_NO_NETWORK:
+		f->no_network = true;
+		return 0;
+	case OPT_TRANSPARENT: /* the default; kept so old configurations still run */
+		f->no_transparent = false;
+		return 0;
+	case OPT_NO_TRANSPARENT:
+		f->no_transparent = true;
+		return 0;
+	case OPT_MAX_SANDBOXES:
+		if (gw_parse_long(arg, 1, 1024, &f->max_sandboxes) != 0)
+			return gw_fail(CMD, "--max-sandboxes: '%s' is not a number from 1 to 1024",
+			               arg);
+		return 0;
+	case OPT_MAX_QUEUED:
+		if (gw_parse_long(arg, 0, 4096, &f->max_queued) != 0)
+			return gw_fail(CMD, "--max-queued: '%s' is not a number from 0 to 4096", arg);
+		return 0;
+	case GW_SANDBOX_OPT_RO_BIND:
+	case GW_SANDBOX_OPT_BIND:
+	case GW_SANDBOX_OPT_HOME:
+	case GW_SANDBOX_OPT_DISK:
+		return gw_sandbox_flag(CMD, &f->sb, c, arg);
+	default:
+		return GW_SETUP_NOT_MINE;
+	}
+}
+
+/* The flags, checked together: 0, GW_OPT_HELP (done, exit 0) or
+ * GW_EXIT_FAILURE after one line on stderr. */
+static int
+parse_flags(int argc, char **argv, struct serve_flags *f)
+{
+	char err[512];
+	int c, rc;
+
 	for (;;) {
 		c = gw_getopt(argc, argv, "", serve_options, &gw_command_serve);
 		if (c == -1)
 			break;
-		if (c == GW_OPT_HELP) {
-			exit_code = GW_EXIT_OK;
-			tell_client = false;
-			goto out;
-		}
+		if (c == GW_OPT_HELP)
+			return GW_OPT_HELP;
 		if (c == GW_OPT_ERROR)
-			goto out;
-		switch (c) {
-		case OPT_TIMEOUT:
-			if (gw_parse_duration(optarg, &timeout) != 0 || timeout <= 0)
-				rc = gw_fail(CMD, "--timeout: '%s' is not a duration above 0",
-				             optarg);
-			timeout_given = true;
-			break;
-		case OPT_MAX_TIMEOUT:
-			if (gw_parse_duration(optarg, &max_timeout) != 0 || max_timeout <= 0 ||
-			    max_timeout > SERVE_TIMEOUT_MAX)
-				rc = gw_fail(CMD,
-				             "--max-timeout: '%s' is not a duration above 0, "
-				             "at most 1h",
-				             optarg);
-			break;
-		case OPT_MAX_RAM:
-			if (gw_parse_long(optarg, 16, 16L * 1024 * 1024, &max_ram) != 0)
-				rc = gw_fail(CMD,
-				             "--max-ram: '%s' is not a number of MiB, 16 or more",
-				             optarg);
-			break;
-		case OPT_MAX_CPU:
-			if (gw_parse_long(optarg, 1, 86400, &max_cpu) != 0)
-				rc = gw_fail(CMD,
-				             "--max-cpu: '%s' is not a number of seconds from 1 "
-				             "to 86400",
-				             optarg);
-			break;
-		case OPT_MAX_PIDS:
-			if (gw_parse_long(optarg, 1, 65536, &max_pids) != 0)
-				rc =
-				    gw_fail(CMD, "--max-pids: '%s' is not a number from 1 to 65536",
-				            optarg);
-			break;
-		case OPT_TOOLS_ALLOW:
-			rc = gw_tool_list_add(CMD, "--tools-allow", optarg, tf.allow, &tf.nallow,
-			                      SERVE_TOOLS_FLAG_MAX);
-			break;
-		case OPT_TOOLS_DENY:
-			rc = gw_tool_list_add(CMD, "--tools-deny", optarg, tf.deny, &tf.ndeny,
-			                      SERVE_TOOLS_FLAG_MAX);
-			break;
-		case OPT_MODEL_APPROVES:
-			tf.model_approves = true;
-			break;
-		case OPT_LISTEN:
-			listen = optarg;
-			break;
-		case OPT_LISTEN_REMOTE:
-			listen_remote = true;
-			break;
-		case OPT_TOKEN_FILE:
-			token_file = optarg;
-			break;
-		case OPT_HTTP_SESSIONS:
-			if (gw_parse_long(optarg, 1, 1024, &http_sessions) != 0)
-				rc = gw_fail(CMD,
-				             "--max-http-sessions: '%s' is not a number from 1 to 1024",
-				             optarg);
-			break;
-		case OPT_PACKAGE_INDEX: {
-			struct serve_pkg_index idx;
-			enum serve_pkg_manager m;
-			char why[256];
-
-			if (serve_pkg_index_flag(optarg, &m, &idx, why, sizeof(why)) != 0) {
-				rc = gw_fail(CMD, "--package-index: %s", why);
-				break;
-			}
-			st.pkg_index[m] = idx;
-			st.pkg_index_set[m] = true;
-			break;
-		}
-		case OPT_HOST_ACCESS:
-			host_access = optarg;
-			break;
-		case OPT_SECRET:
-			rc = gw_secrets_flag(&st.secrets, &f, optarg);
-			break;
-		case OPT_NO_NETWORK:
-			no_network = true;
-			break;
-		case OPT_TRANSPARENT: /* the default; kept so old configurations still run */
-			no_transparent = false;
-			break;
-		case OPT_NO_TRANSPARENT:
-			no_transparent = true;
-			break;
-		case OPT_MAX_SANDBOXES:
-			if (gw_parse_long(optarg, 1, 1024, &max_sandboxes) != 0)
-				rc = gw_fail(CMD, "--max-sandboxes: '%s' is not a number from 1 to 1024",
-				             optarg);
-			break;
-		case OPT_MAX_QUEUED:
-			if (gw_parse_long(optarg, 0, 4096, &max_queued) != 0)
-				rc = gw_fail(CMD, "--max-queued: '%s' is not a number from 0 to 4096",
-				             optarg);
-			break;
-		case GW_SANDBOX_OPT_RO_BIND:
-		case GW_SANDBOX_OPT_BIND:
-		case GW_SANDBOX_OPT_HOME:
-		case GW_SANDBOX_OPT_DISK:
-			rc = gw_sandbox_flag(CMD, &st.sb, c, optarg);
-			break;
-		default:
-			rc = gw_setup_flag(&f, c, optarg);
+			return GW_EXIT_FAILURE;
+		rc = parse_serve_flag(f, c, optarg);
+		if (rc == GW_SETUP_NOT_MINE) {
+			rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				rc = gw_fail(CMD, "unexpected flag");
 		}
 		if (rc != 0)
-			goto out;
+			return GW_EXIT_FAILURE;
 	}
-	if (optind < argc) {
-		gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
-		goto out;
+	if (optind < argc)
+		return gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
+	if (f->listen == NULL && (f->token_file != NULL || f->listen_remote))
+		return gw_fail(CMD, "--token-file and --listen-remote go with --listen");
+	if (f->listen != NULL &&
+	    mcp_http_listen_check(f->listen, f->listen_remote, err, sizeof(err)) != 0)
+		return gw_fail(CMD, "%s", err);
+	if (f->max_timeout > 0 && f->timeout > f->max_timeout) {
+		if (f->timeout_given)
+			return gw_fail(CMD, "--timeout %gs is above --max-timeout %gs", f->timeout,
+			               f->max_timeout);
+		f->timeout = f->max_timeout;
 	}
-	if (listen == NULL && (token_file != NULL || listen_remote)) {
-		gw_fail(CMD, "--token-file and --listen-remote go with --listen");
-		goto out;
-	}
-	if (listen != NULL && mcp_http_listen_check(listen, listen_remote, err, sizeof(err)) != 0) {
-		gw_fail(CMD, "%s", err);
-		goto out;
-	}
-	if (max_timeout > 0 && timeout > max_timeout) {
-		if (timeout_given) {
-			gw_fail(CMD, "--timeout %gs is above --max-timeout %gs", timeout,
-			        max_timeout);
-			goto out;
-		}
-		timeout = max_timeout;
-	}
-	/* Read as the operator, before the split: a bad file stops here. */
-	if (host_access != NULL && serve_host_load(&st.ctx, host_access, herr, sizeof(herr)) != 0) {
-		gw_fail(CMD, "--host-access: %s", herr);
-		goto out;
-	}
-	f.host_access = host_access != NULL;
-	/*
-	 * Approvals reach a person by elicitation when the client offers it,
-	 * and through the control socket always; `tollgate stats` asks there
-	 * too, with or without a network.
-	 */
-	parts = GW_SETUP_SANDBOXES | GW_SETUP_APPROVALS | GW_SETUP_CONTROL;
-	if (!no_network)
+	return 0;
+}
+
+/*
+ * The gateway's parts. Approvals reach a person by elicitation when the
+ * client offers it, and through the control socket always; `tollgate
+ * stats` asks there too, with or without a network.
+ */
+static int
+setup_gateway(struct serve_state *st, struct serve_flags *f)
+{
+	unsigned int parts = GW_SETUP_SANDBOXES | GW_SETUP_APPROVALS | GW_SETUP_CONTROL;
+
+	if (!f->no_network)
 		parts |= GW_SETUP_GATE;
+	f->gw.host_access = f->host_access != NULL;
 	/* The privileged parent's ceiling: the operator's binds, home and caps. */
-	f.sandbox = &st.sb;
-	f.sandbox_caps =
-	    (struct exec_limits){.ram_mb = max_ram, .cpu_seconds = max_cpu, .pids = max_pids};
-	f.sandbox_gate_workdirs = true;
-	if (gw_setup_start(&st.gw, &st.setup, &f, parts) != 0)
-		goto out;
-	/* Every sandbox's NAME=placeholder, as the files it sees (docs/secrets.md). */
-	if (gw_secrets_start(&st.secrets, &f, st.gw.policy, &st.setup, &st.files.env) != 0)
-		goto out;
-	st.ctx.gw = &st.gw;
-	st.ctx.proxy = st.setup.proxy;
-	st.ctx.dns = st.setup.dns;
-	st.ctx.hub = st.setup.hub;
-	st.ctx.audit_path = st.setup.audit_path;
-	st.ctx.hide_path = gw_home_dir(st.home, sizeof(st.home)) == 0 ? st.home : NULL;
-	st.ctx.default_timeout = timeout;
-	st.ctx.no_transparent = no_transparent;
+	f->gw.sandbox = &f->sb;
+	f->gw.sandbox_caps = (struct exec_limits){
+	    .ram_mb = f->max_ram, .cpu_seconds = f->max_cpu, .pids = f->max_pids};
+	f->gw.sandbox_gate_workdirs = true;
+	return gw_setup_start(&st->gw, &st->setup, &f->gw, parts);
+}
+
+/* What every tool call reads (struct mcp_serve_ctx in gateway/mcp/serve.h). */
+static int
+fill_context(struct serve_state *st, struct serve_flags *f)
+{
+	struct mcp_serve_ctx *ctx = &st->ctx;
+
+	ctx->gw = &st->gw;
+	ctx->proxy = st->setup.proxy;
+	ctx->dns = st->setup.dns;
+	ctx->hub = st->setup.hub;
+	ctx->audit_path = st->setup.audit_path;
+	ctx->hide_path = gw_home_dir(st->home, sizeof(st->home)) == 0 ? st->home : NULL;
+	ctx->default_timeout = f->timeout;
+	ctx->no_transparent = f->no_transparent;
 	for (int i = 0; i < SERVE_PKG_COUNT; i++)
-		st.ctx.pkg_index[i] = st.pkg_index_set[i] ? &st.pkg_index[i] : NULL;
-	if (gw_sandbox_binds(CMD, &st.sb, st.gw.policy, NULL, &st.files) != 0)
-		goto out;
-	st.ctx.files = &st.files;
+		ctx->pkg_index[i] = f->pkg_index_set[i] ? &f->pkg_index[i] : NULL;
+	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, &st->files) != 0)
+		return GW_EXIT_FAILURE;
+	/* Every sandbox's NAME=placeholder, as the files it sees (docs/secrets.md). */
+	if (gw_secrets_start(&f->secrets, &f->gw, st->gw.policy, &st->setup, &st->files.env) != 0)
+		return GW_EXIT_FAILURE;
+	ctx->files = &st->files;
 	/*
 	 * Every sandbox has limits on memory, processes and time though the
 	 * model asks for none; the operator's --max-* is the ceiling of them
 	 * and of whatever the model asks (serve_call_limits).
 	 */
-	st.ctx.max_ram_mb = max_ram;
-	st.ctx.max_cpu_seconds = max_cpu;
-	st.ctx.max_pids = max_pids;
-	st.ctx.max_timeout = max_timeout;
-	st.ctx.base_ram_mb =
-	    max_ram > 0 && max_ram < SERVE_DEFAULT_RAM_MB ? max_ram : SERVE_DEFAULT_RAM_MB;
-	st.ctx.base_pids =
-	    max_pids > 0 && max_pids < SERVE_DEFAULT_PIDS ? max_pids : SERVE_DEFAULT_PIDS;
-	st.ctx.base_cpu_seconds = max_cpu; /* none by default; at most --max-cpu */
-	st.ctx.def_ram_mb = st.ctx.base_ram_mb;
-	st.ctx.def_pids = st.ctx.base_pids;
-	st.ctx.def_cpu_seconds = st.ctx.base_cpu_seconds;
-	if (!f.host_access)
-		serve_tools_allow_note(&tf);
-	st.tools = serve_tool_table(&tf, f.host_access, &ntools);
-	if (st.tools == NULL) {
-		gw_fail(CMD, "out of memory");
-		goto out;
-	}
-	if (exec_queue_new(st.gw.base, (size_t)max_sandboxes, (size_t)max_queued, st.gw.events,
-	                   &st.queue) != 0) {
-		gw_fail(CMD, "out of memory");
-		goto out;
-	}
-	st.ctx.queue = st.queue;
-	if (st.setup.control != NULL)
-		gw_control_set_stats(st.setup.control, mcp_serve_stats, &st.ctx);
+	ctx->max_ram_mb = f->max_ram;
+	ctx->max_cpu_seconds = f->max_cpu;
+	ctx->max_pids = f->max_pids;
+	ctx->max_timeout = f->max_timeout;
+	ctx->base_ram_mb =
+	    f->max_ram > 0 && f->max_ram < SERVE_DEFAULT_RAM_MB ? f->max_ram : SERVE_DEFAULT_RAM_MB;
+	ctx->base_pids =
+	    f->max_pids > 0 && f->max_pids < SERVE_DEFAULT_PIDS ? f->max_pids : SERVE_DEFAULT_PIDS;
+	ctx->base_cpu_seconds = f->max_cpu; /* none by default; at most --max-cpu */
+	ctx->def_ram_mb = ctx->base_ram_mb;
+	ctx->def_pids = ctx->base_pids;
+	ctx->def_cpu_seconds = ctx->base_cpu_seconds;
+	return 0;
+}
 
-	cfg.name = "tollgate";
-	cfg.version = TOLLGATE_VERSION; /* CMake's project version, as `tollgate --version` */
-	cfg.instructions = "Runs code in sandboxes whose network is limited by the operator's "
-	                   "policy. Domains you name (execute_code's allowed_domains, "
-	                   "request_egress) are proposals: one the policy does not allow "
-	                   "waits for a person's approval; results say which.";
-	cfg.tools = st.tools;
-	cfg.ntools = ntools;
-	cfg.tool_arg = &st.ctx;
-	cfg.on_done = on_done;
-	cfg.done_arg = &st;
-	/* The token is read (or made) now, as the user who started serve (before
-	 * a split gate gives up root), in TOLLGATE_HOME by default. */
-	if (listen != NULL) {
-		if (token_file == NULL) {
-			if (gw_home_dir(st.home, sizeof(st.home)) != 0) {
-				gw_fail(CMD, "--listen: no TOLLGATE_HOME for the token; give --token-file");
-				goto out;
-			}
-			if (snprintf(token_path, sizeof(token_path), "%s/%s", st.home,
-			             "serve-http.token") >= (int)sizeof(token_path)) {
-				gw_fail(CMD, "--listen: TOLLGATE_HOME is too long; give --token-file");
-				goto out;
-			}
-			token_file = token_path;
-		}
-		if (gw_http_token(CMD, token_file, token, sizeof(token)) != 0)
-			goto out;
+/* The tool table the client sees and the admission queue of executions. */
+static int
+make_tools_and_queue(struct serve_state *st, const struct serve_flags *f)
+{
+	if (f->host_access == NULL)
+		serve_tools_allow_note(&f->tools);
+	st->tools = serve_tool_table(&f->tools, f->host_access != NULL, &st->ntools);
+	if (st->tools == NULL)
+		return gw_fail(CMD, "out of memory");
+	if (exec_queue_new(st->gw.base, (size_t)f->max_sandboxes, (size_t)f->max_queued,
+	                   st->gw.events, &st->queue) != 0)
+		return gw_fail(CMD, "out of memory");
+	st->ctx.queue = st->queue;
+	if (st->setup.control != NULL)
+		gw_control_set_stats(st->setup.control, mcp_serve_stats, &st->ctx);
+	return 0;
+}
+
+static void
+server_config(struct serve_state *st, struct mcp_server_config *cfg)
+{
+	cfg->name = "tollgate";
+	cfg->version = TOLLGATE_VERSION; /* CMake's project version, as `tollgate --version` */
+	cfg->instructions = "Runs code in sandboxes whose network is limited by the operator's "
+	                    "policy. Domains you name (execute_code's allowed_domains, "
+	                    "request_egress) are proposals: one the policy does not allow "
+	                    "waits for a person's approval; results say which.";
+	cfg->tools = st->tools;
+	cfg->ntools = st->ntools;
+	cfg->tool_arg = &st->ctx;
+	cfg->on_done = on_done;
+	cfg->done_arg = st;
+}
+
+/* --listen's token, read (or made) now, as the user who started serve
+ * (before a split gate gives up root), in TOLLGATE_HOME by default. */
+static int
+read_token(struct serve_state *st, struct serve_flags *f)
+{
+	if (f->token_file == NULL) {
+		if (gw_home_dir(st->home, sizeof(st->home)) != 0)
+			return gw_fail(CMD, "--listen: no TOLLGATE_HOME for the token; give "
+			                    "--token-file");
+		if (snprintf(f->token_path, sizeof(f->token_path), "%s/%s", st->home,
+		             "serve-http.token") >= (int)sizeof(f->token_path))
+			return gw_fail(CMD, "--listen: TOLLGATE_HOME is too long; give --token-file");
+		f->token_file = f->token_path;
 	}
-	mcp_serve_open_files(&st.ctx);
-	if (gw_setup_drop(CMD) != 0)
-		goto out;
-	if (listen != NULL) {
+	return gw_http_token(CMD, f->token_file, st->token, sizeof(st->token));
+}
+
+/* The client's door: MCP over HTTP with --listen, else stdin/stdout. */
+static int
+open_front_door(struct serve_state *st, const struct serve_flags *f,
+                struct mcp_server_config *cfg)
+{
+	char err[512];
+	int rc;
+
+	if (f->listen != NULL) {
 		/* Bound by this process (the gate, under the split): a port above
 		 * 1023 needs no privilege. stdin is not read. */
 		struct mcp_http_config hc = {
-		    .listen = listen,
-		    .remote_ok = listen_remote,
-		    .token = token,
-		    .sessions_max = (size_t)http_sessions,
+		    .listen = f->listen,
+		    .remote_ok = f->listen_remote,
+		    .token = st->token,
+		    .sessions_max = (size_t)f->http_sessions,
 		};
 
-		cfg.on_done = NULL;
-		rc = mcp_http_new(st.gw.base, &hc, &cfg, &st.http, err, sizeof(err));
-		OPENSSL_cleanse(token, sizeof(token));
-		if (rc != 0) {
-			gw_fail(CMD, "%s", err);
-			goto out;
-		}
-		st.ctx.http = st.http;
-		log_info("serve: MCP over HTTP at http://%s/mcp", listen);
-	} else {
-		rc = mcp_server_new(st.gw.base, STDIN_FILENO, STDOUT_FILENO, &cfg, &st.server);
-		if (rc != 0) {
-			gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));
-			goto out;
-		}
-		st.ctx.server = st.server;
+		cfg->on_done = NULL;
+		rc = mcp_http_new(st->gw.base, &hc, cfg, &st->http, err, sizeof(err));
+		OPENSSL_cleanse(st->token, sizeof(st->token));
+		if (rc != 0)
+			return gw_fail(CMD, "%s", err);
+		st->ctx.http = st->http;
+		log_info("serve: MCP over HTTP at http://%s/mcp", f->listen);
+		return 0;
 	}
+	rc = mcp_server_new(st->gw.base, STDIN_FILENO, STDOUT_FILENO, cfg, &st->server);
+	if (rc != 0)
+		return gw_fail(CMD, "stdin/stdout: %s", strerror(-rc));
+	st->ctx.server = st->server;
+	return 0;
+}
+
+static int
+watch_signals(struct serve_state *st)
+{
+	static const int sigs[2] = {SIGTERM, SIGINT};
+
+	for (size_t i = 0; i < 2; i++) {
+		st->ev_sig[i] = evsignal_new(st->gw.base, sigs[i], on_signal, st);
+		if (st->ev_sig[i] == NULL || evsignal_add(st->ev_sig[i], NULL) != 0)
+			return gw_fail(CMD, "cannot watch signals");
+	}
+	return 0;
+}
+
+static void
+serve_free(struct serve_state *st, struct serve_flags *f)
+{
+	mcp_serve_stop(&st->ctx);
+	exec_queue_free(st->queue);
+	mcp_server_free(st->server);
+	mcp_http_free(st->http);
+	OPENSSL_cleanse(st->token, sizeof(st->token));
+	for (size_t i = 0; i < 2; i++) {
+		if (st->ev_sig[i] != NULL)
+			event_free(st->ev_sig[i]);
+	}
+	gw_setup_free(&st->gw, &st->setup, &f->gw);
+	gw_sandbox_flags_free(&f->sb);
+	gw_secrets_free(&f->secrets);
+	free(st->tools);
+}
+
+static int
+run_serve(int argc, char **argv)
+{
+	struct serve_flags f = {
+	    .timeout = 30,
+	    .max_sandboxes = 8,
+	    .max_queued = 16,
+	    .http_sessions = MCP_HTTP_SESSIONS_MAX,
+	};
+	struct serve_state st = {0};
+	struct mcp_server_config cfg = {0};
+	char herr[1024];
+	int rc, exit_code = GW_EXIT_FAILURE;
+	/* A failed start is told to the stdio client too (clients hide stderr). */
+	bool tell_client = true;
+
+	if (gw_setup_flags_init(&f.gw, CMD) != 0)
+		return gw_fail(CMD, "out of memory");
+	rc = parse_flags(argc, argv, &f);
+	if (rc == GW_OPT_HELP) {
+		exit_code = GW_EXIT_OK;
+		tell_client = false;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	/* Read as the operator, before the split: a bad file stops here. */
+	if (f.host_access != NULL &&
+	    serve_host_load(&st.ctx, f.host_access, herr, sizeof(herr)) != 0) {
+		gw_fail(CMD, "--host-access: %s", herr);
+		goto out;
+	}
+	if (setup_gateway(&st, &f) != 0 || fill_context(&st, &f) != 0 ||
+	    make_tools_and_queue(&st, &f) != 0)
+		goto out;
+	server_config(&st, &cfg);
+	if (f.listen != NULL && read_token(&st, &f) != 0)
+		goto out;
+	mcp_serve_open_files(&st.ctx);
+	if (gw_setup_drop(CMD) != 0)
+		goto out;
+	if (open_front_door(&st, &f, &cfg) != 0)
+		goto out;
 	if (mcp_serve_start(&st.ctx) != 0) {
 		gw_fail(CMD, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < 2; i++) {
-		st.ev_sig[i] = evsignal_new(st.gw.base, sigs[i], on_signal, &st);
-		if (st.ev_sig[i] == NULL || evsignal_add(st.ev_sig[i], NULL) != 0) {
-			gw_fail(CMD, "cannot watch signals");
-			goto out;
-		}
-	}
+	if (watch_signals(&st) != 0)
+		goto out;
 	tell_client = false;
 	if (event_base_dispatch(st.gw.base) != 0) {
 		gw_fail(CMD, "event loop failed");
@@ -530,21 +610,9 @@ run_serve(int argc, char **argv)
 	}
 	exit_code = GW_EXIT_OK;
 out:
-	mcp_serve_stop(&st.ctx);
-	exec_queue_free(st.queue);
-	mcp_server_free(st.server);
-	mcp_http_free(st.http);
-	OPENSSL_cleanse(token, sizeof(token));
-	for (size_t i = 0; i < 2; i++) {
-		if (st.ev_sig[i] != NULL)
-			event_free(st.ev_sig[i]);
-	}
-	gw_setup_free(&st.gw, &st.setup, &f);
-	gw_sandbox_flags_free(&st.sb);
-	gw_secrets_free(&st.secrets);
-	free(st.tools);
+	serve_free(&st, &f);
 	/* Over HTTP (--listen) stdin is no client's. */
-	if (tell_client && exit_code != GW_EXIT_OK && listen == NULL)
+	if (tell_client && exit_code != GW_EXIT_OK && f.listen == NULL)
 		mcp_start_failure_answer(STDIN_FILENO, STDOUT_FILENO,
 		                         gw_last_failure()[0] != '\0'
 		                             ? gw_last_failure()

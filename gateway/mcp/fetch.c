@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "gateway/core/gateway.h"
+#include "gateway/mcp/call.h"
 #include "gateway/mcp/fetchurl.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"

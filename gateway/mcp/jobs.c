@@ -1,6 +1,6 @@
 /*
- * `tollgate serve`'s execute_code and validate_code as jobs: a call is
- * checked, its code written, then queued (exec/queue.h) and, once admitted,
+ * `tollgate serve`'s execute_code and validate_code as jobs: a call checked
+ * and its code written (execute.c) is queued (exec/queue.h) and, once admitted,
  * run as an exec/job.h job (a fresh sandbox, or a session's command) whose
  * progress reaches the client each second and whose output, refused egress
  * and signed artifacts make its answer. Other tools run a program of their
@@ -39,70 +39,14 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/mcp/call.h"
+#include "gateway/mcp/job.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
 #include "policy/approval.h"
 #include "policy/policy.h"
 
-#define JOB_CODE_MAX (1024 * 1024)
-#define JOB_OUTPUT_MAX (1024 * 1024) /* per stream */
-#define JOB_REFUSED_MAX 50
-#define JOB_ENV_MAX (2 * VAULT_INJECT_MAX + 2)
 #define TRUNCATED_MARK "\n[... output truncated by tollgate ...]\n"
-
-/* The snippet's name in /work, by language (enum exec_lang's order). */
-static const char *const code_files[EXEC_LANG_COUNT] = {"main.py", "main.js", "main.sh"};
-
-struct mcp_job {
-	struct mcp_serve_ctx *ctx;
-	struct mcp_call *call;
-	struct policy *policy;
-	struct exec_job *job; /* the sandbox's life, once admitted (exec/job.h) */
-	struct event *ev_tick, *ev_out, *ev_err;
-	struct evbuffer *out, *err;
-	bool out_truncated, err_truncated, cancelled;
-	bool validate; /* validate_code: a syntax check, not a run */
-	enum exec_lang lang;
-	int out_fd, err_fd;
-	int code_fd;                  /* validate_code: the code file, the checker's stdin */
-	struct exec_workdir *workdir; /* a fresh call's; a session keeps its own */
-	double timeout;
-	struct timespec submitted, started;
-	/* The queue's ticket: waiting (queued) until admitted, which holds a
-	 * slot that job_free gives back, once, whatever the outcome. */
-	uint64_t ticket;
-	bool queued, admitted;
-	/* What the job is started with once admitted (argv points at file). */
-	struct exec_spec spec;
-	const char *argv[6];
-	char interp[PATH_MAX];
-	char file[64];
-	char waiting[POLICY_HOST_MAX + 16]; /* "host:port" an approval holds, or "" */
-	struct vault_inject *secrets;       /* execute_code's secrets, or NULL */
-	struct redact *redact;              /* their values, redacted from the output */
-	struct exec_artifact_out *art;      /* out: true */
-	char art_dir[PATH_MAX];             /* its host path (below ctx->art_root) */
-	/* TOLLGATE_OUT, the secrets' variables, the operator's placeholders */
-	const char *out_env[JOB_ENV_MAX];
-	struct mcp_session *session; /* session_id's, or NULL */
-	/* serve_job_program's: the tool, its argv (owned), how much of stdout
-	 * is kept, and who makes the answer (done, then arg_free(done_arg)). */
-	const char *tool;
-	char *prog_argv[SERVE_JOB_ARGV_MAX + 1];
-	size_t out_max;
-	void (*done)(struct mcp_call *c, const struct serve_job_outcome *o, void *arg);
-	void *done_arg;
-	void (*arg_free)(void *arg);
-	/* The refusals heard on the bus while the code ran (refusal_heard). */
-	json_t *refused;
-	int refused_sub; /* its bus subscription, 0: none */
-	/* The approvals it asked for that no person answered (approval_heard),
-	 * and the registry's listener handle (0: none). */
-	json_t *asked;
-	int asked_listen;
-	json_t *egress; /* {"allowed":[...], "ask":[...]}: the model's domains, judged */
-	struct mcp_job *next;
-};
 
 static double
 job_elapsed(const struct mcp_job *j)
@@ -121,8 +65,8 @@ job_sandbox_id(const struct mcp_job *j)
 	return "";
 }
 
-static void
-job_free(struct mcp_job *j)
+void
+serve_job_free(struct mcp_job *j)
 {
 	struct mcp_job **pp;
 
@@ -636,7 +580,7 @@ job_report(struct mcp_job *j, const struct exec_job_result *r)
 	mcp_call_finish(j->call, result);
 out:
 	j->call = NULL;
-	job_free(j);
+	serve_job_free(j);
 }
 
 /*
@@ -660,7 +604,7 @@ on_exec_job_done(struct exec_job *job, const struct exec_job_result *r, void *ar
 		                  ? exec_session_end_reason(ms->es)
 		                  : "set-up failed");
 		j->call = NULL;
-		job_free(j);
+		serve_job_free(j);
 		return;
 	}
 	job_report(j, r);
@@ -732,12 +676,12 @@ on_job_tick(evutil_socket_t fd, short what, void *arg)
 			job_progress_waiting(j);
 			return;
 		}
-		/* Withdrawn (job_free). The client has forgotten the call, so
+		/* Withdrawn (serve_job_free). The client has forgotten the call, so
 		 * the answer is dropped; it ends all the same. */
 		j->ctx->stats.cancelled++;
 		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
 		j->call = NULL;
-		job_free(j);
+		serve_job_free(j);
 		return;
 	}
 	if (mcp_call_cancelled(j->call) && !j->cancelled) {
@@ -860,312 +804,12 @@ out:
 	return rc;
 }
 
-/*
- * The code as a new file in the work directory, made by whoever holds
- * privilege (exec/workdir.h: the directory is the sandbox's). *fd is left
- * open at its start when keep (validate_code's checker reads it).
- */
-static int
-write_code(struct exec_workdir *w, const char *name, const json_t *code, int *fd, bool keep,
-           char *err, size_t errlen)
-{
-	int rc;
-
-	rc = exec_workdir_file(w, name, fd, err, errlen);
-	if (rc != 0)
-		return rc;
-	rc = gw_write_all(*fd, json_string_value(code), json_string_length(code));
-	if (rc == 0 && keep && lseek(*fd, 0, SEEK_SET) != 0)
-		rc = -errno;
-	if (rc != 0)
-		gw_set_err(err, errlen, "cannot write %s: %s", name, strerror(-rc));
-	if (rc != 0 || !keep) {
-		close(*fd);
-		*fd = -1;
-	}
-	return rc;
-}
-
-/* Whether serve --secret bound NAME: ctx->files->env holds NAME=placeholder. */
-static bool
-bound_by_operator(const struct mcp_serve_ctx *ctx, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (char *const *e = ctx->files != NULL ? ctx->files->env : NULL; e != NULL && *e != NULL;
-	     e++) {
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return true;
-	}
-	return false;
-}
-
 static void job_launch(struct mcp_job *j);
 static void on_job_admitted(void *arg, uint64_t ticket);
-static int job_submit(struct mcp_job *j);
-static void
-start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool validate)
-{
-	const json_t *lang = json_object_get(args, "language");
-	const json_t *code = json_object_get(args, "code");
-	const json_t *domains = json_object_get(args, "allowed_domains");
-	const json_t *timeout = json_object_get(args, "timeout");
-	const json_t *limits = json_object_get(args, "limits");
-	const json_t *secrets = json_object_get(args, "secrets");
-	const json_t *session = json_object_get(args, "session_id");
-	enum exec_lang lng;
-	const char *code_name;
-	struct exec_spec spec = {0};
-	struct policy *rules = NULL;
-	struct mcp_job *j = NULL;
-	struct exec_workdir *wd;
-	char err[512];
-	size_t i;
-	int rc;
 
-	/* Bad arguments are refused here, at once: only a call that can run
-	 * goes through the queue (on_job_admitted starts it). */
-	if (!json_is_string(lang) || !json_is_string(code)) {
-		mcp_call_fail(c, "language and code are required strings");
-		return;
-	}
-	if (exec_runtime_lang_parse(json_string_value(lang), &lng) != 0) {
-		mcp_call_fail(c, "language '%.64s' is not one of python, node, sh (list_runtimes)",
-		              json_string_value(lang));
-		return;
-	}
-	code_name = code_files[lng];
-	if (json_string_length(code) > JOB_CODE_MAX) {
-		mcp_call_fail(c, "code is larger than %d bytes", JOB_CODE_MAX);
-		return;
-	}
-	if (session != NULL && !json_is_null(session) && !json_is_string(session)) {
-		mcp_call_fail(c, "session_id: a string from create_session, or null");
-		return;
-	}
-	if (secrets != NULL &&
-	    (!json_is_array(secrets) || json_array_size(secrets) > VAULT_INJECT_MAX ||
-	     (validate && json_array_size(secrets) > 0))) {
-		mcp_call_fail(c, "secrets must be an array of at most %d vault names%s",
-		              VAULT_INJECT_MAX, validate ? " (and none for validate_code)" : "");
-		return;
-	}
-	if (timeout != NULL && (!json_is_number(timeout) || json_number_value(timeout) <= 0 ||
-	                        json_number_value(timeout) > SERVE_TIMEOUT_MAX)) {
-		mcp_call_fail(c, "timeout must be a number of seconds above 0, at most %.0f",
-		              SERVE_TIMEOUT_MAX);
-		return;
-	}
-	if (timeout != NULL && !serve_under_cap(c, "timeout", json_number_value(timeout),
-	                                        ctx->max_timeout, "--max-timeout in seconds"))
-		return;
-	if (limits != NULL && !json_is_object(limits)) {
-		mcp_call_fail(c, "limits must be an object");
-		return;
-	}
-	j = calloc(1, sizeof(*j));
-	rules = policy_new();
-	if (j == NULL || rules == NULL) {
-		free(j);
-		policy_free(rules);
-		mcp_call_fail(c, "tollgate: out of memory");
-		return;
-	}
-	j->ctx = ctx;
-	j->call = c;
-	j->validate = validate;
-	j->lang = lng;
-	j->out_max = JOB_OUTPUT_MAX;
-	j->out_fd = j->err_fd = j->code_fd = -1;
-	if (json_is_string(session)) {
-		j->session = serve_session_find(ctx, json_string_value(session));
-		if (j->session == NULL || j->session->busy) {
-			mcp_call_fail(c, "session_id %.80s: %s", json_string_value(session),
-			              j->session == NULL
-			                  ? "no such session (ended or never created)"
-			                  : "an execution of it is running; one at a time");
-			j->session = NULL;
-			free(j);
-			policy_free(rules);
-			return;
-		}
-		/* The session's sandbox has its limits and no /out. */
-		if (limits != NULL || json_is_true(json_object_get(args, "out"))) {
-			mcp_call_fail(c, "%s",
-			              limits != NULL
-			                  ? "limits: a session's limits are set by "
-			                    "create_session"
-			                  : "out: not available in a session (keep files in "
-			                    "/work, or run without session_id)");
-			j->session = NULL;
-			free(j);
-			policy_free(rules);
-			return;
-		}
-		j->session->busy = true;
-		j->session->executions++;
-	}
-	j->timeout = timeout != NULL        ? json_number_value(timeout)
-	             : ctx->def_timeout > 0 ? ctx->def_timeout
-	                                    : ctx->default_timeout;
-	if (!serve_call_limits(c, ctx, limits, &spec.limits))
-		goto fail;
-	if (!serve_allowed_domains(c, ctx, domains, rules))
-		goto fail;
-	/* The result says truthfully which of the model's domains (this call's,
-	 * its session's, request_egress's) the operator allows and which wait. */
-	j->egress = json_pack("{s:[], s:[]}", "allowed", "ask");
-	if (j->egress == NULL || serve_egress_status(ctx, domains, j->egress) != 0 ||
-	    (j->session != NULL && serve_egress_status(ctx, j->session->allowed, j->egress) != 0) ||
-	    serve_egress_status(ctx, ctx->egress_allowed, j->egress) != 0) {
-		mcp_call_fail(c, "tollgate: out of memory");
-		goto fail;
-	}
-	/* Secrets: names of the file vault's default namespace only (never
-	 * NAME=env:VAR: the client must not read tollgate's own environment). */
-	for (i = 0; secrets != NULL && i < json_array_size(secrets); i++) {
-		const char *name = json_string_value(json_array_get(secrets, i));
-
-		if (name == NULL || !vault_name_valid(name) ||
-		    vault_inject_add(&j->secrets, name, err, sizeof(err)) != 0) {
-			mcp_call_fail(c, "secrets[%zu]: not a vault name (vault_list)", i);
-			goto fail;
-		}
-		/* The operator bound it to hosts: its value stays with the gate. */
-		if (bound_by_operator(ctx, name)) {
-			mcp_call_fail(c,
-			              "secrets[%zu]: %s is bound to hosts by the operator; every "
-			              "sandbox's %s holds its placeholder already",
-			              i, name, name);
-			goto fail;
-		}
-		/* inspect_state masks what a session's calls were given. */
-		if (j->session != NULL && serve_session_note_secret(j->session, name) != 0) {
-			mcp_call_fail(c, "tollgate: out of memory");
-			goto fail;
-		}
-	}
-	if (j->secrets != NULL) {
-		if (ctx->hide_path == NULL) {
-			mcp_call_fail(c, "secrets: no TOLLGATE_HOME, so no vault");
-			goto fail;
-		}
-		if (vault_inject_load(j->secrets, ctx->hide_path, err, sizeof(err)) != 0) {
-			mcp_call_fail(c, "secrets: %s", err);
-			goto fail;
-		}
-		j->redact = redact_new();
-		rc = j->redact != NULL ? vault_inject_redact(j->secrets, j->redact) : -ENOMEM;
-		if (rc == 0)
-			rc = redact_compile(j->redact);
-		if (rc != 0) {
-			mcp_call_fail(c, "secrets: cannot build the redactor: %s", strerror(-rc));
-			goto fail;
-		}
-		spec.env = vault_inject_env(j->secrets);
-	}
-	if (json_is_true(json_object_get(args, "out")) && !validate) {
-		const char *outpath = NULL;
-
-		if (ctx->hide_path == NULL) {
-			mcp_call_fail(c, "out: no TOLLGATE_HOME for the signing key");
-			goto fail;
-		}
-		if (ctx->art_root[0] == '\0') {
-			snprintf(ctx->art_root, sizeof(ctx->art_root),
-			         "%s/tollgate-serve-out.XXXXXX", exec_tmp_dir());
-			if (mkdtemp(ctx->art_root) == NULL) {
-				ctx->art_root[0] = '\0';
-				mcp_call_fail(c, "out: cannot make a directory: %s",
-				              strerror(errno));
-				goto fail;
-			}
-		}
-		snprintf(j->art_dir, sizeof(j->art_dir), "%s/pending-%lu", ctx->art_root,
-		         ++ctx->art_seq);
-		if (exec_artifact_out_prepare(j->art_dir, ctx->hide_path, &j->art, &outpath, err,
-		                              sizeof(err)) != 0) {
-			mcp_call_fail(c, "out: %s", err);
-			goto fail;
-		}
-		spec.outdir = outpath;
-		j->out_env[0] = "TOLLGATE_OUT=" EXEC_OUTDIR;
-	}
-	/* serve --secret NAME@HOST: NAME=placeholder in every sandbox. */
-	if (j->out_env[0] != NULL || (ctx->files != NULL && ctx->files->env != NULL)) {
-		size_t n = j->out_env[0] != NULL ? 1 : 0;
-
-		for (char *const *e = spec.env; e != NULL && *e != NULL && n + 1 < JOB_ENV_MAX; e++)
-			j->out_env[n++] = *e;
-		for (char *const *e = ctx->files != NULL ? ctx->files->env : NULL;
-		     e != NULL && *e != NULL && n + 1 < JOB_ENV_MAX; e++)
-			j->out_env[n++] = *e;
-		j->out_env[n] = NULL;
-		spec.env = (char *const *)j->out_env;
-	}
-	j->policy = serve_call_policy(ctx, j->session, rules);
-	policy_free(rules);
-	rules = NULL;
-	if (j->policy == NULL) {
-		mcp_call_fail(c, "tollgate: out of memory");
-		goto fail;
-	}
-	if (j->session == NULL) {
-		rc = exec_workdir_new(&j->workdir, err, sizeof(err));
-		if (rc != 0) {
-			mcp_call_fail(c, "tollgate: cannot make a work directory: %s", err);
-			goto fail;
-		}
-	}
-	/* A session's is kept: the last call's file (or whatever the code put
-	 * there, a link included) is replaced, nothing followed. */
-	wd = j->session != NULL ? exec_session_work(j->session->es) : j->workdir;
-	if (wd == NULL) {
-		mcp_call_fail(c, "session_id: the session has ended");
-		goto fail;
-	}
-	spec.workdir = exec_workdir_path(wd);
-	rc = write_code(wd, code_name, code, &j->code_fd, validate, err, sizeof(err));
-	if (rc != 0) {
-		mcp_call_fail(c, "tollgate: %s", err);
-		goto fail;
-	}
-	/* The interpreter exec/runtime.c finds (as `run --lang` does): the file
-	 * it runs, or the checker that reads the code on its stdin. */
-	if (exec_runtime_find(lng, j->interp, sizeof(j->interp)) != 0) {
-		mcp_call_fail(c, "language %s: no interpreter for it on PATH (list_runtimes)",
-		              exec_runtime_lang_name(lng));
-		goto fail;
-	}
-	if (validate) {
-		exec_runtime_check_argv(lng, j->interp, j->argv);
-	} else {
-		snprintf(j->file, sizeof(j->file), EXEC_WORKDIR "/%s", code_name);
-		j->argv[0] = j->interp;
-		j->argv[1] = j->file;
-		j->argv[2] = NULL;
-	}
-	spec.argv = (char *const *)j->argv;
-	spec.hide_path = ctx->hide_path;
-	if (ctx->files != NULL) {
-		spec.binds = ctx->files->binds;
-		spec.nbinds = ctx->files->nbinds;
-		spec.home = ctx->files->home;
-	}
-	j->spec = spec;
-	if (job_submit(j) == 0)
-		return;
-fail:
-	policy_free(rules);
-	job_free(j);
-}
-
-/*
- * A checked job into the queue (or started, without one): 0, or -1 after
- * failing its call (the caller frees it).
- */
-static int
-job_submit(struct mcp_job *j)
+/* A checked job into the queue (or started, without one; job.h). */
+int
+serve_job_submit(struct mcp_job *j)
 {
 	struct mcp_serve_ctx *ctx = j->ctx;
 	struct timeval tv;
@@ -1268,10 +912,10 @@ serve_job_program(struct mcp_call *c, struct mcp_serve_ctx *ctx, const struct se
 	j->spec.limits = req->limits;
 	j->spec.workdir = exec_workdir_path(j->workdir);
 	j->spec.hide_path = ctx->hide_path;
-	if (job_submit(j) == 0)
+	if (serve_job_submit(j) == 0)
 		return;
 fail:
-	job_free(j);
+	serve_job_free(j);
 }
 
 /*
@@ -1311,10 +955,10 @@ job_launch(struct mcp_job *j)
 	event_add(j->ev_err, NULL);
 	return;
 fail:
-	job_free(j);
+	serve_job_free(j);
 }
 
-/* The queue's start callback: j has a slot (job_free gives it back). */
+/* The queue's start callback: j has a slot (serve_job_free gives it back). */
 static void
 on_job_admitted(void *arg, uint64_t ticket)
 {
@@ -1326,28 +970,16 @@ on_job_admitted(void *arg, uint64_t ticket)
 	if (mcp_call_cancelled(j->call)) {
 		j->ctx->stats.cancelled++;
 		mcp_call_fail(j->call, "tollgate: cancelled while waiting for a sandbox slot");
-		job_free(j);
+		serve_job_free(j);
 		return;
 	}
 	if (j->session != NULL && j->session->ended) {
 		mcp_call_fail(j->call, "session %s ended while the call waited for a sandbox slot",
 		              exec_session_id(j->session->es));
-		job_free(j);
+		serve_job_free(j);
 		return;
 	}
 	job_launch(j);
-}
-
-void
-serve_tool_execute_code(struct mcp_call *c, json_t *args, void *arg)
-{
-	start_job(c, args, arg, false);
-}
-
-void
-serve_tool_validate_code(struct mcp_call *c, json_t *args, void *arg)
-{
-	start_job(c, args, arg, true);
 }
 
 void
@@ -1401,7 +1033,7 @@ serve_jobs_stop(struct mcp_serve_ctx *ctx)
 			continue;
 		mcp_call_fail(j->call,
 		              "tollgate: the server stopped before a sandbox slot was free");
-		job_free(j);
+		serve_job_free(j);
 	}
 	/* Each end answers its call and frees it (on_exec_job_done). */
 	while (ctx->jobs != NULL) {
@@ -1412,6 +1044,6 @@ serve_jobs_stop(struct mcp_serve_ctx *ctx)
 		else
 			exec_job_finish_now(j->job);
 		if (ctx->jobs == j) /* not reported: never loop on it */
-			job_free(j);
+			serve_job_free(j);
 	}
 }

@@ -19,6 +19,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/mcp/outreq.h"
 #include "policy/approval.h"
 
 /* Read at most this much per wake-up so one busy peer cannot starve the loop. */
@@ -630,32 +631,17 @@ struct mcp_call {
 	struct mcp_call *next;
 };
 
-/* A request this server sent the client, waiting for its response. */
-struct mcp_out_request {
-	long long id;
-	mcp_response_fn cb;
-	void *arg;
-	struct mcp_out_request *next;
-};
-
 struct mcp_server {
 	struct mcp_server_config cfg;
 	struct mcp_server_transport tr;
 	struct mcp_chan *chan;            /* stdio's line channel, or NULL */
 	struct mcp_call *calls;           /* in flight */
-	struct mcp_out_request *requests; /* sent to the client, unanswered */
+	struct mcp_outreqs requests;      /* sent to the client, unanswered */
 	int log_level; /* messages above this severity index are dropped */
 	bool input_ended, done_reported;
 	bool client_elicitation; /* initialize declared capabilities.elicitation */
 	char client_name[64];    /* initialize's clientInfo.name */
 };
-
-/*
- * Ids of the requests servers send clients: one counter for every server
- * of the process, so that an id names one request whichever session (of
- * the HTTP transport) it went to.
- */
-static long long server_next_request_id;
 
 /* Sends msg (stolen); related: the client request it belongs to, or NULL. */
 static void
@@ -1005,24 +991,7 @@ handle_notification(struct mcp_server *s, const json_t *msg)
 static void
 handle_response(struct mcp_server *s, const json_t *msg)
 {
-	const json_t *id = json_object_get(msg, "id");
-	struct mcp_out_request **pp, *r;
-
-	if (!json_is_integer(id))
-		return;
-	for (pp = &s->requests; *pp != NULL; pp = &(*pp)->next) {
-		if ((*pp)->id == json_integer_value(id))
-			break;
-	}
-	r = *pp;
-	if (r == NULL) {
-		log_debug("mcp: a response to no request of ours (id %lld)",
-		          (long long)json_integer_value(id));
-		return;
-	}
-	*pp = r->next;
-	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
-	free(r);
+	(void)mcp_outreq_response(&s->requests, msg);
 }
 
 const char *
@@ -1041,49 +1010,21 @@ long long
 mcp_server_request(struct mcp_server *s, const char *method, json_t *params, mcp_response_fn cb,
                    void *arg)
 {
-	struct mcp_out_request *r;
 	json_t *msg;
+	long long id = mcp_outreq_new(&s->requests, method, params, cb, arg, &msg);
 
-	r = calloc(1, sizeof(*r));
-	if (r == NULL) {
-		json_decref(params);
-		return -ENOMEM;
-	}
-	r->id = ++server_next_request_id;
-	r->cb = cb;
-	r->arg = arg;
-	msg = json_pack("{s:s, s:I, s:s}", "jsonrpc", "2.0", "id", (json_int_t)r->id, "method",
-	                method);
-	if (msg == NULL) {
-		json_decref(params);
-		free(r);
-		return -ENOMEM;
-	}
-	if (params != NULL)
-		json_object_set_new(msg, "params", params);
-	r->next = s->requests;
-	s->requests = r;
-	server_send(s, msg);
-	return r->id;
+	if (id > 0)
+		server_send(s, msg);
+	return id;
 }
 
 void
 mcp_server_request_cancel(struct mcp_server *s, long long id, const char *reason)
 {
-	struct mcp_out_request **pp, *r;
+	json_t *msg = mcp_outreq_cancel(&s->requests, id, reason);
 
-	for (pp = &s->requests; *pp != NULL; pp = &(*pp)->next) {
-		if ((*pp)->id == id)
-			break;
-	}
-	r = *pp;
-	if (r == NULL)
-		return;
-	*pp = r->next;
-	free(r);
-	server_send(s, mcp_notification_new(
-	                   "notifications/cancelled",
-	                   json_pack("{s:I, s:s}", "requestId", (json_int_t)id, "reason", reason)));
+	if (msg != NULL)
+		server_send(s, msg);
 }
 
 struct mcp_server *
@@ -1262,13 +1203,7 @@ mcp_server_free(struct mcp_server *s)
 		call_free(c);
 	}
 	/* Unanswered requests: their owners hear "no answer" (both NULL). */
-	while (s->requests != NULL) {
-		struct mcp_out_request *r = s->requests;
-
-		s->requests = r->next;
-		r->cb(NULL, NULL, r->arg);
-		free(r);
-	}
+	mcp_outreqs_end(&s->requests);
 	if (s->chan != NULL) {
 		mcp_chan_flush_blocking(s->chan);
 		mcp_chan_free(s->chan);

@@ -31,6 +31,7 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/mcp/call.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/pkgname.h"
 #include "gateway/mcp/serve.h"
@@ -471,6 +472,134 @@ install_index(const struct mcp_serve_ctx *ctx, enum serve_pkg_manager m,
 	return serve_pkg_index_parse(default_index[m], idx, err, errlen);
 }
 
+/* Every name is checked before anything runs: one bad name refuses all.
+ * false after failing c. */
+static bool
+install_names_valid(struct mcp_call *c, enum serve_pkg_manager m, const json_t *packages)
+{
+	char err[512];
+
+	if (!json_is_array(packages) || json_array_size(packages) == 0 ||
+	    json_array_size(packages) > INSTALL_PACKAGES_MAX) {
+		mcp_call_fail(c, "packages must be an array of 1 to %d names",
+		              INSTALL_PACKAGES_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < json_array_size(packages); i++) {
+		const json_t *p = json_array_get(packages, i);
+
+		if (!json_is_string(p)) {
+			mcp_call_fail(c, "packages[%zu]: not a string", i);
+			return false;
+		}
+		if (serve_pkg_spec_check(m, json_string_value(p), json_string_length(p), err,
+		                         sizeof(err)) != 0) {
+			mcp_call_fail(c, "packages[%zu] '%.80s': refused: %s", i,
+			              json_string_value(p), err);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * pip's options after the program: -I, so the work directory is not on
+ * sys.path and nothing the code left there stands in for pip; no config
+ * file either. Wheels only: building a source distribution runs its code
+ * while the index is reachable. 0 or -ENOMEM.
+ */
+static int
+install_pip_args(struct serve_cmd *cmd, const struct serve_pkg_index *idx)
+{
+	static const char *const pip_args[] = {"-I",
+	                                       "-m",
+	                                       "pip",
+	                                       "install",
+	                                       "--no-input",
+	                                       "--disable-pip-version-check",
+	                                       "--no-cache-dir",
+	                                       "--only-binary=:all:",
+	                                       "--upgrade",
+	                                       "--target",
+	                                       SERVE_PIP_TARGET,
+	                                       "--index-url"};
+	char hostport[POLICY_HOST_MAX + 16];
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(pip_args) / sizeof(pip_args[0]); i++)
+		rc = cmd_arg(cmd, pip_args[i]);
+	if (rc == 0)
+		rc = cmd_arg(cmd, idx->url);
+	if (rc == 0 && !idx->https) {
+		/* pip ignores a plain-HTTP index unless told to trust it: the
+		 * operator named this one. */
+		snprintf(hostport, sizeof(hostport), "%s:%d", idx->host.text, idx->port);
+		rc = cmd_arg(cmd, "--trusted-host");
+		if (rc == 0)
+			rc = cmd_arg(cmd, hostport);
+	}
+	if (rc == 0)
+		rc = cmd_env(cmd, "PIP_CONFIG_FILE=/dev/null");
+	return rc;
+}
+
+/*
+ * npm's: install scripts are code run while the index is reachable: never
+ * run (a package that needs them is built later with `npm rebuild` in
+ * execute_code, when the index is not). 0 or -ENOMEM.
+ */
+static int
+install_npm_args(struct serve_cmd *cmd, const struct serve_pkg_index *idx)
+{
+	static const char *const npm_args[] = {
+	    "install",    "--prefix",  EXEC_WORKDIR,           "--ignore-scripts",
+	    "--no-audit", "--no-fund", "--no-update-notifier", "--registry"};
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(npm_args) / sizeof(npm_args[0]); i++)
+		rc = cmd_arg(cmd, npm_args[i]);
+	if (rc == 0)
+		rc = cmd_arg(cmd, idx->url);
+	if (rc == 0)
+		rc = cmd_env(cmd, "npm_config_userconfig=/dev/null");
+	if (rc == 0)
+		rc = cmd_env(cmd, "npm_config_cache=/tmp/.tollgate-npm-cache");
+	return rc;
+}
+
+/* The whole command: the program, its manager's options, then "--" and the
+ * names. 0 or -ENOMEM. */
+static int
+install_argv(struct serve_cmd *cmd, const char *prog, const struct serve_pkg_index *idx,
+             const json_t *packages)
+{
+	int rc = cmd_arg(cmd, prog);
+
+	if (rc == 0)
+		rc = cmd->manager == SERVE_PKG_PIP ? install_pip_args(cmd, idx)
+		                                   : install_npm_args(cmd, idx);
+	/* Options end here: every name after is a name, whatever it looks like. */
+	if (rc == 0)
+		rc = cmd_arg(cmd, "--");
+	for (size_t i = 0; rc == 0 && i < json_array_size(packages); i++)
+		rc = cmd_arg(cmd, json_string_value(json_array_get(packages, i)));
+	return rc;
+}
+
+/* The index, allowed for this job alone (an operator's setting, so an
+ * allow rule); the operator's deny rules still win (policy_merge). */
+static int
+install_index_rules(struct policy *rules, const struct serve_pkg_index *idx, const char *extra,
+                    char *err, size_t errlen)
+{
+	if (policy_add_rule(rules, POLICY_ALLOW, idx->pattern, "package-index", err, errlen) != 0)
+		return -EINVAL;
+	if (extra != NULL &&
+	    policy_add_rule(rules, POLICY_ALLOW, extra, "package-index", err, errlen) != 0)
+		return -EINVAL;
+	return 0;
+}
+
 void
 serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 {
@@ -483,36 +612,16 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 	struct serve_cmd *cmd = NULL;
 	struct policy *rules = NULL;
 	const char *extra = NULL;
-	char err[512], prog[PATH_MAX], hostport[POLICY_HOST_MAX + 16];
+	char err[512], prog[PATH_MAX];
 	json_t *detail = NULL, *names = NULL;
 	double timeout = INSTALL_TIMEOUT;
-	int rc = 0;
 
 	if (serve_pkg_manager_parse(mname, &m) != 0) {
 		mcp_call_fail(c, "manager must be \"pip\" or \"npm\"");
 		return;
 	}
-	if (!json_is_array(packages) || json_array_size(packages) == 0 ||
-	    json_array_size(packages) > INSTALL_PACKAGES_MAX) {
-		mcp_call_fail(c, "packages must be an array of 1 to %d names",
-		              INSTALL_PACKAGES_MAX);
+	if (!install_names_valid(c, m, packages))
 		return;
-	}
-	/* Every name is checked before anything runs: one bad name refuses all. */
-	for (size_t i = 0; i < json_array_size(packages); i++) {
-		const json_t *p = json_array_get(packages, i);
-
-		if (!json_is_string(p)) {
-			mcp_call_fail(c, "packages[%zu]: not a string", i);
-			return;
-		}
-		if (serve_pkg_spec_check(m, json_string_value(p), json_string_length(p), err,
-		                         sizeof(err)) != 0) {
-			mcp_call_fail(c, "packages[%zu] '%.80s': refused: %s", i,
-			              json_string_value(p), err);
-			return;
-		}
-	}
 	ms = session_for(c, ctx, json_object_get(args, "session_id"), "session_id");
 	if (ms == NULL)
 		return;
@@ -539,74 +648,12 @@ serve_tool_install_package(struct mcp_call *c, json_t *args, void *arg)
 	if (cmd == NULL || rules == NULL || names == NULL)
 		goto oom;
 	cmd->manager = m;
-	/* The index, allowed for this job alone (an operator's setting, so an
-	 * allow rule); the operator's deny rules still win (policy_merge). */
-	if (policy_add_rule(rules, POLICY_ALLOW, idx.pattern, "package-index", err, sizeof(err)) !=
-	        0 ||
-	    (extra != NULL &&
-	     policy_add_rule(rules, POLICY_ALLOW, extra, "package-index", err, sizeof(err)) != 0)) {
+	if (install_index_rules(rules, &idx, extra, err, sizeof(err)) != 0) {
 		mcp_call_fail(c, "install_package: the index's rule: %s", err);
 		goto fail;
 	}
 	cmd->policy = serve_call_policy(ctx, ms, rules);
-	if (cmd->policy == NULL)
-		goto oom;
-	rc = cmd_arg(cmd, prog);
-	if (m == SERVE_PKG_PIP) {
-		/* -I: the work directory is not on sys.path, so nothing the code
-		 * left there stands in for pip; no config file either. Wheels only:
-		 * building a source distribution runs its code while the index is
-		 * reachable. */
-		static const char *const pip_args[] = {"-I",
-		                                       "-m",
-		                                       "pip",
-		                                       "install",
-		                                       "--no-input",
-		                                       "--disable-pip-version-check",
-		                                       "--no-cache-dir",
-		                                       "--only-binary=:all:",
-		                                       "--upgrade",
-		                                       "--target",
-		                                       SERVE_PIP_TARGET,
-		                                       "--index-url"};
-
-		for (size_t i = 0; rc == 0 && i < sizeof(pip_args) / sizeof(pip_args[0]); i++)
-			rc = cmd_arg(cmd, pip_args[i]);
-		if (rc == 0)
-			rc = cmd_arg(cmd, idx.url);
-		if (rc == 0 && !idx.https) {
-			/* pip ignores a plain-HTTP index unless told to trust it: the
-			 * operator named this one. */
-			snprintf(hostport, sizeof(hostport), "%s:%d", idx.host.text, idx.port);
-			rc = cmd_arg(cmd, "--trusted-host");
-			if (rc == 0)
-				rc = cmd_arg(cmd, hostport);
-		}
-		if (rc == 0)
-			rc = cmd_env(cmd, "PIP_CONFIG_FILE=/dev/null");
-	} else {
-		/* Install scripts are code run while the index is reachable:
-		 * never run (a package that needs them is built later with `npm
-		 * rebuild` in execute_code, when the index is not). */
-		static const char *const npm_args[] = {
-		    "install",    "--prefix",  EXEC_WORKDIR,           "--ignore-scripts",
-		    "--no-audit", "--no-fund", "--no-update-notifier", "--registry"};
-
-		for (size_t i = 0; rc == 0 && i < sizeof(npm_args) / sizeof(npm_args[0]); i++)
-			rc = cmd_arg(cmd, npm_args[i]);
-		if (rc == 0)
-			rc = cmd_arg(cmd, idx.url);
-		if (rc == 0)
-			rc = cmd_env(cmd, "npm_config_userconfig=/dev/null");
-		if (rc == 0)
-			rc = cmd_env(cmd, "npm_config_cache=/tmp/.tollgate-npm-cache");
-	}
-	/* Options end here: every name after is a name, whatever it looks like. */
-	if (rc == 0)
-		rc = cmd_arg(cmd, "--");
-	for (size_t i = 0; rc == 0 && i < json_array_size(packages); i++)
-		rc = cmd_arg(cmd, json_string_value(json_array_get(packages, i)));
-	if (rc != 0)
+	if (cmd->policy == NULL || install_argv(cmd, prog, &idx, packages) != 0)
 		goto oom;
 	cmd->state = json_pack(
 	    "{s:s, s:s, s:s, s:O, s:s, s:[s]}", "session_id", exec_session_id(ms->es), "sandbox_id",

@@ -17,6 +17,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/mcp/call.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
 #include "policy/policy.h"

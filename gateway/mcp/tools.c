@@ -1,8 +1,9 @@
 /*
- * The tools of `tollgate serve` and their table: execute_code and
- * validate_code run as jobs (jobs.c), sessions are sessions.c's, approvals
- * asked by elicitation elicit.c's; here the rest: runtimes, limits, egress,
- * artifacts, audit, vault, approvals and stats, and the bus's notifications.
+ * The tools of `tollgate serve` and their table, the top of gateway/mcp/'s
+ * serve side: execute_code and validate_code run as jobs (jobs.c), sessions
+ * are sessions.c's, the host tools host.c's; here the table and the rest's
+ * entry points: runtimes, limits, egress, artifacts, audit, vault and
+ * approvals. What the tools share is call.c's; serve's life is serve.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/mcp/call.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
 #include "policy/approval.h"
@@ -38,230 +40,6 @@
 /* A --version slower than this is left out of list_runtimes (it blocks the loop,
  * once per interpreter: exec_runtime_describe keeps the answer). */
 #define RUNTIME_VERSION_TIMEOUT_MS 2000
-
-void
-serve_finish_structured(struct mcp_call *c, json_t *structured)
-{
-	char *dump = json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15));
-	json_t *result = mcp_tool_text_result(dump != NULL ? dump : "{}", false);
-
-	free(dump);
-	json_object_set_new(result, "structuredContent", structured);
-	mcp_call_finish(c, result);
-}
-
-/* limits[key] into *out when present and an integer in [min, max]; false when not. */
-static bool
-get_limit(const json_t *limits, const char *key, long min, long max, long *out)
-{
-	const json_t *v = json_object_get(limits, key);
-
-	if (v == NULL)
-		return true;
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return false;
-	*out = (long)json_integer_value(v);
-	return true;
-}
-
-bool
-serve_under_cap(struct mcp_call *c, const char *what, double value, double cap, const char *flag)
-{
-	if (cap <= 0 || (value > 0 && value <= cap))
-		return true;
-	mcp_call_fail(c, "%s: %g is above the operator's %s (%g)", what, value, flag, cap);
-	return false;
-}
-
-bool
-serve_call_limits(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *limits,
-                  struct exec_limits *l)
-{
-	l->ram_mb = ctx->def_ram_mb;
-	l->cpu_seconds = ctx->def_cpu_seconds;
-	l->pids = ctx->def_pids;
-	if (!get_limit(limits, "ram_mb", 16, 16L * 1024 * 1024, &l->ram_mb) ||
-	    !get_limit(limits, "cpu_seconds", 1, 86400, &l->cpu_seconds) ||
-	    !get_limit(limits, "pids", 1, 65536, &l->pids)) {
-		mcp_call_fail(c, "limits: ram_mb (16 or more), cpu_seconds (1-86400) and pids "
-		                 "(1-65536) are integers");
-		return false;
-	}
-	/* Above the ceiling is an error, not a quiet clamp: the model learns
-	 * what it got. */
-	return serve_under_cap(c, "limits.ram_mb", (double)l->ram_mb, (double)ctx->max_ram_mb,
-	                       "--max-ram in MiB") &&
-	       serve_under_cap(c, "limits.cpu_seconds", (double)l->cpu_seconds,
-	                       (double)ctx->max_cpu_seconds, "--max-cpu in seconds") &&
-	       serve_under_cap(c, "limits.pids", (double)l->pids, (double)ctx->max_pids,
-	                       "--max-pids");
-}
-
-/* The host to ask the operator's rules about for a normalised pattern, and its ports. */
-static void
-probe_of(const char *norm, struct policy_host *h, int ports[2], size_t *nports)
-{
-	char name[POLICY_HOST_MAX + 32];
-	const char *colon = strchr(norm, ':');
-	size_t hlen = colon != NULL ? (size_t)(colon - norm) : strlen(norm);
-
-	/*
-	 * For "*.example.com" a name below it: an operator's deny rule for
-	 * "*.example.com" (or broader) matches it, one for the apex alone
-	 * does not, as for the connections the pattern would let ask.
-	 */
-	snprintf(name, sizeof(name), "%s%.*s", norm[0] == '*' ? "tollgate-probe" : "",
-	         (int)(norm[0] == '*' ? hlen - 1 : hlen), norm[0] == '*' ? norm + 1 : norm);
-	if (policy_host_parse(name, strlen(name), h) != 0)
-		h->text[0] = '\0';
-	*nports = 0;
-	if (colon != NULL && colon[1] != '*') {
-		ports[(*nports)++] = (int)strtol(colon + 1, NULL, 10);
-	} else {
-		ports[(*nports)++] = 443;
-		ports[(*nports)++] = 80;
-	}
-}
-
-int
-serve_domain_vet(const struct mcp_serve_ctx *ctx, const char *pattern, char *norm, size_t len,
-                 bool *allowed, char *err, size_t errlen)
-{
-	const struct policy *op = ctx->gw != NULL ? ctx->gw->policy : NULL;
-	struct policy_decision d;
-	struct policy_host h;
-	int ports[2], rc;
-	size_t nports;
-
-	*allowed = false;
-	rc = policy_breadth_check(pattern, norm, len, err, errlen);
-	if (rc != 0)
-		return rc;
-	if (op == NULL)
-		return 0;
-	probe_of(norm, &h, ports, &nports);
-	if (h.text[0] == '\0')
-		return 0;
-	*allowed = true;
-	for (size_t i = 0; i < nports; i++) {
-		policy_decide(op, &h, ports[i], &d);
-		if (d.verdict == POLICY_DENY && d.reason == POLICY_REASON_RULE) {
-			gw_set_err(err, errlen, "'%s' is refused by the operator's rule: %s", norm,
-			           d.rule);
-			*allowed = false;
-			return -EPERM;
-		}
-		if (d.verdict != POLICY_ALLOW)
-			*allowed = false;
-	}
-	return 0;
-}
-
-int
-serve_egress_status(const struct mcp_serve_ctx *ctx, const json_t *patterns, json_t *into)
-{
-	json_t *allowed = json_object_get(into, "allowed"), *ask = json_object_get(into, "ask");
-	char norm[POLICY_HOST_MAX + 16], err[256];
-	bool ok;
-
-	if (!json_is_array(allowed) || !json_is_array(ask))
-		return -EINVAL;
-	for (size_t i = 0; i < json_array_size(patterns); i++) {
-		const char *d = json_string_value(json_array_get(patterns, i));
-
-		/* Refused ones never got here; a policy reloaded since may deny
-		 * one now: it is neither allowed nor waiting. */
-		if (d == NULL ||
-		    serve_domain_vet(ctx, d, norm, sizeof(norm), &ok, err, sizeof(err)) != 0)
-			continue;
-		if (json_array_append_new(ok ? allowed : ask, json_string(norm)) != 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-bool
-serve_allowed_domains(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *domains,
-                      struct policy *rules)
-{
-	char norm[POLICY_HOST_MAX + 16], err[256];
-	bool allowed;
-
-	if (domains == NULL)
-		return true;
-	if (!json_is_array(domains) || json_array_size(domains) > SERVE_DOMAINS_MAX) {
-		mcp_call_fail(c, "allowed_domains must be an array of at most %d names",
-		              SERVE_DOMAINS_MAX);
-		return false;
-	}
-	for (size_t i = 0; i < json_array_size(domains); i++) {
-		const char *d = json_string_value(json_array_get(domains, i));
-
-		/* An ask rule, never an allow rule: what the operator's rules do
-		 * not allow already waits for a person's approval. */
-		if (d == NULL ||
-		    serve_domain_vet(ctx, d, norm, sizeof(norm), &allowed, err, sizeof(err)) != 0 ||
-		    policy_add_rule(rules, POLICY_ASK, norm, "allowed_domains", err, sizeof(err)) !=
-		        0) {
-			mcp_call_fail(c, "allowed_domains[%zu]: %s", i,
-			              d == NULL ? "not a string" : err);
-			return false;
-		}
-	}
-	return true;
-}
-
-/* The signed manifest's entries as [{name, size, sha256}], or NULL. */
-json_t *
-serve_manifest_files(const char *dir, char *err, size_t errlen)
-{
-	char path[PATH_MAX + 32];
-	struct exec_manifest *m = NULL;
-	json_t *files = NULL;
-	char *text = NULL;
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/" EXEC_ARTIFACT_MANIFEST, dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		gw_set_err(err, errlen, "no artifacts for this run id");
-		return NULL;
-	}
-	if (fstat(fd, &st) != 0 || st.st_size < 0 ||
-	    (uint64_t)st.st_size > EXEC_ARTIFACT_MANIFEST_MAX) {
-		gw_set_err(err, errlen, "the manifest is too large");
-		goto out;
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (text == NULL)
-		goto out;
-	do
-		n = read(fd, text, (size_t)st.st_size);
-	while (n < 0 && errno == EINTR);
-	if (n != st.st_size) {
-		gw_set_err(err, errlen, "cannot read the manifest");
-		goto out;
-	}
-	if (exec_manifest_parse(text, (size_t)n, EXEC_ARTIFACT_MAX_ENTRIES, &m, err, errlen) != 0)
-		goto out;
-	files = json_array();
-	for (size_t i = 0; files != NULL && i < m->nfiles; i++) {
-		char hex[EXEC_SHA256_HEX_LEN + 1];
-
-		for (size_t k = 0; k < EXEC_SHA256_LEN; k++)
-			snprintf(hex + 2 * k, 3, "%02x", m->files[i].sha256[k]);
-		json_array_append_new(files,
-		                      json_pack("{s:s, s:I, s:s}", "name", m->files[i].name, "size",
-		                                (json_int_t)m->files[i].size, "sha256", hex));
-	}
-out:
-	exec_manifest_free(m);
-	free(text);
-	close(fd);
-	return files;
-}
 
 /* ---- list_runtimes --------------------------------------------------------- */
 
@@ -297,47 +75,6 @@ tool_list_runtimes(struct mcp_call *c, json_t *args, void *arg)
 	structured = mcp_tool_text_result(at > 0 ? text : "no runtime found", false);
 	json_object_set_new(structured, "structuredContent", json_pack("{s:o}", "runtimes", list));
 	mcp_call_finish(c, structured);
-}
-
-#define SERVE_NOTIFY_EVENTS                                                                        \
-	(GW_EV_EGRESS_DENIED | GW_EV_EGRESS_REQUESTED | GW_EV_QUEUE_BACKPRESSURE |                 \
-	 GW_EV_RESOURCE_EXCEEDED | GW_EV_EXECUTION_TIMEOUT | GW_EV_SESSION_KILLED)
-
-/*
- * The bus's events as notifications/message (logger "tollgate", data
- * {event, sandbox, payload}): warning for what was refused or cut short,
- * info for the rest; the client's logging/setLevel filters them.
- */
-static void
-on_bus_event(const struct gw_event *ev, void *arg)
-{
-	struct mcp_serve_ctx *ctx = arg;
-	const char *level = ev->type == GW_EV_EGRESS_REQUESTED || ev->type == GW_EV_SESSION_KILLED
-	                        ? "info"
-	                        : "warning";
-	json_t *payload = json_loads(ev->payload, 0, NULL);
-	json_t *data = json_pack("{s:s, s:s?, s:o}", "event", ev->name, "sandbox", ev->sandbox,
-	                         "payload", payload != NULL ? payload : json_object());
-
-	if (ctx->server != NULL)
-		mcp_server_log_json(ctx->server, level, data);
-	if (ctx->http != NULL)
-		mcp_http_log_json(ctx->http, level, data);
-	json_decref(data);
-}
-
-int
-mcp_serve_start(struct mcp_serve_ctx *ctx)
-{
-	int h;
-
-	if (ctx->gw->events != NULL) {
-		h = gw_events_subscribe(ctx->gw->events, SERVE_NOTIFY_EVENTS, on_bus_event, ctx);
-		if (h < 0)
-			return h;
-		ctx->events_sub = h;
-	}
-	return serve_elicit_start(ctx);
 }
 
 /* ---- sandbox_stats, set_resource_limits, request_egress ------------------------ */
@@ -713,57 +450,6 @@ tool_verify_artifact(struct mcp_call *c, json_t *args, void *arg)
 	    c, json_pack("{s:b, s:I, s:I, s:s, s:s, s:o}", "ok", sum.problems == 0, "files",
 	                 (json_int_t)sum.files, "bytes", (json_int_t)sum.bytes, "sandbox_id",
 	                 sum.sandbox_id, "key_sha256", sum.key_sha256, "problems", problems));
-}
-
-json_t *
-mcp_serve_stats(void *arg)
-{
-	const struct mcp_serve_ctx *ctx = arg;
-	json_t *o = gw_control_stats_json(ctx->proxy, ctx->dns, ctx->queue);
-
-	if (o == NULL)
-		return NULL;
-	json_object_set_new(o, "sessions", json_integer((json_int_t)serve_sessions_live(ctx)));
-	json_object_set_new(o, "executions",
-	                    json_pack("{s:I, s:I, s:I, s:I}", "completed",
-	                              (json_int_t)ctx->stats.completed, "failed",
-	                              (json_int_t)ctx->stats.failed, "timed_out",
-	                              (json_int_t)ctx->stats.timed_out, "cancelled",
-	                              (json_int_t)ctx->stats.cancelled));
-	return o;
-}
-
-void
-mcp_serve_stop(struct mcp_serve_ctx *ctx)
-{
-	serve_elicit_stop(ctx);
-	if (ctx->events_sub > 0) {
-		gw_events_unsubscribe(ctx->gw->events, ctx->events_sub);
-		ctx->events_sub = 0;
-	}
-	serve_jobs_stop(ctx);
-	serve_cmds_stop(ctx);
-	serve_host_stop(ctx);
-	json_decref(ctx->egress_allowed);
-	ctx->egress_allowed = NULL;
-	serve_sessions_free(ctx);
-	if (ctx->art_root[0] != '\0' && exec_remove_tree(ctx->art_root) != 0)
-		log_warnx("serve: cannot remove %s", ctx->art_root);
-	ctx->art_root[0] = '\0';
-	free(ctx->art_pub_pem);
-	ctx->art_pub_pem = NULL;
-	audit_reader_free(ctx->audit_reader);
-	ctx->audit_reader = NULL;
-}
-
-void
-mcp_serve_open_files(struct mcp_serve_ctx *ctx)
-{
-	char err[256];
-
-	if (ctx->audit_path != NULL &&
-	    audit_reader_open(ctx->audit_path, &ctx->audit_reader, err, sizeof(err)) != 0)
-		log_debug("%s: audit log %s: %s", __func__, ctx->audit_path, err);
 }
 
 /* ---- audit_query --------------------------------------------------------------- */

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
+#include "gateway/mcp/outreq.h"
 #include "policy/audit.h"
 
 /* Past this many bytes queued towards one side, stop reading the other. */
@@ -39,31 +39,14 @@ struct pending {
 
 /*
  * tollgate's own requests to the client (elicitation/create) carry string
- * ids "tollgate-" and 32 hex digits from getrandom: 128 bits the wrapped
- * server cannot guess. Every id with that prefix is tollgate's: a server
+ * ids "tollgate-" and 32 random hex digits (gateway/mcp/outreq.h): a server
  * request using one is refused, and a client response to one tollgate did
- * not issue goes nowhere. Otherwise a server could put its own question
- * under the id of a pending approval, and the person's answer to the
- * server's harmless-looking form would decide the approval.
+ * not issue goes nowhere.
  */
-#define OWN_ID_PREFIX "tollgate-"
-#define OWN_ID_RANDOM 16 /* bytes */
-#define OWN_ID_LEN (sizeof(OWN_ID_PREFIX) - 1 + 2 * OWN_ID_RANDOM)
-
-/* A request of tollgate's own to the client. */
-struct own_request {
-	long long handle;        /* the caller's name for it (mcp_wrap_request) */
-	char id[OWN_ID_LEN + 1]; /* what the client sees */
-	void (*cb)(const json_t *result, const json_t *error, void *arg);
-	void *arg;
-	struct own_request *next;
-};
-
 struct mcp_wrap {
-	struct own_request *own; /* unanswered */
-	long long next_own;
-	bool client_elicits; /* its initialize declared form elicitation */
-	char client_name[64]; /* its initialize's clientInfo.name */
+	struct mcp_outreqs own; /* tollgate's requests to the client, unanswered */
+	bool client_elicits;    /* its initialize declared form elicitation */
+	char client_name[64];   /* its initialize's clientInfo.name */
 	bool client_ended;
 	/* The client sent initialize; its id, until the server answers it. */
 	bool init_seen;
@@ -299,126 +282,25 @@ client_tools_call(struct mcp_wrap *w, const json_t *msg, const char *line, size_
 	forward_to_server(w, line, len);
 }
 
-/* Whether a JSON-RPC id is in tollgate's own space. */
-static bool
-own_id_space(const json_t *id)
-{
-	const char *s = json_string_value(id);
-
-	return s != NULL && strncmp(s, OWN_ID_PREFIX, strlen(OWN_ID_PREFIX)) == 0;
-}
-
-/* Takes the request with this handle (id NULL) or this wire id. */
-static struct own_request *
-own_take(struct mcp_wrap *w, long long handle, const char *id)
-{
-	for (struct own_request **pp = &w->own; *pp != NULL; pp = &(*pp)->next) {
-		struct own_request *r = *pp;
-
-		if (id != NULL ? strcmp(r->id, id) == 0 : r->handle == handle) {
-			*pp = r->next;
-			return r;
-		}
-	}
-	return NULL;
-}
-
-/*
- * A client response with an id in tollgate's space: the answer to one of
- * tollgate's requests, or (late, duplicated or made up) nobody's. Either
- * way it is not relayed: the server never issued such an id.
- */
-static bool
-own_response(struct mcp_wrap *w, const json_t *msg)
-{
-	const json_t *id = json_object_get(msg, "id");
-	struct own_request *r;
-
-	if (!own_id_space(id))
-		return false;
-	r = own_take(w, 0, json_string_value(id));
-	if (r == NULL) {
-		log_debug("%s: a response to no request of tollgate's; dropped", __func__);
-		return true;
-	}
-	r->cb(json_object_get(msg, "result"), json_object_get(msg, "error"), r->arg);
-	free(r);
-	return true;
-}
-
-static int
-own_id_new(char *id, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char rnd[OWN_ID_RANDOM];
-	size_t got = 0, n = strlen(OWN_ID_PREFIX);
-
-	if (len < OWN_ID_LEN + 1)
-		return -ENOSPC;
-	while (got < sizeof(rnd)) {
-		ssize_t r = getrandom(rnd + got, sizeof(rnd) - got, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		got += (size_t)r;
-	}
-	memcpy(id, OWN_ID_PREFIX, n);
-	for (size_t i = 0; i < sizeof(rnd); i++) {
-		id[n + 2 * i] = hex[rnd[i] >> 4];
-		id[n + 2 * i + 1] = hex[rnd[i] & 0xf];
-	}
-	id[OWN_ID_LEN] = '\0';
-	return 0;
-}
-
 long long
 mcp_wrap_request(struct mcp_wrap *w, const char *method, json_t *params,
                  void (*cb)(const json_t *result, const json_t *error, void *arg), void *arg)
 {
-	struct own_request *r = calloc(1, sizeof(*r));
 	json_t *msg;
-	int rc;
+	long long handle = mcp_outreq_new(&w->own, method, params, cb, arg, &msg);
 
-	if (r == NULL) {
-		json_decref(params);
-		return -ENOMEM;
-	}
-	rc = own_id_new(r->id, sizeof(r->id));
-	if (rc != 0) {
-		json_decref(params);
-		free(r);
-		return rc;
-	}
-	r->handle = ++w->next_own;
-	r->cb = cb;
-	r->arg = arg;
-	msg = json_pack("{s:s, s:s, s:s}", "jsonrpc", "2.0", "id", r->id, "method", method);
-	if (msg == NULL) {
-		json_decref(params);
-		free(r);
-		return -ENOMEM;
-	}
-	if (params != NULL)
-		json_object_set_new(msg, "params", params);
-	r->next = w->own;
-	w->own = r;
-	send_client(w, msg);
-	return r->handle;
+	if (handle > 0)
+		send_client(w, msg);
+	return handle;
 }
 
 void
 mcp_wrap_request_cancel(struct mcp_wrap *w, long long id, const char *reason)
 {
-	struct own_request *r = own_take(w, id, NULL);
+	json_t *msg = mcp_outreq_cancel(&w->own, id, reason);
 
-	if (r == NULL)
-		return;
-	send_client(
-	    w, mcp_notification_new("notifications/cancelled",
-	                            json_pack("{s:s, s:s}", "requestId", r->id, "reason", reason)));
-	free(r);
+	if (msg != NULL)
+		send_client(w, msg);
 }
 
 const char *
@@ -460,7 +342,10 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		                          NULL));
 		goto out;
 	}
-	if (kind == MCP_KIND_RESPONSE && own_response(w, msg))
+	/* A client response with an id in tollgate's space: the answer to one of
+	 * tollgate's requests, or (late, duplicated or made up) nobody's. Either
+	 * way it is not relayed: the server never issued such an id. */
+	if (kind == MCP_KIND_RESPONSE && mcp_outreq_response(&w->own, msg))
 		goto out; /* an answer to tollgate, not to the server */
 	method = json_string_value(json_object_get(msg, "method"));
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "initialize") == 0) {
@@ -563,12 +448,12 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		json_decref(msg);
 		return;
 	}
-	if (kind == MCP_KIND_REQUEST && own_id_space(json_object_get(msg, "id"))) {
-		/* Its answer would come back as tollgate's (own_response). */
+	if (kind == MCP_KIND_REQUEST && mcp_outreq_id_ours(&w->own, json_object_get(msg, "id"))) {
+		/* Its answer would come back as tollgate's (mcp_outreq_response). */
 		log_warnx("wrap: the server sent a request with an id in tollgate's own space; "
 		          "refused");
 		refusal = mcp_error_new(json_object_get(msg, "id"), MCP_ERR_INVALID_REQUEST,
-		                        "Invalid Request: ids starting with \"" OWN_ID_PREFIX
+		                        "Invalid Request: ids starting with \"" MCP_OUTREQ_PREFIX
 		                        "\" are reserved by tollgate wrap",
 		                        NULL);
 		if (refusal == NULL || mcp_chan_send(w->server, refusal) != 0)
@@ -650,6 +535,7 @@ mcp_wrap_new(struct event_base *base, int client_in, int client_out, int server_
 	if (w == NULL)
 		return -ENOMEM;
 	w->cfg = *cfg;
+	w->own.ids = MCP_OUTREQ_RANDOM;
 	w->tokens = cfg->burst > 0 ? cfg->burst : (cfg->rate > 1 ? cfg->rate : 1);
 	w->refilled = gw_clock_mono();
 	rc = mcp_chan_new(base, client_in, client_out, MCP_LINE_MAX, &client_ops, w, &w->client);
@@ -690,13 +576,7 @@ mcp_wrap_free(struct mcp_wrap *w)
 			           "allow", "unanswered");
 		pending_free(p);
 	}
-	while (w->own != NULL) {
-		struct own_request *r = w->own;
-
-		w->own = r->next;
-		r->cb(NULL, NULL, r->arg);
-		free(r);
-	}
+	mcp_outreqs_end(&w->own);
 	json_decref(w->init_id);
 	mcp_chan_flush_blocking(w->client);
 	mcp_chan_free(w->client);
