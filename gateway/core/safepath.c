@@ -117,8 +117,7 @@ shown_push(struct gw_safepath_walk *w, const char *comp, bool absolute)
 	int n;
 
 	if (w->canonical)
-		n = snprintf(w->shown + at, sizeof(w->shown) - at, "%s%s", at > 1 ? "/" : "",
-		             comp);
+		n = snprintf(w->shown + at, sizeof(w->shown) - at, "%s%s", at > 1 ? "/" : "", comp);
 	else
 		n = snprintf(w->shown + at, sizeof(w->shown) - at, "%s%s",
 		             at > 0 || absolute ? "/" : "", comp);
@@ -151,8 +150,8 @@ walk_enter(struct gw_safepath_walk *w, int fd)
  * 0 when the walk ended here (w filled), -errno otherwise.
  */
 static int
-walk_step(struct gw_safepath_walk *w, const char *comp, const char *left, char *rest,
-          bool absolute, int *links, char *err, size_t errlen)
+walk_step(struct gw_safepath_walk *w, const char *comp, const char *left, char *rest, bool absolute,
+          int *links, char *err, size_t errlen)
 {
 	char next[PATH_MAX];
 	bool last = *left == '\0';
@@ -228,8 +227,7 @@ walk_step(struct gw_safepath_walk *w, const char *comp, const char *left, char *
 }
 
 int
-gw_safepath_walk(int atfd, const char *path, struct gw_safepath_walk *w, char *err,
-                 size_t errlen)
+gw_safepath_walk(int atfd, const char *path, struct gw_safepath_walk *w, char *err, size_t errlen)
 {
 	char rest[PATH_MAX], comp[NAME_MAX + 1];
 	int links = 0, rc;
