@@ -259,7 +259,8 @@ gw_safepath_walk(int atfd, const char *path, struct gw_safepath_walk *w, char *e
 		while (*p == '/')
 			p++;
 		if (*p == '\0') {
-			/* "/", "dir/" or a link's "..": the directory itself is what was named. */
+			/* "/", a link to "/" or to "dir/", or (canonical) a last "." or a
+			 * link's "..": the directory itself is what was named. */
 			snprintf(w->base, sizeof(w->base), ".");
 			return 0;
 		}

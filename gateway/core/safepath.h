@@ -42,9 +42,10 @@ struct gw_safepath_walk {
 	bool canonical;
 	/* Out, on success. dirfd (O_PATH) holds the last name, base; fd is
 	 * that name's object (O_PATH, never a symlink; st its fstat), or -1
-	 * when the name does not exist yet or when the walk ended at a
-	 * directory itself ("/", "dir/", a link's ".."): then base is "." and
-	 * dirfd is that directory. gw_safepath_walk_done closes both. */
+	 * when the name does not exist yet, or when the walk ended at a
+	 * directory itself ("/", a link to "/", and when canonical a last "."
+	 * or a link's last ".."): then base is "." and dirfd is that
+	 * directory. gw_safepath_walk_done closes both. */
 	int dirfd;
 	int fd;
 	struct stat st;
