@@ -26,6 +26,7 @@
 #include "exec/priv.h"
 #include "exec/userns.h"
 #include "gateway/core/err.h"
+#include "gateway/core/safepath.h"
 
 static struct exec_host_person person;
 
@@ -98,27 +99,6 @@ open_path(int dirfd, const char *name, int flags)
 		fd = openat(dirfd, name, flags | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
-}
-
-/* canon less its last component ("/" stays). */
-static void
-canon_pop(char *canon)
-{
-	char *slash = strrchr(canon, '/');
-
-	if (slash == NULL || slash == canon)
-		canon[1] = '\0';
-	else
-		*slash = '\0';
-}
-
-static int
-canon_push(char *canon, size_t len, const char *comp)
-{
-	size_t at = strlen(canon);
-	int n = snprintf(canon + at, len - at, "%s%s", at > 1 ? "/" : "", comp);
-
-	return n < 0 || (size_t)n >= len - at ? -ENAMETOOLONG : 0;
 }
 
 bool
@@ -212,13 +192,76 @@ finish(int dirfd, const char *name, int obj, const struct stat *st, enum exec_ho
 	return fd;
 }
 
+/* What the walk for host access judges a symlink by. */
+struct host_links {
+	const char *path;
+	uid_t person_uid;
+	bool strict;
+};
+
+/* Host access's judge of a symlink (gw_safepath_walk): none at all when
+ * strict, else root's and the person's only, at most EXEC_HOST_LINKS_MAX. */
+static int
+host_link_ok(void *arg, const char *shown, const struct stat *st, int links, char *err,
+             size_t errlen)
+{
+	const struct host_links *h = arg;
+
+	if (h->strict) {
+		gw_set_err(err, errlen,
+		           "%s is a symlink: this path must be walked without one "
+		           "(it changed since it was resolved)",
+		           shown);
+		return -ELOOP;
+	}
+	if (st->st_uid != 0 && st->st_uid != h->person_uid) {
+		gw_set_err(err, errlen,
+		           "%s is a symlink owned by uid %u, neither root nor the "
+		           "person serve runs for (uid %u): refused (another user "
+		           "could point it anywhere)",
+		           shown, (unsigned)st->st_uid, (unsigned)h->person_uid);
+		return -EPERM;
+	}
+	if (links > EXEC_HOST_LINKS_MAX) {
+		gw_set_err(err, errlen, "%s: too many symlinks", h->path);
+		return -ELOOP;
+	}
+	return 0;
+}
+
+/*
+ * The last name of a walk that does not exist: made here for
+ * EXEC_HOST_WRITE (by the person, never through a link), nothing for
+ * EXEC_HOST_RESOLVE, refused for every other mode.
+ */
+static int
+finish_missing(const struct gw_safepath_walk *w, enum exec_host_open mode, char *err,
+               size_t errlen)
+{
+	int fd;
+
+	if (mode == EXEC_HOST_RESOLVE)
+		return -1;
+	if (mode != EXEC_HOST_WRITE) {
+		gw_set_err(err, errlen, "%s: %s", w->shown, strerror(ENOENT));
+		return -ENOENT;
+	}
+	fd = open_path(w->dirfd, w->base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0) {
+		gw_set_err(err, errlen, "%s: %s", w->shown, strerror(-fd));
+		return fd;
+	}
+	(void)fchmod(fd, 0644);
+	return fd;
+}
+
 int
 exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_open mode,
                int *fd_out, char *canon_out, size_t canonlen, char *err, size_t errlen)
 {
-	char rest[PATH_MAX], next[PATH_MAX], comp[NAME_MAX + 1], canon[PATH_MAX];
-	int dirfd = -1, fd = -1, links = 0, rc;
-	struct stat st;
+	struct host_links links = {.path = path, .person_uid = person_uid, .strict = strict};
+	struct gw_safepath_walk w = {.link_ok = host_link_ok, .arg = &links, .canonical = true};
+	int rc;
 
 	*fd_out = -1;
 	if (err != NULL && errlen > 0)
@@ -231,174 +274,28 @@ exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_o
 		gw_set_err(err, errlen, "'%s': '..' is not allowed in a host path", path);
 		return -EINVAL;
 	}
-	if (snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest)) {
-		gw_set_err(err, errlen, "path too long");
-		return -ENAMETOOLONG;
+	rc = gw_safepath_walk(AT_FDCWD, path, &w, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (w.fd >= 0) {
+		rc = finish(w.dirfd, w.base, w.fd, &w.st, mode, w.shown, err, errlen);
+	} else if (strcmp(w.base, ".") == 0) {
+		/* The walk ends at a directory: "/" or a link's "..". */
+		rc = fstat(w.dirfd, &w.st) != 0
+		         ? -errno
+		         : finish(-1, NULL, w.dirfd, &w.st, mode, w.shown, err, errlen);
+	} else {
+		rc = finish_missing(&w, mode, err, errlen);
 	}
-	snprintf(canon, sizeof(canon), "/");
-	dirfd = open_path(AT_FDCWD, "/", O_PATH | O_DIRECTORY);
-	if (dirfd < 0) {
-		rc = dirfd;
-		dirfd = -1;
-		goto fail;
+	if (rc < 0 && mode != EXEC_HOST_RESOLVE) {
+		if (err != NULL && errlen > 0 && err[0] == '\0')
+			gw_set_err(err, errlen, "%s: %s", w.shown, strerror(-rc));
+		gw_safepath_walk_done(&w);
+		return rc;
 	}
-	for (;;) {
-		const char *p = rest, *end;
-		bool last;
-		size_t clen;
-
-		while (*p == '/')
-			p++;
-		if (*p == '\0') {
-			/* The walk ends at a directory: "/" or a link's "..". */
-			if (fstat(dirfd, &st) != 0) {
-				rc = -errno;
-				goto fail;
-			}
-			rc = finish(-1, NULL, dirfd, &st, mode, canon, err, errlen);
-			if (rc < 0 && mode != EXEC_HOST_RESOLVE)
-				goto fail;
-			*fd_out = rc;
-			goto done;
-		}
-		end = strchr(p, '/');
-		clen = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (clen > NAME_MAX) {
-			rc = -ENAMETOOLONG;
-			goto fail;
-		}
-		memcpy(comp, p, clen);
-		comp[clen] = '\0';
-		p += clen;
-		while (*p == '/')
-			p++;
-		last = *p == '\0';
-		memmove(rest, p, strlen(p) + 1);
-		if (strcmp(comp, ".") == 0)
-			continue;
-		if (strcmp(comp, "..") == 0) {
-			/* Only a link's target brings one here (the path has none). */
-			fd = open_path(dirfd, "..", O_PATH | O_DIRECTORY | O_NOFOLLOW);
-			if (fd < 0) {
-				rc = fd;
-				fd = -1;
-				goto fail;
-			}
-			close(dirfd);
-			dirfd = fd;
-			fd = -1;
-			canon_pop(canon);
-			continue;
-		}
-		fd = open_path(dirfd, comp, O_PATH | O_NOFOLLOW);
-		if (fd == -ENOENT && last &&
-		    (mode == EXEC_HOST_RESOLVE || mode == EXEC_HOST_WRITE)) {
-			fd = -1;
-			rc = canon_push(canon, sizeof(canon), comp);
-			if (rc != 0)
-				goto fail;
-			if (mode == EXEC_HOST_WRITE) {
-				/* Made here, by the person, never through a link. */
-				rc = open_path(dirfd, comp,
-				               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY);
-				if (rc < 0) {
-					gw_set_err(err, errlen, "%s: %s", canon, strerror(-rc));
-					goto fail;
-				}
-				(void)fchmod(rc, 0644);
-				*fd_out = rc;
-			}
-			goto done;
-		}
-		if (fd < 0) {
-			rc = fd;
-			fd = -1;
-			(void)canon_push(canon, sizeof(canon), comp);
-			goto fail;
-		}
-		if (fstat(fd, &st) != 0) {
-			rc = -errno;
-			goto fail;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			char target[PATH_MAX];
-			ssize_t n;
-			int len;
-
-			(void)canon_push(canon, sizeof(canon), comp);
-			if (strict) {
-				gw_set_err(err, errlen,
-				           "%s is a symlink: this path must be walked without one "
-				           "(it changed since it was resolved)",
-				           canon);
-				rc = -ELOOP;
-				goto fail;
-			}
-			if (st.st_uid != 0 && st.st_uid != person_uid) {
-				gw_set_err(err, errlen,
-				           "%s is a symlink owned by uid %u, neither root nor the "
-				           "person serve runs for (uid %u): refused (another user "
-				           "could point it anywhere)",
-				           canon, (unsigned)st.st_uid, (unsigned)person_uid);
-				rc = -EPERM;
-				goto fail;
-			}
-			if (++links > EXEC_HOST_LINKS_MAX) {
-				gw_set_err(err, errlen, "%s: too many symlinks", path);
-				rc = -ELOOP;
-				goto fail;
-			}
-			canon_pop(canon);
-			n = readlinkat(fd, "", target, sizeof(target) - 1);
-			if (n <= 0) {
-				rc = n < 0 ? -errno : -ENOENT;
-				goto fail;
-			}
-			target[n] = '\0';
-			len = snprintf(next, sizeof(next), "%s%s%s", target,
-			               rest[0] != '\0' ? "/" : "", rest);
-			if (len < 0 || (size_t)len >= sizeof(next)) {
-				rc = -ENAMETOOLONG;
-				goto fail;
-			}
-			memcpy(rest, next, (size_t)len + 1);
-			close(fd);
-			fd = -1;
-			if (rest[0] == '/') {
-				close(dirfd);
-				dirfd = open_path(AT_FDCWD, "/", O_PATH | O_DIRECTORY);
-				if (dirfd < 0) {
-					rc = dirfd;
-					dirfd = -1;
-					goto fail;
-				}
-				snprintf(canon, sizeof(canon), "/");
-			}
-			continue;
-		}
-		rc = canon_push(canon, sizeof(canon), comp);
-		if (rc != 0)
-			goto fail;
-		if (last) {
-			rc = finish(dirfd, comp, fd, &st, mode, canon, err, errlen);
-			if (rc < 0 && mode != EXEC_HOST_RESOLVE)
-				goto fail;
-			*fd_out = rc;
-			goto done;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			rc = -ENOTDIR;
-			goto fail;
-		}
-		close(dirfd);
-		dirfd = fd;
-		fd = -1;
-	}
-done:
-	if (fd >= 0)
-		close(fd);
-	close(dirfd);
-	if (snprintf(canon_out, canonlen, "%s", canon) >= (int)canonlen) {
+	*fd_out = rc;
+	gw_safepath_walk_done(&w);
+	if (snprintf(canon_out, canonlen, "%s", w.shown) >= (int)canonlen) {
 		if (*fd_out >= 0)
 			close(*fd_out);
 		*fd_out = -1;
@@ -406,14 +303,6 @@ done:
 		return -ENAMETOOLONG;
 	}
 	return 0;
-fail:
-	if (err != NULL && errlen > 0 && err[0] == '\0')
-		gw_set_err(err, errlen, "%s: %s", canon, strerror(-rc));
-	if (fd >= 0)
-		close(fd);
-	if (dirfd >= 0)
-		close(dirfd);
-	return rc;
 }
 
 /* ---- files, with the person's file-system ids --------------------------------- */

@@ -2,6 +2,11 @@
  * Policy files: JSON (docs/policy.md) parsed with jansson into a complete new
  * policy, with every error placed at FILE:LINE:COL. The rewrite that adds a
  * rule (scope "always") is file_write.c.
+ *
+ * Why this file is long: every section's loader (rules, clients, inspect,
+ * secrets) reports through one private struct loader that knows where each
+ * JSON value sits in the text; the raw-text locator and the loaders share
+ * it, and a header exposing it would let other files place errors wrongly.
  */
 #include "policy/policy.h"
 
@@ -833,15 +838,147 @@ parse_sha256_hex(const char *s, unsigned char out[32])
 	return 0;
 }
 
+/* What a client section names, gathered before the section is added. */
+struct client_fields {
+	const char *name, *user, *tls_subject, *tls_cn;
+	unsigned char hash[32];
+	bool have_hash;
+	struct policy_cidr *sources;
+	size_t nsources;
+};
+
+/* "sources": a non-empty array of CIDR blocks, into cf. 0, or fail_at's status. */
+static int
+load_client_sources(struct loader *ld, json_t *v, struct client_fields *cf)
+{
+	json_t *item;
+	size_t i;
+	int rc;
+
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return fail_at(ld, false,
+		               "\"sources\": expected a non-empty array of "
+		               "CIDR blocks (\"10.0.0.0/8\")");
+	free(cf->sources);
+	cf->sources = calloc(json_array_size(v), sizeof(*cf->sources));
+	if (cf->sources == NULL)
+		return fail_at(ld, false, "out of memory");
+	cf->nsources = 0;
+	json_array_foreach(v, i, item)
+	{
+		const char *why;
+
+		path_push_index(ld, i);
+		if (!json_is_string(item)) {
+			rc = fail_at(ld, false, "expected a string (a CIDR block)");
+			path_pop(ld);
+			return rc;
+		}
+		why = policy_cidr_why(json_string_value(item), &cf->sources[cf->nsources]);
+		if (why != NULL) {
+			rc = fail_at(ld, false, "malformed address: %s", why);
+			path_pop(ld);
+			return rc;
+		}
+		cf->nsources++;
+		path_pop(ld);
+	}
+	return 0;
+}
+
+/* One key of a client section: into cf, or section's own rules and mode. */
+static int
+load_client_key(struct loader *ld, struct policy *section, struct client_fields *cf,
+                const char *key, json_t *v)
+{
+	int rc;
+
+	if (strcmp(key, "name") == 0) {
+		if (!json_is_string(v) || !client_name_ok(json_string_value(v)))
+			return fail_at(ld, false,
+			               "\"name\": expected 1-63 letters, digits, "
+			               "'-', '_' or '.'");
+		cf->name = json_string_value(v);
+	} else if (strcmp(key, "user") == 0) {
+		if (!json_is_string(v) || !client_user_ok(json_string_value(v)))
+			return fail_at(ld, false,
+			               "\"user\": expected a proxy user name (1-128 "
+			               "characters, no ':' or control characters)");
+		cf->user = json_string_value(v);
+	} else if (gw_key_same(key, "tls-subject")) {
+		if (!json_is_string(v) ||
+		    !client_tls_text_ok(json_string_value(v), POLICY_TLS_SUBJECT_MAX))
+			return fail_at(ld, false,
+			               "\"%s\": expected a certificate subject in "
+			               "RFC 2253 form (\"CN=ci-runner,O=example\"), 1-1024 "
+			               "characters, no control characters",
+			               key);
+		cf->tls_subject = json_string_value(v);
+	} else if (gw_key_same(key, "tls-cn")) {
+		if (!json_is_string(v) || !client_tls_text_ok(json_string_value(v), POLICY_TLS_CN_MAX))
+			return fail_at(ld, false,
+			               "\"%s\": expected a certificate's commonName, "
+			               "1-64 characters, no control characters",
+			               key);
+		cf->tls_cn = json_string_value(v);
+	} else if (gw_key_same(key, "password-sha256")) {
+		if (!json_is_string(v) || parse_sha256_hex(json_string_value(v), cf->hash) != 0)
+			return fail_at(ld, false,
+			               "\"%s\": expected 64 hex digits "
+			               "(the SHA-256 of the password)",
+			               key);
+		cf->have_hash = true;
+	} else if (strcmp(key, "mode") == 0) {
+		/* Only a client section: report mode is the stand-alone proxy's. */
+		const char *m = json_is_string(v) ? json_string_value(v) : "";
+
+		if (strcmp(m, "report") == 0)
+			policy_set_mode(section, POLICY_MODE_REPORT);
+		else if (strcmp(m, "enforce") == 0)
+			policy_set_mode(section, POLICY_MODE_ENFORCE);
+		else
+			return fail_at(ld, false, "\"mode\": expected \"enforce\" or \"report\"");
+	} else if (strcmp(key, "sources") == 0) {
+		return load_client_sources(ld, v, cf);
+	} else {
+		rc = load_common_key(ld, section, key, v);
+		if (rc == 1)
+			rc = unknown_key(ld, key, client_key_names, client_keys,
+			                 " in a client section");
+		return rc;
+	}
+	return 0;
+}
+
+/* The section's identity: a name, and a password or a certificate, never both. */
+static int
+check_client(struct loader *ld, const struct client_fields *cf)
+{
+	if (cf->name == NULL)
+		return fail_at(ld, false, "a client section needs \"name\"");
+	if (cf->user != NULL && !cf->have_hash)
+		return fail_at(ld, false, "client \"%s\": \"user\" needs \"password-sha256\"",
+		               cf->name);
+	if (cf->user == NULL && cf->have_hash)
+		return fail_at(ld, false, "client \"%s\": \"password-sha256\" needs \"user\"",
+		               cf->name);
+	if (cf->tls_subject != NULL && cf->tls_cn != NULL)
+		return fail_at(ld, false,
+		               "client \"%s\": give \"tls-subject\" or \"tls-cn\", not both",
+		               cf->name);
+	if ((cf->tls_subject != NULL || cf->tls_cn != NULL) && cf->user != NULL)
+		/* One identity per section: a certificate, or a password, never both. */
+		return fail_at(ld, false,
+		               "client \"%s\": a section selected by a certificate takes no \"user\"",
+		               cf->name);
+	return 0;
+}
+
 static int
 load_client(struct loader *ld, struct policy *top, json_t *obj)
 {
+	struct client_fields cf = {0};
 	struct policy *section = NULL;
-	struct policy_cidr *sources = NULL;
-	size_t nsources = 0;
-	const char *name = NULL, *user = NULL, *tls_subject = NULL, *tls_cn = NULL;
-	unsigned char hash[32];
-	bool have_hash = false;
 	char msg[512];
 	const char *key;
 	json_t *v;
@@ -856,152 +993,26 @@ load_client(struct loader *ld, struct policy *top, json_t *obj)
 	{
 		path_push_key(ld, key);
 		rc = given_twice(ld, obj, key);
-		if (rc != 0)
-			goto pop_out;
-		if (strcmp(key, "name") == 0) {
-			if (!json_is_string(v) || !client_name_ok(json_string_value(v))) {
-				rc = fail_at(ld, false,
-				             "\"name\": expected 1-63 letters, digits, "
-				             "'-', '_' or '.'");
-				goto pop_out;
-			}
-			name = json_string_value(v);
-		} else if (strcmp(key, "user") == 0) {
-			if (!json_is_string(v) || !client_user_ok(json_string_value(v))) {
-				rc = fail_at(ld, false,
-				             "\"user\": expected a proxy user name (1-128 "
-				             "characters, no ':' or control characters)");
-				goto pop_out;
-			}
-			user = json_string_value(v);
-		} else if (gw_key_same(key, "tls-subject")) {
-			if (!json_is_string(v) ||
-			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_SUBJECT_MAX)) {
-				rc = fail_at(ld, false,
-				             "\"%s\": expected a certificate subject in "
-				             "RFC 2253 form (\"CN=ci-runner,O=example\"), 1-1024 "
-				             "characters, no control characters",
-				             key);
-				goto pop_out;
-			}
-			tls_subject = json_string_value(v);
-		} else if (gw_key_same(key, "tls-cn")) {
-			if (!json_is_string(v) ||
-			    !client_tls_text_ok(json_string_value(v), POLICY_TLS_CN_MAX)) {
-				rc = fail_at(ld, false,
-				             "\"%s\": expected a certificate's commonName, "
-				             "1-64 characters, no control characters",
-				             key);
-				goto pop_out;
-			}
-			tls_cn = json_string_value(v);
-		} else if (gw_key_same(key, "password-sha256")) {
-			if (!json_is_string(v) ||
-			    parse_sha256_hex(json_string_value(v), hash) != 0) {
-				rc = fail_at(ld, false,
-				             "\"%s\": expected 64 hex digits "
-				             "(the SHA-256 of the password)",
-				             key);
-				goto pop_out;
-			}
-			have_hash = true;
-		} else if (strcmp(key, "mode") == 0) {
-			/* Only a client section: report mode is the stand-alone proxy's. */
-			const char *m = json_is_string(v) ? json_string_value(v) : "";
-
-			if (strcmp(m, "report") == 0) {
-				policy_set_mode(section, POLICY_MODE_REPORT);
-			} else if (strcmp(m, "enforce") == 0) {
-				policy_set_mode(section, POLICY_MODE_ENFORCE);
-			} else {
-				rc = fail_at(ld, false,
-				             "\"mode\": expected \"enforce\" or \"report\"");
-				goto pop_out;
-			}
-		} else if (strcmp(key, "sources") == 0) {
-			json_t *item;
-			size_t i;
-
-			if (!json_is_array(v) || json_array_size(v) == 0) {
-				rc = fail_at(ld, false,
-				             "\"sources\": expected a non-empty array of "
-				             "CIDR blocks (\"10.0.0.0/8\")");
-				goto pop_out;
-			}
-			free(sources);
-			sources = calloc(json_array_size(v), sizeof(*sources));
-			if (sources == NULL) {
-				rc = fail_at(ld, false, "out of memory");
-				goto pop_out;
-			}
-			nsources = 0;
-			json_array_foreach(v, i, item)
-			{
-				const char *why;
-
-				path_push_index(ld, i);
-				if (!json_is_string(item)) {
-					rc = fail_at(ld, false, "expected a string (a CIDR block)");
-					path_pop(ld);
-					goto pop_out;
-				}
-				why = policy_cidr_why(json_string_value(item), &sources[nsources]);
-				if (why != NULL) {
-					rc = fail_at(ld, false, "malformed address: %s", why);
-					path_pop(ld);
-					goto pop_out;
-				}
-				nsources++;
-				path_pop(ld);
-			}
-		} else {
-			rc = load_common_key(ld, section, key, v);
-			if (rc == 1)
-				rc = unknown_key(ld, key, client_key_names, client_keys,
-				                 " in a client section");
-			if (rc != 0)
-				goto pop_out;
-		}
+		if (rc == 0)
+			rc = load_client_key(ld, section, &cf, key, v);
 		path_pop(ld);
+		if (rc != 0)
+			goto out;
 	}
-	if (name == NULL) {
-		rc = fail_at(ld, false, "a client section needs \"name\"");
+	rc = check_client(ld, &cf);
+	if (rc != 0)
 		goto out;
-	}
-	if (user != NULL && !have_hash) {
-		rc = fail_at(ld, false, "client \"%s\": \"user\" needs \"password-sha256\"", name);
-		goto out;
-	}
-	if (user == NULL && have_hash) {
-		rc = fail_at(ld, false, "client \"%s\": \"password-sha256\" needs \"user\"", name);
-		goto out;
-	}
-	if (tls_subject != NULL && tls_cn != NULL) {
-		rc = fail_at(ld, false,
-		             "client \"%s\": give \"tls-subject\" or \"tls-cn\", not both", name);
-		goto out;
-	}
-	if ((tls_subject != NULL || tls_cn != NULL) && user != NULL) {
-		/* One identity per section: a certificate, or a password, never both. */
-		rc = fail_at(ld, false,
-		             "client \"%s\": a section selected by a certificate takes no \"user\"",
-		             name);
-		goto out;
-	}
-	if (tls_subject != NULL || tls_cn != NULL)
-		rc = policy_add_client_tls(top, name, section, sources, nsources, tls_subject,
-		                           tls_cn, msg, sizeof(msg));
+	if (cf.tls_subject != NULL || cf.tls_cn != NULL)
+		rc = policy_add_client_tls(top, cf.name, section, cf.sources, cf.nsources,
+		                           cf.tls_subject, cf.tls_cn, msg, sizeof(msg));
 	else
-		rc = policy_add_client(top, name, section, sources, nsources, user,
-		                       have_hash ? hash : NULL, msg, sizeof(msg));
+		rc = policy_add_client(top, cf.name, section, cf.sources, cf.nsources, cf.user,
+		                       cf.have_hash ? cf.hash : NULL, msg, sizeof(msg));
 	if (rc != 0)
 		rc = fail_at(ld, false, "%s", content_free(msg));
-	goto out;
-pop_out:
-	path_pop(ld);
 out:
-	OPENSSL_cleanse(hash, sizeof(hash));
-	free(sources);
+	OPENSSL_cleanse(cf.hash, sizeof(cf.hash));
+	free(cf.sources);
 	policy_free(section);
 	return rc;
 }

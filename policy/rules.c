@@ -1,7 +1,15 @@
 /*
- * Rules and decisions: HOST[:PORT] patterns, address (CIDR) rules, the
- * precedence deny > allow > ask > default, merging of rule sets, and the
- * choice of a proxy client's section.
+ * Rules and decisions: host and address (CIDR) rules, the precedence
+ * deny > allow > ask > default, merging of rule sets, the choice of a proxy
+ * client's section, and the policy's digest. What a HOST[:PORT] pattern
+ * means is policy/pattern.c's.
+ *
+ * Why this file is long: about 1,400 lines around one representation.
+ * struct policy, its shared reference-counted rulesets and their host index
+ * are private to this file, so that nothing else can change a ruleset once a
+ * merge shares it; the builders, the merge, the decisions, the client
+ * sections and the digest all read that representation, and a header
+ * exposing it would let any file break that rule.
  *
  * The policy digest uses SHA256_Init/Update/Final (OpenSSL 1.1.1's API, kept
  * in 3.x): EVP's first use initialises OpenSSL (openssl.cnf, providers,
@@ -12,6 +20,7 @@
 #define OPENSSL_API_COMPAT 10101
 
 #include "policy/policy.h"
+#include "policy/pattern.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,11 +37,9 @@
 #include "gateway/core/err.h"
 #include "gateway/core/hex.h"
 
-enum pattern_kind { PATTERN_EXACT, PATTERN_SUFFIX, PATTERN_ANY };
-
 struct host_rule {
 	enum policy_verdict action;
-	enum pattern_kind kind;
+	enum policy_pattern_kind kind;
 	int port;     /* POLICY_PORT_DEFAULT, POLICY_PORT_ANY or 1..65535 */
 	char *host;   /* the name, or for "*.example.com" the suffix "example.com" */
 	char *text;   /* normalised pattern, as people wrote it */
@@ -262,204 +269,6 @@ grow(void **arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-/* ---- patterns ----------------------------------------------------------- */
-
-struct pattern {
-	enum pattern_kind kind;
-	int port;
-	char host[POLICY_HOST_MAX + 1];
-	char text[POLICY_HOST_MAX + 32];
-};
-
-/* Room for a mistake's explanation that quotes the pattern back. */
-#define PATTERN_WHY_MAX (2 * POLICY_HOST_MAX + 160)
-
-/*
- * A URL where a host belongs ("https://x/path"): the suggestion is the
- * authority without scheme, userinfo (which may hold a password), path or the
- * scheme's own port. false when s is not one.
- */
-static bool
-url_mistake(const char *s, char *why, size_t whylen)
-{
-	const char *sep = strstr(s, "://"), *auth, *end, *at, *colon;
-	size_t scheme_len, alen;
-	bool https, http;
-
-	if (sep == NULL || sep == s)
-		return false;
-	scheme_len = (size_t)(sep - s);
-	for (size_t i = 0; i < scheme_len; i++) {
-		if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '-' && s[i] != '.')
-			return false;
-	}
-	https = scheme_len == 5 && strncasecmp(s, "https", 5) == 0;
-	http = scheme_len == 4 && strncasecmp(s, "http", 4) == 0;
-	auth = sep + 3;
-	alen = strcspn(auth, "/?#");
-	end = auth + alen;
-	at = memrchr(auth, '@', alen);
-	if (at != NULL)
-		auth = at + 1;
-	alen = (size_t)(end - auth);
-	colon = memrchr(auth, ':', alen);
-	/* The scheme's own port is what a pattern without one covers already. */
-	if (colon != NULL && auth[0] != '[' &&
-	    ((https && (size_t)(end - colon) == 4 && strncmp(colon, ":443", 4) == 0) ||
-	     (http && (size_t)(end - colon) == 3 && strncmp(colon, ":80", 3) == 0)))
-		alen = (size_t)(colon - auth);
-	if (alen == 0 || alen > POLICY_HOST_MAX + 6)
-		snprintf(why, whylen, "a pattern is a host, not a URL");
-	else
-		snprintf(why, whylen, "a pattern is a host, not a URL: use %.*s", (int)alen, auth);
-	return true;
-}
-
-/*
- * "a.com,b.com": one rule names one host. origin says which door the pattern
- * came through, so the advice names that door's way of giving several.
- */
-static bool
-comma_mistake(const char *s, const char *origin, char *why, size_t whylen)
-{
-	const char *comma = strchr(s, ',');
-	int first = comma != NULL ? (int)(comma - s) : 0;
-	const char *second = comma != NULL ? comma + 1 : "";
-	int second_len = (int)strcspn(second, ",");
-
-	if (comma == NULL)
-		return false;
-	if (first == 0 || second_len == 0 || first > POLICY_HOST_MAX ||
-	    second_len > POLICY_HOST_MAX)
-		snprintf(why, whylen, "a pattern is one host, not a comma list");
-	else if (origin != NULL && strncmp(origin, "--", 2) == 0)
-		snprintf(why, whylen,
-		         "a pattern is one host, not a comma list: repeat the flag, "
-		         "%s %.*s %s %.*s",
-		         origin, first, s, origin, second_len, second);
-	else
-		snprintf(why, whylen,
-		         "a pattern is one host, not a comma list: give each its own entry, "
-		         "\"%.*s\", \"%.*s\"",
-		         first, s, second_len, second);
-	return true;
-}
-
-/* A pattern as quoted back in an error: never a URL's userinfo, which may be a password. */
-static const char *
-shown_pattern(const char *s)
-{
-	const char *sep;
-
-	if (s == NULL)
-		return "";
-	sep = strstr(s, "://");
-	if (sep != NULL && memchr(sep, '@', strcspn(sep + 3, "/?#") + 3) != NULL)
-		return "(a URL with a user name, not shown)";
-	return s;
-}
-
-/*
- * Why s is not a HOST[:PORT] pattern, or NULL with *out filled. The answer
- * is a constant or why (of whylen, PATTERN_WHY_MAX fits every message).
- */
-static const char *
-pattern_parse(const char *s, const char *origin, struct pattern *out, char *why_buf, size_t whylen)
-{
-	struct pattern pt;
-	struct policy_host h;
-	const char *colon, *host = s;
-	size_t hlen, slen;
-	const char *why;
-
-	memset(&pt, 0, sizeof(pt));
-	if (s == NULL || *s == '\0')
-		return "empty pattern";
-	if (url_mistake(s, why_buf, whylen) || comma_mistake(s, origin, why_buf, whylen))
-		return why_buf;
-	slen = strlen(s);
-	if (s[0] == '[')
-		return "an IP address is not a host pattern; use an address rule "
-		       "(--allow-cidr / \"allow-cidr\")";
-	colon = strchr(s, ':');
-	hlen = colon != NULL ? (size_t)(colon - s) : slen;
-	if (colon != NULL && strchr(colon + 1, ':') != NULL)
-		return "more than one ':' (IPv6 addresses go in address rules, not host patterns)";
-	pt.port = POLICY_PORT_DEFAULT;
-	if (colon != NULL) {
-		const char *ps = colon + 1;
-
-		if (strcmp(ps, "*") == 0) {
-			pt.port = POLICY_PORT_ANY;
-		} else {
-			why = policy_port_why(ps, strlen(ps), &pt.port);
-			if (why != NULL)
-				return why;
-		}
-	}
-	if (hlen == 0)
-		return "empty host before ':'";
-	if (hlen == 1 && host[0] == '*') {
-		pt.kind = PATTERN_ANY;
-		pt.host[0] = '\0';
-	} else {
-		if (hlen >= 2 && host[0] == '*' && host[1] == '.') {
-			pt.kind = PATTERN_SUFFIX;
-			host += 2;
-			hlen -= 2;
-			if (hlen == 0 || (hlen == 1 && host[0] == '.'))
-				return "'*.' needs a domain after it, like '*.example.com'";
-		} else {
-			pt.kind = PATTERN_EXACT;
-		}
-		if (memchr(host, '*', hlen) != NULL)
-			return "'*' is allowed only as the whole host ('*') or as the whole first "
-			       "label ('*.example.com')";
-		why = policy_hostport_why(host, hlen);
-		if (why != NULL)
-			return why;
-		if (policy_host_parse(host, hlen, &h) != 0)
-			return "malformed host";
-		if (h.kind != POLICY_HOST_NAME)
-			return "an IP address is not a host pattern; use an address rule "
-			       "(--allow-cidr / \"allow-cidr\")";
-		memcpy(pt.host, h.text, sizeof(pt.host));
-	}
-	{
-		char port[16] = "";
-
-		if (pt.port == POLICY_PORT_ANY)
-			snprintf(port, sizeof(port), ":*");
-		else if (pt.port != POLICY_PORT_DEFAULT)
-			snprintf(port, sizeof(port), ":%d", pt.port);
-		snprintf(pt.text, sizeof(pt.text), "%s%s%s",
-		         pt.kind == PATTERN_ANY ? "*" : pt.kind == PATTERN_SUFFIX ? "*." : "",
-		         pt.host, port);
-	}
-	*out = pt;
-	return NULL;
-}
-
-int
-policy_pattern_normalise(const char *pattern, char *buf, size_t len, char *err, size_t errlen)
-{
-	struct pattern pt;
-	char why_buf[PATTERN_WHY_MAX];
-	const char *why = pattern_parse(pattern, NULL, &pt, why_buf, sizeof(why_buf));
-	int n;
-
-	if (why != NULL) {
-		gw_set_err(err, errlen, "'%s': malformed pattern: %s", shown_pattern(pattern), why);
-		return -EINVAL;
-	}
-	n = snprintf(buf, len, "%s", pt.text);
-	if (n < 0 || (size_t)n >= len) {
-		gw_set_err(err, errlen, "'%s': pattern too long", pattern);
-		return -ENOSPC;
-	}
-	return 0;
-}
-
 /* ---- builders ----------------------------------------------------------- */
 
 /* Appends a reference to rs unless p lists it already. */
@@ -506,7 +315,7 @@ own_layer(struct policy *p)
 /* ---- the host rule index ----------------------------------------------- */
 
 static uint32_t
-index_hash(enum pattern_kind kind, const char *host, size_t len)
+index_hash(enum policy_pattern_kind kind, const char *host, size_t len)
 {
 	uint32_t h = 2166136261u ^ (uint32_t)kind; /* FNV-1a */
 
@@ -519,7 +328,7 @@ index_hash(enum pattern_kind kind, const char *host, size_t len)
 
 /* The slot of (kind, host): the one holding its chain, or the empty one it would take. */
 static size_t
-index_slot(const struct ruleset *rs, enum pattern_kind kind, const char *host, size_t len)
+index_slot(const struct ruleset *rs, enum policy_pattern_kind kind, const char *host, size_t len)
 {
 	size_t mask = rs->index_cap - 1, i = index_hash(kind, host, len) & mask;
 
@@ -544,7 +353,7 @@ index_link(struct ruleset *rs, size_t n)
 	uint32_t *at;
 
 	rs->next[n] = 0;
-	if (r->kind == PATTERN_ANY) {
+	if (r->kind == POLICY_PATTERN_ANY) {
 		at = &rs->any_first;
 	} else {
 		size_t slot = index_slot(rs, r->kind, r->host, strlen(r->host));
@@ -591,7 +400,7 @@ index_reserve(struct ruleset *rs)
 }
 
 static int
-push_rule(struct policy *p, enum policy_verdict action, enum pattern_kind kind, int port,
+push_rule(struct policy *p, enum policy_verdict action, enum policy_pattern_kind kind, int port,
           const char *host, const char *text, const char *origin)
 {
 	struct host_rule r = { .action = action, .kind = kind, .port = port };
@@ -653,7 +462,7 @@ push_request(struct policy *p, enum policy_verdict action, const char *pattern,
 
 	if (policy_request_rule_parse(pattern, &r, why, sizeof(why)) != 0) {
 		gw_set_err(err, errlen, "'%s': malformed method and path rule: %s",
-		           shown_pattern(pattern), why);
+		           policy_pattern_shown(pattern), why);
 		return -EINVAL;
 	}
 	r.action = action;
@@ -694,7 +503,7 @@ policy_add_inspect(struct policy *p, const char *name, char *err, size_t errlen)
 	if (policy_pattern_normalise(name, norm, sizeof(norm), why, sizeof(why)) != 0 ||
 	    strchr(norm, ':') != NULL || strcmp(norm, "*") == 0) {
 		gw_set_err(err, errlen, "'%s': name a host or *.domain, without a port",
-		           shown_pattern(name));
+		           policy_pattern_shown(name));
 		return -EINVAL;
 	}
 	if (push_inspect(p, norm) != 0) {
@@ -791,8 +600,8 @@ int
 policy_add_rule(struct policy *p, enum policy_verdict action, const char *pattern,
                 const char *origin, char *err, size_t errlen)
 {
-	struct pattern pt;
-	char why_buf[PATTERN_WHY_MAX];
+	struct policy_pattern pt;
+	char why_buf[POLICY_PATTERN_WHY_MAX];
 	const char *why;
 	int rc;
 
@@ -802,10 +611,10 @@ policy_add_rule(struct policy *p, enum policy_verdict action, const char *patter
 	}
 	if (policy_request_pattern_is(pattern))
 		return push_request(p, action, pattern, origin, err, errlen);
-	why = pattern_parse(pattern, origin, &pt, why_buf, sizeof(why_buf));
+	why = policy_pattern_parse(pattern, origin, &pt, why_buf, sizeof(why_buf));
 	if (why != NULL) {
 		/* A mistake that names its own fix needs no list of the forms. */
-		gw_set_err(err, errlen, "'%s': malformed pattern: %s%s", shown_pattern(pattern),
+		gw_set_err(err, errlen, "'%s': malformed pattern: %s%s", policy_pattern_shown(pattern),
 		           why,
 		           why == why_buf ? ""
 		                          : " (expected HOST[:PORT], e.g. example.com, "
@@ -1341,12 +1150,12 @@ match_ruleset(struct host_match *m, const struct ruleset *rs, size_t layer, cons
 	if (rs->index_cap == 0)
 		return;
 	match_chain(m, rs, layer, rs->any_first, port);
-	match_chain(m, rs, layer, rs->slots[index_slot(rs, PATTERN_EXACT, host, hlen)], port);
+	match_chain(m, rs, layer, rs->slots[index_slot(rs, POLICY_PATTERN_EXACT, host, hlen)], port);
 	/* "*.example.com" covers a.example.com, not example.com: a label must precede. */
 	for (size_t d = 1; d < hlen; d++) {
 		if (host[d] == '.')
 			match_chain(m, rs, layer,
-			            rs->slots[index_slot(rs, PATTERN_SUFFIX, host + d + 1, hlen - d - 1)],
+			            rs->slots[index_slot(rs, POLICY_PATTERN_SUFFIX, host + d + 1, hlen - d - 1)],
 			            port);
 	}
 }

@@ -36,6 +36,7 @@ struct line_reader {
 	int fd;
 	char *buf;
 	size_t len, cap;
+	size_t consumed; /* the bytes of the line handed out last */
 };
 
 /*
@@ -151,83 +152,77 @@ print_event(json_t *line)
 	return w >= 0 && fflush(stdout) == 0;
 }
 
+/* What the flags asked for. */
+struct events_flags {
+	json_t *types; /* the --type names, "*" when none */
+	const char *socket_path;
+	long pid, count;
+};
+
+/* The flags into f: 0, GW_OPT_HELP (done, exit 0), or GW_EXIT_FAILURE (said). */
 static int
-run_events(int argc, char **argv)
+parse_flags(int argc, char **argv, struct events_flags *f)
 {
 	static const struct option longopts[] = {
 	    {"type", required_argument, NULL, 't'},   {"pid", required_argument, NULL, 'p'},
 	    {"socket", required_argument, NULL, 's'}, {"control", required_argument, NULL, 's'},
 	    {"count", required_argument, NULL, 'n'},  {NULL, 0, NULL, 0},
 	};
-	struct line_reader r = {.fd = -1};
-	const char *socket_path = NULL;
-	json_t *types = NULL, *req = NULL, *reply = NULL;
-	char path[GW_CONTROL_PATH_MAX], err[512];
-	char *line = NULL;
-	size_t linelen = 0, consumed = 0;
-	long pid = 0, count = 0, printed = 0;
-	int c, rc = GW_EXIT_FAILURE;
+	int c;
 
-	types = json_array();
-	if (types == NULL)
-		return gw_fail(CMD, "out of memory");
 	while ((c = gw_getopt(argc, argv, "t:p:s:n:", longopts, &gw_command_events)) != -1) {
 		switch (c) {
 		case 't':
-			if (strcmp(optarg, "*") != 0 && gw_event_type_from_name(optarg) == 0) {
-				gw_fail(
+			if (strcmp(optarg, "*") != 0 && gw_event_type_from_name(optarg) == 0)
+				return gw_fail(
 				    CMD,
 				    "--type %s: unknown event type (see 'tollgate events --help')",
 				    optarg);
-				goto out;
-			}
-			if (json_array_size(types) >= EVENTS_TYPES_MAX) {
-				gw_fail(CMD, "--type: at most %d", EVENTS_TYPES_MAX);
-				goto out;
-			}
-			json_array_append_new(types, json_string(optarg));
+			if (json_array_size(f->types) >= EVENTS_TYPES_MAX)
+				return gw_fail(CMD, "--type: at most %d", EVENTS_TYPES_MAX);
+			json_array_append_new(f->types, json_string(optarg));
 			break;
 		case 'p':
-			if (gw_parse_long(optarg, 1, INT32_MAX, &pid) != 0) {
-				gw_fail(CMD, "--pid %s: not a process id", optarg);
-				goto out;
-			}
+			if (gw_parse_long(optarg, 1, INT32_MAX, &f->pid) != 0)
+				return gw_fail(CMD, "--pid %s: not a process id", optarg);
 			break;
 		case 's':
-			socket_path = optarg;
+			f->socket_path = optarg;
 			break;
 		case 'n':
-			if (gw_parse_long(optarg, 1, INT32_MAX, &count) != 0) {
-				gw_fail(CMD, "--count %s: not a positive number", optarg);
-				goto out;
-			}
+			if (gw_parse_long(optarg, 1, INT32_MAX, &f->count) != 0)
+				return gw_fail(CMD, "--count %s: not a positive number", optarg);
 			break;
 		case GW_OPT_HELP:
-			rc = GW_EXIT_OK;
-			goto out;
+			return GW_OPT_HELP;
 		default:
-			goto out;
+			return GW_EXIT_FAILURE;
 		}
 	}
-	if (optind < argc) {
-		gw_fail(CMD, "unexpected argument '%s' (see 'tollgate events --help')",
-		        argv[optind]);
-		goto out;
-	}
-	if (pid > 0 && socket_path != NULL) {
-		gw_fail(CMD, "--pid and --socket name a gateway each: give one");
-		goto out;
-	}
-	if (json_array_size(types) == 0)
-		json_array_append_new(types, json_string("*"));
-	rc = pick_socket(socket_path, pid, path, sizeof(path));
-	if (rc != 0)
-		goto out;
-	/* A reader that went away (| head) ends us with an error, not a signal. */
-	signal(SIGPIPE, SIG_IGN);
+	if (optind < argc)
+		return gw_fail(CMD, "unexpected argument '%s' (see 'tollgate events --help')",
+		               argv[optind]);
+	if (f->pid > 0 && f->socket_path != NULL)
+		return gw_fail(CMD, "--pid and --socket name a gateway each: give one");
+	if (json_array_size(f->types) == 0)
+		json_array_append_new(f->types, json_string("*"));
+	return 0;
+}
 
-	r.fd = gw_control_connect(path, err, sizeof(err));
-	if (r.fd < 0) {
+/*
+ * Connects r to the gateway at path and subscribes to types; the answer's
+ * line said on stderr. 0, or the failure's exit status (said).
+ */
+static int
+subscribe(struct line_reader *r, const char *path, json_t *types)
+{
+	json_t *req = NULL, *reply = NULL;
+	char err[512], *line = NULL;
+	size_t linelen = 0;
+	int rc;
+
+	r->fd = gw_control_connect(path, err, sizeof(err));
+	if (r->fd < 0) {
 		rc = gw_not_done(CMD, "%s", err);
 		goto out;
 	}
@@ -236,20 +231,19 @@ run_events(int argc, char **argv)
 		rc = gw_fail(CMD, "out of memory");
 		goto out;
 	}
-	rc = gw_control_send(r.fd, req, EVENTS_SEND_TIMEOUT_MS);
+	rc = gw_control_send(r->fd, req, EVENTS_SEND_TIMEOUT_MS);
 	if (rc != 0) {
 		rc = gw_not_done(CMD, "%s: %s", path, strerror(-rc));
 		goto out;
 	}
-	r.cap = 4096;
-	r.buf = malloc(r.cap);
-	if (r.buf == NULL) {
+	r->cap = 4096;
+	r->buf = malloc(r->cap);
+	if (r->buf == NULL) {
 		rc = gw_fail(CMD, "out of memory");
 		goto out;
 	}
-
 	/* The first line answers the subscribe. */
-	rc = read_line(&r, &line, &linelen, &consumed);
+	rc = read_line(r, &line, &linelen, &r->consumed);
 	if (rc <= 0) {
 		rc = gw_not_done(CMD, "%s: %s", path,
 		                 rc == 0 ? "the gateway closed the connection" : strerror(-rc));
@@ -270,16 +264,29 @@ run_events(int argc, char **argv)
 	/* On stderr, so a script can wait for it; stdout carries events only. */
 	fprintf(stderr, "tollgate: %s: subscribed to gateway %" JSON_INTEGER_FORMAT " (%s)\n", CMD,
 	        json_integer_value(json_object_get(reply, "pid")), path);
+	rc = 0;
+out:
+	json_decref(reply);
+	json_decref(req);
+	return rc;
+}
+
+/* The bus lines read from r printed, count of them (0: until the gateway goes). */
+static int
+print_events(struct line_reader *r, const char *path, long count)
+{
+	char *line = NULL;
+	size_t linelen = 0;
+	long printed = 0;
+	int rc;
 
 	while (count == 0 || printed < count) {
 		json_t *ev;
 		const char *kind;
 
-		rc = read_line(&r, &line, &linelen, &consumed);
-		if (rc < 0) {
-			rc = gw_not_done(CMD, "%s: %s", path, strerror(-rc));
-			goto out;
-		}
+		rc = read_line(r, &line, &linelen, &r->consumed);
+		if (rc < 0)
+			return gw_not_done(CMD, "%s: %s", path, strerror(-rc));
 		if (rc == 0)
 			break;
 		ev = json_loadb(line, linelen, 0, NULL);
@@ -288,26 +295,49 @@ run_events(int argc, char **argv)
 		if (kind != NULL && strcmp(kind, "bus") == 0) {
 			if (!print_event(ev)) {
 				json_decref(ev);
-				rc = gw_not_done(CMD, "cannot write to stdout");
-				goto out;
+				return gw_not_done(CMD, "cannot write to stdout");
 			}
 			printed++;
 		}
 		json_decref(ev);
 	}
-	if (count > 0 && printed < count) {
-		rc = gw_not_done(CMD, "the gateway went away after %ld of %ld events", printed,
-		                 count);
+	if (count > 0 && printed < count)
+		return gw_not_done(CMD, "the gateway went away after %ld of %ld events", printed,
+		                   count);
+	return GW_EXIT_OK;
+}
+
+static int
+run_events(int argc, char **argv)
+{
+	struct events_flags f = {0};
+	struct line_reader r = {.fd = -1};
+	char path[GW_CONTROL_PATH_MAX];
+	int rc;
+
+	f.types = json_array();
+	if (f.types == NULL)
+		return gw_fail(CMD, "out of memory");
+	rc = parse_flags(argc, argv, &f);
+	if (rc == GW_OPT_HELP) {
+		rc = GW_EXIT_OK;
 		goto out;
 	}
-	rc = GW_EXIT_OK;
+	if (rc != 0)
+		goto out;
+	rc = pick_socket(f.socket_path, f.pid, path, sizeof(path));
+	if (rc != 0)
+		goto out;
+	/* A reader that went away (| head) ends us with an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	rc = subscribe(&r, path, f.types);
+	if (rc == 0)
+		rc = print_events(&r, path, f.count);
 out:
 	if (r.fd >= 0)
 		close(r.fd);
 	free(r.buf);
-	json_decref(reply);
-	json_decref(req);
-	json_decref(types);
+	json_decref(f.types);
 	return rc;
 }
 

@@ -617,6 +617,84 @@ job_spec(struct run_state *st, struct run_flags *f, const struct exec_spec *spec
 	js->arg = st;
 }
 
+/*
+ * The sandbox's spec from run's flags: the command, its directory, variables,
+ * limits and binds, home hidden (home, of homelen bytes, holds its path), and
+ * with --out the directory the job signs after the run (*art). 0, or -1 once
+ * the failure is said.
+ */
+static int
+build_spec(struct run_state *st, struct run_flags *f, char *home, size_t homelen,
+           struct exec_spec *spec, struct exec_artifact_out **art)
+{
+	char err[512];
+
+	spec->argv = f->argv;
+	spec->workdir = f->sb.workdir;
+	spec->env = f->sb.nenv > 0 ? f->sb.env : NULL;
+	spec->limits = f->sb.limits;
+	spec->hide_path = gw_home_dir(home, homelen) == 0 ? home : NULL;
+	if (f->image != NULL) {
+		spec->image_root = f->image_root;
+		spec->image_cwd = f->image_cfg.workdir;
+	}
+	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, spec) != 0)
+		return -1;
+	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
+	if (f->out_dir != NULL) {
+		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
+		if (gw_home_ensure(home, homelen) != 0 ||
+		    exec_artifact_out_prepare(f->out_dir, home, art, &spec->outdir, err,
+		                              sizeof(err)) != 0) {
+			gw_fail(CMD, "--out %s: %s", f->out_dir, err);
+			return -1;
+		}
+		if (gw_sandbox_add_env(CMD, &f->sb, "TOLLGATE_OUT=" EXEC_OUTDIR) != 0)
+			return -1;
+		spec->env = f->sb.env;
+	}
+	return 0;
+}
+
+/*
+ * Where the sandbox's output goes: its terminal (prepare_pty), the secrets'
+ * redaction, and the relay every byte passes through (*relay, also in
+ * st->relay). 0, or -1 once the failure is said.
+ */
+static int
+prepare_output(struct run_state *st, struct run_flags *f, struct exec_spec *spec,
+               struct redact **redact_set, struct redact_relay **relay)
+{
+	char err[512];
+	bool bounded;
+
+	if (prepare_pty(st, spec) != 0)
+		return -1;
+	f->secrets.cmd = CMD;
+	if (gw_secrets_add_policy(&f->secrets, st->gw.policy) != 0)
+		return -1;
+	if (f->secrets.list != NULL && prepare_secrets(f, st->pty, spec, redact_set, relay) != 0)
+		return -1;
+	if (gw_secrets_bind(&f->secrets, &st->setup) != 0)
+		return -1;
+	/*
+	 * The output always passes through tollgate, so that the sandbox never
+	 * holds a descriptor of the caller's terminal and a question can hold
+	 * it. The default bound applies when it goes to a program rather than a
+	 * terminal (docs/runtimes.md).
+	 */
+	if (*relay == NULL && relay_prepare(NULL, st->pty, relay, err, sizeof(err)) != 0) {
+		gw_fail(CMD, "output relay: %s", err);
+		return -1;
+	}
+	st->relay = *relay;
+	bounded = !isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO);
+	redact_relay_set_max_output(*relay, f->max_output_set ? (uint64_t)f->max_output
+	                                    : bounded         ? RUN_MAX_OUTPUT_DEFAULT
+	                                                      : 0);
+	return 0;
+}
+
 static int
 run_run(int argc, char **argv)
 {
@@ -629,7 +707,6 @@ run_run(int argc, char **argv)
 	struct redact *redact_set = NULL;
 	struct redact_relay *relay = NULL;
 	struct gw_prompt *prompt = NULL;
-	bool bounded;
 	struct gw_refusals *refusals = NULL;
 	json_t *detail = NULL;
 	char err[512], home[PATH_MAX], msg[256];
@@ -662,55 +739,10 @@ run_run(int argc, char **argv)
 	                     &refusals) != 0)
 		log_warnx("run: refused requests will not be reported on stderr");
 
-	spec.argv = f.argv;
-	spec.workdir = f.sb.workdir;
-	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
-	spec.limits = f.sb.limits;
-	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
-	if (f.image != NULL) {
-		spec.image_root = f.image_root;
-		spec.image_cwd = f.image_cfg.workdir;
-	}
-	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, NULL, &spec) != 0)
+	if (build_spec(&st, &f, home, sizeof(home), &spec, &art) != 0)
 		goto out;
-	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
-	if (f.out_dir != NULL) {
-		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
-		if (gw_home_ensure(home, sizeof(home)) != 0 ||
-		    exec_artifact_out_prepare(f.out_dir, home, &art, &spec.outdir, err,
-		                              sizeof(err)) != 0) {
-			gw_fail(CMD, "--out %s: %s", f.out_dir, err);
-			goto out;
-		}
-		if (gw_sandbox_add_env(CMD, &f.sb, "TOLLGATE_OUT=" EXEC_OUTDIR) != 0)
-			goto out;
-		spec.env = f.sb.env;
-	}
-	if (prepare_pty(&st, &spec) != 0)
+	if (prepare_output(&st, &f, &spec, &redact_set, &relay) != 0)
 		goto out;
-	f.secrets.cmd = CMD;
-	if (gw_secrets_add_policy(&f.secrets, st.gw.policy) != 0)
-		goto out;
-	if (f.secrets.list != NULL &&
-	    prepare_secrets(&f, st.pty, &spec, &redact_set, &relay) != 0)
-		goto out;
-	if (gw_secrets_bind(&f.secrets, &st.setup) != 0)
-		goto out;
-	/*
-	 * The output always passes through tollgate, so that the sandbox never
-	 * holds a descriptor of the caller's terminal and a question can hold
-	 * it. The default bound applies when it goes to a program rather than a
-	 * terminal (docs/runtimes.md).
-	 */
-	if (relay == NULL && relay_prepare(NULL, st.pty, &relay, err, sizeof(err)) != 0) {
-		gw_fail(CMD, "output relay: %s", err);
-		goto out;
-	}
-	st.relay = relay;
-	bounded = !isatty(STDOUT_FILENO) || !isatty(STDERR_FILENO);
-	redact_relay_set_max_output(relay, f.max_output_set ? (uint64_t)f.max_output
-	                                   : bounded        ? RUN_MAX_OUTPUT_DEFAULT
-	                                                    : 0);
 	if (prompt != NULL)
 		gw_prompt_set_hold(prompt, hold_terminal, &st);
 	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);

@@ -467,10 +467,39 @@ add_secrets(struct wrap_state *st, struct wrap_flags *f)
 	return 0;
 }
 
+/* SIGTERM, SIGINT and SIGHUP end the wrapped server (on_signal). */
+static int
+watch_signals(struct wrap_state *st)
+{
+	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+
+	for (size_t i = 0; i < 3; i++) {
+		st->ev_sig[i] = evsignal_new(st->gw.base, sigs[i], on_signal, st);
+		if (st->ev_sig[i] == NULL || evsignal_add(st->ev_sig[i], NULL) != 0)
+			return gw_fail(CMD, "cannot watch signals");
+	}
+	return 0;
+}
+
+/* Whether the server never ran (its set-up or its exec failed), said on
+ * stderr: then the client is told too. */
+static bool
+server_failed(const struct exec_result *res, const char *prog)
+{
+	if (res->setup_failed) {
+		char text[1024];
+
+		exec_setup_failure_text(res->failed_step, res->failed_errno, text, sizeof(text));
+		gw_fail(CMD, "%s", text);
+	}
+	else if (res->exec_failed)
+		gw_fail(CMD, "%s: %s", prog, strerror(res->failed_errno));
+	return res->setup_failed || res->exec_failed;
+}
+
 static int
 run_wrap(int argc, char **argv)
 {
-	static const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
 	static const struct mcp_elicit_ops elicit_ops = {
 	    .request = wrap_elicit_request,
 	    .cancel = wrap_elicit_cancel,
@@ -564,13 +593,8 @@ run_wrap(int argc, char **argv)
 		gw_fail(CMD, "cannot listen to approvals: %s", strerror(-rc));
 		goto out;
 	}
-	for (size_t i = 0; i < 3; i++) {
-		st.ev_sig[i] = evsignal_new(st.gw.base, sigs[i], on_signal, &st);
-		if (st.ev_sig[i] == NULL || evsignal_add(st.ev_sig[i], NULL) != 0) {
-			gw_fail(CMD, "cannot watch signals");
-			goto out;
-		}
-	}
+	if (watch_signals(&st) != 0)
+		goto out;
 	log_debug("%s: serving %s in sandbox %s", __func__, f.argv[0], wcfg.sandbox_id);
 	/* Root no longer, before the loop reads a byte of the server's or the client's. */
 	if (gw_setup_drop(CMD) != 0)
@@ -585,16 +609,7 @@ run_wrap(int argc, char **argv)
 		goto out;
 	}
 	exit_code = res_p->exit_status;
-	tell_client = res_p->setup_failed || res_p->exec_failed;
-	if (res_p->setup_failed) {
-		char text[1024];
-
-		exec_setup_failure_text(res_p->failed_step, res_p->failed_errno, text,
-		                        sizeof(text));
-		gw_fail(CMD, "%s", text);
-	}
-	else if (res_p->exec_failed)
-		gw_fail(CMD, "%s: %s", f.argv[0], strerror(res_p->failed_errno));
+	tell_client = server_failed(res_p, f.argv[0]);
 out:
 	/* An initialize the relay passed on to a server that never ran. */
 	if (tell_client && exit_code != GW_EXIT_OK)

@@ -70,29 +70,33 @@ open_root(int atfd, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-/*
- * A symlink at fd: refused unless its owner is allowed, else its target
- * with what was left of the path after it, in rest.
- */
+/* The default judge of a symlink: the kernel's bound, then its owner. */
 static int
-follow(int fd, const char *shown, const char *left, char *rest, size_t restlen, char *err,
-       size_t errlen)
+owner_check(void *arg, const char *shown, const struct stat *st, int links, char *err,
+            size_t errlen)
 {
-	char target[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-	int len;
-
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	if (!gw_safepath_owner_ok(st.st_uid)) {
+	(void)arg;
+	if (links > GW_SAFEPATH_MAX_LINKS)
+		return -ELOOP;
+	if (!gw_safepath_owner_ok(st->st_uid)) {
 		gw_set_err(
 		    err, errlen,
 		    "%s is a symlink owned by uid %u, neither root nor you: refused (another "
 		    "user could point it anywhere)",
-		    shown, (unsigned int)st.st_uid);
+		    shown, (unsigned int)st->st_uid);
 		return -EPERM;
 	}
+	return 0;
+}
+
+/* The symlink at fd's target with what was left of the path after it, in rest. */
+static int
+follow(int fd, const char *left, char *rest, size_t restlen)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+	int len;
+
 	n = readlinkat(fd, "", target, sizeof(target) - 1);
 	if (n < 0)
 		return -errno;
@@ -103,6 +107,194 @@ follow(int fd, const char *shown, const char *left, char *rest, size_t restlen, 
 	if (len < 0 || (size_t)len >= restlen)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* The path walked so far, w->shown, with comp added: 0, or -ENAMETOOLONG. */
+static int
+shown_push(struct gw_safepath_walk *w, const char *comp, bool absolute)
+{
+	size_t at = strlen(w->shown);
+	int n;
+
+	if (w->canonical)
+		n = snprintf(w->shown + at, sizeof(w->shown) - at, "%s%s", at > 1 ? "/" : "", comp);
+	else
+		n = snprintf(w->shown + at, sizeof(w->shown) - at, "%s%s",
+		             at > 0 || absolute ? "/" : "", comp);
+	return n < 0 || (size_t)n >= sizeof(w->shown) - at ? -ENAMETOOLONG : 0;
+}
+
+/* The canonical w->shown less its last name ("/" stays). */
+static void
+shown_pop(struct gw_safepath_walk *w)
+{
+	char *slash = strrchr(w->shown, '/');
+
+	if (slash == NULL || slash == w->shown)
+		w->shown[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+/* A new directory to walk on from: dirfd's old one closed. */
+static void
+walk_enter(struct gw_safepath_walk *w, int fd)
+{
+	close(w->dirfd);
+	w->dirfd = fd;
+}
+
+/*
+ * One name of the walk, comp, with left what follows it in the path and rest
+ * the buffer left was in: 1 to go on (rest then holds what is left to walk),
+ * 0 when the walk ended here (w filled), -errno otherwise.
+ */
+static int
+walk_step(struct gw_safepath_walk *w, const char *comp, const char *left, char *rest, bool absolute,
+          int *links, char *err, size_t errlen)
+{
+	char next[PATH_MAX];
+	bool last = *left == '\0';
+	int fd, rc, pushed;
+
+	if (w->canonical && strcmp(comp, ".") == 0) {
+		memmove(rest, left, strlen(left) + 1);
+		return 1;
+	}
+	if (w->canonical && strcmp(comp, "..") == 0) {
+		/* Only a link's target brings one here when the caller refused them in the path. */
+		fd = open_component(w->dirfd, "..");
+		if (fd < 0)
+			return fd;
+		walk_enter(w, fd);
+		shown_pop(w);
+		memmove(rest, left, strlen(left) + 1);
+		return 1;
+	}
+	pushed = shown_push(w, comp, absolute);
+	if (!w->canonical)
+		pushed = 0; /* the names walked, cut at the buffer's end */
+	fd = open_component(w->dirfd, comp);
+	if (fd == -ENOENT && last) {
+		/* The last name, not made yet: the caller creates it. */
+		if (pushed != 0)
+			return pushed;
+		snprintf(w->base, sizeof(w->base), "%s", comp);
+		return 0;
+	}
+	if (fd < 0)
+		return fd;
+	w->fd = fd;
+	if (fstat(fd, &w->st) != 0)
+		return -errno;
+	if (S_ISLNK(w->st.st_mode)) {
+		rc = w->link_ok(w->arg, w->shown, &w->st, ++*links, err, errlen);
+		if (rc == 0 && *links > GW_SAFEPATH_MAX_LINKS)
+			rc = -ELOOP;
+		if (rc != 0)
+			return rc;
+		if (w->canonical)
+			shown_pop(w);
+		rc = follow(fd, left, next, sizeof(next));
+		if (rc != 0)
+			return rc;
+		close(fd);
+		w->fd = -1;
+		memcpy(rest, next, sizeof(next));
+		if (rest[0] == '/') {
+			rc = open_root(AT_FDCWD, rest);
+			if (rc < 0)
+				return rc;
+			walk_enter(w, rc);
+			if (w->canonical)
+				snprintf(w->shown, sizeof(w->shown), "/");
+		}
+		return 1;
+	}
+	if (pushed != 0)
+		return pushed;
+	if (last) {
+		/* The last name: its directory and its name. */
+		snprintf(w->base, sizeof(w->base), "%s", comp);
+		return 0;
+	}
+	if (!S_ISDIR(w->st.st_mode))
+		return -ENOTDIR;
+	walk_enter(w, fd);
+	w->fd = -1;
+	memmove(rest, left, strlen(left) + 1);
+	return 1;
+}
+
+int
+gw_safepath_walk(int atfd, const char *path, struct gw_safepath_walk *w, char *err, size_t errlen)
+{
+	char rest[PATH_MAX], comp[NAME_MAX + 1];
+	int links = 0, rc;
+
+	w->dirfd = -1;
+	w->fd = -1;
+	w->base[0] = '\0';
+	if (w->link_ok == NULL)
+		w->link_ok = owner_check;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (path == NULL || *path == '\0') {
+		gw_set_err(err, errlen, "empty path");
+		return -EINVAL;
+	}
+	if (snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest)) {
+		gw_set_err(err, errlen, "path too long");
+		return -ENAMETOOLONG;
+	}
+	snprintf(w->shown, sizeof(w->shown), "%s", w->canonical ? "/" : "");
+	rc = open_root(atfd, rest);
+	if (rc < 0)
+		goto fail;
+	w->dirfd = rc;
+	do {
+		const char *p = rest;
+		size_t clen;
+
+		while (*p == '/')
+			p++;
+		if (*p == '\0') {
+			/* "/", a link to "/" or to "dir/", or (canonical) a last "." or a
+			 * link's "..": the directory itself is what was named. */
+			snprintf(w->base, sizeof(w->base), ".");
+			return 0;
+		}
+		clen = strcspn(p, "/");
+		if (clen > NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(comp, p, clen);
+		comp[clen] = '\0';
+		p += clen;
+		while (*p == '/')
+			p++;
+		rc = walk_step(w, comp, p, rest, path[0] == '/', &links, err, errlen);
+	} while (rc > 0);
+	if (rc == 0)
+		return 0;
+fail:
+	if (err != NULL && errlen > 0 && err[0] == '\0')
+		gw_set_err(err, errlen, "%s: %s", w->shown[0] != '\0' ? w->shown : path,
+		           strerror(-rc));
+	gw_safepath_walk_done(w);
+	return rc;
+}
+
+void
+gw_safepath_walk_done(struct gw_safepath_walk *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	w->fd = -1;
+	w->dirfd = -1;
 }
 
 int
@@ -116,125 +308,24 @@ int
 gw_safepath_resolve_at(int atfd, const char *path, int *dirfd_out, char *base, size_t baselen,
                        char *err, size_t errlen)
 {
-	char rest[PATH_MAX], next[PATH_MAX], comp[NAME_MAX + 1], shown[PATH_MAX];
-	size_t shown_len = 0;
-	int dirfd = -1, fd = -1, links = 0, rc;
+	struct gw_safepath_walk w = {0};
+	int rc, n;
 
 	*dirfd_out = -1;
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
-	if (path == NULL || *path == '\0') {
-		gw_set_err(err, errlen, "empty path");
-		return -EINVAL;
-	}
-	if (snprintf(rest, sizeof(rest), "%s", path) >= (int)sizeof(rest)) {
-		gw_set_err(err, errlen, "path too long");
+	rc = gw_safepath_walk(atfd, path, &w, err, errlen);
+	if (rc != 0)
+		return rc;
+	n = snprintf(base, baselen, "%s", w.base);
+	if (n < 0 || (size_t)n >= baselen) {
+		gw_set_err(err, errlen, "%s: %s", w.shown[0] != '\0' ? w.shown : path,
+		           strerror(ENAMETOOLONG));
+		gw_safepath_walk_done(&w);
 		return -ENAMETOOLONG;
 	}
-	dirfd = open_root(atfd, rest);
-	if (dirfd < 0) {
-		rc = dirfd;
-		dirfd = -1;
-		goto fail;
-	}
-	shown[0] = '\0';
-	for (;;) {
-		const char *p = rest, *end;
-		size_t clen;
-
-		while (*p == '/')
-			p++;
-		if (*p == '\0') {
-			/* "/" or "dir/": the directory itself is what was named. */
-			rc = snprintf(base, baselen, ".");
-			goto done;
-		}
-		end = strchr(p, '/');
-		clen = end != NULL ? (size_t)(end - p) : strlen(p);
-		if (clen > NAME_MAX) {
-			rc = -ENAMETOOLONG;
-			goto fail;
-		}
-		memcpy(comp, p, clen);
-		comp[clen] = '\0';
-		p += clen;
-		while (*p == '/')
-			p++;
-		shown_len += (size_t)snprintf(shown + shown_len, sizeof(shown) - shown_len, "%s%s",
-		                              shown_len > 0 || path[0] == '/' ? "/" : "", comp);
-		if (shown_len >= sizeof(shown))
-			shown_len = sizeof(shown) - 1;
-		fd = open_component(dirfd, comp);
-		if (fd == -ENOENT && *p == '\0') {
-			/* The last name, not made yet: the caller creates it. */
-			fd = -1;
-			rc = snprintf(base, baselen, "%s", comp);
-			goto done;
-		}
-		if (fd < 0) {
-			rc = fd;
-			fd = -1;
-			goto fail;
-		}
-		struct stat st;
-
-		if (fstat(fd, &st) != 0) {
-			rc = -errno;
-			goto fail;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			if (++links > GW_SAFEPATH_MAX_LINKS) {
-				rc = -ELOOP;
-				goto fail;
-			}
-			rc = follow(fd, shown, p, next, sizeof(next), err, errlen);
-			if (rc != 0)
-				goto fail;
-			close(fd);
-			fd = -1;
-			memcpy(rest, next, sizeof(rest));
-			if (rest[0] == '/') {
-				close(dirfd);
-				dirfd = open_root(AT_FDCWD, rest);
-				if (dirfd < 0) {
-					rc = dirfd;
-					dirfd = -1;
-					goto fail;
-				}
-			}
-			continue;
-		}
-		if (*p == '\0') {
-			/* The last name: its directory and its name. */
-			close(fd);
-			fd = -1;
-			rc = snprintf(base, baselen, "%s", comp);
-			goto done;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			rc = -ENOTDIR;
-			goto fail;
-		}
-		close(dirfd);
-		dirfd = fd;
-		fd = -1;
-		memmove(rest, p, strlen(p) + 1);
-	}
-done:
-	if (rc < 0 || (size_t)rc >= baselen) {
-		rc = -ENAMETOOLONG;
-		goto fail;
-	}
-	*dirfd_out = dirfd;
+	if (w.fd >= 0)
+		close(w.fd);
+	*dirfd_out = w.dirfd;
 	return 0;
-fail:
-	if (err != NULL && errlen > 0 && err[0] == '\0')
-		gw_set_err(err, errlen, "%s: %s", shown[0] != '\0' ? shown : path, strerror(-rc));
-	if (fd >= 0)
-		close(fd);
-	if (dirfd >= 0)
-		close(dirfd);
-	return rc;
 }
 
 int

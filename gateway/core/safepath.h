@@ -6,6 +6,7 @@
 #ifndef TOLLGATE_CORE_SAFEPATH_H
 #define TOLLGATE_CORE_SAFEPATH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -19,6 +20,48 @@
  * or, when the real uid is root, SUDO_UID (the person behind sudo).
  */
 bool gw_safepath_owner_ok(uid_t uid);
+
+/*
+ * One walk, for a caller that judges symlinks its own way (host access, for
+ * the person serve runs for) or wants the last object itself.
+ */
+struct gw_safepath_walk {
+	/* In. Judges each symlink before it is followed: shown names it, st is
+	 * its lstat, links counts the links met so far, this one included. 0
+	 * follows it; -errno refuses it, with err set (left empty, the walk
+	 * writes "shown: reason"). NULL: at most GW_SAFEPATH_MAX_LINKS, each
+	 * owned as gw_safepath_owner_ok allows. Past GW_SAFEPATH_MAX_LINKS the
+	 * walk stops whatever the judge says. */
+	int (*link_ok)(void *arg, const char *shown, const struct stat *st, int links, char *err,
+	               size_t errlen);
+	void *arg;
+	/* In. shown is the canonical path: "." is skipped, ".." (met in a
+	 * link's target) goes up a directory and drops a name, and a link is
+	 * replaced by where it leads. Else shown is every name walked, in
+	 * order, and "." and ".." are opened as names. */
+	bool canonical;
+	/* Out, on success. dirfd (O_PATH) holds the last name, base; fd is
+	 * that name's object (O_PATH, never a symlink; st its fstat), or -1
+	 * when the name does not exist yet, or when the walk ended at a
+	 * directory itself ("/", a link to "/", and when canonical a last "."
+	 * or a link's last ".."): then base is "." and dirfd is that
+	 * directory. gw_safepath_walk_done closes both. */
+	int dirfd;
+	int fd;
+	struct stat st;
+	char base[NAME_MAX + 1];
+	char shown[PATH_MAX];
+};
+
+/*
+ * The walk gw_safepath_resolve_at makes, with w's judge of links: 0 with w's
+ * outputs filled, or -errno with err set (shown in w then names where it
+ * stopped) and nothing left open.
+ */
+int gw_safepath_walk(int atfd, const char *path, struct gw_safepath_walk *w, char *err,
+                     size_t errlen);
+/* Closes what a successful gw_safepath_walk left open in w. */
+void gw_safepath_walk_done(struct gw_safepath_walk *w);
 
 /*
  * Walks path one component at a time from "/" (absolute) or the working

@@ -5,9 +5,8 @@
  * an approval a person decides (never the model, unless --model-approves),
  * shown exactly; every call is an audit row saying who allowed it.
  *
- * Longer than the folder's other files (about 1,450 lines) on purpose: the
- * seven tools share one operation (struct host_op), one path through the
- * operator's list, a person's approval (ask_person, on_decided) and the
+ * Why this file is long: about 1,450 lines, on purpose: the seven tools
+ * share one operation (struct host_op), one path through the operator's list, a person's approval (ask_person, on_decided) and the
  * audit row, and the approval's answer comes back here to finish whichever
  * tool asked. Split by tool, each part would call into that shared path and
  * be called back by it: a circle between files, which this folder has none of.
