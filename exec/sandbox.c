@@ -34,7 +34,7 @@
 
 #include "exec/diagnose.h"
 #include "exec/image/root.h"
-#include "exec/priv.h"
+#include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/seccomp_bpf.h"
 #include "exec/userns.h"
@@ -66,8 +66,8 @@ struct exec_sandbox {
 	struct timespec started;
 	bool reaped;
 	bool killed_for_cpu;
-	/* Made by the privileged parent (exec/priv.h): only id, pidfd and
-	 * agent_fd are held here, the rest is a request under handle. */
+	/* Made by the privileged parent (exec_sandbox_remote): only id,
+	 * pidfd and agent_fd are held here, the rest is a request under handle. */
 	bool remote;
 	uint32_t handle;
 };
@@ -1150,19 +1150,34 @@ kill_init(struct exec_sandbox *s, int sig)
 	return 0;
 }
 
-/* The gate's exec_sandbox_start: the same sandbox, made by the parent. */
+/* Set in the gate at the split: its sandboxes are the parent's to make. */
+static const struct exec_sandbox_remote *remote_ops;
+
+void
+exec_sandbox_remote_install(const struct exec_sandbox_remote *ops)
+{
+	remote_ops = ops;
+}
+
+int
+exec_sandbox_warm_netns(struct exec_hub *hub)
+{
+	return remote_ops != NULL ? -1 : exec_hub_warm_claim(hub);
+}
+
+/* The gate's start: the same sandbox, made by the parent. */
 static int
 start_remote(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
              struct exec_sandbox **out, char *err, size_t errlen)
 {
-	struct exec_priv_started st;
+	struct exec_sandbox_remote_started st;
 	struct exec_sandbox *s;
 	int rc;
 
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
-	rc = exec_priv_sandbox_start(spec, attach, attach_arg, &st, err, errlen);
+	rc = remote_ops->start(spec, attach, attach_arg, &st, err, errlen);
 	if (rc != 0) {
 		free(s);
 		return rc;
@@ -1199,24 +1214,27 @@ clone_refused(int rc, char *err, size_t errlen)
 		snprintf(err, errlen, "clone: %s", strerror(-rc));
 }
 
-int
-exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
-                   struct exec_sandbox **out, char *err, size_t errlen)
-{
-	struct exec_sandbox *s = NULL;
-	struct clone_args ca;
-	char tag[96], hub[64], path[64];
-	int go[2] = {-1, -1}, report[2] = {-1, -1}, agent[2] = {-1, -1};
-	int pidfd = -1, netns = -1, own_netns = -1, rc;
-	uid_t work_uid = 0;
-	gid_t work_gid = 0;
-	long pid;
-	ssize_t n;
+/* The pipes and socket pair of a start, closed at its end unless handed over. */
+struct start_ends {
+	int go[2], report[2], agent[2];
+};
 
-	*out = NULL;
-	err[0] = '\0';
-	if (exec_priv_active())
-		return start_remote(spec, attach, attach_arg, out, err, errlen);
+static void
+start_ends_close(struct start_ends *e)
+{
+	int *all[] = {&e->go[0], &e->go[1], &e->report[0], &e->report[1], &e->agent[0], &e->agent[1]};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		if (*all[i] >= 0)
+			close(*all[i]);
+		*all[i] = -1;
+	}
+}
+
+/* A spec this process can start: root, and a command or a kept-alive agent. */
+static int
+start_check(const struct exec_spec *spec, char *err, size_t errlen)
+{
 	if (geteuid() != 0) {
 		snprintf(err, errlen, "needs root (namespaces, cgroups and the network gate)");
 		return -EPERM;
@@ -1227,9 +1245,22 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		                                             : "no command");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The sandbox's record: no fd yet, the caller's stdio checked, an id and a name.
+ * *out is set as soon as there is something to free. */
+static int
+start_new(const struct exec_spec *spec, struct exec_sandbox **out, char *err, size_t errlen)
+{
+	struct exec_sandbox *s;
+	char tag[96];
+	int rc;
+
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
+	*out = s;
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
 	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = s->plan.devpts_fd = -1;
 	s->plan.work_tree = s->plan.out_tree = s->plan.image_tree = -1;
@@ -1240,9 +1271,8 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	for (int i = 0; i < 3; i++) {
 		if (s->plan.stdio_fd[i] < -1 ||
 		    (s->plan.stdio_fd[i] >= 0 && fcntl(s->plan.stdio_fd[i], F_GETFD) < 0)) {
-			rc = -EBADF;
 			snprintf(err, errlen, "the command's fd %d: %s", i, strerror(EBADF));
-			goto out;
+			return -EBADF;
 		}
 	}
 	rc = random_id(s->id, sizeof(s->id));
@@ -1250,19 +1280,27 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		rc = exec_instance_tag(tag, sizeof(tag));
 	if (rc != 0) {
 		snprintf(err, errlen, "sandbox id: %s", strerror(-rc));
-		goto out;
+		return rc;
 	}
 	snprintf(s->name, sizeof(s->name), "%s.%s", tag, s->id);
-	rc = prepare_dirs(s, spec, &work_uid, &work_gid, err, errlen);
-	if (rc != 0)
-		goto out;
+	return 0;
+}
+
+/* The child's plan: what it hides, its terminal, its mounts and root, its
+ * cgroup, limits, filter, command and environment. */
+static int
+start_plan(struct exec_sandbox *s, const struct exec_spec *spec, uid_t work_uid, gid_t work_gid,
+           char *err, size_t errlen)
+{
+	int rc;
+
 	plan_hide(&s->plan, spec->hide_path);
 	if (spec->pty != NULL) {
 		/* The slave is the sandbox user's, as a login's terminal is its user's. */
 		if (fchown(exec_pty_slave(spec->pty), work_uid, work_gid) != 0) {
 			rc = -errno;
 			snprintf(err, errlen, "pty: %s", strerror(errno));
-			goto out;
+			return rc;
 		}
 		s->plan.devpts_fd = exec_pty_devpts(spec->pty);
 		s->plan.ctty = true;
@@ -1275,10 +1313,10 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	        (int)sizeof(s->plan.cwd))
 		rc = -ENAMETOOLONG;
 	if (rc != 0)
-		goto out;
+		return rc;
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
-		goto out;
+		return rc;
 	if (!exec_cgroup_has_memory(s->cg) &&
 	    (spec->limits.ram_mb > 0 ||
 	     (exec_rootless() && (spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)))) {
@@ -1293,7 +1331,7 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	rc = exec_limits_plan(&spec->limits, exec_cgroup_has_memory(s->cg), &s->plan);
 	if (rc != 0) {
 		snprintf(err, errlen, "limits: %s", strerror(-rc));
-		goto out;
+		return rc;
 	}
 	s->plan.seccomp_prog = &exec_seccomp_sandbox_bpf;
 	s->plan.last_cap = read_last_cap();
@@ -1301,25 +1339,44 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	/* Read by the child, in its copy of this memory, before it execs. */
 	s->plan.extra_ca = spec->extra_ca;
 	rc = build_env(s, spec);
-	if (rc != 0) {
+	if (rc != 0)
 		snprintf(err, errlen, "environment: %s", strerror(-rc));
-		goto out;
-	}
-	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+	return rc;
+}
+
+/* The go and report pipes and, kept alive, the agent's socket pair. */
+static int
+start_ends_open(struct exec_sandbox *s, const struct exec_spec *spec, struct start_ends *e,
+                char *err, size_t errlen)
+{
+	int rc;
+
+	if (pipe2(e->go, O_CLOEXEC) != 0 || pipe2(e->report, O_CLOEXEC) != 0) {
 		rc = -errno;
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		goto out;
+		return rc;
 	}
-	s->plan.go_fd = go[0];
-	s->plan.report_fd = report[1];
+	s->plan.go_fd = e->go[0];
+	s->plan.report_fd = e->report[1];
 	if (spec->keep_alive) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, agent) != 0) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, e->agent) != 0) {
 			rc = -errno;
 			snprintf(err, errlen, "socketpair: %s", strerror(errno));
-			goto out;
+			return rc;
 		}
-		s->plan.agent_fd = agent[1];
+		s->plan.agent_fd = e->agent[1];
 	}
+	return 0;
+}
+
+/* clone3 into the new namespaces (the warm network namespace joined for
+ * it); the child runs child_main and never returns here. */
+static int
+start_clone(struct exec_sandbox *s, const struct exec_spec *spec, char *err, size_t errlen)
+{
+	struct clone_args ca;
+	int pidfd = -1, own_netns = -1, rc;
+	long pid;
 
 	open_up_stdio_pipes(&s->plan);
 	memset(&ca, 0, sizeof(ca));
@@ -1339,7 +1396,9 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 			rc = -errno;
 			snprintf(err, errlen, "joining the warm network namespace: %s",
 			         strerror(errno));
-			goto out;
+			if (own_netns >= 0)
+				close(own_netns);
+			return rc;
 		}
 		ca.flags &= ~(uint64_t)CLONE_NEWNET;
 	}
@@ -1358,13 +1417,12 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 			_exit(125);
 		}
 		close(own_netns);
-		own_netns = -1;
 		errno = saved;
 	}
 	if (pid < 0) {
 		rc = -errno;
 		clone_refused(rc, err, errlen);
-		goto out;
+		return rc;
 	}
 	if (pid == 0) {
 		/* Before anything runs in it: see exec/cgroup.c for why the child. */
@@ -1377,36 +1435,51 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 			child_fail(&s->plan, "stdio", rc);
 		child_main(&s->plan);
 	}
-
 	s->pid = (pid_t)pid;
 	s->pidfd = pidfd;
-	exec_mounts_release(&s->plan); /* the child holds its own copies */
+	return 0;
+}
+
+/* The child holds its own copies: this side keeps go's write end, report's
+ * read end and the agent's socket, and lets go of the rest. */
+static void
+start_ends_take(struct exec_sandbox *s, struct start_ends *e)
+{
+	exec_mounts_release(&s->plan);
 	if (s->plan.image_tree >= 0)
 		close(s->plan.image_tree);
 	s->plan.image_tree = -1;
-	close(go[0]);
-	go[0] = -1;
-	close(report[1]);
-	report[1] = -1;
-	s->go_fd = go[1];
-	go[1] = -1;
-	s->report_fd = report[0];
-	report[0] = -1;
-	if (agent[1] >= 0) {
-		close(agent[1]);
-		agent[1] = -1;
+	close(e->go[0]);
+	e->go[0] = -1;
+	close(e->report[1]);
+	e->report[1] = -1;
+	s->go_fd = e->go[1];
+	e->go[1] = -1;
+	s->report_fd = e->report[0];
+	e->report[0] = -1;
+	if (e->agent[1] >= 0) {
+		close(e->agent[1]);
+		e->agent[1] = -1;
 		s->plan.agent_fd = -1;
-		s->agent_fd = agent[0];
-		agent[0] = -1;
+		s->agent_fd = e->agent[0];
+		e->agent[0] = -1;
 		fcntl(s->agent_fd, F_SETFL, O_NONBLOCK);
 	}
 	/* Read once init is gone: whatever is there, never a wait. */
 	fcntl(s->report_fd, F_SETFL, O_NONBLOCK);
+}
+
+/* What only the parent can do for the waiting child: its id maps, its
+ * file limit and its cgroup. */
+static int
+start_settle(struct exec_sandbox *s, uid_t work_uid, gid_t work_gid, char *err, size_t errlen)
+{
+	int rc;
 
 	rc = write_id_maps(s->pid, work_uid, work_gid);
 	if (rc != 0) {
 		snprintf(err, errlen, "uid/gid map: %s", strerror(-rc));
-		goto out;
+		return rc;
 	}
 	rc = exec_limits_raise_nofile(&s->plan, s->pid);
 	if (rc != 0) {
@@ -1414,15 +1487,28 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		         (unsigned long long)s->plan.rlim_nofile.rlim_max, strerror(-rc),
 		         rc == -EPERM ? " (above the hard limit, which needs CAP_SYS_RESOURCE)"
 		                      : "");
-		goto out;
+		return rc;
 	}
 	if (s->cg != NULL) {
 		rc = exec_cgroup_attach(s->cg, s->pid);
 		if (rc != 0) {
 			snprintf(err, errlen, "cgroup: %s", strerror(-rc));
-			goto out;
+			return rc;
 		}
 	}
+	return 0;
+}
+
+/* The caller's attach links the child's network, then "go" with the hub's
+ * address lets the child continue. */
+static int
+start_attach_go(struct exec_sandbox *s, exec_attach_fn attach, void *attach_arg, char *err,
+                size_t errlen)
+{
+	char hub[64], path[64];
+	int netns, rc;
+	ssize_t n;
+
 	memset(hub, 0, sizeof(hub));
 	if (attach != NULL) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)s->pid);
@@ -1430,12 +1516,12 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 		if (netns < 0) {
 			rc = -errno;
 			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-			goto out;
+			return rc;
 		}
 		rc = attach(attach_arg, netns, s->id, hub, sizeof(hub), err, errlen);
 		close(netns);
 		if (rc != 0)
-			goto out;
+			return rc;
 		hub[sizeof(hub) - 1] = '\0';
 	}
 	do {
@@ -1444,28 +1530,57 @@ exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *at
 	if (n != (ssize_t)sizeof(hub)) {
 		rc = n < 0 ? -errno : -EIO;
 		snprintf(err, errlen, "starting the sandbox: %s", strerror(-rc));
-		goto out;
+		return rc;
 	}
-	*out = s;
-	s = NULL;
-	rc = 0;
-out:
-	if (own_netns >= 0)
-		close(own_netns);
-	if (go[0] >= 0)
-		close(go[0]);
-	if (go[1] >= 0)
-		close(go[1]);
-	if (report[0] >= 0)
-		close(report[0]);
-	if (report[1] >= 0)
-		close(report[1]);
-	if (agent[0] >= 0)
-		close(agent[0]);
-	if (agent[1] >= 0)
-		close(agent[1]);
+	return 0;
+}
+
+/* A sandbox cloned by this process, step by step; any failure frees all. */
+static int
+start_here(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+           struct exec_sandbox **out, char *err, size_t errlen)
+{
+	struct exec_sandbox *s = NULL;
+	struct start_ends e = {{-1, -1}, {-1, -1}, {-1, -1}};
+	uid_t work_uid = 0;
+	gid_t work_gid = 0;
+	int rc;
+
+	rc = start_check(spec, err, errlen);
+	if (rc == 0)
+		rc = start_new(spec, &s, err, errlen);
+	if (rc == 0)
+		rc = prepare_dirs(s, spec, &work_uid, &work_gid, err, errlen);
+	if (rc == 0)
+		rc = start_plan(s, spec, work_uid, work_gid, err, errlen);
+	if (rc == 0)
+		rc = start_ends_open(s, spec, &e, err, errlen);
+	if (rc == 0)
+		rc = start_clone(s, spec, err, errlen);
+	if (rc == 0) {
+		start_ends_take(s, &e);
+		rc = start_settle(s, work_uid, work_gid, err, errlen);
+	}
+	if (rc == 0)
+		rc = start_attach_go(s, attach, attach_arg, err, errlen);
+	if (rc == 0) {
+		*out = s;
+		s = NULL;
+	}
+	start_ends_close(&e);
 	exec_sandbox_free(s);
 	return rc;
+}
+
+int
+exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+                   struct exec_sandbox **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	err[0] = '\0';
+	if (remote_ops != NULL)
+		return start_remote(spec, attach, attach_arg, out, err, errlen);
+	return start_here(spec, attach, attach_arg, out, err, errlen);
 }
 
 const char *
@@ -1490,8 +1605,7 @@ int
 exec_sandbox_signal(struct exec_sandbox *s, int sig)
 {
 	if (s->remote)
-		return s->reaped ? -ESRCH
-		                 : exec_priv_sandbox_simple(EXEC_PRIV_SIGNAL, s->handle, sig);
+		return s->reaped ? -ESRCH : remote_ops->signal(s->handle, sig);
 	return kill_init(s, sig);
 }
 
@@ -1501,7 +1615,7 @@ exec_sandbox_kill(struct exec_sandbox *s)
 	int rc;
 
 	if (s->remote)
-		return s->reaped ? -ESRCH : exec_priv_sandbox_simple(EXEC_PRIV_KILL, s->handle, 0);
+		return s->reaped ? -ESRCH : remote_ops->kill(s->handle);
 	rc = kill_init(s, SIGKILL);
 
 	/* The PID namespace dies with its init; the cgroup is belt and braces. */
@@ -1514,7 +1628,7 @@ double
 exec_sandbox_cpu_used(struct exec_sandbox *s)
 {
 	if (s->remote)
-		return exec_priv_sandbox_cpu_used(s->handle);
+		return remote_ops->cpu_used(s->handle);
 	return s->cg != NULL ? exec_cgroup_cpu_seconds(s->cg) : -1;
 }
 
@@ -1574,7 +1688,7 @@ exec_sandbox_finish(struct exec_sandbox *s, struct exec_result *res)
 		return -ECHILD;
 	if (s->remote) {
 		s->reaped = true;
-		return exec_priv_sandbox_finish(s->handle, res);
+		return remote_ops->finish(s->handle, res);
 	}
 	memset(&ru, 0, sizeof(ru));
 	do {
@@ -1622,7 +1736,7 @@ exec_sandbox_free(struct exec_sandbox *s)
 		return;
 	if (s->remote) {
 		/* The parent kills what still runs and reaps it. */
-		(void)exec_priv_sandbox_simple(EXEC_PRIV_FREE, s->handle, 0);
+		remote_ops->release(s->handle);
 		if (s->agent_fd >= 0)
 			close(s->agent_fd);
 		if (s->pidfd >= 0)
