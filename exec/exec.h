@@ -329,6 +329,13 @@ struct exec_plan {
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */
 int exec_child_execvpe(char *const *argv, char **envp);
+/* Child side (exec/sandbox_child.c), right after clone(): the caller's
+ * stdio onto 0-2 (0 or -errno); the set-up, the init and the command
+ * (never returns); a failed step reported to the parent, then _exit. */
+int exec_child_set_stdio(struct exec_plan *p);
+__attribute__((noreturn)) void exec_child_main(struct exec_plan *p);
+__attribute__((noreturn)) void exec_child_fail(const struct exec_plan *p, const char *step,
+                                               int err);
 /* Child side: the agent of a kept-alive sandbox, in place of execve. */
 __attribute__((noreturn)) void exec_agent_main(struct exec_plan *p);
 
