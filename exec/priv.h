@@ -3,6 +3,8 @@
  * and an unprivileged gate that serves them, talking over one SOCK_SEQPACKET
  * socketpair. This header is the wire, its one parser, the ceiling check,
  * the gate's client, the parent's server and the gate's privilege drop.
+ * Only the split includes it (exec/priv*, gateway/setup.c: scripts/check-layers):
+ * the services get the side's operations installed at the split instead.
  */
 #ifndef TOLLGATE_EXEC_PRIV_H
 #define TOLLGATE_EXEC_PRIV_H
@@ -184,7 +186,8 @@ int exec_priv_start_check(const struct exec_priv_start *st, const struct exec_pr
 /*
  * Forks into the privileged parent and the gate. In the parent it serves
  * the gate until the gate exits and then exits with its status (never
- * returns). In the gate it returns 0 with the client set up (every
+ * returns). In the gate it returns 0 with the client set up and the
+ * services' remote ops installed (exec_priv_gate_install: every
  * exec_sandbox_* call goes to the parent from now on), the bounding set,
  * inheritable and ambient capabilities emptied, no_new_privs set and core
  * dumps off; the gate is still uid 0 with its effective capabilities until
@@ -204,7 +207,7 @@ int exec_priv_drop(char *err, size_t errlen);
 /* The gate's seccomp filter alone (exec/priv_drop.c), for tests. */
 int exec_priv_gate_filter_load(void);
 
-/* ---- the gate's client (exec/priv.c) ---------------------------------- */
+/* ---- the gate's client (exec/priv_gate.c) ----------------------------- */
 
 /* The hub, made by the parent: 0 or -errno with err set. */
 int exec_priv_hub(char *err, size_t errlen);
