@@ -283,8 +283,9 @@ int exec_priv_gate_open(bool no_transparent, struct exec_gate_plumbing *out, cha
                         size_t errlen);
 
 /*
- * exec/vault.c's file backend in the gate: the parent reads the vault in
- * TOLLGATE_HOME, the home it holds (never a path of the gate's). The same
+ * The vault's parent backend in the gate (vault_parent_install): the
+ * parent reads the vault in TOLLGATE_HOME, the home it holds (never a
+ * path of the gate's). The same
  * contracts as vault_list and vault_get; *value is wiped by
  * vault_secret_free.
  */
