@@ -107,8 +107,8 @@ struct exec_gate_plumbing {
 	char hub_addr[16], sandbox_addr[16], ifname[16];
 	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
 };
-typedef int (*exec_gate_plumbing_fn)(bool no_transparent, struct exec_gate_plumbing *out,
-                                     char *err, size_t errlen);
+typedef int (*exec_gate_plumbing_fn)(bool no_transparent, struct exec_gate_plumbing *out, char *err,
+                                     size_t errlen);
 /* Installed once, at the split, in the gate: every exec_gate_open_opts
  * from then on serves the plumbing fn brings instead of making its own. */
 void exec_gate_remote_install(exec_gate_plumbing_fn fn);

@@ -72,7 +72,6 @@ enum exec_host_open {
 int exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_open mode,
                    int *fd, char *canon, size_t canonlen, char *err, size_t errlen);
 
-
 /*
  * exec_host_walk for the person: in a child with their ids when
  * person->change_ids (its fd comes back over a socketpair), else here. The

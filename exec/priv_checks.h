@@ -1,8 +1,9 @@
 /*
  * The pure checks the services and the privileged parent both apply to
  * what the gate may name: a vault name, a work directory's file name, a
- * host path, a sandbox id; and what a disk limit of 0 means. The parent's parser (exec/priv.c) validates the
- * gate's requests with these, so it never calls into a service to do so.
+ * host path, a sandbox id; and what a disk limit of 0 means. The parent's
+ * parser (exec/priv.c) validates the gate's requests with these, so it
+ * never calls into a service to do so.
  */
 #ifndef TOLLGATE_EXEC_PRIV_CHECKS_H
 #define TOLLGATE_EXEC_PRIV_CHECKS_H

@@ -49,25 +49,25 @@ static int sandbox_kill(uint32_t handle);
 static void sandbox_release(uint32_t handle);
 
 static const struct exec_sandbox_remote sandbox_remote = {
-	.start = exec_priv_sandbox_start,
-	.signal = sandbox_signal,
-	.kill = sandbox_kill,
-	.cpu_used = exec_priv_sandbox_cpu_used,
-	.finish = exec_priv_sandbox_finish,
-	.release = sandbox_release,
+    .start = exec_priv_sandbox_start,
+    .signal = sandbox_signal,
+    .kill = sandbox_kill,
+    .cpu_used = exec_priv_sandbox_cpu_used,
+    .finish = exec_priv_sandbox_finish,
+    .release = sandbox_release,
 };
 static const struct exec_workdir_remote workdir_remote = {
-	.make = exec_priv_workdir_new,
-	.file = exec_priv_workdir_file,
-	.remove = exec_priv_workdir_free,
+    .make = exec_priv_workdir_new,
+    .file = exec_priv_workdir_file,
+    .remove = exec_priv_workdir_free,
 };
 static const struct exec_host_ops host_remote = {
-	.open = exec_priv_host_open,
-	.spawn = exec_priv_host_exec,
+    .open = exec_priv_host_open,
+    .spawn = exec_priv_host_exec,
 };
 static const struct vault_parent_ops vault_remote = {
-	.list = exec_priv_vault_list,
-	.get = exec_priv_vault_get,
+    .list = exec_priv_vault_list,
+    .get = exec_priv_vault_get,
 };
 
 void
@@ -697,8 +697,8 @@ exec_priv_policy_add(const char *path, enum policy_verdict action, const char *p
 /* ---- host access (exec/host.h) ---------------------------------------------- */
 
 int
-exec_priv_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd,
-                    char *canon, size_t canonlen, char *err, size_t errlen)
+exec_priv_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd, char *canon,
+                    size_t canonlen, char *err, size_t errlen)
 {
 	char buf[sizeof(struct exec_priv_head) + 16 + EXEC_PRIV_STR_MAX];
 	char rb[2 * EXEC_PRIV_STR_MAX + 64];

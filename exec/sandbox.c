@@ -550,7 +550,8 @@ struct start_ends {
 static void
 start_ends_close(struct start_ends *e)
 {
-	int *all[] = {&e->go[0], &e->go[1], &e->report[0], &e->report[1], &e->agent[0], &e->agent[1]};
+	int *all[] = {&e->go[0],     &e->go[1],    &e->report[0],
+	              &e->report[1], &e->agent[0], &e->agent[1]};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		if (*all[i] >= 0)

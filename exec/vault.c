@@ -1109,10 +1109,10 @@ file_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, ch
 }
 
 static const struct vault_ops file_ops = {
-	.put = file_put,
-	.get = file_get,
-	.del = file_delete,
-	.list = file_list_names,
+    .put = file_put,
+    .get = file_get,
+    .del = file_delete,
+    .list = file_list_names,
 };
 
 static int
@@ -1159,10 +1159,10 @@ env_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, cha
 }
 
 static const struct vault_ops env_ops = {
-	.put = env_put,
-	.get = env_get,
-	.del = env_delete,
-	.list = env_list_names,
+    .put = env_put,
+    .get = env_get,
+    .del = env_delete,
+    .list = env_list_names,
 };
 
 static int
@@ -1211,10 +1211,10 @@ mem_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, cha
 }
 
 static const struct vault_ops mem_ops = {
-	.put = mem_put,
-	.get = mem_get,
-	.del = mem_delete,
-	.list = mem_list_names,
+    .put = mem_put,
+    .get = mem_get,
+    .del = mem_delete,
+    .list = mem_list_names,
 };
 
 /*
@@ -1231,26 +1231,25 @@ vault_parent_install(const struct vault_parent_ops *ops)
 }
 
 static int
-parent_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out,
-           char *err, size_t errlen)
+parent_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
+           size_t errlen)
 {
 	(void)v;
 	return parent->get(ns, name, out, err, errlen);
 }
 
 static int
-parent_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
-            size_t errlen)
+parent_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err, size_t errlen)
 {
 	(void)v;
 	return parent->list(ns, fn, arg, err, errlen);
 }
 
 static const struct vault_ops parent_ops = {
-	.put = file_put,
-	.get = parent_get,
-	.del = file_delete,
-	.list = parent_list,
+    .put = file_put,
+    .get = parent_get,
+    .del = file_delete,
+    .list = parent_list,
 };
 
 /* ---- the interface ------------------------------------------------------- */

@@ -23,7 +23,6 @@
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
 
-
 struct exec_workdir {
 	uint32_t handle;     /* the parent's (a gate's directory), else 0 */
 	int fd;              /* the inner directory, O_PATH; -1 in a gate */
