@@ -2,7 +2,8 @@
  * Artifact signing and verifying: walks an output directory without ever
  * following a symbolic link, digests and signs each regular file, writes
  * manifest.json, and checks a directory against one (docs/artifacts.md).
- * One file of about 1,600 lines on purpose: signing and verifying must walk
+ *
+ * Why this file is long: about 1,600 lines, on purpose: signing and verifying must walk
  * and encode exactly alike (the same walker, the same signed messages), and
  * keeping both sides next to those helpers keeps that agreement in view.
  */
@@ -22,7 +23,6 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
-#include "exec/priv.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
@@ -249,20 +249,6 @@ exec_artifact_name_why(const char *name, size_t len)
 	    (len - comp == 2 && s[comp] == '.' && s[comp + 1] == '.'))
 		return "a '.' or '..' component in the name";
 	return NULL;
-}
-
-bool
-exec_artifact_id_valid(const char *id)
-{
-	size_t len = strlen(id);
-
-	if (len == 0 || len > EXEC_ARTIFACT_ID_MAX)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (id[i] <= 0x20 || id[i] >= 0x7f)
-			return false;
-	}
-	return true;
 }
 
 void
@@ -1397,7 +1383,7 @@ struct exec_artifact_out {
 	uid_t uid;
 	gid_t gid;
 	bool restored;
-	/* Split (exec/priv.h): the parent holds DIR's owner and the key and
+	/* Split (remote_sign): the parent holds DIR's owner and the key and
 	 * signs; the gate only makes DIR, then gets the manifest's fd. */
 	bool remote;
 	int manifest_fd;
@@ -1464,11 +1450,20 @@ dir_is_empty(int dfd)
 static int out_prepare(const char *dir, const char *home, uid_t owner, bool remote,
                        struct exec_artifact_out **out, const char **path, char *err, size_t errlen);
 
+/* Set in the gate at the split: the parent signs its --out. */
+static exec_artifact_remote_sign_fn remote_sign;
+
+void
+exec_artifact_remote_install(exec_artifact_remote_sign_fn fn)
+{
+	remote_sign = fn;
+}
+
 int
 exec_artifact_out_prepare(const char *dir, const char *home, struct exec_artifact_out **out,
                           const char **path, char *err, size_t errlen)
 {
-	return out_prepare(dir, home, geteuid(), exec_priv_active(), out, path, err, errlen);
+	return out_prepare(dir, home, geteuid(), remote_sign != NULL, out, path, err, errlen);
 }
 
 int
@@ -1596,8 +1591,8 @@ exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
 		o->pub_pem = NULL;
 		if (o->manifest_fd >= 0)
 			close(o->manifest_fd);
-		rc = exec_priv_sign_out(sandbox_id, sum, &o->detail, &o->pub_pem, &o->manifest_fd,
-		                        err, errlen);
+		rc = remote_sign(sandbox_id, sum, &o->detail, &o->pub_pem, &o->manifest_fd, err,
+		                 errlen);
 		*detail = rc == 0 ? o->detail : NULL;
 		return rc;
 	}

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "exec/priv_checks.h" /* EXEC_ARTIFACT_ID_MAX, exec_artifact_id_valid */
+
 /* ---- the key pair (exec/keys.c) ------------------------------------------ */
 
 /* File names under TOLLGATE_HOME. */
@@ -63,7 +65,6 @@ bool exec_key_verify(const struct exec_key *k, const uint8_t *msg, size_t len,
 #define EXEC_ARTIFACT_MAX_DEPTH 32             /* directories below DIR */
 #define EXEC_ARTIFACT_NAME_MAX 1024            /* a relative name, in bytes */
 #define EXEC_ARTIFACT_MANIFEST_MAX (16u << 20) /* manifest.json, in bytes */
-#define EXEC_ARTIFACT_ID_MAX 128               /* a sandbox id, in bytes */
 
 struct exec_artifact_limits {
 	size_t max_entries;
@@ -88,8 +89,6 @@ size_t exec_artifact_message(const char *sandbox_id, const char *name, uint64_t 
  * ".." component, valid UTF-8 without control characters, at most
  * EXEC_ARTIFACT_NAME_MAX bytes. NULL when it can, else why not. */
 const char *exec_artifact_name_why(const char *name, size_t len);
-/* Printable ASCII without spaces, 1..EXEC_ARTIFACT_ID_MAX bytes. */
-bool exec_artifact_id_valid(const char *id);
 
 /* Something below DIR that was not signed (sign) or does not match (verify). */
 enum exec_artifact_kind {
@@ -186,9 +185,21 @@ int exec_artifact_out_sign(struct exec_artifact_out *o, const char *sandbox_id,
 /* Gives DIR back to its owner if sign did not. Accepts NULL. */
 void exec_artifact_out_free(struct exec_artifact_out *o);
 /*
- * Split (exec/priv.h), prepare in the gate makes and checks DIR but loads
- * no key, and sign is the privileged parent's (EXEC_PRIV_SIGN_OUT), which
- * gives DIR back and signs it itself.
+ * The gate's signing of --out by the privileged parent, which gives DIR
+ * back, signs it with the key only it holds and writes the manifest: on
+ * success *detail is the artifact row's JSON and *pub_pem the key's public
+ * half (both malloc'd) and *manifest_fd a read-only fd of manifest.json.
+ * Installed once, at the split, in the gate. 0 or -errno with err set.
+ */
+typedef int (*exec_artifact_remote_sign_fn)(const char *sandbox_id,
+                                            struct exec_artifact_summary *sum, char **detail,
+                                            char **pub_pem, int *manifest_fd, char *err,
+                                            size_t errlen);
+void exec_artifact_remote_install(exec_artifact_remote_sign_fn fn);
+/*
+ * Split (exec_artifact_remote_install), prepare in the gate makes and
+ * checks DIR but loads no key, and sign is the privileged parent's
+ * (EXEC_PRIV_SIGN_OUT), which gives DIR back and signs it itself.
  *
  * After a sign: a new read-only fd of DIR/manifest.json (the caller closes
  * it), which the gate can read where it may not search DIR's parents.

@@ -162,13 +162,46 @@ bool exec_env_has(char *const *env, const char *name);
 void exec_cleanup_stale(void);
 
 /*
- * Makes the sandbox and starts the command. On success the command runs;
- * watch exec_sandbox_pidfd() (readable when the sandbox's init has exited)
- * and then call exec_sandbox_finish(). 0 or negative errno, err set (one
+ * Makes the sandbox and starts the command, by the means this process was
+ * given at the split: cloned here (a single process, or the privileged
+ * parent), or asked of the privileged parent (the gate, once
+ * exec_sandbox_remote_install ran). On success the command runs; watch
+ * exec_sandbox_pidfd() (readable when the sandbox's init has exited) and
+ * then call exec_sandbox_finish(). 0 or negative errno, err set (one
  * line). -EPERM means the privilege is missing.
  */
 int exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
                        struct exec_sandbox **out, char *err, size_t errlen);
+/*
+ * A warm network namespace for the next sandbox of hub (exec_hub_warm_claim),
+ * or -1: none is ready, or the sandboxes are made by the privileged parent,
+ * which claims its own hub's.
+ */
+struct exec_hub;
+int exec_sandbox_warm_netns(struct exec_hub *hub);
+
+/*
+ * A sandbox the privileged parent made for the gate: the gate holds its id,
+ * pidfd and agent socket; the rest is the parent's, under handle.
+ */
+struct exec_sandbox_remote_started {
+	uint32_t handle;
+	char id[32];
+	int pidfd, agent_fd;
+};
+/* The gate's way to its sandboxes, one entry for each exec_sandbox_* that
+ * is a request to the parent (exec/priv_gate.c), with those contracts. */
+struct exec_sandbox_remote {
+	int (*start)(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
+	             struct exec_sandbox_remote_started *out, char *err, size_t errlen);
+	int (*signal)(uint32_t handle, int sig);
+	int (*kill)(uint32_t handle);
+	double (*cpu_used)(uint32_t handle);
+	int (*finish)(uint32_t handle, struct exec_result *res);
+	void (*release)(uint32_t handle); /* kills what runs, reaps, forgets */
+};
+/* Installed once, at the split, in the gate; ops outlives every sandbox. */
+void exec_sandbox_remote_install(const struct exec_sandbox_remote *ops);
 const char *exec_sandbox_id(const struct exec_sandbox *s);
 int exec_sandbox_pidfd(const struct exec_sandbox *s);
 /* Forwards a signal to the command (through the sandbox's init). */
@@ -296,6 +329,13 @@ struct exec_plan {
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */
 int exec_child_execvpe(char *const *argv, char **envp);
+/* Child side (exec/sandbox_child.c), right after clone(): the caller's
+ * stdio onto 0-2 (0 or -errno); the set-up, the init and the command
+ * (never returns); a failed step reported to the parent, then _exit. */
+int exec_child_set_stdio(struct exec_plan *p);
+__attribute__((noreturn)) void exec_child_main(struct exec_plan *p);
+__attribute__((noreturn)) void exec_child_fail(const struct exec_plan *p, const char *step,
+                                               int err);
 /* Child side: the agent of a kept-alive sandbox, in place of execve. */
 __attribute__((noreturn)) void exec_agent_main(struct exec_plan *p);
 

@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "dns/server.h"
-#include "exec/priv.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "policy/policy.h"
@@ -188,19 +187,28 @@ out:
 	return rc;
 }
 
+/* Set in the gate of a split tollgate (exec_gate_remote_install). */
+static exec_gate_plumbing_fn remote_plumbing;
+
+void
+exec_gate_remote_install(exec_gate_plumbing_fn fn)
+{
+	remote_plumbing = fn;
+}
+
 /*
- * In the gate of a split tollgate (exec/priv.h): the parent made the veth
- * and the listeners in the hub during the sandbox's start; only serving
- * them is left here.
+ * In the gate of a split tollgate: the parent made the veth and the
+ * listeners in the hub during the sandbox's start; only serving them is
+ * left here.
  */
 static int
 gate_open_remote(struct exec_gate *g, const struct exec_gate_options *opts, char *err,
                  size_t errlen)
 {
-	struct exec_priv_plumbing pl;
+	struct exec_gate_plumbing pl;
 	int rc;
 
-	rc = exec_priv_gate_open(opts->no_transparent, &pl, err, errlen);
+	rc = remote_plumbing(opts->no_transparent, &pl, err, errlen);
 	if (rc != 0)
 		return rc;
 	g->remote = true;
@@ -254,7 +262,7 @@ exec_gate_open_opts(struct gw_context *ctx, struct exec_hub *hub, int sandbox_ne
 	if (policy != NULL)
 		g->policy = policy_ref(policy);
 
-	if (exec_priv_active()) {
+	if (remote_plumbing != NULL) {
 		rc = gate_open_remote(g, opts, err, errlen);
 		if (rc < 0)
 			goto out;

@@ -100,6 +100,20 @@ int exec_gate_listeners_new(struct exec_hub *hub, const struct exec_veth *veth, 
                             struct exec_gate_fds *out, char *err, size_t errlen);
 
 /*
+ * The gate of a split tollgate: the veth and listeners of the sandbox being
+ * attached, made by the privileged parent in its hub during the start.
+ */
+struct exec_gate_plumbing {
+	char hub_addr[16], sandbox_addr[16], ifname[16];
+	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
+};
+typedef int (*exec_gate_plumbing_fn)(bool no_transparent, struct exec_gate_plumbing *out, char *err,
+                                     size_t errlen);
+/* Installed once, at the split, in the gate: every exec_gate_open_opts
+ * from then on serves the plumbing fn brings instead of making its own. */
+void exec_gate_remote_install(exec_gate_plumbing_fn fn);
+
+/*
  * Listeners closed (those a server took are removed from it, which closes
  * them; connections accepted there run to their end), veth and /30 handed
  * back to the hub: the veth goes with the sandbox's namespace, or the hub

@@ -23,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/priv.h"
 #include "exec/userns.h"
 #include "gateway/core/err.h"
 #include "gateway/core/safepath.h"
@@ -99,14 +98,6 @@ open_path(int dirfd, const char *name, int flags)
 		fd = openat(dirfd, name, flags | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
-}
-
-bool
-exec_host_path_ok(const char *path)
-{
-	size_t n = path != NULL ? strnlen(path, PATH_MAX) : PATH_MAX;
-
-	return n > 0 && n < PATH_MAX && path[0] == '/' && !has_dotdot(path);
 }
 
 static bool
@@ -594,19 +585,37 @@ out:
 
 /* ---- the dispatch --------------------------------------------------------------- */
 
+static int
+open_here(const char *path, bool strict, enum exec_host_open mode, int *fd, char *canon,
+          size_t canonlen, char *err, size_t errlen)
+{
+	return exec_host_open_local(&person, path, strict, mode, fd, canon, canonlen, err, errlen);
+}
+
+static int
+spawn_here(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen)
+{
+	return exec_host_spawn_local(&person, cmd, fds, err, errlen);
+}
+
+static const struct exec_host_ops here_ops = {.open = open_here, .spawn = spawn_here};
+static const struct exec_host_ops *host_ops = &here_ops;
+
+void
+exec_host_ops_install(const struct exec_host_ops *ops)
+{
+	host_ops = ops;
+}
+
 int
 exec_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd, char *canon,
                size_t canonlen, char *err, size_t errlen)
 {
-	if (exec_priv_active())
-		return exec_priv_host_open(path, strict, mode, fd, canon, canonlen, err, errlen);
-	return exec_host_open_local(&person, path, strict, mode, fd, canon, canonlen, err, errlen);
+	return host_ops->open(path, strict, mode, fd, canon, canonlen, err, errlen);
 }
 
 int
 exec_host_spawn(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen)
 {
-	if (exec_priv_active())
-		return exec_priv_host_exec(cmd, fds, err, errlen);
-	return exec_host_spawn_local(&person, cmd, fds, err, errlen);
+	return host_ops->spawn(cmd, fds, err, errlen);
 }

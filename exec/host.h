@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "exec/priv_checks.h" /* exec_host_path_ok */
+
 #define EXEC_HOST_LINKS_MAX 40 /* symlinks followed in one walk, as the kernel's bound */
 #define EXEC_HOST_GROUPS_MAX 64
 #define EXEC_HOST_ARGV_MAX 256
@@ -70,9 +72,6 @@ enum exec_host_open {
 int exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_open mode,
                    int *fd, char *canon, size_t canonlen, char *err, size_t errlen);
 
-/* Whether path is one a walk takes: absolute, shorter than PATH_MAX, no "..". */
-bool exec_host_path_ok(const char *path);
-
 /*
  * exec_host_walk for the person: in a child with their ids when
  * person->change_ids (its fd comes back over a socketpair), else here. The
@@ -119,12 +118,19 @@ int exec_host_spawn_local(const struct exec_host_person *person, const struct ex
                           int fds[3], char *err, size_t errlen);
 
 /*
- * The operations the tools use: through the privileged parent in a gate
- * (exec/priv.h), here in a single process. The same contracts as the
- * _local ones.
+ * The operations the tools use: here, as the noted person, in a single
+ * process; through the privileged parent in a gate, once the split
+ * installed its ops. The same contracts as the _local ones.
  */
 int exec_host_open(const char *path, bool strict, enum exec_host_open mode, int *fd, char *canon,
                    size_t canonlen, char *err, size_t errlen);
 int exec_host_spawn(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen);
+struct exec_host_ops {
+	int (*open)(const char *path, bool strict, enum exec_host_open mode, int *fd, char *canon,
+	            size_t canonlen, char *err, size_t errlen);
+	int (*spawn)(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen);
+};
+/* Installed once, at the split, in the gate; ops outlives every call. */
+void exec_host_ops_install(const struct exec_host_ops *ops);
 
 #endif

@@ -18,7 +18,6 @@
 #include "exec/artifact.h"
 #include "exec/gate.h"
 #include "exec/job.h"
-#include "exec/priv.h"
 #include "exec/redact.h"
 #include "exec/runtime.h"
 #include "exec/session.h"
@@ -709,8 +708,8 @@ exec_job_start(struct gw_context *gw, const struct exec_job_spec *spec, struct e
 	} else {
 		/* A warm hub's prepared namespace goes to its first sandbox (in
 		 * a split, the parent decides: its hub is not this process's). */
-		if (j->spec.hub != NULL && !exec_priv_active()) {
-			j->spec.sandbox.netns_fd = exec_hub_warm_claim(j->spec.hub);
+		if (j->spec.hub != NULL) {
+			j->spec.sandbox.netns_fd = exec_sandbox_warm_netns(j->spec.hub);
 			j->spec.sandbox.join_netns = j->spec.sandbox.netns_fd >= 0;
 		}
 		rc = exec_sandbox_start(&j->spec.sandbox, job_attach, j, &j->sandbox, err, errlen);

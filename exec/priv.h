@@ -3,6 +3,8 @@
  * and an unprivileged gate that serves them, talking over one SOCK_SEQPACKET
  * socketpair. This header is the wire, its one parser, the ceiling check,
  * the gate's client, the parent's server and the gate's privilege drop.
+ * Only the split includes it (exec/priv*, gateway/setup.c: scripts/check-layers):
+ * the services get the side's operations installed at the split instead.
  */
 #ifndef TOLLGATE_EXEC_PRIV_H
 #define TOLLGATE_EXEC_PRIV_H
@@ -13,6 +15,7 @@
 #include <sys/types.h>
 
 #include "exec/exec.h"
+#include "exec/fdmsg.h"
 #include "exec/host.h"
 #include "policy/policy.h"
 
@@ -21,8 +24,8 @@
  * (u32 and i64 in host order; a string is a u32 length counting its NUL,
  * 0 for none, then its bytes), then nothing. Fds travel with SCM_RIGHTS.
  */
-#define EXEC_PRIV_MSG_MAX (256 * 1024)
-#define EXEC_PRIV_FDS_MAX 8
+#define EXEC_PRIV_MSG_MAX EXEC_FDMSG_MAX
+#define EXEC_PRIV_FDS_MAX EXEC_FDMSG_FDS_MAX
 #define EXEC_PRIV_ARGV_MAX 4096
 #define EXEC_PRIV_ENV_MAX 512
 #define EXEC_PRIV_STR_MAX 4096 /* a path, a bind's dest, an error line */
@@ -183,7 +186,8 @@ int exec_priv_start_check(const struct exec_priv_start *st, const struct exec_pr
 /*
  * Forks into the privileged parent and the gate. In the parent it serves
  * the gate until the gate exits and then exits with its status (never
- * returns). In the gate it returns 0 with the client set up (every
+ * returns). In the gate it returns 0 with the client set up and the
+ * services' remote ops installed (exec_priv_gate_install: every
  * exec_sandbox_* call goes to the parent from now on), the bounding set,
  * inheritable and ambient capabilities emptied, no_new_privs set and core
  * dumps off; the gate is still uid 0 with its effective capabilities until
@@ -191,8 +195,6 @@ int exec_priv_start_check(const struct exec_priv_start *st, const struct exec_pr
  * Negative errno when the split could not be made (nothing changed).
  */
 int exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool);
-/* Whether this process is a gate whose sandboxes its parent makes. */
-bool exec_priv_active(void);
 /*
  * The gate's last step of set-up: the `tollgate` user's ids (else
  * EXEC_PRIV_FALLBACK_ID), no capability in any set, dumpable 0 and the
@@ -205,21 +207,25 @@ int exec_priv_drop(char *err, size_t errlen);
 /* The gate's seccomp filter alone (exec/priv_drop.c), for tests. */
 int exec_priv_gate_filter_load(void);
 
-/* ---- the gate's client (exec/priv.c) ---------------------------------- */
+/* ---- the gate's client (exec/priv_gate.c) ----------------------------- */
 
 /* The hub, made by the parent: 0 or -errno with err set. */
 int exec_priv_hub(char *err, size_t errlen);
 /* A stand-in for the parent's hub in the gate's gw_setup (never dereferenced). */
 struct exec_hub *exec_priv_hub_handle(void);
 
-/* exec/sandbox.c's dispatch: the same contracts as exec.h's functions. */
-struct exec_priv_started {
-	uint32_t handle;
-	char id[32];
-	int pidfd, agent_fd;
-};
+/*
+ * The gate's end of the split (exec/priv_parent.c calls it in the gate):
+ * requests go over sock from now on, and every service's ops that are a
+ * request to the parent are installed, once: remote sandboxes
+ * (exec_sandbox_remote_install), gates, work directories, host access,
+ * signing and the vault's parent backend (vault_parent_install).
+ */
+void exec_priv_gate_install(int sock);
+
+/* exec_sandbox_remote's entries: the same contracts as exec.h's functions. */
 int exec_priv_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
-                            struct exec_priv_started *out, char *err, size_t errlen);
+                            struct exec_sandbox_remote_started *out, char *err, size_t errlen);
 int exec_priv_sandbox_simple(uint32_t kind, uint32_t handle, int value);
 double exec_priv_sandbox_cpu_used(uint32_t handle);
 int exec_priv_sandbox_finish(uint32_t handle, struct exec_result *res);
@@ -270,17 +276,16 @@ int exec_priv_host_open(const char *path, bool strict, enum exec_host_open mode,
                         char *canon, size_t canonlen, char *err, size_t errlen);
 int exec_priv_host_exec(const struct exec_host_cmd *cmd, int fds[3], char *err, size_t errlen);
 
-/* exec/gate.c's: the veth and listeners of the sandbox being attached. */
-struct exec_priv_plumbing {
-	char hub_addr[16], sandbox_addr[16], ifname[16];
-	int fd[5]; /* proxy, dns_udp, dns_tcp, http, https: as struct exec_gate_fds */
-};
-int exec_priv_gate_open(bool no_transparent, struct exec_priv_plumbing *out, char *err,
+/* exec/gate.c's exec_gate_plumbing_fn: the veth and listeners of the
+ * sandbox being attached. */
+struct exec_gate_plumbing;
+int exec_priv_gate_open(bool no_transparent, struct exec_gate_plumbing *out, char *err,
                         size_t errlen);
 
 /*
- * exec/vault.c's file backend in the gate: the parent reads the vault in
- * TOLLGATE_HOME, the home it holds (never a path of the gate's). The same
+ * The vault's parent backend in the gate (vault_parent_install): the
+ * parent reads the vault in TOLLGATE_HOME, the home it holds (never a
+ * path of the gate's). The same
  * contracts as vault_list and vault_get; *value is wiped by
  * vault_secret_free.
  */
@@ -289,16 +294,5 @@ int exec_priv_vault_list(const char *ns, int (*fn)(const char *name, void *arg),
                          char *err, size_t errlen);
 int exec_priv_vault_get(const char *ns, const char *name, struct vault_secret **out, char *err,
                         size_t errlen);
-
-/* ---- wire helpers shared by both sides -------------------------------- */
-
-/* Sends one message with fds (nfds may be 0). 0 or -errno. */
-int exec_priv_send(int sock, const void *buf, size_t len, const int *fds, size_t nfds);
-/*
- * Receives one message into buf (cap bytes, more is -EMSGSIZE) and its fds
- * (at most EXEC_PRIV_FDS_MAX, more is -EPROTO); every fd close-on-exec.
- * Returns the length, -EPIPE at EOF or -errno; on error no fd stays open.
- */
-ssize_t exec_priv_recv(int sock, void *buf, size_t cap, int *fds, size_t *nfds);
 
 #endif

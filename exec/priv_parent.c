@@ -34,7 +34,6 @@
 #define PARENT_WORKDIRS_MAX 1024
 #define PARENT_SOCKBUF (1024 * 1024)
 
-void exec_priv_client_set(int sock); /* exec/priv.c */
 int exec_priv_gate_harden(void);     /* exec/priv_drop.c */
 
 struct held {
@@ -137,7 +136,7 @@ reply(int rc, const char *errline, const void *extra, size_t extralen, const int
 		memcpy(buf + at, extra, extralen);
 		at += extralen;
 	}
-	return exec_priv_send(P.sock, buf, at, fds, nfds);
+	return exec_fdmsg_send(P.sock, buf, at, fds, nfds);
 }
 
 static struct held *
@@ -168,7 +167,7 @@ next_request(struct exec_priv_msg *m)
 	size_t nfds = 0;
 	ssize_t n;
 
-	n = exec_priv_recv(P.sock, P.buf, EXEC_PRIV_MSG_MAX, fds, &nfds);
+	n = exec_fdmsg_recv(P.sock, P.buf, EXEC_PRIV_MSG_MAX, fds, &nfds);
 	if (n < 0)
 		return (int)n;
 	return exec_priv_msg_parse(P.buf, (size_t)n, fds, nfds, m);
@@ -195,7 +194,7 @@ parent_attach(void *arg, int netns_fd, const char *sandbox_id, char *hub_addr, s
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), &n, sizeof(n));
 	memcpy(buf + sizeof(h) + sizeof(n), sandbox_id, n);
-	rc = exec_priv_send(P.sock, buf, sizeof(h) + sizeof(n) + n, NULL, 0);
+	rc = exec_fdmsg_send(P.sock, buf, sizeof(h) + sizeof(n) + n, NULL, 0);
 	if (rc != 0)
 		goto fatal;
 	for (;;) {
@@ -725,7 +724,7 @@ serve_vault(const struct exec_priv_msg *m)
 	}
 out:
 	if (rc == 0)
-		sent = exec_priv_send(P.sock, P.out, vr.at, NULL, 0);
+		sent = exec_fdmsg_send(P.sock, P.out, vr.at, NULL, 0);
 	else
 		sent = reply(rc, err, NULL, 0, NULL, 0, 0, NULL, 0);
 	/* A value passed through here. */
@@ -908,7 +907,7 @@ exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool)
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != self)
 			_exit(125);
-		exec_priv_client_set(sv[1]);
+		exec_priv_gate_install(sv[1]);
 		return exec_priv_gate_harden();
 	}
 	close(sv[1]);

@@ -1,9 +1,12 @@
 /*
- * The vault's three backends. The file backend keeps one JSON document whose
+ * The vault's backends, each a table of operations (struct vault_ops): file,
+ * env, memory, and the gate's parent backend (the file vault read by the
+ * privileged parent). The file backend keeps one JSON document whose
  * values are each sealed with AES-256-GCM (a fresh 96-bit IV per seal, the
  * namespace and name as AAD); values are wiped from memory when freed.
- * About 1,500 lines in one file because the backends share struct vault,
- * the name checks and the listing, and every path a secret's bytes take
+ *
+ * Why this file is long: about 1,700 lines, because the backends share struct
+ * vault, the name checks and the listing, and every path a secret's bytes take
  * (sealing, wiping, injection into a sandbox) should be readable in one place.
  */
 #include "exec/vault.h"
@@ -24,7 +27,6 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "exec/priv.h"
 #include "exec/redact.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
@@ -51,8 +53,11 @@ struct vault_entry {
 	size_t len;
 };
 
+struct vault_ops;
+
 struct vault {
-	enum vault_backend backend;
+	enum vault_backend backend; /* what vault_backend_of names */
+	const struct vault_ops *ops;
 	/* file */
 	char path[PATH_MAX], key_path[PATH_MAX], lock_path[PATH_MAX]; /* for messages */
 	char home[PATH_MAX];
@@ -106,38 +111,6 @@ static bool
 is_digit(char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-bool
-vault_name_valid(const char *name)
-{
-	size_t n;
-
-	if (name == NULL || !(is_alpha(name[0]) || name[0] == '_'))
-		return false;
-	for (n = 0; name[n] != '\0'; n++) {
-		if (n >= VAULT_NAME_MAX)
-			return false;
-		if (!(is_alpha(name[n]) || is_digit(name[n]) || name[n] == '_'))
-			return false;
-	}
-	return true;
-}
-
-bool
-vault_namespace_valid(const char *ns)
-{
-	size_t n;
-
-	if (ns == NULL || ns[0] == '\0')
-		return false;
-	for (n = 0; ns[n] != '\0'; n++) {
-		if (n >= VAULT_NAME_MAX)
-			return false;
-		if (!(is_alpha(ns[n]) || is_digit(ns[n]) || ns[n] == '_'))
-			return false;
-	}
-	return true;
 }
 
 const char *
@@ -1102,16 +1075,195 @@ mem_put(struct vault *v, const char *ns, const char *name, const uint8_t *value,
 	return 0;
 }
 
+/* ---- the backends' tables ------------------------------------------------ */
+
+/* One backend's operations, names and values checked by the caller. */
+struct vault_ops {
+	int (*put)(struct vault *v, const char *ns, const char *name, const uint8_t *value,
+	           size_t len, bool replace, char *err, size_t errlen);
+	int (*get)(struct vault *v, const char *ns, const char *name, struct vault_secret **out,
+	           char *err, size_t errlen);
+	int (*del)(struct vault *v, const char *ns, const char *name, char *err, size_t errlen);
+	int (*list)(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
+	            size_t errlen);
+};
+
+/* The names a backend gathered, handed to fn in order, then freed. */
+static int
+names_done(struct name_list *l, int rc, vault_name_fn fn, void *arg, char *err, size_t errlen)
+{
+	if (rc == -ENOMEM)
+		gw_set_err(err, errlen, "out of memory");
+	if (rc == 0)
+		rc = names_emit(l, fn, arg);
+	names_free(l);
+	return rc;
+}
+
+static int
+file_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
+                size_t errlen)
+{
+	struct name_list l = {0};
+
+	return names_done(&l, file_list(v, ns, &l, err, errlen), fn, arg, err, errlen);
+}
+
+static const struct vault_ops file_ops = {
+    .put = file_put,
+    .get = file_get,
+    .del = file_delete,
+    .list = file_list_names,
+};
+
+static int
+env_put(struct vault *v, const char *ns, const char *name, const uint8_t *value, size_t len,
+        bool replace, char *err, size_t errlen)
+{
+	(void)v, (void)value, (void)len, (void)replace;
+	gw_set_err(err, errlen, "the env backend is read-only: set %s%s_%s instead",
+	           VAULT_ENV_PREFIX, ns, name);
+	return -EROFS;
+}
+
+static int
+env_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
+        size_t errlen)
+{
+	char var[sizeof(VAULT_ENV_PREFIX) + 2 * VAULT_NAME_MAX + 2];
+	int rc;
+
+	(void)v;
+	rc = env_var_name(var, sizeof(var), ns, name);
+	if (rc != 0)
+		return rc;
+	return vault_get_env_var(var, out, err, errlen);
+}
+
+static int
+env_delete(struct vault *v, const char *ns, const char *name, char *err, size_t errlen)
+{
+	(void)v;
+	gw_set_err(err, errlen, "the env backend is read-only: unset %s%s_%s instead",
+	           VAULT_ENV_PREFIX, ns, name);
+	return -EROFS;
+}
+
+static int
+env_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
+               size_t errlen)
+{
+	struct name_list l = {0};
+
+	(void)v;
+	return names_done(&l, env_list(ns, &l), fn, arg, err, errlen);
+}
+
+static const struct vault_ops env_ops = {
+    .put = env_put,
+    .get = env_get,
+    .del = env_delete,
+    .list = env_list_names,
+};
+
+static int
+mem_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
+        size_t errlen)
+{
+	struct vault_entry *e = mem_find(v, ns, name);
+
+	if (e == NULL) {
+		gw_set_err(err, errlen, "no secret %s/%s", ns, name);
+		return -ENOENT;
+	}
+	return secret_new(e->value, e->len, out);
+}
+
+static int
+mem_delete(struct vault *v, const char *ns, const char *name, char *err, size_t errlen)
+{
+	struct vault_entry *e = mem_find(v, ns, name);
+	size_t i;
+
+	if (e == NULL) {
+		gw_set_err(err, errlen, "no secret %s/%s", ns, name);
+		return -ENOENT;
+	}
+	i = (size_t)(e - v->entries);
+	entry_wipe(e);
+	memmove(&v->entries[i], &v->entries[i + 1], (v->nentries - i - 1) * sizeof(*v->entries));
+	v->nentries--;
+	OPENSSL_cleanse(&v->entries[v->nentries], sizeof(*v->entries));
+	return 0;
+}
+
+static int
+mem_list_names(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
+               size_t errlen)
+{
+	struct name_list l = {0};
+	int rc = 0;
+
+	for (size_t i = 0; i < v->nentries && rc == 0; i++) {
+		if (strcmp(v->entries[i].ns, ns) == 0)
+			rc = names_add(&l, v->entries[i].name, strlen(v->entries[i].name));
+	}
+	return names_done(&l, rc, fn, arg, err, errlen);
+}
+
+static const struct vault_ops mem_ops = {
+    .put = mem_put,
+    .get = mem_get,
+    .del = mem_delete,
+    .list = mem_list_names,
+};
+
+/*
+ * The parent backend: the file vault of a gate, whose TOLLGATE_HOME is
+ * root's, read by the privileged parent (vault_parent_install). Writes
+ * stay the file backend's: no split command writes the vault.
+ */
+static const struct vault_parent_ops *parent;
+
+void
+vault_parent_install(const struct vault_parent_ops *ops)
+{
+	parent = ops;
+}
+
+static int
+parent_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
+           size_t errlen)
+{
+	(void)v;
+	return parent->get(ns, name, out, err, errlen);
+}
+
+static int
+parent_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err, size_t errlen)
+{
+	(void)v;
+	return parent->list(ns, fn, arg, err, errlen);
+}
+
+static const struct vault_ops parent_ops = {
+    .put = file_put,
+    .get = parent_get,
+    .del = file_delete,
+    .list = parent_list,
+};
+
 /* ---- the interface ------------------------------------------------------- */
 
 static int
-vault_new(enum vault_backend b, struct vault **out)
+vault_new(enum vault_backend b, const struct vault_ops *ops, struct vault **out)
 {
 	struct vault *v = calloc(1, sizeof(*v));
 
 	if (v == NULL)
 		return -ENOMEM;
 	v->backend = b;
+	v->ops = ops;
 	v->hfd = -1;
 	*out = v;
 	return 0;
@@ -1123,7 +1275,8 @@ vault_open_file(const char *home, struct vault **out, char *err, size_t errlen)
 	struct vault *v = NULL;
 	int rc, a, b, c;
 
-	rc = vault_new(VAULT_BACKEND_FILE, &v);
+	/* The side was chosen at the split: a gate's file vault is its parent's. */
+	rc = vault_new(VAULT_BACKEND_FILE, parent != NULL ? &parent_ops : &file_ops, &v);
 	if (rc != 0)
 		return rc;
 	a = snprintf(v->path, sizeof(v->path), "%s/%s", home, VAULT_FILE_NAME);
@@ -1144,13 +1297,13 @@ vault_open_file(const char *home, struct vault **out, char *err, size_t errlen)
 int
 vault_open_env(struct vault **out)
 {
-	return vault_new(VAULT_BACKEND_ENV, out);
+	return vault_new(VAULT_BACKEND_ENV, &env_ops, out);
 }
 
 int
 vault_open_memory(struct vault **out)
 {
-	return vault_new(VAULT_BACKEND_MEMORY, out);
+	return vault_new(VAULT_BACKEND_MEMORY, &mem_ops, out);
 }
 
 void
@@ -1182,118 +1335,42 @@ vault_put(struct vault *v, const char *ns, const char *name, const uint8_t *valu
 		gw_set_err(err, errlen, "%s", why);
 		return -EINVAL;
 	}
-	switch (v->backend) {
-	case VAULT_BACKEND_FILE:
-		return file_put(v, ns, name, value, len, replace, err, errlen);
-	case VAULT_BACKEND_MEMORY:
-		return mem_put(v, ns, name, value, len, replace, err, errlen);
-	case VAULT_BACKEND_ENV:
-		break;
-	}
-	gw_set_err(err, errlen, "the env backend is read-only: set %s%s_%s instead",
-	           VAULT_ENV_PREFIX, ns, name);
-	return -EROFS;
+	return v->ops->put(v, ns, name, value, len, replace, err, errlen);
 }
 
 int
 vault_get(struct vault *v, const char *ns, const char *name, struct vault_secret **out, char *err,
           size_t errlen)
 {
-	char var[sizeof(VAULT_ENV_PREFIX) + 2 * VAULT_NAME_MAX + 2];
-	struct vault_entry *e;
 	int rc;
 
 	*out = NULL;
 	rc = check_names(ns, name, err, errlen);
 	if (rc != 0)
 		return rc;
-	switch (v->backend) {
-	case VAULT_BACKEND_FILE:
-		/* A gate's TOLLGATE_HOME is root's: its parent reads it. */
-		if (exec_priv_active())
-			return exec_priv_vault_get(ns, name, out, err, errlen);
-		return file_get(v, ns, name, out, err, errlen);
-	case VAULT_BACKEND_ENV:
-		rc = env_var_name(var, sizeof(var), ns, name);
-		if (rc != 0)
-			return rc;
-		return vault_get_env_var(var, out, err, errlen);
-	case VAULT_BACKEND_MEMORY:
-		e = mem_find(v, ns, name);
-		if (e == NULL) {
-			gw_set_err(err, errlen, "no secret %s/%s", ns, name);
-			return -ENOENT;
-		}
-		return secret_new(e->value, e->len, out);
-	}
-	return -EINVAL;
+	return v->ops->get(v, ns, name, out, err, errlen);
 }
 
 int
 vault_delete(struct vault *v, const char *ns, const char *name, char *err, size_t errlen)
 {
-	struct vault_entry *e;
-	size_t i;
 	int rc;
 
 	rc = check_names(ns, name, err, errlen);
 	if (rc != 0)
 		return rc;
-	switch (v->backend) {
-	case VAULT_BACKEND_FILE:
-		return file_delete(v, ns, name, err, errlen);
-	case VAULT_BACKEND_ENV:
-		gw_set_err(err, errlen, "the env backend is read-only: unset %s%s_%s instead",
-		           VAULT_ENV_PREFIX, ns, name);
-		return -EROFS;
-	case VAULT_BACKEND_MEMORY:
-		e = mem_find(v, ns, name);
-		if (e == NULL) {
-			gw_set_err(err, errlen, "no secret %s/%s", ns, name);
-			return -ENOENT;
-		}
-		i = (size_t)(e - v->entries);
-		entry_wipe(e);
-		memmove(&v->entries[i], &v->entries[i + 1],
-		        (v->nentries - i - 1) * sizeof(*v->entries));
-		v->nentries--;
-		OPENSSL_cleanse(&v->entries[v->nentries], sizeof(*v->entries));
-		return 0;
-	}
-	return -EINVAL;
+	return v->ops->del(v, ns, name, err, errlen);
 }
 
 int
 vault_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct name_list l = {0};
 	int rc;
 
 	rc = check_names(ns, NULL, err, errlen);
 	if (rc != 0)
 		return rc;
-	switch (v->backend) {
-	case VAULT_BACKEND_FILE:
-		if (exec_priv_active())
-			return exec_priv_vault_list(ns, fn, arg, err, errlen);
-		rc = file_list(v, ns, &l, err, errlen);
-		break;
-	case VAULT_BACKEND_ENV:
-		rc = env_list(ns, &l);
-		break;
-	case VAULT_BACKEND_MEMORY:
-		for (size_t i = 0; i < v->nentries && rc == 0; i++) {
-			if (strcmp(v->entries[i].ns, ns) == 0)
-				rc = names_add(&l, v->entries[i].name, strlen(v->entries[i].name));
-		}
-		break;
-	}
-	if (rc == -ENOMEM)
-		gw_set_err(err, errlen, "out of memory");
-	if (rc == 0)
-		rc = names_emit(&l, fn, arg);
-	names_free(&l);
-	return rc;
+	return v->ops->list(v, ns, fn, arg, err, errlen);
 }
 
 void

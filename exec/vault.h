@@ -10,9 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Names and namespaces become parts of environment variable names. */
-#define VAULT_NAME_MAX 64
-#define VAULT_VALUE_MAX (64 * 1024)
+#include "exec/priv_checks.h" /* VAULT_NAME_MAX, vault_name_valid, ... */
+
 #define VAULT_DEFAULT_NAMESPACE "default"
 /* Secrets one file vault holds at most (a hard cap on what is parsed). */
 #define VAULT_ENTRIES_MAX 4096
@@ -35,10 +34,9 @@ void vault_secret_free(struct vault_secret *s);
 
 /*
  * A name: [A-Za-z_][A-Za-z0-9_]{0,63}, usable as an environment variable
- * name. A namespace: [A-Za-z0-9_]{1,64}.
+ * name. A namespace: [A-Za-z0-9_]{1,64}. (vault_name_valid and
+ * vault_namespace_valid are exec/priv_checks.h's.)
  */
-bool vault_name_valid(const char *name);
-bool vault_namespace_valid(const char *ns);
 /* A value: 1..VAULT_VALUE_MAX bytes, no NUL (the environment cannot carry it). */
 const char *vault_value_why(const uint8_t *value, size_t len);
 
@@ -74,6 +72,20 @@ int vault_delete(struct vault *v, const char *ns, const char *name, char *err, s
 typedef int (*vault_name_fn)(const char *name, void *arg);
 int vault_list(struct vault *v, const char *ns, vault_name_fn fn, void *arg, char *err,
                size_t errlen);
+
+/*
+ * The gate's reads of the file vault, which its privileged parent serves
+ * from the TOLLGATE_HOME it holds (exec/priv_gate.c), with the contracts
+ * of vault_list and vault_get. Installed once, at the split, in the gate:
+ * every file vault opened from then on is the `parent` backend (still
+ * named "file" by vault_backend_of: the same vault, read by the parent).
+ */
+struct vault_parent_ops {
+	int (*list)(const char *ns, vault_name_fn fn, void *arg, char *err, size_t errlen);
+	int (*get)(const char *ns, const char *name, struct vault_secret **out, char *err,
+	           size_t errlen);
+};
+void vault_parent_install(const struct vault_parent_ops *ops);
 
 /* The value of environment variable var (`run --secret NAME=env:VAR`). */
 int vault_get_env_var(const char *var, struct vault_secret **out, char *err, size_t errlen);

@@ -24,8 +24,8 @@
 #include <netlink/route/link.h>
 #include <netlink/socket.h>
 
+#include "exec/fdmsg.h"
 #include "exec/gate.h"
-#include "exec/priv.h"
 #include "exec/userns.h"
 #include "gateway/core/err.h"
 
@@ -292,7 +292,7 @@ exec_warm_take(const char *path, struct exec_warm_slot *out, char *err, size_t e
 		gw_set_err(err, errlen, "warm pool %s: its process is not root's", path);
 		goto out;
 	}
-	rc = exec_priv_send(sock, &req, sizeof(req), NULL, 0);
+	rc = exec_fdmsg_send(sock, &req, sizeof(req), NULL, 0);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "warm pool %s: send: %s", path, strerror(-rc));
 		goto out;
@@ -306,7 +306,7 @@ exec_warm_take(const char *path, struct exec_warm_slot *out, char *err, size_t e
 		gw_set_err(err, errlen, "warm pool %s: no answer: %s", path, strerror(-rc));
 		goto out;
 	}
-	n = exec_priv_recv(sock, buf, sizeof(buf), out->fd, &nfds);
+	n = exec_fdmsg_recv(sock, buf, sizeof(buf), out->fd, &nfds);
 	if (n < 0) {
 		rc = (int)n;
 		gw_set_err(err, errlen, "warm pool %s: receive: %s", path, strerror(-rc));

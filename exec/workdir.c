@@ -18,13 +18,10 @@
 #include <unistd.h>
 
 #include "exec/exec.h"
-#include "exec/priv.h"
 #include "exec/userns.h"
 #include "gateway/core/err.h"
 #include "gateway/core/hex.h"
 #include "gateway/core/log.h"
-
-#define WORKDIR_NAME_MAX 64
 
 struct exec_workdir {
 	uint32_t handle;     /* the parent's (a gate's directory), else 0 */
@@ -54,22 +51,6 @@ exec_random_hex(char *buf, size_t nbytes)
 	return 0;
 }
 
-static long disk_default_mb;
-
-void
-exec_disk_set_default(long mb)
-{
-	disk_default_mb = mb > 0 ? mb : 0;
-}
-
-long
-exec_disk_mb(long want)
-{
-	if (want > 0)
-		return want;
-	return disk_default_mb > 0 ? disk_default_mb : EXEC_DISK_DEFAULT_MB;
-}
-
 int
 exec_disk_bound(const char *dir, long mb, unsigned int mode, char *err, size_t errlen)
 {
@@ -93,17 +74,6 @@ exec_disk_release(const char *dir)
 	/* EINVAL: not a mount point (made before it was bounded, or already gone). */
 	if (umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
 		log_warnx("work directory %s: cannot detach its tmpfs: %s", dir, strerror(errno));
-}
-
-bool
-exec_workdir_name_ok(const char *name)
-{
-	size_t n = strnlen(name, WORKDIR_NAME_MAX + 1);
-
-	if (n == 0 || n > WORKDIR_NAME_MAX || name[0] == '.')
-		return false;
-	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
-	       n;
 }
 
 static int
@@ -158,6 +128,15 @@ make_local(struct exec_workdir *w, char *err, size_t errlen)
 	return 0;
 }
 
+/* Set in the gate at the split: its directories are the parent's to make. */
+static const struct exec_workdir_remote *remote;
+
+void
+exec_workdir_remote_install(const struct exec_workdir_remote *ops)
+{
+	remote = ops;
+}
+
 int
 exec_workdir_new(struct exec_workdir **out, char *err, size_t errlen)
 {
@@ -171,8 +150,8 @@ exec_workdir_new(struct exec_workdir **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	w->fd = -1;
-	if (exec_priv_active())
-		rc = exec_priv_workdir_new(&w->handle, w->path, sizeof(w->path), err, errlen);
+	if (remote != NULL)
+		rc = remote->make(&w->handle, w->path, sizeof(w->path), err, errlen);
 	else
 		rc = make_local(w, err, errlen);
 	if (rc != 0) {
@@ -200,7 +179,7 @@ exec_workdir_file(struct exec_workdir *w, const char *name, int *fd, char *err, 
 		return -EINVAL;
 	}
 	if (w->handle != 0)
-		return exec_priv_workdir_file(w->handle, name, fd, err, errlen);
+		return remote->file(w->handle, name, fd, err, errlen);
 	/* The sandbox may have left anything under that name: a link is
 	 * removed, never followed, and the new file is made with O_EXCL. */
 	if (unlinkat(w->fd, name, 0) != 0 && errno != ENOENT) {
@@ -222,7 +201,7 @@ exec_workdir_free(struct exec_workdir *w)
 {
 	if (w == NULL)
 		return;
-	if (w->handle != 0 && exec_priv_workdir_free(w->handle) != 0)
+	if (w->handle != 0 && remote->remove(w->handle) != 0)
 		log_warnx("work directory %s: the privileged parent did not remove it", w->path);
 	if (w->fd >= 0)
 		close(w->fd);

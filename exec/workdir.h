@@ -1,7 +1,7 @@
 /*
  * serve's work directories (a fresh call's, a session's): made, given a
  * file and removed by the process that holds privilege, which is the
- * privileged parent once the gate split off (exec/priv.h), so that what a
+ * privileged parent once the gate split off (exec_workdir_remote), so that what a
  * sandbox writes there belongs to the sandbox's host uid, never the gate's.
  */
 #ifndef TOLLGATE_EXEC_WORKDIR_H
@@ -9,6 +9,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "exec/priv_checks.h" /* exec_workdir_name_ok */
 
 struct exec_workdir;
 
@@ -33,17 +36,23 @@ const char *exec_workdir_path(const struct exec_workdir *w);
 int exec_workdir_file(struct exec_workdir *w, const char *name, int *fd, char *err, size_t errlen);
 /* Removes the directory and everything in it, and frees w (NULL is fine). */
 void exec_workdir_free(struct exec_workdir *w);
+/*
+ * The gate's work directories, made by the privileged parent and held by
+ * handle: the same contracts as exec_workdir_new (the handle and the path),
+ * exec_workdir_file and exec_workdir_free. Installed once, at the split, in
+ * the gate; ops outlives every directory.
+ */
+struct exec_workdir_remote {
+	int (*make)(uint32_t *handle, char *path, size_t pathlen, char *err, size_t errlen);
+	int (*file)(uint32_t handle, const char *name, int *fd, char *err, size_t errlen);
+	int (*remove)(uint32_t handle);
+};
+void exec_workdir_remote_install(const struct exec_workdir_remote *ops);
 
 /* ---- the disk bound of work directories ----------------------------------- */
 
-/* /work's size when no --disk says otherwise: 1 GiB (docs/run.md, "Disk"). */
-#define EXEC_DISK_DEFAULT_MB 1024L
 #define EXEC_DISK_MAX_MB (16L * 1024 * 1024)
-/* The process's default for what asks none (0: EXEC_DISK_DEFAULT_MB). Set
- * once by the command before the split, so both sides share it. */
-void exec_disk_set_default(long mb);
-/* want when above 0, else the process's default. */
-long exec_disk_mb(long want);
+/* exec_disk_set_default and exec_disk_mb: exec/priv_checks.h. */
 /*
  * Mounts a tmpfs of mb MiB (and 256 inodes a MiB, 4096 at least) on dir,
  * mode 0 plus mode, so that whatever a sandbox writes there fails with
@@ -54,9 +63,6 @@ int exec_disk_bound(const char *dir, long mb, unsigned int mode, char *err, size
 /* Detaches the tmpfs on dir, if there is one (its pages go with the last user). */
 void exec_disk_release(const char *dir);
 
-/* A file name one may ask for: 1 to 64 of [A-Za-z0-9._-], not starting
- * with a dot. Never a path. */
-bool exec_workdir_name_ok(const char *name);
 /* nbytes (at most 32) random bytes from getrandom as lower-case hex in buf
  * (2 * nbytes + 1 bytes). 0 or -errno. */
 int exec_random_hex(char *buf, size_t nbytes);

@@ -206,6 +206,9 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
  * and serves the gate; the gate returns and builds the rest.
  * TOLLGATE_PRIVSEP=0 keeps one process (docs/run.md), for debugging.
  */
+/* This process is the gate of a split: its hub and its privilege are the parent's. */
+static bool split_gate;
+
 static int
 split(const struct gw_setup_flags *f, const struct policy *policy)
 {
@@ -228,6 +231,11 @@ split(const struct gw_setup_flags *f, const struct policy *policy)
 	rc = exec_priv_split(&c, f->pool);
 	if (rc != 0)
 		return gw_fail(f->cmd, "cannot split off the privileged parent: %s", strerror(-rc));
+	/* The gate, from here on: exec's services were given their remote
+	 * ops by exec_priv_split; the gateway's parts get theirs now. */
+	split_gate = true;
+	gw_control_self_pid_install(getppid());
+	gw_policy_always_adder_install(exec_priv_policy_add);
 	return 0;
 }
 
@@ -384,7 +392,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (dns_server_new(gw, &dnscfg, &s->dns, err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "DNS server: %s", err);
 	}
-	if ((parts & GW_SETUP_HUB) && exec_priv_active()) {
+	if ((parts & GW_SETUP_HUB) && split_gate) {
 		if (exec_priv_hub(err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "network hub: %s", err);
 		s->hub = exec_priv_hub_handle();
@@ -400,7 +408,7 @@ gw_setup_drop(const char *cmd)
 {
 	char err[256];
 
-	if (!exec_priv_active())
+	if (!split_gate)
 		return 0;
 	if (exec_priv_drop(err, sizeof(err)) != 0)
 		return gw_fail(cmd, "cannot drop privilege: %s", err);

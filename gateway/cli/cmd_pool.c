@@ -21,7 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "exec/priv.h"
+#include "exec/fdmsg.h"
 #include "exec/warm.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
@@ -138,7 +138,7 @@ serve_one(struct pool *P, int conn)
 	struct timeval tv = {.tv_sec = 1};
 	struct ucred cred;
 	socklen_t credlen = sizeof(cred);
-	int fds[EXEC_PRIV_FDS_MAX];
+	int fds[EXEC_FDMSG_FDS_MAX];
 	char hub[48], sandbox[48];
 	size_t nfds = 0;
 	ssize_t n;
@@ -156,7 +156,7 @@ serve_one(struct pool *P, int conn)
 	}
 	(void)setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	(void)setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = exec_priv_recv(conn, req, sizeof(req), fds, &nfds);
+	n = exec_fdmsg_recv(conn, req, sizeof(req), fds, &nfds);
 	if (n < 0)
 		return;
 	for (size_t i = 0; i < nfds; i++)
@@ -175,12 +175,12 @@ serve_one(struct pool *P, int conn)
 	}
 	pthread_mutex_unlock(&P->mu);
 	if (!have) {
-		(void)exec_priv_send(conn, &none, sizeof(none), NULL, 0);
+		(void)exec_fdmsg_send(conn, &none, sizeof(none), NULL, 0);
 		return;
 	}
 	ns_name(slot.fd[EXEC_WARM_FD_HUB], hub, sizeof(hub));
 	ns_name(slot.fd[EXEC_WARM_FD_SANDBOX], sandbox, sizeof(sandbox));
-	rc = exec_priv_send(conn, &slot.r, sizeof(slot.r), slot.fd, EXEC_WARM_FD_N);
+	rc = exec_fdmsg_send(conn, &slot.r, sizeof(slot.r), slot.fd, EXEC_WARM_FD_N);
 	if (rc == 0)
 		log_info("pool: handed out to pid %d: sandbox %s, hub %s, %s", (int)cred.pid,
 		         sandbox, hub, slot.r.ifname);

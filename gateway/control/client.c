@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec/priv.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/socket.h"
 #include "gateway/core/err.h"
@@ -55,10 +54,18 @@ gw_control_dir(char *buf, size_t len)
 	return 0;
 }
 
+static pid_t split_self_pid; /* 0: not split */
+
+void
+gw_control_self_pid_install(pid_t pid)
+{
+	split_self_pid = pid;
+}
+
 pid_t
 gw_control_self_pid(void)
 {
-	return exec_priv_active() ? getppid() : getpid();
+	return split_self_pid != 0 ? split_self_pid : getpid();
 }
 
 int

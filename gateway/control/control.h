@@ -77,6 +77,9 @@ int gw_control_dir(char *buf, size_t len);
  * privileged parent, exec/priv.h; the gate is its child).
  */
 pid_t gw_control_self_pid(void);
+/* Set once, at the split, in the gate: the pid it goes by is its parent's
+ * (pid). Before, or without a split, the process's own. */
+void gw_control_self_pid_install(pid_t pid);
 /* gw_control_dir()/<pid>.sock for this process. */
 int gw_control_default_path(char *buf, size_t len);
 

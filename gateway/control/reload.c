@@ -13,7 +13,6 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/priv.h"
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
@@ -143,6 +142,14 @@ writer_ready_cb(evutil_socket_t fd, short what, void *arg)
 	policy_file_writer_collect(a->writer);
 }
 
+static policy_file_add_fn split_adder;
+
+void
+gw_policy_always_adder_install(policy_file_add_fn fn)
+{
+	split_adder = fn;
+}
+
 static int
 writer_setup(struct gw_policy_always *a)
 {
@@ -154,8 +161,8 @@ writer_setup(struct gw_policy_always *a)
 	if (rc != 0)
 		return rc;
 	/* Split, the gate may not write the file's directory: its parent does. */
-	if (exec_priv_active())
-		policy_file_writer_set_adder(a->writer, exec_priv_policy_add);
+	if (split_adder != NULL)
+		policy_file_writer_set_adder(a->writer, split_adder);
 	a->ev_writer = event_new(a->ctx->base, policy_file_writer_fd(a->writer),
 	                         EV_READ | EV_PERSIST, writer_ready_cb, a);
 	if (a->ev_writer == NULL || event_add(a->ev_writer, NULL) != 0) {

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "policy/policy.h"
+
 struct gw_context;
 struct policy;
 
@@ -39,5 +41,11 @@ struct gw_policy_always;
 int gw_policy_always_start(struct gw_context *ctx, struct gw_policy_always **out);
 /* Writes still queued finish or give up now, and reload nothing. Accepts NULL. */
 void gw_policy_always_free(struct gw_policy_always *a);
+/*
+ * Who writes the "always" rules into the policy file from now on (NULL:
+ * the writer itself). Installed once, at the split, in the gate, which may
+ * not write the file's directory: its parent does (exec_priv_policy_add).
+ */
+void gw_policy_always_adder_install(policy_file_add_fn fn);
 
 #endif
