@@ -172,13 +172,6 @@ void exec_cleanup_stale(void);
  */
 int exec_sandbox_start(const struct exec_spec *spec, exec_attach_fn attach, void *attach_arg,
                        struct exec_sandbox **out, char *err, size_t errlen);
-/*
- * A warm network namespace for the next sandbox of hub (exec_hub_warm_claim),
- * or -1: none is ready, or the sandboxes are made by the privileged parent,
- * which claims its own hub's.
- */
-struct exec_hub;
-int exec_sandbox_warm_netns(struct exec_hub *hub);
 
 /*
  * A sandbox the privileged parent made for the gate: the gate holds its id,

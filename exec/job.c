@@ -709,7 +709,7 @@ exec_job_start(struct gw_context *gw, const struct exec_job_spec *spec, struct e
 		/* A warm hub's prepared namespace goes to its first sandbox (in
 		 * a split, the parent decides: its hub is not this process's). */
 		if (j->spec.hub != NULL) {
-			j->spec.sandbox.netns_fd = exec_sandbox_warm_netns(j->spec.hub);
+			j->spec.sandbox.netns_fd = exec_hub_warm_claim(j->spec.hub);
 			j->spec.sandbox.join_netns = j->spec.sandbox.netns_fd >= 0;
 		}
 		rc = exec_sandbox_start(&j->spec.sandbox, job_attach, j, &j->sandbox, err, errlen);

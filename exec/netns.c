@@ -644,10 +644,19 @@ out:
 	return 0;
 }
 
+/* Set in the gate of a split tollgate (exec_hub_warm_off). */
+static bool warm_off;
+
+void
+exec_hub_warm_off(void)
+{
+	warm_off = true;
+}
+
 int
 exec_hub_warm_claim(struct exec_hub *h)
 {
-	if (h == NULL || !h->warm.present || h->warm.claimed || h->warm.netns_fd < 0)
+	if (warm_off || h == NULL || !h->warm.present || h->warm.claimed || h->warm.netns_fd < 0)
 		return -1;
 	h->warm.claimed = true;
 	return h->warm.netns_fd;

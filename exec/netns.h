@@ -78,9 +78,13 @@ struct exec_veth;
 int exec_hub_adopt(struct exec_warm_slot *slot, struct exec_hub **out, char *err, size_t errlen);
 /*
  * The warm sandbox namespace for the next sandbox to join (owned by the
- * hub), or -1: none, or another sandbox claimed it already. Once only.
+ * hub), or -1: none, another sandbox claimed it already, or this is the gate
+ * of a split tollgate (the parent makes the sandboxes and claims it there).
+ * Once only.
  */
 int exec_hub_warm_claim(struct exec_hub *h);
+/* In the gate of a split tollgate, installed at the split: never a claim. */
+void exec_hub_warm_off(void);
 /*
  * exec_gate_open's: when sandbox_netns_fd is the claimed warm namespace,
  * its veth and listeners (as struct exec_gate_fds order: proxy, dns_udp,

@@ -80,6 +80,7 @@ exec_priv_gate_install(int sock)
 	exec_host_ops_install(&host_remote);
 	exec_artifact_remote_install(exec_priv_sign_out);
 	vault_parent_install(&vault_remote);
+	exec_hub_warm_off();
 }
 
 /*

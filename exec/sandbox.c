@@ -36,7 +36,6 @@
 
 #include "exec/diagnose.h"
 #include "exec/image/root.h"
-#include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/seccomp_bpf.h"
 #include "exec/userns.h"
@@ -485,12 +484,6 @@ void
 exec_sandbox_remote_install(const struct exec_sandbox_remote *ops)
 {
 	remote_ops = ops;
-}
-
-int
-exec_sandbox_warm_netns(struct exec_hub *hub)
-{
-	return remote_ops != NULL ? -1 : exec_hub_warm_claim(hub);
 }
 
 /* The gate's start: the same sandbox, made by the parent. */

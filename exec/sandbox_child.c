@@ -36,7 +36,6 @@
 
 #include "exec/diagnose.h"
 #include "exec/image/root.h"
-#include "exec/netns.h"
 #include "exec/pty.h"
 #include "exec/seccomp_bpf.h"
 #include "exec/userns.h"
