@@ -37,6 +37,26 @@ int fleet_default_node(char *buf, size_t len);
 int fleet_connect(const char *url, int timeout_s, PGconn **out, char *err, size_t errlen);
 void fleet_disconnect(PGconn *c);
 
+/* ---- the password (password.c) ------------------------------------------------ */
+
+/*
+ * The password every later fleet_connect of this process gives libpq
+ * (instead of its password file, which a gate that gave up root may no
+ * longer read). Set before any fleet thread starts; cleared (wiped) after
+ * the last stops. 0, -EINVAL (empty, or a NUL in it) or -ENOMEM.
+ */
+int fleet_password_set(const char *pw, size_t len);
+void fleet_password_clear(void);
+const char *fleet_password_get(void);
+/*
+ * The password libpq would take from the password file at path for url
+ * (the format of libpq's ~/.pgpass: host:port:database:user:password, '*'
+ * for any, '\' escaping, the first match wins): *out is the caller's to
+ * wipe and free. 0, -ENOENT (no line matches; err says which), -EACCES
+ * (group or others may read the file) or another negative errno.
+ */
+int fleet_passfile_lookup(const char *url, const char *path, char **out, char *err, size_t errlen);
+
 /*
  * Creates the schema, or migrates an older one to FLEET_SCHEMA_VERSION, in
  * one transaction. *from gets the version found (0: none). 0 or -EIO/-EINVAL
