@@ -9,6 +9,7 @@
 
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/fleet/fleet.h"
 #include "gateway/ui/ui.h"
 
 extern const struct gw_command gw_command_ui;
@@ -17,9 +18,13 @@ static int
 run_ui(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"listen", required_argument, NULL, 'l'},  {"audit", required_argument, NULL, 'a'},
-	    {"cert", required_argument, NULL, 'C'},    {"key", required_argument, NULL, 'K'},
-	    {"control", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},
+	    {"control", required_argument, NULL, 'c'},
+	    {"fleet", required_argument, NULL, 'F'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ui_options o = {0};
 	char default_audit[PATH_MAX], err[512];
@@ -40,6 +45,11 @@ run_ui(int argc, char **argv)
 				return gw_fail("ui", "--control %s: not a unix socket path",
 				               optarg);
 			o.control_path = optarg;
+			break;
+		case 'F':
+			if (fleet_url_check(optarg, err, sizeof(err)) != 0)
+				return gw_fail("ui", "--fleet: %s", err);
+			o.fleet = optarg;
 			break;
 		case 'C':
 			o.cert_path = optarg;
@@ -73,7 +83,7 @@ const struct gw_command gw_command_ui = {
     .name = "ui",
     .summary = "serve the review page: approvals, timeline, audit search",
     .usage = "usage: tollgate ui [--listen ADDR:PORT] [--audit FILE]... [--control SOCKET]\n"
-             "                   [--cert PEM --key PEM]\n"
+             "                   [--cert PEM --key PEM] [--fleet URL]\n"
              "\n"
              "Serves the review page: what running gateways wait for you to approve,\n"
              "each sandbox's traffic over time, the audit search and export, the hash\n"
@@ -88,6 +98,9 @@ const struct gw_command gw_command_ui = {
              "                          (default: every gateway 'tollgate pending' finds)\n"
              "      --cert PEM          serve HTTPS with this certificate (chain)...\n"
              "      --key PEM           ...and its private key\n"
+             "      --fleet URL         also the fleet's page: every node's held requests\n"
+             "                          (decided in the fleet), rows, chain state and\n"
+             "                          shipping lag (a libpq connection string; docs/fleet.md)\n"
              "\n"
              "Gateways are found as 'tollgate pending' finds them: their sockets, and\n"
              "the ones registered from elsewhere, in the control directory\n"

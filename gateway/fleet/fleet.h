@@ -115,6 +115,19 @@ typedef void (*fleet_verify_fn)(const struct fleet_verify_node *res, void *arg);
 int fleet_audit_verify(PGconn *c, const char *node, fleet_verify_fn fn, void *arg, int *bad,
                        char *err, size_t errlen);
 
+/* A node's shipping, as the review page shows it. */
+struct fleet_node_state {
+	const char *node;
+	int64_t rows, head_seq;
+	const char *head_ts; /* the newest row's own time */
+	double lag_s;        /* that row's shipped_at - ts: how late it arrived */
+	double since_ship_s; /* now - the newest shipped_at */
+	long pending;        /* its held requests waiting for a decision */
+};
+typedef int (*fleet_node_fn)(const struct fleet_node_state *n, void *arg);
+/* Every node that shipped a row or holds a request, by name. 0, fn's value or negative errno. */
+int fleet_node_states(PGconn *c, fleet_node_fn fn, void *arg, char *err, size_t errlen);
+
 /* ---- policy revisions (revisions.c) ------------------------------------------ */
 
 struct fleet_revision {
