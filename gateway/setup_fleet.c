@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exec/priv.h"
 #include "exec/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
@@ -173,6 +174,7 @@ int
 gw_setup_fleet_start(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
 {
 	char err[512];
+	bool follow;
 
 	if (f->fleet == NULL)
 		return 0;
@@ -181,11 +183,22 @@ gw_setup_fleet_start(struct gw_context *gw, struct gw_setup *s, const struct gw_
 		return gw_fail(f->cmd, "--fleet: %s", err);
 	if (fleet_hold_start(gw, f->fleet, f->node, &s->hold, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "--fleet: %s", err);
+	/*
+	 * A gate that will give up root follows no revision: the cached file is
+	 * the operator's policy file (its binds are the parent's ceiling at the
+	 * next start), which the gate must never be able to rewrite. The
+	 * revision read at start stays in force; a newer one applies at the
+	 * next start.
+	 */
+	follow = !exec_priv_active();
 	if (f->policy_from_fleet &&
-	    fleet_follow_start(gw, f->fleet, f->node_group != NULL ? f->node_group : "",
-	                       f->fleet_policy, s->fleet_rev, s->fleet_digest, &s->follow, err,
-	                       sizeof(err)) != 0)
+	    fleet_follow_start(gw, follow ? f->fleet : NULL,
+	                       f->node_group != NULL ? f->node_group : "", f->fleet_policy,
+	                       s->fleet_rev, s->fleet_digest, &s->follow, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "--policy-from-fleet: %s", err);
+	if (f->policy_from_fleet && !follow)
+		log_info("%s: policy revision %lld stays in force until the next start", f->cmd,
+		         (long long)s->fleet_rev);
 	log_info("%s: in the fleet as node %s (audit rows shipped, held requests decidable there)",
 	         f->cmd, f->node);
 	return 0;

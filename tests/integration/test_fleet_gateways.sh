@@ -71,6 +71,23 @@ set -e
 expect_eq "audit verify --fleet passes (every node's chain)" "$rc" 0
 expect_match "it checked wrap-a's chain" "$out" "wrap-a"
 
+# -- --policy-from-fleet: the pushed revision is the run's policy ----------------
+echo "{\"version\": 1, \"allow\": [\"origin.test:$port\"]}" >"$TEST_TMP/pushed.json"
+"$TOLLGATE" policy push --fleet "$FLEET" "$TEST_TMP/pushed.json" >/dev/null
+set +e
+out=$("$TOLLGATE" run --fleet "$FLEET" --node run-p --policy-from-fleet --audit "$TEST_TMP/run-p.db" \
+	--resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --timeout 30 -- \
+	curl -sS -m 20 -o /dev/null -w '%{http_code}\n' "http://origin.test:$port/hello.txt" 2>"$TEST_TMP/run-p.err"); rc=$?
+set -e
+expect_eq "--policy-from-fleet: the pushed revision lets the sandbox through" "$rc $out" "0 200"
+expect_eq "the revision in force is audited" \
+	"$(sqlite3 "$TEST_TMP/run-p.db" "select decision, reason, json_extract(detail, '\$.rev') from events where kind = 'policy.revision'")" "allow|loaded|1"
+set +e
+out=$("$TOLLGATE" run --node lone -- true 2>&1); rc=$?
+set -e
+expect_eq "--node without --fleet: refused (125)" "$rc" 125
+expect_match "and told why" "$out" "need --fleet URL"
+
 # -- the password --------------------------------------------------------------
 set +e
 out=$("$TOLLGATE" run --fleet "$FLEET password=hunter2-in-argv" -- true 2>&1); rc=$?
