@@ -59,7 +59,7 @@ gw_setup_fleet_flag(struct gw_setup_flags *f, int c, const char *value)
 
 /* --fleet-password-secret NAME: the file vault's secret (default namespace). */
 static int
-password_from_vault(const struct gw_setup_flags *f)
+password_from_vault(const char *cmd, const char *secret)
 {
 	struct vault_secret *sec = NULL;
 	struct vault *v = NULL;
@@ -67,20 +67,17 @@ password_from_vault(const struct gw_setup_flags *f)
 	int rc;
 
 	if (gw_home_dir(home, sizeof(home)) != 0)
-		return gw_fail(f->cmd, "--fleet-password-secret: cannot find TOLLGATE_HOME");
+		return gw_fail(cmd, "--fleet-password-secret: cannot find TOLLGATE_HOME");
 	rc = vault_open_file(home, &v, err, sizeof(err));
 	if (rc == 0)
-		rc = vault_get(v, VAULT_DEFAULT_NAMESPACE, f->fleet_password_secret, &sec, err,
-		               sizeof(err));
+		rc = vault_get(v, VAULT_DEFAULT_NAMESPACE, secret, &sec, err, sizeof(err));
 	vault_free(v);
 	if (rc != 0)
-		return gw_fail(f->cmd, "--fleet-password-secret %s: %s", f->fleet_password_secret,
-		               err);
+		return gw_fail(cmd, "--fleet-password-secret %s: %s", secret, err);
 	rc = fleet_password_set((const char *)sec->data, sec->len);
 	vault_secret_free(sec);
 	if (rc != 0)
-		return gw_fail(f->cmd, "--fleet-password-secret %s: not a usable password",
-		               f->fleet_password_secret);
+		return gw_fail(cmd, "--fleet-password-secret %s: not a usable password", secret);
 	return 0;
 }
 
@@ -91,7 +88,7 @@ password_from_vault(const struct gw_setup_flags *f)
  * certificate).
  */
 static int
-password_from_passfile(const struct gw_setup_flags *f)
+password_from_passfile(const char *cmd, const char *url)
 {
 	const char *path = getenv("PGPASSFILE"), *home = getenv("HOME");
 	char buf[PATH_MAX], err[PATH_MAX + 512], *pw = NULL;
@@ -105,9 +102,9 @@ password_from_passfile(const struct gw_setup_flags *f)
 	}
 	if (access(path, F_OK) != 0)
 		return 0;
-	rc = fleet_passfile_lookup(f->fleet, path, &pw, err, sizeof(err));
+	rc = fleet_passfile_lookup(url, path, &pw, err, sizeof(err));
 	if (rc == -EACCES)
-		return gw_fail(f->cmd, "--fleet: %s", err);
+		return gw_fail(cmd, "--fleet: %s", err);
 	if (rc != 0) {
 		log_debug("%s: %s", __func__, err);
 		return 0;
@@ -116,8 +113,14 @@ password_from_passfile(const struct gw_setup_flags *f)
 	explicit_bzero(pw, strlen(pw));
 	free(pw);
 	if (rc != 0)
-		return gw_fail(f->cmd, "--fleet: %s: not a usable password", path);
+		return gw_fail(cmd, "--fleet: %s: not a usable password", path);
 	return 0;
+}
+
+int
+gw_setup_fleet_password(const char *cmd, const char *url, const char *secret)
+{
+	return secret != NULL ? password_from_vault(cmd, secret) : password_from_passfile(cmd, url);
 }
 
 /* --policy-from-fleet: the newest revision becomes the policy file, cached per node. */
@@ -162,8 +165,7 @@ gw_setup_fleet_prepare(struct gw_context *gw, struct gw_setup *s, struct gw_setu
 		return gw_fail(f->cmd, "--node-group: only with --policy-from-fleet");
 	if (f->node[0] == '\0' && fleet_default_node(f->node, sizeof(f->node)) != 0)
 		return gw_fail(f->cmd, "--fleet: the host name is not a node name: give --node");
-	if (f->fleet_password_secret != NULL ? password_from_vault(f) != 0
-	                                     : password_from_passfile(f) != 0)
+	if (gw_setup_fleet_password(f->cmd, f->fleet, f->fleet_password_secret) != 0)
 		return GW_EXIT_FAILURE;
 	if (f->policy_from_fleet && prepare_policy(s, f) != 0)
 		return GW_EXIT_FAILURE;

@@ -6,10 +6,11 @@
 # URL holding one is refused and told where to put it; a role that needs one
 # gets it from a PGPASSFILE (root's, mode 0600, which the gate could no
 # longer read once it dropped root) and from the vault
-# (--fleet-password-secret); with neither, shipping pauses and the run still
-# ends. The origin is python3's http.server on 127.0.0.1 with its name
+# (--fleet-password-secret, on proxy too); with neither, shipping pauses and
+# the run still ends. The origin is python3's http.server on 127.0.0.1 with its name
 # pinned: no packet leaves the machine.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/proxy_lib.sh"
 source "$(dirname "$0")/fleet_lib.sh"
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (namespaces, veth)"
@@ -139,6 +140,14 @@ set -e
 expect_eq "vault: the run succeeds" "$rc" 0
 checks=$((checks + 1))
 if wait_shipped pw-vault "$TEST_TMP/pw-vault.db"; then pass "vault: the rows reached the fleet"; else fail "vault: $(tail -3 "$TEST_TMP/pw-vault.err")"; fi
+# tollgate proxy takes the vault's password too.
+PGPASSFILE=$TEST_TMP/none start_proxy px-vault --fleet "$PWURL" --fleet-password-secret fleetdb --node px-vault \
+	--allow "origin.test:$port" --resolve origin.test:127.0.0.1 --allow-cidr 127.0.0.1/32
+expect_eq "proxy with the vault's password: a request goes through" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -x "http://127.0.0.1:$PROXY_PORT" "http://origin.test:$port/hello.txt")" 200
+checks=$((checks + 1))
+if wait_shipped px-vault "$TEST_TMP/px-vault.db"; then pass "proxy with the vault's password: its rows reached the fleet"; else fail "px-vault: $(tail -3 "$PROXY_LOG")"; fi
+stop_proxy "$PROXY_PID"
 set +e
 out=$("$TOLLGATE" run --fleet "$PWURL" --fleet-password-secret nosuch -- true 2>&1); rc=$?
 set -e
