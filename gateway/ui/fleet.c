@@ -17,7 +17,9 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <libpq-fe.h>
 
+#include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/fleet/fleet.h"
 #include "gateway/fleet/hold.h"
@@ -27,6 +29,23 @@
 #define UI_FLEET_CONNECT_S 3
 #define UI_FLEET_ROWS_DEFAULT 200
 #define UI_FLEET_ROWS_MAX 2000
+/* Checking every chain reads every row: at most this often unless asked (?verify=1). */
+#define UI_FLEET_VERIFY_EVERY 30.0
+/* What one query may take before the page says the database is too slow. */
+#define UI_FLEET_STATEMENT_TIMEOUT "SET statement_timeout = 10000"
+
+static bool
+command_ok(PGconn *c, const char *sql, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, sql);
+	bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+
+	if (!ok)
+		snprintf(err, errlen, "%s: %.*s", sql, (int)strcspn(PQerrorMessage(c), "\n"),
+		         PQerrorMessage(c));
+	PQclear(res);
+	return ok;
+}
 
 /* The connection, made now if there is none. NULL after an error reply. */
 static PGconn *
@@ -38,7 +57,8 @@ fleet_conn(struct ui_server *s, struct evhttp_request *req)
 		return s->fleet_pg;
 	if (fleet_connect(s->opts->fleet, UI_FLEET_CONNECT_S, &s->fleet_pg, err, sizeof(err)) !=
 	        0 ||
-	    fleet_schema_check(s->fleet_pg, err, sizeof(err)) != 0) {
+	    fleet_schema_check(s->fleet_pg, err, sizeof(err)) != 0 ||
+	    !command_ok(s->fleet_pg, UI_FLEET_STATEMENT_TIMEOUT, err, sizeof(err))) {
 		fleet_disconnect(s->fleet_pg);
 		s->fleet_pg = NULL;
 		ui_reply_error(req, 503, "%s", err);
@@ -90,7 +110,7 @@ node_json(const struct fleet_node_state *n, void *arg)
 static void
 chain_json(const struct fleet_verify_node *v, void *arg)
 {
-	json_t *nodes = arg, *node = json_object_get(nodes, v->node);
+	json_t *chains = arg;
 	json_t *chain = json_pack("{s:b, s:I}", "ok", v->problem == NULL, "rows_checked",
 	                          (json_int_t)v->rows_checked);
 
@@ -103,20 +123,40 @@ chain_json(const struct fleet_verify_node *v, void *arg)
 		json_object_set_new(chain, "bad_seq", json_integer(v->bad_seq));
 		json_object_set_new(chain, "what", json_string(v->what));
 	}
-	if (node == NULL) {
-		json_decref(chain);
-		return;
-	}
-	json_object_set_new(node, "chain", chain);
+	json_object_set_new(chains, v->node, chain);
 }
 
-/* GET /api/fleet/nodes: {"nodes":[{node, rows, head_seq, head_ts, lag_s, since_ship_s,
- * pending, chain:{ok, rows_checked, head_hash | problem, bad_seq, what}}]} */
-static void
-api_nodes(struct ui_server *s, struct evhttp_request *req)
+/* Each node's chain, checked again when asked or when the last check is old. 0 or -EIO. */
+static int
+check_chains(struct ui_server *s, PGconn *c, bool now, char *err, size_t errlen)
 {
-	json_t *byname = json_object(), *list = json_array(), *v;
-	const char *name;
+	double t = gw_clock_mono();
+	json_t *chains;
+	int bad = 0;
+
+	if (!now && s->fleet_chains != NULL && t - s->fleet_checked < UI_FLEET_VERIFY_EVERY)
+		return 0;
+	chains = json_object();
+	if (chains == NULL)
+		return -ENOMEM;
+	if (fleet_audit_verify(c, NULL, chain_json, chains, &bad, err, errlen) != 0) {
+		json_decref(chains);
+		return -EIO;
+	}
+	json_decref(s->fleet_chains);
+	s->fleet_chains = chains;
+	s->fleet_checked = t;
+	return 0;
+}
+
+/* GET /api/fleet/nodes[?verify=1]: {"nodes":[{node, rows, head_seq, head_ts, lag_s,
+ * since_ship_s, pending, chain:{ok, rows_checked, head_hash | problem, bad_seq, what}}],
+ * "broken":N, "checked_s":AGE}: the chains as of the last check (verify=1: now). */
+static void
+api_nodes(struct ui_server *s, struct evhttp_request *req, const struct evkeyvalq *q)
+{
+	json_t *byname = json_object(), *list = json_array(), *v, *chain;
+	const char *name, *verify = evhttp_find_header(q, "verify");
 	char err[512];
 	PGconn *c = fleet_conn(s, req);
 	int bad = 0;
@@ -128,17 +168,22 @@ api_nodes(struct ui_server *s, struct evhttp_request *req)
 		goto out;
 	}
 	if (fleet_node_states(c, node_json, byname, err, sizeof(err)) != 0 ||
-	    fleet_audit_verify(c, NULL, chain_json, byname, &bad, err, sizeof(err)) != 0) {
+	    check_chains(s, c, verify != NULL && strcmp(verify, "1") == 0, err, sizeof(err)) != 0) {
 		fleet_failed(s, req, err);
 		goto out;
 	}
 	json_object_foreach(byname, name, v)
 	{
-		(void)name;
+		chain = json_object_get(s->fleet_chains, name);
+		if (chain != NULL) {
+			json_object_set(v, "chain", chain);
+			bad += !json_is_true(json_object_get(chain, "ok"));
+		}
 		json_array_append(list, v);
 	}
 	ui_reply_json(req, 200,
-	              json_pack("{s:b, s:O, s:i}", "ok", 1, "nodes", list, "broken", bad));
+	              json_pack("{s:b, s:O, s:i, s:f}", "ok", 1, "nodes", list, "broken", bad,
+	                        "checked_s", gw_clock_mono() - s->fleet_checked));
 out:
 	json_decref(list);
 	json_decref(byname);
@@ -342,7 +387,7 @@ ui_api_fleet(struct ui_server *s, struct evhttp_request *req, const char *what, 
 	if (post && strcmp(what, "decide") == 0)
 		api_decide(s, req, sess);
 	else if (!post && strcmp(what, "nodes") == 0)
-		api_nodes(s, req);
+		api_nodes(s, req, &q);
 	else if (!post && strcmp(what, "pending") == 0)
 		api_pending(s, req, &q);
 	else if (!post && strcmp(what, "audit") == 0)
@@ -357,4 +402,6 @@ ui_fleet_free(struct ui_server *s)
 {
 	fleet_disconnect(s->fleet_pg);
 	s->fleet_pg = NULL;
+	json_decref(s->fleet_chains);
+	s->fleet_chains = NULL;
 }

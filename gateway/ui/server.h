@@ -37,6 +37,8 @@ struct ui_server {
 	char control_dir[PATH_MAX];
 	struct audit_reader *readers[UI_AUDIT_MAX]; /* opened on first use */
 	struct pg_conn *fleet_pg;                   /* --fleet: made on first use (fleet.c) */
+	json_t *fleet_chains;                       /* each node's last chain check, by name */
+	double fleet_checked;                       /* when (gw_clock_mono) */
 };
 
 /*

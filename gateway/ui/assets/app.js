@@ -67,7 +67,7 @@ function show(view) {
   location.hash = view;
   if (view === "timeline") loadSandboxes();
   if (view === "counters") loadStats();
-  if (view === "fleet") loadFleet();
+  if (view === "fleet") loadFleet(true);
 }
 
 // ---- waiting for you ------------------------------------------------------------
@@ -478,13 +478,15 @@ async function loadStats() {
 // ---- the fleet (tollgate ui --fleet) ----------------------------------------------
 
 // The nodes' table, the held requests of the node chosen (or of all) and its
-// newest rows; asked again every two seconds while the view is open.
-async function loadFleet() {
+// newest rows; asked again every two seconds while the view is open. Every
+// chain is checked again when the view opens and on Reload (else the server's
+// check of the last 30 seconds stands: it reads every row).
+async function loadFleet(verify) {
   const node = $("fl-node").value;
   const q = node ? "?node=" + encodeURIComponent(node) : "";
   try {
     const [nodes, pending, rows] = await Promise.all([
-      getJSON("/api/fleet/nodes"), getJSON("/api/fleet/pending" + q), getJSON("/api/fleet/audit" + q)]);
+      getJSON("/api/fleet/nodes" + (verify ? "?verify=1" : "")), getJSON("/api/fleet/pending" + q), getJSON("/api/fleet/audit" + q)]);
     renderFleetNodes(nodes.nodes);
     renderFleetPending(pending.approvals);
     const body = $("fl-rows").tBodies[0];
@@ -554,7 +556,7 @@ async function fleetDecide(ap, allow, scope) {
   } catch (e) {
     $("fl-errors").textContent = e.message;
   }
-  loadFleet();
+  loadFleet(false);
 }
 
 // ---- start ----------------------------------------------------------------------
@@ -578,9 +580,9 @@ async function start() {
   $("who").textContent = "session " + sess.session;
   if (sess.fleet) {
     $("fleet-tab").hidden = false;
-    $("fl-node").addEventListener("change", loadFleet);
-    $("fl-reload").addEventListener("click", loadFleet);
-    setInterval(() => { if ($("fleet").classList.contains("on") && !document.hidden) loadFleet(); }, 2000);
+    $("fl-node").addEventListener("change", () => loadFleet(false));
+    $("fl-reload").addEventListener("click", () => loadFleet(true));
+    setInterval(() => { if ($("fleet").classList.contains("on") && !document.hidden) loadFleet(false); }, 2000);
   }
   fillLogs((await getJSON("/api/logs")).logs);
   listen();
