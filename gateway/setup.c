@@ -325,7 +325,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		signal(SIGPIPE, SIG_IGN);
 		exec_cleanup_stale();
 	}
-	if (gw_setup_fleet_prepare(gw, s, f) != 0)
+	if (gw_setup_fleet_prepare(s, f) != 0)
 		return GW_EXIT_FAILURE;
 	/* The control socket decides approvals: it cannot be without them. */
 	if (parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT))

@@ -296,7 +296,7 @@ int gw_setup_fleet_flag(struct gw_setup_flags *f, int c, const char *value);
 /* The database password for url: the vault's secret (NULL: the password file's line, if
  * any), set for every later fleet connection of this process (also tollgate proxy's). */
 int gw_setup_fleet_password(const char *cmd, const char *url, const char *secret);
-int gw_setup_fleet_prepare(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f);
+int gw_setup_fleet_prepare(struct gw_setup *s, struct gw_setup_flags *f);
 int gw_setup_fleet_start(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f);
 /* The fleet's parts before the approvals registry goes; the shipper after the last flush. */
 void gw_setup_fleet_stop_holds(struct gw_setup *s);

@@ -151,9 +151,8 @@ prepare_policy(struct gw_setup *s, struct gw_setup_flags *f)
 }
 
 int
-gw_setup_fleet_prepare(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f)
+gw_setup_fleet_prepare(struct gw_setup *s, struct gw_setup_flags *f)
 {
-	(void)gw;
 	if (f->fleet == NULL) {
 		if (f->node[0] != '\0' || f->policy_from_fleet || f->node_group != NULL ||
 		    f->fleet_password_secret != NULL)
