@@ -313,9 +313,10 @@ int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
 int gw_setup_flag(struct gw_setup_flags *f, int c, const char *value);
 
 /*
- * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks): policy,
- * event loop, audit store, event bus, then what parts asks for: resolver,
- * approvals, control socket, proxy, DNS server, hub. 0, or GW_EXIT_FAILURE
+ * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks and, with
+ * --fleet, gw_setup_fleet_prepare): policy, event loop, audit store, event
+ * bus, then what parts asks for: resolver, approvals, control socket, proxy,
+ * DNS server, hub; last, with --fleet, the fleet's threads. 0, or GW_EXIT_FAILURE
  * with one line printed; what was made is then freed by gw_setup_free as usual.
  */
 int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
@@ -323,8 +324,9 @@ int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_fl
 
 /*
  * Tears down in the order that keeps every publisher ahead of what it
- * publishes to: proxy, DNS server, control socket, hub, approvals, resolver,
- * the audit store (flushed first), the event bus, the policies, the loop.
+ * publishes to: the fleet's held requests and policy follower, proxy, DNS
+ * server, control socket, hub, approvals, resolver, the audit store (flushed
+ * first), the fleet's shipper, the event bus, the policies, the loop.
  * Free first whatever of the command's own uses these (gates, sandboxes,
  * events on the loop). Accepts what was never started.
  */

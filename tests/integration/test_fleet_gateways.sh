@@ -117,6 +117,8 @@ expect_eq "no password: nothing reached the fleet" "$(rows_of pw-none)" 0
 # PGPASSFILE: root's own, 0600.
 printf '# the fleet\n%s:%s:postgres:fleetpw:pw-from-file-or-vault\n' "$PG_SOCK" "$PG_PORT" >"$TEST_TMP/pgpass"
 chmod 0600 "$TEST_TMP/pgpass"
+# Run as a user (TOLLGATE_TEST_AS, rootless), the file is that user's own.
+[[ -z ${TOLLGATE_TEST_AS:-} ]] || chown "$TOLLGATE_TEST_AS" "$TEST_TMP/pgpass"
 set +e
 PGPASSFILE=$TEST_TMP/pgpass "$TOLLGATE" run --fleet "$PWURL" --node pw-file --audit "$TEST_TMP/pw-file.db" \
 	-- true 2>"$TEST_TMP/pw-file.err"; rc=$?
