@@ -31,6 +31,12 @@ B=$PROXY_PORT
 expect_eq "gw-b lets a request through" \
 	"$(curl -s -o /dev/null -w '%{http_code}' --max-time 20 -x "http://127.0.0.1:$B" "http://origin.test:$HTTP_PORT/hello.txt")" 200
 
+set +e
+out=$("$TOLLGATE" ui --listen "127.0.0.1:$(free_port)" --fleet "$FLEET" --fleet-password-secret nosuch 2>&1); rc=$?
+set -e
+expect_eq "ui: a password secret not in the vault: refused (125)" "$rc" 125
+expect_match "and named" "$out" "--fleet-password-secret nosuch"
+
 # The page, with the fleet.
 UI_PORT=$(free_port)
 "$TOLLGATE" ui --listen "127.0.0.1:$UI_PORT" --audit "$TEST_TMP/gw-a.db" --fleet "$FLEET" \
