@@ -134,7 +134,7 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 		f->upstream_ca = value;
 		return 0;
 	}
-	return GW_SETUP_NOT_MINE;
+	return gw_setup_fleet_flag(f, c, value);
 }
 
 /* The audit store at --audit or $TOLLGATE_HOME/audit.db, then the bus that feeds it. */
@@ -334,6 +334,8 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		signal(SIGPIPE, SIG_IGN);
 		exec_cleanup_stale();
 	}
+	if (gw_setup_fleet_prepare(s, f) != 0)
+		return GW_EXIT_FAILURE;
 	/* The control socket decides approvals: it cannot be without them. */
 	if (parts & (GW_SETUP_CONTROL | GW_SETUP_CONTROL_SOFT))
 		parts |= GW_SETUP_APPROVALS;
@@ -400,7 +402,7 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	           exec_warm_hub_new(f->pool, f->warm_pool, &s->hub, err, sizeof(err)) != 0) {
 		return gw_fail(f->cmd, "network hub: %s", err);
 	}
-	return 0;
+	return gw_setup_fleet_start(gw, s, f, !split_gate);
 }
 
 int
@@ -418,6 +420,8 @@ gw_setup_drop(const char *cmd)
 void
 gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f)
 {
+	/* What the fleet's threads hand the loop goes before the loop's parts. */
+	gw_setup_fleet_stop_holds(s);
 	/* Connections close first so that their audit rows are queued before the flush. */
 	proxy_free(s->proxy);
 	dns_server_free(s->dns);
@@ -430,6 +434,8 @@ gw_setup_free(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *
 		audit_flush(gw->audit);
 		audit_free(gw->audit);
 	}
+	/* After the log's last flush: its last rows go too, if the database answers. */
+	gw_setup_fleet_stop_shipper(s);
 	/* Last of the parts: everything that publishes on it is gone. */
 	gw_events_free(gw->events);
 	policy_free(gw->policy);

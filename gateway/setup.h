@@ -14,6 +14,7 @@
 #include "dns/resolve.h"
 #include "exec/exec.h"
 #include "gateway/core/gateway.h"
+#include "gateway/fleet/fleet.h"
 
 struct proxy;
 struct proxy_config;
@@ -48,6 +49,11 @@ enum {
 	GW_SETUP_OPT_LEARN,
 	GW_SETUP_OPT_INSPECT,
 	GW_SETUP_OPT_UPSTREAM_CA,
+	GW_SETUP_OPT_FLEET,
+	GW_SETUP_OPT_NODE,
+	GW_SETUP_OPT_POLICY_FROM_FLEET,
+	GW_SETUP_OPT_NODE_GROUP,
+	GW_SETUP_OPT_FLEET_PASSWORD_SECRET,
 };
 
 /*
@@ -73,6 +79,13 @@ enum {
 #define GW_SETUP_OPTION_DEFAULT {"default", required_argument, NULL, GW_SETUP_OPT_DEFAULT}
 #define GW_SETUP_OPTION_POOL {"pool", required_argument, NULL, GW_SETUP_OPT_POOL}
 #define GW_SETUP_OPTION_CONTROL {"control", required_argument, NULL, GW_SETUP_OPT_CONTROL}
+/* --fleet and its kin (docs/fleet.md): run, wrap and serve. */
+#define GW_SETUP_OPTIONS_FLEET \
+	{"fleet", required_argument, NULL, GW_SETUP_OPT_FLEET}, \
+	{"node", required_argument, NULL, GW_SETUP_OPT_NODE}, \
+	{"policy-from-fleet", no_argument, NULL, GW_SETUP_OPT_POLICY_FROM_FLEET}, \
+	{"node-group", required_argument, NULL, GW_SETUP_OPT_NODE_GROUP}, \
+	{"fleet-password-secret", required_argument, NULL, GW_SETUP_OPT_FLEET_PASSWORD_SECRET}
 
 /* Usage lines shared word for word (each command keeps its own headings). */
 #define GW_SETUP_USAGE_RULES \
@@ -91,6 +104,15 @@ enum {
 	"  --pool CIDR              address pool for sandbox links (10.77.0.0/16)\n"
 #define GW_SETUP_USAGE_CONTROL \
 	"  --control SOCKET         control socket for pending approvals\n"
+#define GW_SETUP_USAGE_FLEET \
+	"  --fleet URL              ship the audit log to a fleet's PostgreSQL (a libpq\n" \
+	"                           connection string without a password) and let\n" \
+	"                           held requests be decided there (docs/fleet.md)\n" \
+	"  --node NAME              this gateway's name in the fleet (the host name)\n" \
+	"  --fleet-password-secret NAME  the database password from the vault\n" \
+	"                           (else PGPASSFILE or ~/.pgpass)\n" \
+	"  --policy-from-fleet      the policy is the fleet's newest revision\n" \
+	"  --node-group G           with --policy-from-fleet: G's revisions\n"
 #define GW_SETUP_USAGE_AUDIT \
 	"  --audit FILE             audit database ($TOLLGATE_HOME/audit.db)\n" \
 	"  --audit-fail closed|open  when the log cannot be written: refuse (closed)\n" \
@@ -137,6 +159,14 @@ struct gw_setup_flags {
 	/* --learn (run, wrap, serve): the gate lets through what no rule refuses,
 	 * audited as would-deny (proxy_config.learn_mode; docs/policy.md). */
 	bool learn;
+	/* --fleet, --node, --policy-from-fleet, --node-group,
+	 * --fleet-password-secret (docs/fleet.md) */
+	const char *fleet;
+	char node[FLEET_NODE_MAX + 1];
+	bool policy_from_fleet;
+	const char *node_group;
+	const char *fleet_password_secret;
+	char fleet_policy[PATH_MAX]; /* where the fleet's revision is cached */
 };
 
 /* The parts gw_setup_start makes besides gw_context's own. */
@@ -148,6 +178,13 @@ struct gw_setup {
 	/* The audit database opened (--audit or the default); lives as long as this. */
 	const char *audit_path;
 	char audit_buf[PATH_MAX];
+	/* --fleet: the audit rows shipped, held requests decided there too,
+	 * the policy's revision followed (gateway/fleet/). */
+	struct fleet_shipper *shipper;
+	struct fleet_hold *hold;
+	struct fleet_follow *follow;
+	int64_t fleet_rev;
+	char fleet_digest[AUDIT_HASH_HEX_LEN + 1];
 };
 
 /* Which parts to make; the policy, loop, audit store and event bus always are. */
@@ -248,6 +285,24 @@ void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
  */
 int gw_setup_drop(const char *cmd);
 
+/*
+ * --fleet (setup_fleet.c). Before the split, while the operator's files can
+ * be read: the node's name, the database password (the vault's, else the
+ * password file's), --policy-from-fleet's revision as the policy file.
+ * After the parts: the shipper, held requests in the fleet, the revision
+ * followed (when follow: not in the gate of a split tollgate). 0, or GW_EXIT_FAILURE after printing.
+ */
+int gw_setup_fleet_flag(struct gw_setup_flags *f, int c, const char *value);
+/* The database password for url: the vault's secret (NULL: the password file's line, if
+ * any), set for every later fleet connection of this process (also tollgate proxy's). */
+int gw_setup_fleet_password(const char *cmd, const char *url, const char *secret);
+int gw_setup_fleet_prepare(struct gw_setup *s, struct gw_setup_flags *f);
+int gw_setup_fleet_start(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f,
+                         bool follow);
+/* The fleet's parts before the approvals registry goes; the shipper after the last flush. */
+void gw_setup_fleet_stop_holds(struct gw_setup *s);
+void gw_setup_fleet_stop_shipper(struct gw_setup *s);
+
 /* Empty flags with a fresh rule set. 0, or -ENOMEM. */
 int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
 
@@ -259,9 +314,10 @@ int gw_setup_flags_init(struct gw_setup_flags *f, const char *cmd);
 int gw_setup_flag(struct gw_setup_flags *f, int c, const char *value);
 
 /*
- * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks): policy,
- * event loop, audit store, event bus, then what parts asks for: resolver,
- * approvals, control socket, proxy, DNS server, hub. 0, or GW_EXIT_FAILURE
+ * Builds gw and s in this order (after GW_SETUP_SANDBOXES's checks and, with
+ * --fleet, gw_setup_fleet_prepare): policy, event loop, audit store, event
+ * bus, then what parts asks for: resolver, approvals, control socket, proxy,
+ * DNS server, hub; last, with --fleet, the fleet's threads. 0, or GW_EXIT_FAILURE
  * with one line printed; what was made is then freed by gw_setup_free as usual.
  */
 int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags *f,
@@ -269,8 +325,9 @@ int gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_fl
 
 /*
  * Tears down in the order that keeps every publisher ahead of what it
- * publishes to: proxy, DNS server, control socket, hub, approvals, resolver,
- * the audit store (flushed first), the event bus, the policies, the loop.
+ * publishes to: the fleet's held requests and policy follower, proxy, DNS
+ * server, control socket, hub, approvals, resolver, the audit store (flushed
+ * first), the fleet's shipper, the event bus, the policies, the loop.
  * Free first whatever of the command's own uses these (gates, sandboxes,
  * events on the loop). Accepts what was never started.
  */

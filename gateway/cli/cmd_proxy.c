@@ -26,6 +26,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/metrics.h"
+#include "exec/vault.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "gateway/fleet/fleet.h"
@@ -79,6 +80,7 @@ enum {
 	OPT_NODE,
 	OPT_POLICY_FROM_FLEET,
 	OPT_NODE_GROUP,
+	OPT_FLEET_PASSWORD_SECRET,
 	OPT_INSPECT_CA,
 	OPT_INSPECT_KEY,
 };
@@ -126,6 +128,7 @@ static const struct option proxy_options[] = {
     {"node", required_argument, NULL, OPT_NODE},
     {"policy-from-fleet", no_argument, NULL, OPT_POLICY_FROM_FLEET},
     {"node-group", required_argument, NULL, OPT_NODE_GROUP},
+    {"fleet-password-secret", required_argument, NULL, OPT_FLEET_PASSWORD_SECRET},
     {"inspect-ca", required_argument, NULL, OPT_INSPECT_CA},
     {"inspect-key", required_argument, NULL, OPT_INSPECT_KEY},
     {NULL, 0, NULL, 0},
@@ -165,6 +168,7 @@ struct proxy_flags {
 	char node[FLEET_NODE_MAX + 1]; /* --node, else the host name */
 	bool policy_from_fleet;        /* the policy is the fleet's newest revision */
 	const char *node_group;        /* --node-group: whose revisions ("": the default) */
+	const char *fleet_password;    /* --fleet-password-secret: the vault's secret */
 	char fleet_policy[PATH_MAX];   /* where that revision is cached */
 };
 
@@ -467,6 +471,12 @@ proxy_flag(struct proxy_flags *f, int c)
 				               "--node-group '%s': want 1..%d of A-Z a-z 0-9 . _ -",
 				               optarg, FLEET_NODE_MAX);
 			f->node_group = optarg;
+			break;
+		case OPT_FLEET_PASSWORD_SECRET:
+			if (!vault_name_valid(optarg))
+				return gw_fail("proxy",
+				               "--fleet-password-secret '%s': not a secret's name", optarg);
+			f->fleet_password = optarg;
 			break;
 		case OPT_LISTEN_TLS:
 		case OPT_TLS_CERT:
@@ -1040,6 +1050,8 @@ run_proxy(int argc, char **argv)
 	if (take_passed_sockets(&f, &run.sd) != 0)
 		goto out;
 	dns = f.ndns_listen > 0 || gw_sd_sockets_have(&run.sd, GW_SD_ROLE_DNS);
+	if (f.fleet != NULL && gw_setup_fleet_password("proxy", f.fleet, f.fleet_password) != 0)
+		goto out;
 	if (prepare_fleet_policy(&run, &f) != 0)
 		goto out;
 	if (inspect_ca(&f, ca_cert, ca_key) != 0)
@@ -1134,6 +1146,7 @@ out:
 	gw_setup_free(&run.gw, &run.setup, &f.gw);
 	/* After the audit log's last flush: its last rows go too, if the database answers. */
 	fleet_shipper_stop(run.shipper);
+	fleet_password_clear();
 	if (run.current != &f)
 		flags_free(run.current);
 	gw_config_free(f.config);
@@ -1201,6 +1214,7 @@ const struct gw_command gw_command_proxy = {
         "                           libpq connection string; the password from\n"
         "                           PGPASSFILE, never in URL)\n"
         "  --node NAME              this gateway's name in the fleet (the host name)\n"
+        "  --fleet-password-secret NAME  the database password from the vault instead\n"
         "  --policy-from-fleet      the policy is the fleet's newest revision ('policy\n"
         "                           push'), followed without a restart; the last one\n"
         "                           stays while the database is away\n"

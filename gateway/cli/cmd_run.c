@@ -74,6 +74,7 @@ static const struct option run_options[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"json-status", required_argument, NULL, OPT_JSON_STATUS},
     GW_SETUP_OPTIONS,
+    GW_SETUP_OPTIONS_FLEET,
     {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
@@ -889,6 +890,7 @@ const struct gw_command gw_command_run = {
              "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
              GW_SETUP_USAGE_CONTROL
+             GW_SETUP_USAGE_FLEET
              GW_SETUP_USAGE_AUDIT,
     .run = run_run,
 };

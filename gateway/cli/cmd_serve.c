@@ -72,6 +72,7 @@ enum {
 
 static const struct option serve_options[] = {
     GW_SETUP_OPTIONS, /* serve takes no --default */
+    GW_SETUP_OPTIONS_FLEET,
     {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_POOL,
     GW_SETUP_OPTION_CONTROL,
@@ -712,6 +713,7 @@ const struct gw_command gw_command_serve = {
              "                           non-public-address rule); then `tollgate policy\n"
              "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_FLEET
              GW_SETUP_USAGE_AUDIT
              GW_SETUP_USAGE_CONTROL
              "                           (default: /run/tollgate/PID.sock for root)\n",

@@ -9,6 +9,8 @@
 
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
+#include "gateway/fleet/fleet.h"
+#include "gateway/setup.h"
 #include "gateway/ui/ui.h"
 
 extern const struct gw_command gw_command_ui;
@@ -17,11 +19,17 @@ static int
 run_ui(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"listen", required_argument, NULL, 'l'},  {"audit", required_argument, NULL, 'a'},
-	    {"cert", required_argument, NULL, 'C'},    {"key", required_argument, NULL, 'K'},
-	    {"control", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"audit", required_argument, NULL, 'a'},
+	    {"cert", required_argument, NULL, 'C'},
+	    {"key", required_argument, NULL, 'K'},
+	    {"control", required_argument, NULL, 'c'},
+	    {"fleet", required_argument, NULL, 'F'},
+	    {"fleet-password-secret", required_argument, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct ui_options o = {0};
+	const char *fleet_secret = NULL;
 	char default_audit[PATH_MAX], err[512];
 	int c, rc;
 
@@ -41,6 +49,14 @@ run_ui(int argc, char **argv)
 				               optarg);
 			o.control_path = optarg;
 			break;
+		case 'F':
+			if (fleet_url_check(optarg, err, sizeof(err)) != 0)
+				return gw_fail("ui", "--fleet: %s", err);
+			o.fleet = optarg;
+			break;
+		case 'P':
+			fleet_secret = optarg;
+			break;
 		case 'C':
 			o.cert_path = optarg;
 			break;
@@ -56,6 +72,11 @@ run_ui(int argc, char **argv)
 	if (optind < argc)
 		return gw_fail("ui", "unexpected argument '%s' (see 'tollgate ui --help')",
 		               argv[optind]);
+	if (fleet_secret != NULL && o.fleet == NULL)
+		return gw_fail("ui", "--fleet-password-secret: only with --fleet");
+	/* The page connects on first use: the password is in memory before that. */
+	if (o.fleet != NULL && gw_setup_fleet_password("ui", o.fleet, fleet_secret) != 0)
+		return GW_EXIT_FAILURE;
 	if (o.naudit == 0) {
 		if (gw_default_audit_path(default_audit, sizeof(default_audit), false) != 0)
 			return gw_fail("ui", "no default audit log (set TOLLGATE_HOME or --audit)");
@@ -74,6 +95,7 @@ const struct gw_command gw_command_ui = {
     .summary = "serve the review page: approvals, timeline, audit search",
     .usage = "usage: tollgate ui [--listen ADDR:PORT] [--audit FILE]... [--control SOCKET]\n"
              "                   [--cert PEM --key PEM]\n"
+             "                   [--fleet URL [--fleet-password-secret NAME]]\n"
              "\n"
              "Serves the review page: what running gateways wait for you to approve,\n"
              "each sandbox's traffic over time, the audit search and export, the hash\n"
@@ -88,6 +110,11 @@ const struct gw_command gw_command_ui = {
              "                          (default: every gateway 'tollgate pending' finds)\n"
              "      --cert PEM          serve HTTPS with this certificate (chain)...\n"
              "      --key PEM           ...and its private key\n"
+             "      --fleet URL         also the fleet's page (docs/fleet.md): every node's\n"
+             "                          held requests, decided in the fleet, its rows, chain\n"
+             "                          state and shipping lag (a libpq connection string)\n"
+             "      --fleet-password-secret NAME  its password from the vault (else\n"
+             "                          PGPASSFILE or ~/.pgpass)\n"
              "\n"
              "Gateways are found as 'tollgate pending' finds them: their sockets, and\n"
              "the ones registered from elsewhere, in the control directory\n"

@@ -65,6 +65,7 @@ enum {
 static const struct option wrap_options[] = {
     GW_SANDBOX_OPTIONS,
     GW_SETUP_OPTIONS,
+    GW_SETUP_OPTIONS_FLEET,
     {"learn", no_argument, NULL, GW_SETUP_OPT_LEARN},
     GW_SETUP_OPTION_DEFAULT,
     GW_SETUP_OPTION_POOL,
@@ -695,6 +696,7 @@ const struct gw_command gw_command_wrap = {
              "                           non-public-address rule); then `tollgate policy\n"
              "                           suggest` writes the policy. For trusted code only\n"
              GW_SETUP_USAGE_POOL
+             GW_SETUP_USAGE_FLEET
              GW_SETUP_USAGE_AUDIT,
     .run = run_wrap,
 };

@@ -39,7 +39,8 @@ fleet_url_check(const char *url, char *err, size_t errlen)
 			gw_set_err(err, errlen,
 			           "the connection string holds a password, which would show "
 			           "in the process list and shell history: put it in a "
-			           "PGPASSFILE (mode 0600) instead");
+			           "PGPASSFILE (mode 0600) or the vault "
+			           "(--fleet-password-secret NAME) instead");
 			rc = -EINVAL;
 		}
 	}
@@ -99,9 +100,9 @@ int
 fleet_connect(const char *url, int timeout_s, PGconn **out, char *err, size_t errlen)
 {
 	/* dbname is expanded first; the keys after it override the URL's. */
-	const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
+	const char *keys[] = {"dbname", "connect_timeout", "application_name", "password", NULL};
 	char timeout[16];
-	const char *vals[] = {url, timeout, "tollgate", NULL};
+	const char *vals[] = {url, timeout, "tollgate", fleet_password_get(), NULL};
 	PGconn *c;
 	int rc;
 

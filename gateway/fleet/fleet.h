@@ -37,6 +37,26 @@ int fleet_default_node(char *buf, size_t len);
 int fleet_connect(const char *url, int timeout_s, PGconn **out, char *err, size_t errlen);
 void fleet_disconnect(PGconn *c);
 
+/* ---- the password (password.c) ------------------------------------------------ */
+
+/*
+ * The password every later fleet_connect of this process gives libpq
+ * (instead of its password file, which a gate that gave up root may no
+ * longer read). Set before any fleet thread starts; cleared (wiped) after
+ * the last stops. 0, -EINVAL (empty, or a NUL in it) or -ENOMEM.
+ */
+int fleet_password_set(const char *pw, size_t len);
+void fleet_password_clear(void);
+const char *fleet_password_get(void);
+/*
+ * The password libpq would take from the password file at path for url
+ * (the format of libpq's ~/.pgpass: host:port:database:user:password, '*'
+ * for any, '\' escaping, the first match wins): *out is the caller's to
+ * wipe and free. 0, -ENOENT (no line matches; err says which), -EACCES
+ * (group or others may read the file) or another negative errno.
+ */
+int fleet_passfile_lookup(const char *url, const char *path, char **out, char *err, size_t errlen);
+
 /*
  * Creates the schema, or migrates an older one to FLEET_SCHEMA_VERSION, in
  * one transaction. *from gets the version found (0: none). 0 or -EIO/-EINVAL
@@ -94,6 +114,19 @@ typedef void (*fleet_verify_fn)(const struct fleet_verify_node *res, void *arg);
  */
 int fleet_audit_verify(PGconn *c, const char *node, fleet_verify_fn fn, void *arg, int *bad,
                        char *err, size_t errlen);
+
+/* A node's shipping, as the review page shows it. */
+struct fleet_node_state {
+	const char *node;
+	int64_t rows, head_seq;
+	const char *head_ts; /* the newest row's own time */
+	double lag_s;        /* that row's shipped_at - ts: how late it arrived */
+	double since_ship_s; /* now - the newest shipped_at */
+	long pending;        /* its held requests waiting for a decision */
+};
+typedef int (*fleet_node_fn)(const struct fleet_node_state *n, void *arg);
+/* Every node that shipped a row or holds a request, by name. 0, fn's value or negative errno. */
+int fleet_node_states(PGconn *c, fleet_node_fn fn, void *arg, char *err, size_t errlen);
 
 /* ---- policy revisions (revisions.c) ------------------------------------------ */
 

@@ -155,7 +155,10 @@ fleet_follow_start(struct gw_context *ctx, const char *url, const char *group, c
 		gw_set_err(err, errlen, "out of memory");
 		goto fail;
 	}
-	rc = fleet_policy_watch_start(url, group, path, rev, fw->pipe[1], &fw->watch, err, errlen);
+	/* No url: the revision in force is audited, and nothing is followed. */
+	rc = url != NULL ? fleet_policy_watch_start(url, group, path, rev, fw->pipe[1], &fw->watch,
+	                                            err, errlen)
+	                 : 0;
 	if (rc != 0)
 		goto fail;
 	if (rev > 0)

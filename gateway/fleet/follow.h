@@ -25,6 +25,7 @@ int fleet_follow_prepare(const char *url, const char *group, const char *path, i
 /*
  * On the loop: audits revision rev as in force, and from now on reloads the
  * context's policy (whose file is path) on each new revision, auditing it.
+ * url NULL: the audit row only, nothing followed.
  */
 int fleet_follow_start(struct gw_context *ctx, const char *url, const char *group, const char *path,
                        int64_t rev, const char *digest, struct fleet_follow **out, char *err,

@@ -276,3 +276,46 @@ fleet_audit_verify(PGconn *c, const char *node, fleet_verify_fn fn, void *arg, i
 	*bad = v.bad;
 	return rc;
 }
+
+int
+fleet_node_states(PGconn *c, fleet_node_fn fn, void *arg, char *err, size_t errlen)
+{
+	PGresult *res;
+	int rc = 0;
+
+	/* The newest row per node by the primary key; the count by the same index. */
+	res =
+	    PQexec(c, "WITH heads AS (SELECT DISTINCT ON (node) node, seq, ts, shipped_at"
+	              " FROM tollgate_audit ORDER BY node, seq DESC),"
+	              " counts AS (SELECT node, count(*) AS n FROM tollgate_audit GROUP BY node),"
+	              " waiting AS (SELECT node, count(*) AS n FROM tollgate_approvals"
+	              " WHERE state = 'pending' AND expires_at > now() GROUP BY node),"
+	              " nodes AS (SELECT node FROM heads UNION SELECT node FROM waiting)"
+	              " SELECT nodes.node, COALESCE(counts.n, 0), COALESCE(heads.seq, 0),"
+	              " COALESCE(heads.ts, ''),"
+	              " COALESCE(EXTRACT(EPOCH FROM heads.shipped_at - heads.ts::timestamptz), 0),"
+	              " COALESCE(EXTRACT(EPOCH FROM now() - heads.shipped_at), -1),"
+	              " COALESCE(waiting.n, 0)"
+	              " FROM nodes LEFT JOIN heads USING (node) LEFT JOIN counts USING (node)"
+	              " LEFT JOIN waiting USING (node) ORDER BY nodes.node");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(c, "cannot read the nodes", err, errlen);
+		PQclear(res);
+		return -EIO;
+	}
+	for (int i = 0; i < PQntuples(res) && rc == 0; i++) {
+		struct fleet_node_state n = {
+		    .node = PQgetvalue(res, i, 0),
+		    .rows = strtoll(PQgetvalue(res, i, 1), NULL, 10),
+		    .head_seq = strtoll(PQgetvalue(res, i, 2), NULL, 10),
+		    .head_ts = PQgetvalue(res, i, 3),
+		    .lag_s = strtod(PQgetvalue(res, i, 4), NULL),
+		    .since_ship_s = strtod(PQgetvalue(res, i, 5), NULL),
+		    .pending = strtol(PQgetvalue(res, i, 6), NULL, 10),
+		};
+
+		rc = fn(&n, arg);
+	}
+	PQclear(res);
+	return rc;
+}

@@ -378,6 +378,11 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
 		shipper_free(s);
 		return -ENOMEM;
 	}
+	/* Now, while the caller may still read its audit database: a gate that
+	 * gives up root later keeps this connection (the thread retries one
+	 * that fails here). */
+	if (audit_reader_open(s->audit_path, &s->reader, err, errlen) != 0)
+		log_warnx("fleet: cannot read the local log yet: %s", err);
 	gw_thread_helper_mask(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&s->thread, NULL, shipper_main, s);

@@ -455,8 +455,9 @@ route(struct evhttp_request *req, void *arg)
 
 	if (!post && strcmp(path, "/api/session") == 0)
 		ui_reply_json(req, 200,
-		              json_pack("{s:b, s:s, s:s}", "ok", 1, "csrf", sess->csrf, "session",
-		                        sess->tag));
+		              json_pack("{s:b, s:s, s:s, s:b}", "ok", 1, "csrf", sess->csrf,
+		                        "session", sess->tag, "fleet",
+		                        pg->api.opts->fleet != NULL));
 	else if (!post && strcmp(path, "/api/pending") == 0)
 		ui_api_pending(&pg->api, req);
 	else if (!post && strcmp(path, "/api/events") == 0)
@@ -475,6 +476,8 @@ route(struct evhttp_request *req, void *arg)
 		ui_api_verify(&pg->api, req);
 	else if (!post && strcmp(path, "/api/logs") == 0)
 		ui_api_logs(&pg->api, req);
+	else if (strncmp(path, "/api/fleet/", 11) == 0)
+		ui_api_fleet(&pg->api, req, path + 11, post, sess);
 	else
 		ui_reply_error(req, 404, "no such page");
 out:
@@ -584,6 +587,7 @@ ui_page_free(struct ui_page *pg)
 		evhttp_free(pg->http);
 	for (size_t i = 0; i < UI_AUDIT_MAX; i++)
 		audit_reader_free(pg->api.readers[i]);
+	ui_fleet_free(&pg->api);
 	if (pg->poll_ev != NULL)
 		event_free(pg->poll_ev);
 	if (pg->sigint_ev != NULL)

@@ -25,7 +25,7 @@ struct audit_reader;
 #define UI_GATEWAYS_MAX 64      /* running gateways asked at once */
 
 struct ui_session {
-	char id[UI_SECRET_HEX + 1];   /* the key sent in X-Tollgate-Session: a secret, never logged */
+	char id[UI_SECRET_HEX + 1]; /* the key sent in X-Tollgate-Session: a secret, never logged */
 	char csrf[UI_SECRET_HEX + 1]; /* sent back in X-Tollgate-CSRF on each POST */
 	char tag[16];                 /* "s-" and 8 hex: names the session in audit rows */
 	double last_used;             /* gw_clock_mono */
@@ -36,6 +36,9 @@ struct ui_server {
 	const struct ui_options *opts;
 	char control_dir[PATH_MAX];
 	struct audit_reader *readers[UI_AUDIT_MAX]; /* opened on first use */
+	struct pg_conn *fleet_pg;                   /* --fleet: made on first use (fleet.c) */
+	json_t *fleet_chains;                       /* each node's last chain check, by name */
+	double fleet_checked;                       /* when (gw_clock_mono) */
 };
 
 /*
@@ -72,5 +75,10 @@ void ui_api_sandboxes(struct ui_server *s, struct evhttp_request *req);
 void ui_api_suggest(struct ui_server *s, struct evhttp_request *req);
 void ui_api_verify(struct ui_server *s, struct evhttp_request *req);
 void ui_api_logs(struct ui_server *s, struct evhttp_request *req);
+/* /api/fleet/WHAT (fleet.c): nodes, pending, audit, and POST decide. */
+void ui_api_fleet(struct ui_server *s, struct evhttp_request *req, const char *what, bool post,
+                  const struct ui_session *sess);
+/* Closes the fleet's connection. */
+void ui_fleet_free(struct ui_server *s);
 
 #endif

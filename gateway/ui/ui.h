@@ -20,7 +20,8 @@ struct ui_options {
 	const char *control_path; /* --control: this gateway's socket only; NULL: all found */
 	const char *cert_path;    /* PEM certificate and key: serve HTTPS (both or neither) */
 	const char *key_path;
-	FILE *announce; /* where the URL with the token is printed (stdout) */
+	FILE *announce;    /* where the URL with the token is printed (stdout) */
+	const char *fleet; /* --fleet URL: the fleet's nodes, requests and rows too */
 };
 
 /*

@@ -19,6 +19,10 @@ flags_of() {
 		awk '/#define GW_SETUP_OPTIONS/{f=1} f{print} f && !/\\$/{exit}' "$TOLLGATE_SRC/gateway/setup.h" |
 			grep -o '{"[a-z][a-z0-9-]*", *\(no\|required\|optional\)_argument' | sed 's/^{"\([^"]*\)".*/\1/'
 	fi
+	if grep -q 'GW_SETUP_OPTIONS_FLEET' "$1"; then
+		awk '/#define GW_SETUP_OPTIONS_FLEET/{f=1} f{print} f && !/\\$/{exit}' "$TOLLGATE_SRC/gateway/setup.h" |
+			grep -o '{"[a-z][a-z0-9-]*", *\(no\|required\|optional\)_argument' | sed 's/^{"\([^"]*\)".*/\1/'
+	fi
 	for one in DEFAULT POOL CONTROL; do
 		if grep -q "GW_SETUP_OPTION_$one\b" "$1"; then tr 'A-Z' 'a-z' <<<"$one"; fi
 	done

@@ -152,7 +152,17 @@ test_flags(void **state)
 	     "tollgate: test: --deny-cidr 10.0.0.0/33: "},
 	    {256, "x", GW_SETUP_NOT_MINE, ""},
 	    {'v', NULL, GW_SETUP_NOT_MINE, ""},
-	    {GW_SETUP_OPT_UPSTREAM_CA + 1, "x", GW_SETUP_NOT_MINE, ""},
+	    {GW_SETUP_OPT_FLEET, "host=/run/postgresql dbname=tollgate", 0, ""},
+	    {GW_SETUP_OPT_FLEET, "dbname=t password=hunter2", GW_EXIT_FAILURE,
+	     "tollgate: test: --fleet: the connection string holds a password"},
+	    {GW_SETUP_OPT_NODE, "ci-7", 0, ""},
+	    {GW_SETUP_OPT_NODE, "a b", GW_EXIT_FAILURE, "tollgate: test: --node 'a b': want 1..64"},
+	    {GW_SETUP_OPT_POLICY_FROM_FLEET, NULL, 0, ""},
+	    {GW_SETUP_OPT_NODE_GROUP, "agents", 0, ""},
+	    {GW_SETUP_OPT_FLEET_PASSWORD_SECRET, "fleetdb", 0, ""},
+	    {GW_SETUP_OPT_FLEET_PASSWORD_SECRET, "no-dash", GW_EXIT_FAILURE,
+	     "tollgate: test: --fleet-password-secret 'no-dash': not a secret's name\n"},
+	    {GW_SETUP_OPT_FLEET_PASSWORD_SECRET + 1, "x", GW_SETUP_NOT_MINE, ""},
 	};
 	struct fixture *fx = *state;
 	struct gw_setup_flags *f = &fx->f;
@@ -173,6 +183,11 @@ test_flags(void **state)
 	assert_string_equal(f->audit_path, "/x/audit.db");
 	assert_string_equal(f->pool, "10.99.0.0/16");
 	assert_string_equal(f->control_path, "/x/c.sock");
+	assert_string_equal(f->fleet, "host=/run/postgresql dbname=tollgate");
+	assert_string_equal(f->node, "ci-7");
+	assert_true(f->policy_from_fleet);
+	assert_string_equal(f->node_group, "agents");
+	assert_string_equal(f->fleet_password_secret, "fleetdb");
 	assert_true(f->audit_fail_open);
 	/* The rules landed in the flags' policy. */
 	assert_int_equal(decide(f->rules, "api.example.com", 443), POLICY_ALLOW);

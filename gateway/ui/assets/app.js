@@ -67,6 +67,7 @@ function show(view) {
   location.hash = view;
   if (view === "timeline") loadSandboxes();
   if (view === "counters") loadStats();
+  if (view === "fleet") loadFleet(true);
 }
 
 // ---- waiting for you ------------------------------------------------------------
@@ -474,6 +475,90 @@ async function loadStats() {
   }
 }
 
+// ---- the fleet (tollgate ui --fleet) ----------------------------------------------
+
+// The nodes' table, the held requests of the node chosen (or of all) and its
+// newest rows; asked again every two seconds while the view is open. Every
+// chain is checked again when the view opens and on Reload (else the server's
+// check of the last 30 seconds stands: it reads every row).
+async function loadFleet(verify) {
+  const node = $("fl-node").value;
+  const q = node ? "?node=" + encodeURIComponent(node) : "";
+  try {
+    const [nodes, pending, rows] = await Promise.all([
+      getJSON("/api/fleet/nodes" + (verify ? "?verify=1" : "")), getJSON("/api/fleet/pending" + q), getJSON("/api/fleet/audit" + q)]);
+    renderFleetNodes(nodes.nodes);
+    renderFleetPending(pending.approvals);
+    const body = $("fl-rows").tBodies[0];
+    body.replaceChildren();
+    for (const r of rows.rows.slice().reverse())
+      body.append(el("tr", { class: r.decision || "" }, el("td", {}, r.node), el("td", {}, r.seq),
+        el("td", {}, r.ts || ""), el("td", {}, r.kind || ""), el("td", {}, r.sandbox || ""),
+        el("td", {}, r.host || ""), el("td", {}, r.port || ""), el("td", {}, r.decision || "")));
+    $("fl-live").textContent = "as of " + new Date().toLocaleTimeString();
+    $("fl-errors").textContent = "";
+  } catch (e) {
+    $("fl-errors").textContent = e.message;
+  }
+}
+
+function renderFleetNodes(nodes) {
+  const sel = $("fl-node");
+  const known = new Set([...sel.options].map((o) => o.value));
+  for (const n of nodes) if (!known.has(n.node)) sel.append(el("option", { value: n.node }, n.node));
+  const body = $("fl-nodes").tBodies[0];
+  body.replaceChildren();
+  for (const n of nodes) {
+    const c = n.chain;
+    const chain = !c ? "no rows" : c.ok ? "intact (" + c.rows_checked + " rows)" :
+      c.problem + " at seq " + c.bad_seq + ": " + c.what;
+    body.append(el("tr", { "data-node": n.node },
+      el("td", {}, n.node), el("td", {}, n.rows), el("td", {}, n.head_seq + (n.head_ts ? " · " + n.head_ts : "")),
+      el("td", { class: !c || c.ok ? "ok" : "bad" }, chain),
+      el("td", {}, n.rows ? n.lag_s.toFixed(2) + "s" : ""),
+      el("td", {}, n.since_ship_s >= 0 ? duration(n.since_ship_s) + " ago" : ""),
+      el("td", {}, n.pending)));
+  }
+}
+
+function renderFleetPending(list) {
+  const box = $("fl-pending");
+  const refs = list.map((a) => a.node + "/" + a.id).join();
+  $("fl-none").hidden = list.length > 0;
+  $("fl-count").textContent = list.length;
+  $("fl-count").classList.toggle("zero", list.length === 0);
+  // Rebuilt only when the set changes: a button under the pointer stays.
+  if (box.dataset.refs === refs) return;
+  box.dataset.refs = refs;
+  box.replaceChildren();
+  for (const ap of list) {
+    const d = ap.detail || {};
+    const what = ap.kind === "host" ? "host access: " + (d.what || ap.host) :
+      ap.host + (ap.port === 0 ? " (DNS)" : ":" + ap.port);
+    const buttons = [el("button", { class: "allow", "data-action": "once", onclick: () => fleetDecide(ap, true, "once") }, "Allow once"),
+      el("button", { "data-action": "client", onclick: () => fleetDecide(ap, true, "client") }, "Allow for this sandbox")];
+    if (ap.kind !== "host")
+      buttons.push(el("button", { "data-action": "always", onclick: () => fleetDecide(ap, true, "always") }, "Always"));
+    buttons.push(el("button", { class: "deny", "data-action": "deny", onclick: () => fleetDecide(ap, false, "once") }, "Deny"));
+    box.append(el("div", { class: "card", "data-ref": ap.node + "/" + ap.id },
+      el("h3", {}, what),
+      el("div", { class: "meta" }, "node " + ap.node + " · sandbox " + (ap.sandbox || "?") + " · " + ap.id),
+      el("div", { class: "meta" }, duration(ap.expires_in) + " left, then refused"),
+      d.command ? el("div", { class: "meta command" }, "command: " + d.command) : "",
+      d.context ? el("div", { class: "meta" }, "request: " + d.context) : "",
+      el("div", { class: "actions" }, ...buttons)));
+  }
+}
+
+async function fleetDecide(ap, allow, scope) {
+  try {
+    await postJSON("/api/fleet/decide", { node: ap.node, id: ap.id, allow: allow, scope: scope });
+  } catch (e) {
+    $("fl-errors").textContent = e.message;
+  }
+  loadFleet(false);
+}
+
 // ---- start ----------------------------------------------------------------------
 
 async function start() {
@@ -493,12 +578,18 @@ async function start() {
   const sess = await getJSON("/api/session");
   state.csrf = sess.csrf;
   $("who").textContent = "session " + sess.session;
+  if (sess.fleet) {
+    $("fleet-tab").hidden = false;
+    $("fl-node").addEventListener("change", () => loadFleet(false));
+    $("fl-reload").addEventListener("click", () => loadFleet(true));
+    setInterval(() => { if ($("fleet").classList.contains("on") && !document.hidden) loadFleet(false); }, 2000);
+  }
   fillLogs((await getJSON("/api/logs")).logs);
   listen();
   setInterval(tick, 1000);
   setInterval(() => { if ($("counters").classList.contains("on") && !document.hidden) loadStats(); }, 2000);
   const first = location.hash.slice(1);
-  show(["waiting", "timeline", "search", "integrity", "counters"].includes(first) ? first : "waiting");
+  show(["waiting", "timeline", "search", "integrity", "counters"].concat(sess.fleet ? ["fleet"] : []).includes(first) ? first : "waiting");
   search();
 }
 
