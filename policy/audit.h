@@ -200,7 +200,20 @@ struct audit_filter {
 	int64_t after_id;     /* rows with a larger id only */
 	int64_t until_id;     /* rows up to this id only; 0: no bound */
 	long limit;           /* the newest N matching rows; 0: all */
+	/* Rows whose detail names a request (an inspected or forwarded one):
+	 * its "method" (any case), its "path" exact or, ending in '*', by
+	 * prefix ("/repos/" and a star). See audit_filter_check. */
+	const char *method;
+	const char *path;
 };
+
+/*
+ * Whether f's method and path are ones a query takes: a method is 1 to 32
+ * letters, a path starts with '/' (or is "*") and has a '*' at most at its
+ * end. 0, or -EINVAL with a line in err naming the filter ("method 'x': ...").
+ */
+#define AUDIT_METHOD_MAX 32
+int audit_filter_check(const struct audit_filter *f, char *err, size_t errlen);
 
 struct audit_reader;
 

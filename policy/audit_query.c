@@ -112,7 +112,10 @@ out:
  * Every filter is a bound parameter (NULL: not given), so nothing typed by a
  * user reaches the SQL. The sandbox and exact-host tests are written in only
  * when given (filtered_sql), because SQLite's planner uses their indexes for
- * "sandbox = ?4" but not for "(?4 IS NULL OR sandbox = ?4)".
+ * "sandbox = ?4" but not for "(?4 IS NULL OR sandbox = ?4)". The method and
+ * path tests read the row's detail (SQLite's JSON functions) and are written
+ * in only when given too, so a query without them parses no detail; a detail
+ * that is not JSON (cut by the writer's cap, or tampered) matches neither.
  */
 #define FILTERED_HEAD                                                                              \
 	"SELECT id, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"      \
@@ -127,6 +130,11 @@ out:
 	" max(length(host)), max(length(port)), max(length(decision)), max(length(reason))"        \
 	" FROM ("
 
+#define DETAIL_TEXT(key) "(CASE WHEN json_valid(detail) THEN json_extract(detail, '$." key "') END)"
+#define METHOD_TEST " AND upper(" DETAIL_TEXT("method") ") = ?10"
+#define PATH_TEST " AND " DETAIL_TEXT("path") " = ?11"
+#define PATH_PREFIX_TEST " AND substr(" DETAIL_TEXT("path") ", 1, length(?12)) = ?12"
+
 /* What goes around the filtered SELECT. */
 struct filtered {
 	const char *pre, *post;
@@ -137,29 +145,93 @@ static const struct filtered sql_newest = {"SELECT * FROM (",
 static const struct filtered sql_measure_all = {MEASURE, ")"};
 static const struct filtered sql_measure_newest = {MEASURE, " ORDER BY id DESC LIMIT ?9)"};
 
-/* The statement q with f's sandbox and host tests. 0 or -EINVAL. */
+/* A path pattern's last byte is '*': the paths that start with the rest. */
+static bool
+path_is_prefix(const char *path)
+{
+	size_t n = path != NULL ? strlen(path) : 0;
+
+	return n > 0 && path[n - 1] == '*';
+}
+
+/* The statement q with f's sandbox, host, method and path tests. 0 or -EINVAL. */
 static int
 filtered_sql(const struct filtered *q, const struct audit_filter *f, char *buf, size_t len)
 {
 	bool exact_host = f->host != NULL && f->host[0] != '*';
+	bool prefix = path_is_prefix(f->path);
 	int n;
 
-	n = snprintf(buf, len, "%s" FILTERED_HEAD "%s%s" FILTERED_TAIL "%s", q->pre,
+	n = snprintf(buf, len, "%s" FILTERED_HEAD "%s%s" FILTERED_TAIL "%s%s%s%s", q->pre,
 	             f->sandbox != NULL ? " AND sandbox = ?4" : " AND ?4 IS NULL",
-	             exact_host ? " AND host = ?5" : " AND ?5 IS NULL", q->post);
+	             exact_host ? " AND host = ?5" : " AND ?5 IS NULL",
+	             f->method != NULL ? METHOD_TEST : " AND ?10 IS NULL",
+	             f->path != NULL && !prefix ? PATH_TEST : " AND ?11 IS NULL",
+	             prefix ? PATH_PREFIX_TEST : " AND ?12 IS NULL", q->post);
 	return n > 0 && (size_t)n < len ? 0 : -EINVAL;
+}
+
+int
+audit_filter_check(const struct audit_filter *f, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (f->method != NULL) {
+		n = strlen(f->method);
+		for (size_t i = 0; i < n; i++) {
+			char c = f->method[i];
+
+			if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))
+				n = 0;
+		}
+		if (n == 0 || n > AUDIT_METHOD_MAX) {
+			gw_set_err(err, errlen,
+			           "method '%s': want an HTTP method (GET, DELETE, ...)",
+			           f->method);
+			return -EINVAL;
+		}
+	}
+	if (f->path != NULL) {
+		n = strlen(f->path);
+		if (n == 0 || n > AUDIT_FIELD_MAX ||
+		    (f->path[0] != '/' && strcmp(f->path, "*") != 0) ||
+		    memchr(f->path, '*', n - 1) != NULL) {
+			gw_set_err(err, errlen,
+			           "path '%s': want a path from '/', exact or ending in '*' "
+			           "(/repos/*)",
+			           f->path);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 static int
 bind_filter(sqlite3_stmt *st, const struct audit_filter *f, int64_t max_id, char *host_buf,
             size_t host_len)
 {
-	char since[32] = "";
+	char since[32] = "", method[AUDIT_METHOD_MAX + 1];
 	const char *host = NULL, *suffix = NULL;
 	size_t n;
 
 	if (f->since_ms > 0 && audit_format_ts(f->since_ms, since, sizeof(since)) != 0)
 		return -EINVAL;
+	if (audit_filter_check(f, NULL, 0) != 0)
+		return -EINVAL;
+	/* Methods are compared in capitals: the stored one is upper-cased too. */
+	if (f->method != NULL) {
+		n = strlen(f->method);
+		for (size_t i = 0; i <= n; i++) {
+			char c = f->method[i];
+
+			method[i] = (char)(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+		}
+		sqlite3_bind_text(st, 10, method, -1, SQLITE_TRANSIENT);
+	}
+	if (f->path != NULL && !path_is_prefix(f->path))
+		sqlite3_bind_text(st, 11, f->path, -1, SQLITE_STATIC);
+	else if (f->path != NULL)
+		sqlite3_bind_text(st, 12, f->path, (int)strlen(f->path) - 1, SQLITE_STATIC);
 	if (f->host != NULL) {
 		/* Hosts are stored normalised (lower case, no trailing dot). */
 		n = strlen(f->host);
@@ -239,7 +311,7 @@ static int
 run_filtered(struct audit_reader *r, const struct filtered *q, const struct audit_filter *f,
              audit_row_fn fn, void *arg, int64_t *max_id, char *err, size_t errlen)
 {
-	char host[512], sql[1024];
+	char host[512], sql[2048];
 	sqlite3_stmt *st = NULL;
 	struct audit_row row;
 	bool in_tx = false;
@@ -344,7 +416,7 @@ int
 audit_table_measure(struct audit_reader *r, const struct audit_filter *f, struct audit_table *t,
                     int64_t *max_id, char *err, size_t errlen)
 {
-	char host[512], sql[1024];
+	char host[512], sql[2048];
 	sqlite3_stmt *st = NULL;
 	bool in_tx = false;
 	int64_t max = 0;

@@ -578,7 +578,8 @@ run_audit(int argc, char **argv)
 	    {"kind", required_argument, NULL, 'k'},  {"limit", required_argument, NULL, 'n'},
 	    {"json", no_argument, NULL, 'j'},        {"follow", no_argument, NULL, 'f'},
 	    {"local", no_argument, NULL, 'L'},       {"fleet", required_argument, NULL, 'F'},
-	    {"node", required_argument, NULL, 'N'},  {0},
+	    {"node", required_argument, NULL, 'N'},  {"method", required_argument, NULL, 'M'},
+	    {"path", required_argument, NULL, 'P'},  {0},
 	};
 	struct audit_filter f = {0};
 	struct printer p = {0};
@@ -622,6 +623,12 @@ run_audit(int argc, char **argv)
 		case 'k':
 			f.kind = optarg;
 			break;
+		case 'M':
+			f.method = optarg;
+			break;
+		case 'P':
+			f.path = optarg;
+			break;
 		case 'n':
 			if (gw_parse_long(optarg, 1, 1000000000, &f.limit) != 0)
 				return gw_fail("audit", "--limit '%s': want a number of rows",
@@ -651,11 +658,16 @@ run_audit(int argc, char **argv)
 	if (optind < argc)
 		return gw_fail("audit", "unexpected argument '%s' (subcommands: verify, append)",
 		               argv[optind]);
+	if (audit_filter_check(&f, err, sizeof(err)) != 0)
+		return gw_fail("audit", "--%s", err);
 	if (node != NULL && fleet == NULL)
 		return gw_fail("audit", "--node: only with --fleet");
 	if (fleet != NULL) {
 		if (db != NULL || p.follow || p.local)
 			return gw_fail("audit", "--fleet: not with --db, --follow or --local");
+		/* The fleet's database keeps a row's detail as text, not JSON. */
+		if (f.method != NULL || f.path != NULL)
+			return gw_fail("audit", "--fleet: not with --method or --path");
 		return gw_fleet_audit(fleet, node, &f, p.json);
 	}
 	rc = resolve_db("audit", db, false, path, sizeof(path));
@@ -716,7 +728,7 @@ const struct gw_command gw_command_audit = {
     .summary = "show, follow and verify the audit log",
     .usage = "usage: tollgate audit [--db FILE] [--since 10m|2h|ISO-8601] [--sandbox ID]\n"
              "                      [--host H] [--decision D] [--kind K] [--limit N]\n"
-             "                      [--json] [--follow] [--local]\n"
+             "                      [--method M] [--path P] [--json] [--follow] [--local]\n"
              "       tollgate audit --fleet URL [--node NAME] [filters] [--json]\n"
              "       tollgate audit verify [--db FILE] [--anchor HASH]\n"
              "       tollgate audit append --kind KIND [...]   (for tests and scripts)\n"
@@ -735,6 +747,10 @@ const struct gw_command gw_command_audit = {
              "                            names below example.com\n"
              "  --decision D              allow, deny, ask, ...\n"
              "  --kind K                  decision, connection, dns, approval, ...\n"
+             "  --method M                rows of requests with this method (any case):\n"
+             "                            those of inspected hosts, forwarded HTTP\n"
+             "  --path P                  ... and this path (the query cut): exact, or\n"
+             "                            ending in '*' for the paths under it ('/repos/*')\n"
              "  -n, --limit N             only the newest N matching rows\n"
              "  --json                    JSON lines instead of a table\n"
              "  -f, --follow              then print new rows as they are committed,\n"
@@ -744,6 +760,7 @@ const struct gw_command gw_command_audit = {
              "  --fleet URL               every node's rows from the fleet's database\n"
              "                            (a libpq connection string; docs/fleet.md)\n"
              "  --node NAME               with --fleet: only this node's rows\n"
+             "                            (--method and --path are not taken there)\n"
              "\n"
              "Exit status: 0; 1 when the log cannot be read (or, for verify, does not\n"
              "verify); 125 for bad usage.\n",

@@ -324,7 +324,8 @@ out:
 
 /*
  * The filters of `tollgate audit` from the query string: since, until (ISO
- * 8601), host (exact or *.suffix), sandbox, decision, kind; before (an id:
+ * 8601), host (exact or *.suffix), sandbox, decision, kind, method, path
+ * (exact or ending in '*'); before (an id:
  * the page below it), limit. 0, or -EINVAL after an error reply.
  */
 static int
@@ -335,6 +336,7 @@ filter_from_query(struct audit_reader *r, struct evhttp_request *req, const stru
 	const char *until = evhttp_find_header(q, "until");
 	const char *before = evhttp_find_header(q, "before");
 	const char *limit = evhttp_find_header(q, "limit");
+	char err[AUDIT_FIELD_MAX + 128];
 	int64_t v;
 
 	memset(f, 0, sizeof(*f));
@@ -376,11 +378,37 @@ filter_from_query(struct audit_reader *r, struct evhttp_request *req, const stru
 	TEXT_FILTER(sandbox)
 	TEXT_FILTER(decision)
 	TEXT_FILTER(kind)
+	TEXT_FILTER(method)
+	TEXT_FILTER(path)
 #undef TEXT_FILTER
+	if (audit_filter_check(f, err, sizeof(err)) != 0) {
+		ui_reply_error(req, 400, "%s", err);
+		return -EINVAL;
+	}
 	return 0;
 }
 
-/* A row as `tollgate audit --json` prints it, plus its place in the chain. */
+/*
+ * "GET api.example.com/repos/x" for a row whose detail names a request's
+ * method and path (an inspected or forwarded one), "?(query cut)" after it
+ * when it had a query; NULL for any other row. The page shows it as text.
+ */
+static json_t *
+request_text(json_t *row, const struct audit_row *r)
+{
+	json_t *detail = json_object_get(row, "detail");
+	const char *method = json_string_value(json_object_get(detail, "method"));
+	const char *path = json_string_value(json_object_get(detail, "path"));
+	const char *query = json_string_value(json_object_get(detail, "query_sha256"));
+
+	if (method == NULL || path == NULL || r->host == NULL)
+		return NULL;
+	return json_sprintf("%s %.*s%s%s", method, (int)r->host_len, r->host, path,
+	                    query != NULL && query[0] != '\0' ? "?(query cut)" : "");
+}
+
+/* A row as `tollgate audit --json` prints it, plus its place in the chain
+ * and, for a request's row, "request" (request_text). */
 static json_t *
 row_json(const struct audit_row *row)
 {
@@ -397,6 +425,12 @@ row_json(const struct audit_row *row)
 	free(text);
 	if (o != NULL && row->prev_hash != NULL)
 		json_object_set_new(o, "prev_hash", json_string(row->prev_hash));
+	if (o != NULL) {
+		json_t *request = request_text(o, row);
+
+		if (request != NULL)
+			json_object_set_new(o, "request", request);
+	}
 	return o;
 }
 

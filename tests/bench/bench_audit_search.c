@@ -34,14 +34,15 @@ remove_db(const char *path)
  * Rows as a gateway writes them: 500 sandboxes one after another (2000 rows
  * each), 2000 hosts under 50 domains,
  * kinds decision/connection/dns, one row in ten refused. "rare.example" is
- * one row in 10000; "*.d7.test" one in 50.
+ * one row in 10000; "*.d7.test" one in 50. One row in 20 is an inspected
+ * request's: a DELETE one in 100 rows, a DELETE under /repos/ one in 200.
  */
 static int
 fill(const char *path, long rows)
 {
 	struct audit_options o;
 	struct audit *a = NULL;
-	char err[256], sandbox[32], host[64], detail[96];
+	char err[256], sandbox[32], host[64], detail[160];
 	static const char *const kinds[] = {"decision", "connection", "dns"};
 	int64_t t0 = gw_clock_real_ms() - rows * 10; /* a row every 10 ms up to now */
 	int rc;
@@ -62,8 +63,15 @@ fill(const char *path, long rows)
 			snprintf(host, sizeof(host), "rare.example");
 		else
 			snprintf(host, sizeof(host), "h%ld.d%ld.test", i % 2000, i % 50);
-		snprintf(detail, sizeof(detail), "{\"bytes_up\":%ld,\"bytes_down\":%ld}", i % 977,
-		         i % 65521);
+		if (i % 20 == 3)
+			snprintf(detail, sizeof(detail),
+			         "{\"mode\":\"inspect\",\"method\":\"%s\",\"path\":\"/%s/%ld\","
+			         "\"status\":200}",
+			         (i / 20) % 5 == 0 ? "DELETE" : "GET",
+			         (i / 20) % 2 == 1 ? "repos/acme" : "gists", (i / 20) % 1000);
+		else
+			snprintf(detail, sizeof(detail), "{\"bytes_up\":%ld,\"bytes_down\":%ld}",
+			         i % 977, i % 65521);
 		ev.kind = kinds[i % 3];
 		ev.sandbox = sandbox;
 		ev.host = host;
@@ -149,6 +157,12 @@ main(int argc, char **argv)
 	    {"since=1 min ago", {.since_ms = now - 60000, .limit = PAGE}},
 	    {"the page below row rows/2 (before=)", {.until_id = rows / 2, .limit = PAGE}},
 	    {"host=nowhere.example (no match)", {.host = "nowhere.example", .limit = PAGE}},
+	    /* A request's method and path are read from each row's detail. */
+	    {"method=DELETE (1 in 100)", {.method = "DELETE", .limit = PAGE}},
+	    {"method=DELETE path=/repos/* (1 in 200)",
+	     {.method = "DELETE", .path = "/repos/*", .limit = PAGE}},
+	    {"path=/repos/acme/7 (1 in 20000)", {.path = "/repos/acme/7", .limit = PAGE}},
+	    {"method=PUT (no match: every detail read)", {.method = "PUT", .limit = PAGE}},
 	};
 
 	if (rows < 1000) {

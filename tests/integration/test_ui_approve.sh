@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The review page in headless Chromium: a sandboxed request (tollgate run
 # --ask) is held, the page shows it without a reload, the browser clicks
-# Allow once, the request completes, the timeline shows the connection, and
+# Allow once, the request completes, the timeline shows the connection (and
+# an inspected request's method and path, as text), and
 # the audit row names the page and its session as the approver. The card
 # shows the sandbox's command, the page's icon is served, Search shows
 # lifecycle rows by default, and no view, Search with every row included,
@@ -33,6 +34,15 @@ RUN_PID=$!
 defer "kill -9 $RUN_PID 2>/dev/null"
 has_one() { [[ $(ui_count_pending) -ge 1 ]]; }
 wait_for 20 has_one || fail "the sandbox's request was never held"
+# An inspected request's row in the sandbox's timeline (the proxy's form of
+# it; a path of markup, which the page must show as text).
+sandbox_started() { [[ -n $(sqlite3 "$DB" "select sandbox from events where kind='sandbox.start'" 2>/dev/null | tail -n 1) ]]; }
+wait_for 10 sandbox_started || fail "the sandbox's start row was never written"
+SB=$(sqlite3 "$DB" "select sandbox from events where kind='sandbox.start' order by id desc limit 1")
+"$TOLLGATE" audit append --db "$DB" --kind decision --sandbox "$SB" --host api.test --port 443 \
+	--decision allow --reason allowed \
+	--detail '{"mode":"inspect","method":"GET","path":"/repos/<b>x</b><img src=x onerror=window.pwned=1>","query_sha256":"00","status":200}' ||
+	fail "cannot append the inspected request's row"
 
 seen=$(cd "$TOLLGATE_SRC/tests/integration/ui" && timeout 240 node approve.mjs "$UI_URL" origin.test)
 get() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); [v:=v.get(k) if isinstance(v,dict) else None for k in sys.argv[2:]]; print("" if v is None else v)' "$seen" "$@"; }
@@ -52,8 +62,15 @@ set +e; wait "$RUN_PID"; rc=$?; set -e
 expect_eq "the sandboxed request completes: the run succeeds" "$rc" "0"
 expect_eq "the sandboxed request completes: the origin answered" "$(cat "$TEST_TMP/run.out")" "200"
 
-expect_match "the timeline shows the connection" "$(get timeline_row)" "connection \| origin.test \| $HTTP_PORT \| allow"
+expect_match "the timeline shows the connection, naming the request" "$(get timeline_row)" \
+	"connection \| GET origin.test/hello.txt \| $HTTP_PORT \| allow"
 expect_match "the timeline is the sandbox's" "$(get timeline_sandbox)" '^sb-'
+expect_eq "the timeline shows an inspected request's method, host and path, the query cut" \
+	"$(get timeline_request)" "GET api.test/repos/<b>x</b><img src=x onerror=window.pwned=1>?(query cut)"
+expect_eq "... as text: no markup from the log became elements" "$(get timeline_markup)" "0"
+expect_eq "... and no script from it ran" "$(get timeline_script_ran)" "False"
+expect_match "... its row opens with the request named" "$(get timeline_request_detail)" \
+	'hostapi\.test:443requestGET api\.test/repos/<b>x</b>'
 expect_match "the timeline shows the sandbox's command (sandbox.start's argv)" "$(get timeline_summary)" \
 	"command curl -sS -m 80 -o /dev/null"
 expect_match "the timeline shows the sandbox's policy digest" "$(get timeline_summary)" "policy [0-9a-f]{12}"
@@ -71,6 +88,8 @@ expect_match "the approval row names the browser session" "$(get approval_detail
 expect_eq "the approval row's scope" "$(get approval_detail detail scope)" "once"
 row=$(sqlite3 "$DB" "select detail from events where kind='approval' and host='origin.test'")
 expect_match "the audit log itself says who approved" "$row" '"by":"ui","session":"s-[0-9a-f]{8}"'
+expect_eq "Search by method (any case) and path pattern finds the inspected request's row alone" \
+	"$(get request_search)" "api.test decision"
 expect_match "the integrity view: the chain holds" "$(get integrity)" 'chainintact'
 for view in waiting timeline search search_all integrity counters; do
 	expect_eq "readable at 400 px: $view needs no sideways scrolling" "$(get overflow_400 $view)" "400"

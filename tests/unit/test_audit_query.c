@@ -229,6 +229,159 @@ test_filters(void **state)
 #undef CASE
 }
 
+/* ---- method and path ------------------------------------------------------------------ */
+
+/*
+ * The rows of requests: the detail the proxy writes for an inspected or
+ * forwarded request, and details that only look like one.
+ */
+static const struct {
+	const char *kind, *host, *detail;
+} req_rows[] = {
+    {"decision", "api.test",
+     "{\"mode\":\"inspect\",\"method\":\"GET\",\"path\":\"/repos/acme/a\"}"}, /* 1 */
+    {"connection", "api.test",
+     "{\"mode\":\"inspect\",\"method\":\"GET\",\"path\":\"/repos/acme/a\"}"}, /* 2 */
+    {"decision", "api.test",
+     "{\"method\":\"DELETE\",\"path\":\"/repos/acme/b\",\"query_sha256\":\"ab\"}"}, /* 3 */
+    {"decision", "api.test", "{\"method\":\"delete\",\"path\":\"/repos\"}"},        /* 4 */
+    {"decision", "api.test", "{\"method\":\"DELETE\",\"path\":\"/gists/1\"}"},      /* 5 */
+    /* A method and a path, but not the row's own: nested, or inside a string. */
+    {"mcp.call", "api.test", "{\"args\":{\"method\":\"DELETE\",\"path\":\"/repos/x\"}}"}, /* 6 */
+    {"decision", "api.test", "{\"why\":\"\\\"method\\\":\\\"DELETE\\\"\"}"},              /* 7 */
+    {"decision", "other.test", "{\"method\":\"DELETE\",\"path\":\"/repos/acme/c\"}"},     /* 8 */
+    /* Not an object, not JSON at all (cut or tampered), none. */
+    {"decision", "api.test", "[\"DELETE\",\"/repos/acme/d\"]"},                  /* 9 */
+    {"decision", "api.test", "{\"method\":\"DELETE\",\"path\":\"/repos/acme/e"}, /* 10 */
+    {"decision", "api.test", NULL},                                              /* 11 */
+    {"decision", "api.test", "{\"method\":\"DELETE\",\"path\":\"/reposx\"}"},    /* 12 */
+};
+#define NREQ ((int)(sizeof(req_rows) / sizeof(req_rows[0])))
+
+static int
+setup_requests(void **state)
+{
+	struct fixture_audit *fx;
+	struct audit *a = NULL;
+	char err[256];
+
+	fixture_audit_setup(state);
+	fx = *state;
+	if (audit_open(fx->path, &a, err, sizeof(err)) != 0)
+		fail_msg("audit_open: %s", err);
+	for (int i = 0; i < NREQ; i++) {
+		struct audit_event ev = {
+		    .kind = req_rows[i].kind,
+		    .sandbox = "sb1",
+		    .host = req_rows[i].host,
+		    .port = 443,
+		    .decision = "allow",
+		    .detail = req_rows[i].detail,
+		    .ts_ms = T0 + i * 1000LL,
+		};
+		assert_int_equal(audit_append(a, &ev), 0);
+	}
+	assert_int_equal(audit_flush(a), 0);
+	audit_free(a);
+	if (audit_reader_open(fx->path, &fx->reader, err, sizeof(err)) != 0)
+		fail_msg("audit_reader_open: %s", err);
+	return 0;
+}
+
+static void
+test_request_filters(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit_filter f;
+
+	/* until_id: expect_ids then knows where a follower would go on. */
+#define CASE(init, want)                                                                           \
+	do {                                                                                       \
+		f = (struct audit_filter){.until_id = NREQ};                                       \
+		init;                                                                              \
+		expect_ids(fx->reader, &f, want);                                                  \
+	} while (0)
+	CASE((void)0, "1 2 3 4 5 6 7 8 9 10 11 12");
+	CASE(f.method = "DELETE", "3 4 5 8 12");
+	CASE(f.method = "delete", "3 4 5 8 12");
+	CASE(f.method = "Get", "1 2");
+	CASE(f.method = "POST", "");
+	CASE(f.path = "/repos", "4");
+	CASE(f.path = "/repos/acme/b", "3");
+	CASE(f.path = "/repos/*", "1 2 3 8");
+	CASE(f.path = "/repos*", "1 2 3 4 8 12");
+	CASE(f.path = "*", "1 2 3 4 5 8 12");
+	CASE((f.method = "DELETE", f.path = "/repos/*"), "3 8");
+	CASE((f.method = "DELETE", f.path = "/repos/*", f.host = "api.test"), "3");
+	CASE((f.method = "GET", f.kind = "connection"), "2");
+	CASE((f.method = "DELETE", f.path = "/repos/*", f.limit = 1), "8");
+	CASE((f.method = "GET", f.since_ms = T0 + 1000), "2");
+	/* Typed text is a bound value, and LIKE's and GLOB's characters are
+	 * only themselves. */
+	CASE(f.path = "/x' OR '1'='1", "");
+	CASE(f.path = "/repos/acme/_", "");
+	CASE(f.path = "/repos/%", "");
+	CASE(f.path = "/repos/acme/[ab]", "");
+#undef CASE
+}
+
+/* The table is measured over the rows the filters select. */
+static void
+test_request_filters_measure(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit_filter f = {.method = "DELETE", .path = "/repos/*", .host = "other.test"};
+	struct audit_table t;
+	char err[256];
+	int64_t max_id = 0;
+
+	assert_int_equal(audit_table_measure(fx->reader, &f, &t, &max_id, err, sizeof(err)), 0);
+	assert_int_equal(t.width[AUDIT_COL_HOST], (int)strlen("other.test"));
+	assert_int_equal(t.width[AUDIT_COL_ID], (int)strlen("ID"));
+	assert_int_equal(max_id, NREQ);
+}
+
+static void
+test_filter_check(void **state)
+{
+	static const struct {
+		const char *method, *path;
+		const char *err; /* NULL: accepted; else the start of the error */
+	} cases[] = {
+	    {"GET", NULL, NULL},
+	    {"delete", "/repos/*", NULL},
+	    {NULL, "/", NULL},
+	    {NULL, "*", NULL},
+	    {NULL, "/a b/c%20?", NULL},
+	    {"PROPFIND", "/repos", NULL},
+	    {"", NULL, "method ''"},
+	    {"GET ", NULL, "method 'GET '"},
+	    {"G3T", NULL, "method 'G3T'"},
+	    {"ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFG", NULL, "method 'ABCDEFGHIJ"},
+	    {NULL, "", "path ''"},
+	    {NULL, "repos/*", "path 'repos/*'"},
+	    {NULL, "/repos/*/issues", "path '/repos/*/issues'"},
+	    {NULL, "**", "path '**'"},
+	    {"GET", "api.test/repos", "path 'api.test/repos'"},
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct audit_filter f = {.method = cases[i].method, .path = cases[i].path};
+		int rc;
+
+		err[0] = '\0';
+		rc = audit_filter_check(&f, err, sizeof(err));
+		if (cases[i].err == NULL && rc != 0)
+			fail_msg("%s %s: refused: %s", cases[i].method, cases[i].path, err);
+		if (cases[i].err != NULL &&
+		    (rc != -EINVAL || strncmp(err, cases[i].err, strlen(cases[i].err)) != 0))
+			fail_msg("%s %s: rc %d '%s', want '%s...'", cases[i].method, cases[i].path,
+			         rc, err, cases[i].err);
+	}
+}
+
 /* ---- follow ----------------------------------------------------------------------- */
 
 static void
@@ -462,6 +615,11 @@ main(void)
 	    cmocka_unit_test(test_format_ts),
 	    cmocka_unit_test(test_parse_ts),
 	    cmocka_unit_test_setup_teardown(test_filters, setup, fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_request_filters, setup_requests,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_request_filters_measure, setup_requests,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test(test_filter_check),
 	    cmocka_unit_test_setup_teardown(test_follow, setup, fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_gap_before_follow, setup,
 	                                    fixture_audit_teardown),

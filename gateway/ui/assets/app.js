@@ -237,6 +237,8 @@ function showRow(row) {
   add("kind", row.kind);
   add("sandbox", row.sandbox);
   add("host", row.host + (row.port ? ":" + row.port : ""));
+  // An inspected (or forwarded) request's method and path, the query cut.
+  if (row.request) add("request", row.request);
   add("decision", row.decision);
   const d = row.detail && typeof row.detail === "object" ? row.detail : {};
   add("rule", d.rule || "");
@@ -303,7 +305,7 @@ async function loadTimeline() {
   drawChart(chart, rows.filter((r) => r.host));
   for (const row of data.rows) {
     const tr = el("tr", { onclick: () => showRow(row) },
-      el("td", {}, row.ts.slice(11, 23)), el("td", {}, row.kind), el("td", {}, row.host || ""),
+      el("td", {}, row.ts.slice(11, 23)), el("td", {}, row.kind), el("td", {}, row.request || row.host || ""),
       el("td", {}, row.port || ""), el("td", { class: "d-" + (row.decision || "") }, row.decision || ""),
       el("td", {}, rowBytes(row) ? bytesText(rowBytes(row)) : ""));
     body.append(tr);

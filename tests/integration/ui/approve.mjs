@@ -1,6 +1,7 @@
 // The browser half of test_ui_approve.sh: logs in with the printed address,
 // waits for the held request to show, clicks Allow once, then finds the
-// connection in the timeline and the approval in the search, and measures
+// connection and an inspected request in the timeline and the approval in
+// the search, and measures
 // the page at 400 px wide. Prints one JSON object of what it saw.
 // usage: node approve.mjs URL HOST
 import { launch, until } from "./browser.mjs";
@@ -45,17 +46,37 @@ try {
     seen.timeline_row = await page.evaluate((h) => {
       for (const tr of document.querySelectorAll("#tl-rows tbody tr")) {
         const cells = [...tr.cells].map((c) => c.textContent);
-        if (cells[1] === "connection" && cells[2] === h) return cells.join(" | ");
+        // A forwarded request's row names it: "GET host/path".
+        if (cells[1] === "connection" && (cells[2] === h || cells[2].startsWith("GET " + h + "/")))
+          return cells.join(" | ");
       }
       return null;
     }, host);
   }
+  // An inspected request's row shows its method, host and path, as text.
+  seen.timeline_request = await page.evaluate(() => {
+    for (const tr of document.querySelectorAll("#tl-rows tbody tr"))
+      if (tr.cells[2].textContent.startsWith("GET api.test/")) return tr.cells[2].textContent;
+    return null;
+  });
+  seen.timeline_markup = await page.$$eval("#tl-rows tbody img, #tl-rows tbody b", (e) => e.length);
+  seen.timeline_script_ran = await page.evaluate(() => window.pwned !== undefined);
+  await page.evaluate(() => {
+    for (const tr of document.querySelectorAll("#tl-rows tbody tr"))
+      if (tr.cells[2].textContent.startsWith("GET api.test/")) { tr.click(); return; }
+  });
+  seen.timeline_request_detail = await until(page, () => {
+    const d = document.getElementById("detail");
+    return !d.hidden && document.getElementById("detail-facts").textContent;
+  });
+  await page.click("#detail-close");
   seen.timeline_sandbox = await page.$eval("#tl-sandbox", (e) => e.value);
   seen.timeline_dots = await page.$$eval("#tl-chart circle", (c) => c.length);
   seen.timeline_summary = await page.$eval("#tl-summary", (e) => e.textContent);
   await page.evaluate((h) => {
     for (const tr of document.querySelectorAll("#tl-rows tbody tr"))
-      if (tr.cells[1].textContent === "connection" && tr.cells[2].textContent === h) { tr.click(); return; }
+      if (tr.cells[1].textContent === "connection" &&
+          (tr.cells[2].textContent === h || tr.cells[2].textContent.startsWith("GET " + h + "/"))) { tr.click(); return; }
   }, host);
   seen.timeline_detail = await until(page, () => {
     const d = document.getElementById("detail");
@@ -85,6 +106,16 @@ try {
     return !d.hidden && document.getElementById("detail-json").textContent;
   }));
   await page.click("#detail-close");
+  // Search by a request's method (any case) and path pattern: the inspected
+  // request's row alone.
+  await page.evaluate(() => document.getElementById("search-form").reset());
+  await page.type(`#search-form input[name="method"]`, "get");
+  await page.type(`#search-form input[name="path"]`, "/repos/*");
+  await page.click(`#search-form button[type="submit"]`);
+  seen.request_search = await until(page, () => {
+    const rows = [...document.querySelectorAll("#search-rows tbody tr")];
+    return rows.length > 0 && rows.map((tr) => tr.cells[4].textContent + " " + tr.cells[2].textContent).join(", ");
+  });
 
   // Integrity: the chain holds.
   await page.click(`#tabs button[data-view="integrity"]`);
