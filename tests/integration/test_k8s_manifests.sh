@@ -76,19 +76,19 @@ spoil password-in-url \
 	'if d.get("kind") == "Secret": d["stringData"]["url"] += " password=hunter2"' \
 	"the fleet URL holds a password"
 spoil password-in-args \
-	"if $workload: $proxy_c[\"args\"] += [\"--fleet\", \"postgresql://ship:hunter2@db/tollgate\"]" \
+	"if $workload: ${proxy_c}[\"args\"] += [\"--fleet\", \"postgresql://ship:hunter2@db/tollgate\"]" \
 	"a password on the command line"
 spoil not-proxy \
-	"if $workload: $proxy_c[\"args\"][0] = \"run\"" \
+	"if $workload: ${proxy_c}[\"args\"][0] = \"run\"" \
 	"want one container whose args start with 'proxy'"
 spoil fleet-literal \
-	"if $workload: a = $proxy_c[\"args\"]; a[a.index(\"--fleet\") + 1] = \"host=db user=ship\"" \
+	"if $workload: a = ${proxy_c}[\"args\"]; a[a.index(\"--fleet\") + 1] = \"host=db user=ship\"" \
 	"--fleet must be \$(VAR) with VAR from a secretKeyRef"
 spoil no-pgpassfile \
-	"if $workload: $proxy_c[\"env\"] = [e for e in $proxy_c[\"env\"] if e[\"name\"] != \"PGPASSFILE\"]" \
+	"if $workload: ${proxy_c}[\"env\"] = [e for e in ${proxy_c}[\"env\"] if e[\"name\"] != \"PGPASSFILE\"]" \
 	"no PGPASSFILE"
 spoil no-limits \
-	"if $workload: del $proxy_c[\"resources\"][\"limits\"]" \
+	"if $workload: del ${proxy_c}[\"resources\"][\"limits\"]" \
 	"resources.limits needs cpu and memory"
 spoil egress-anywhere \
 	'if d.get("kind") == "NetworkPolicy" and "Egress" in d["spec"]["policyTypes"]: d["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]})' \
