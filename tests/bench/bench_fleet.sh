@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# Fleet benchmarks on a real PostgreSQL 15 (initdb in a temporary directory, a Unix
+# socket only) and `tollgate proxy --fleet` gateways, all on this machine
+# (docs/performance.md, "Fleet"; docs/fleet.md, "Sizing").
+#
+#   tests/bench/bench_fleet.sh [BUILD_DIR]     (default: build; run as root)
+#
+# Phases:
+#   baseline the same rows in one INSERT ... SELECT from a temporary table (psql, timed
+#           by the server): the database's own ceiling for them, in the same run.
+#   ingest  rows per second one PostgreSQL takes from N gateways (N in NODES): each
+#           gateway starts on a local log already holding ROWS/N chained rows
+#           (bench_fleet_fill) and ships its backlog; the rate is the rows over the
+#           span of the batches' shipped_at (and, for the record, over the wall time
+#           from the gateways' start to the last row at the centre).
+#   proxy   a new CONNECT tunnel per request from 16 clients (bench_proxy_client churn,
+#           as in bench_proxy.sh) to an nginx origin on loopback, through a proxy
+#           without --fleet and one with it, ROUNDS times each in turn, best of each;
+#           then the shipping lag of the --fleet proxy's rows (p50, p99 of shipped_at
+#           - ts: from the row's local write to the statement that stored it), rows per
+#           request and bytes per row at the centre; then the lag again under one client
+#           (one new tunnel at a time), a load that leaves the machine room.
+# Knobs: NODES ("1 4 16"), ROWS (400000 in all per N), CHURN_SECONDS (5), ROUNDS (3),
+# PG_FSYNC (on: the server as it would run; off for a figure without the disk),
+# BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and its logs), PG_BIN.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$src/build}
+tollgate=$build/tollgate
+client=$build/bench_proxy_client
+fill=$build/bench_fleet_fill
+nodes_list=${NODES:-1 4 16}
+rows_total=${ROWS:-400000}
+churn_secs=${CHURN_SECONDS:-5}
+rounds=${ROUNDS:-3}
+pg_fsync=${PG_FSYNC:-on}
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+[[ -x $tollgate && -x $client && -x $fill ]] || {
+	echo "bench_fleet: build tollgate, bench_proxy_client and bench_fleet_fill first ($build)" >&2
+	exit 1
+}
+[[ $(id -u) -eq 0 ]] || { echo "bench_fleet: run as root (initdb runs as the postgres user)" >&2; exit 1; }
+for tool in nginx psql sqlite3 "$PG_BIN/initdb"; do
+	command -v "$tool" >/dev/null || {
+		"$src/scripts/install-deps" nginx-light postgresql >/dev/null
+		break
+	}
+done
+renice -n "${BENCH_NICE:--20}" -p $$ >/dev/null
+ulimit -n "$(ulimit -Hn)"
+
+tmp=$(mktemp -d /tmp/tollgate-bench-fleet.XXXXXX)
+chmod 755 "$tmp" # the postgres user reaches its directory through it
+pids=()
+stop_pids() { # PID...: TERM, up to 10 s each, then KILL
+	local p
+	for p in "$@"; do kill "$p" 2>/dev/null || true; done
+	for p in "$@"; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+}
+pg_dir=$tmp/pg
+cleanup() {
+	stop_pids "${pids[@]}"
+	[[ -f $pg_dir/data/postmaster.pid ]] &&
+		runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$pg_dir/data" -m fast -w -t 30 stop >/dev/null 2>&1
+	if [[ -n ${BENCH_KEEP:-} ]]; then
+		echo "bench_fleet: logs kept in $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+calc() { python3 -c "print($1)"; }
+kv() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
+now() { date +%s.%N; }
+hz=$(getconf CLK_TCK)
+cpu_ticks() { # PID...: utime + stime of each (all threads), summed; gone ones count 0
+	local p t=0
+	for p in "$@"; do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+# The server's processes: the postmaster's children (the backends too, while connected).
+pg_cpu() { cpu_ticks $(pgrep -P "$(head -n 1 "$pg_dir/data/postmaster.pid")"); }
+
+# --- PostgreSQL 15: its own cluster, a Unix socket in the temp dir, no TCP ---
+mkdir -p "$pg_dir/data" "$pg_dir/sock"
+chown -R postgres: "$pg_dir"
+pg_port=$(port) # names the socket file only
+runuser -u postgres -- "$PG_BIN/initdb" -D "$pg_dir/data" -U tollgate -A trust -E UTF8 \
+	--no-sync >"$pg_dir/initdb.log" 2>&1 || { cat "$pg_dir/initdb.log" >&2; exit 1; }
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w -t 60 \
+	-o "-c listen_addresses='' -c unix_socket_directories='$pg_dir/sock' -p $pg_port -c fsync=$pg_fsync -c max_connections=100" \
+	start >/dev/null || { cat "$pg_dir/server.log" >&2; exit 1; }
+FLEET="host=$pg_dir/sock port=$pg_port user=tollgate dbname=postgres"
+psql_q() { psql -X -A -t -q "$FLEET" -c "$1"; }
+"$tollgate" fleet init "$FLEET" >/dev/null
+echo "bench_fleet: $(nproc) cores, $(date -u +%FT%TZ), PostgreSQL $(psql_q 'show server_version'), fsync=$pg_fsync" >&2
+
+# start_gateway NAME [FLAGS...]: a `tollgate proxy` with its own home, log and control
+# socket on a loopback port; sets GW_PID and GW_PORT.
+start_gateway() {
+	local name=$1 home=$tmp/gw/$1
+	shift
+	mkdir -p "$home"
+	GW_PORT=$(port)
+	TOLLGATE_HOME=$home "$tollgate" proxy --listen "127.0.0.1:$GW_PORT" \
+		--audit "$home/audit.db" --control "$home/tollgate.ctl" "$@" 2>"$home/stderr.log" &
+	GW_PID=$!
+	pids+=("$GW_PID")
+}
+# node_heads NODE...: the sum of each node's newest seq at the centre (index lookups only).
+node_heads() {
+	local list
+	list=$(printf "'%s'," "$@")
+	psql_q "select coalesce(sum((select max(seq) from tollgate_audit a where a.node = n)), 0)
+		from unnest(array[${list%,}]) n"
+}
+
+# --- the baseline: the same rows in one INSERT ... SELECT from a temporary table
+# (what each shipped batch does, in one statement), timed by the server: this
+# database's own ceiling for these rows on this machine at this moment ---
+"$fill" "$tmp/bulk.db" "$rows_total"
+sqlite3 -separator $'\t' "$tmp/bulk.db" "select id, ts, kind, sandbox, host, port, decision,
+	reason, detail, prev_hash, hash from events" >"$tmp/bulk.tsv"
+bulk_ms=$(psql -X -q "$FLEET" 2>&1 <<EOF | awk '/^Time:/ {print $2}' | tail -n 1
+create temp table bulk_in (seq bigint, ts text, kind text, sandbox text, host text, port bigint,
+	decision text, reason text, detail text, prev_hash text, hash text);
+\copy bulk_in from '$tmp/bulk.tsv'
+\timing on
+insert into tollgate_audit (node, seq, ts, kind, sandbox, host, port, decision, reason, detail,
+	prev_hash, hash) select 'bulk', seq, ts, kind, sandbox, host, port, decision, reason, detail,
+	prev_hash, hash from bulk_in on conflict (node, seq) do nothing;
+EOF
+)
+[[ $(node_heads bulk) == "$rows_total" ]] || { echo "bench_fleet: the baseline's rows are not all in" >&2; exit 1; }
+r_bulk=$(calc "round($rows_total / ($bulk_ms / 1000))")
+rm -f "$tmp/bulk.db" "$tmp/bulk.db"-* "$tmp/bulk.tsv"
+echo "baseline: $rows_total rows in one INSERT ... SELECT: $r_bulk rows/s" >&2
+
+# --- ingest: N gateways ship their backlogs to one PostgreSQL ---
+declare -A r_ingest r_ingest_wall r_pg_cpu r_gw_cpu
+for n in $nodes_list; do
+	per=$((rows_total / n))
+	tmpl=$tmp/fill-$n.db
+	"$fill" "$tmpl" "$per"
+	# Everything in the main file (a copy without the -wal would miss rows).
+	sqlite3 "$tmpl" 'pragma wal_checkpoint(TRUNCATE)' >/dev/null
+	names=()
+	gw_pids=()
+	for i in $(seq "$n"); do
+		name=in$n-$i
+		names+=("$name")
+		mkdir -p "$tmp/gw/$name"
+		cp "$tmpl" "$tmp/gw/$name/audit.db"
+	done
+	pg0=$(pg_cpu)
+	t0=$(now)
+	for name in "${names[@]}"; do
+		start_gateway "$name" --fleet "$FLEET" --node "$name"
+		gw_pids+=("$GW_PID")
+	done
+	want=$((per * n))
+	got=0
+	# Bounded: 1800 polls of 0.1 s (and their queries) at most.
+	for _ in $(seq 1800); do
+		got=$(node_heads "${names[@]}")
+		((got >= want)) && break
+		sleep 0.1
+	done
+	t1=$(now)
+	# CPU seconds per 100 000 rows: the server's (its backends are still connected)
+	# and the gateways' (their shippers; nothing else runs in them here).
+	r_pg_cpu[$n]=$(calc "round(($(pg_cpu) - $pg0) / $hz / $want * 100000, 2)")
+	r_gw_cpu[$n]=$(calc "round($(cpu_ticks "${gw_pids[@]}") / $hz / $want * 100000, 2)")
+	((got >= want)) || { echo "bench_fleet: N=$n: $got of $want rows at the centre after 180 s or more; logs in $tmp/gw" >&2; exit 1; }
+	# The rows of the batches that began before the last one, over the span from the
+	# first batch to the last: the centre's own clock, no start-up or polling in it.
+	list=$(printf "'%s'," "${names[@]}")
+	read -r span early < <(psql_q "with r as (select shipped_at from tollgate_audit
+		where node in (${list%,})) select extract(epoch from max(shipped_at) - min(shipped_at)),
+		count(*) filter (where shipped_at < (select max(shipped_at) from r)) from r" | tr '|' ' ')
+	r_ingest[$n]=$(calc "round($early / max($span, 1e-3))")
+	r_ingest_wall[$n]=$(calc "round($want / ($t1 - $t0))")
+	echo "ingest N=$n: $want rows ($per per gateway): ${r_ingest[$n]} rows/s between batches, ${r_ingest_wall[$n]} rows/s from start; CPU s per 100k rows: server ${r_pg_cpu[$n]}, gateways ${r_gw_cpu[$n]}" >&2
+	stop_pids "${gw_pids[@]}"
+	rm -f "$tmpl" "$tmpl"-*
+done
+rows_in_table=$(psql_q "select count(*) from tollgate_audit")
+table_bytes=$(psql_q "select pg_table_size('tollgate_audit')")
+total_bytes=$(psql_q "select pg_total_relation_size('tollgate_audit')")
+
+# --- proxy: the same churn through a proxy without --fleet and one with it ---
+op=$(port)
+mkdir -p "$tmp/www" "$tmp/nginx"
+head -c 612 /dev/zero | tr '\0' 'x' >"$tmp/www/small"
+cat >"$tmp/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	keepalive_timeout 60s;
+	client_body_temp_path $tmp/nginx/body;
+	proxy_temp_path $tmp/nginx/proxy;
+	fastcgi_temp_path $tmp/nginx/fastcgi;
+	uwsgi_temp_path $tmp/nginx/uwsgi;
+	scgi_temp_path $tmp/nginx/scgi;
+	server {
+		listen 127.0.0.1:$op;
+		server_name origin.test;
+		root $tmp/www;
+	}
+}
+EOF
+nginx -e "$tmp/nginx/error.log" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" &
+pids+=("$!")
+proxy_flags=(--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8)
+start_gateway plain "${proxy_flags[@]}"
+plain_port=$GW_PORT
+start_gateway load "${proxy_flags[@]}" --fleet "$FLEET" --node load
+fleet_port=$GW_PORT
+ready() { # PROXY_PORT: waits for a 200 of /small through it (bounded)
+	for _ in $(seq 100); do
+		[[ $(curl -s -o /dev/null -w '%{http_code}' -x "127.0.0.1:$1" --max-time 2 \
+			"http://origin.test:$op/small") == 200 ]] && return 0
+		sleep 0.1
+	done
+	echo "bench_fleet: the proxy on $1 did not come up; logs in $tmp/gw" >&2
+	exit 1
+}
+ready "$plain_port"
+ready "$fleet_port"
+# The load node's rows before the runs (wait until its start-up rows are shipped).
+for _ in $(seq 50); do
+	[[ $(node_heads load) == "$(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')" ]] && break
+	sleep 0.1
+done
+seq0=$(node_heads load)
+declare -A r_churn
+reqs_fleet=0
+for round in $(seq "$rounds"); do
+	# Alternate which goes first, so neither always meets the other's leftovers.
+	order=(plain fleet)
+	((round % 2)) || order=(fleet plain)
+	for which in "${order[@]}"; do
+		if [[ $which == plain ]]; then p=$plain_port; else p=$fleet_port; fi
+		out=$("$client" churn -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
+			-x "127.0.0.1:$p" -c 16 -n 1000000 -t "$churn_secs")
+		rps=$(kv rps <<<"$out")
+		reqs=$(kv requests <<<"$out")
+		failed=$(kv failed <<<"$out")
+		[[ $which == fleet ]] && reqs_fleet=$((reqs_fleet + reqs))
+		echo "churn round $round $which: $rps req/s ($reqs, $failed failed)" >&2
+		if [[ -z ${r_churn[$which]:-} || $(calc "int($rps > ${r_churn[$which]})") == 1 ]]; then
+			r_churn[$which]=$rps
+		fi
+		sleep 1 # let the closing sockets drain before the next run
+	done
+done
+# caught_up: every row of the load node at the centre (bounded: 30 s); sets local_head.
+caught_up() {
+	local_head=0
+	for _ in $(seq 300); do
+		local_head=$(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')
+		[[ $(node_heads load) == "$local_head" ]] && return 0
+		sleep 0.1
+	done
+	echo "bench_fleet: the load node's rows did not all arrive in 30 s" >&2
+	exit 1
+}
+# lag FROM TO: p50, p99 and max of shipped_at - ts in ms, for the load node's rows FROM < seq <= TO.
+lag() {
+	psql_q "select
+	round(percentile_cont(0.5) within group (order by l)::numeric * 1000, 1),
+	round(percentile_cont(0.99) within group (order by l)::numeric * 1000, 1),
+	round(max(l)::numeric * 1000, 1)
+	from (select extract(epoch from shipped_at - ts::timestamptz) l from tollgate_audit
+	      where node = 'load' and seq > $1 and seq <= $2) x" | tr '|' ' '
+}
+caught_up
+read -r lag50 lag99 lagmax < <(lag "$seq0" "$local_head")
+seq1=$local_head
+# The lag again at a load that leaves the machine room: one client, one new tunnel at a
+# time (the 16 clients above keep both cores busy, the shipper's thread and the server
+# among them).
+out=$("$client" churn -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
+	-x "127.0.0.1:$fleet_port" -c 1 -n 1000000 -t "$churn_secs")
+rps1=$(kv rps <<<"$out")
+echo "churn 1 client fleet: $rps1 req/s" >&2
+caught_up
+read -r lag1_50 lag1_99 lag1_max < <(lag "$seq1" "$local_head")
+rows_per_req=$(calc "round(($seq1 - $seq0) / max($reqs_fleet, 1), 2)")
+row_bytes=$(psql_q "select round(avg(pg_column_size(t.*))) from tollgate_audit t where node = 'load' and seq > $seq0 and seq <= $seq1")
+batch_rows=$(psql_q "select round(avg(c)) from (select count(*) c from tollgate_audit
+	where node = 'load' and seq > $seq0 and seq <= $seq1 group by shipped_at) x")
+
+echo
+echo "bench_fleet: $(nproc) cores, PostgreSQL $(psql_q 'show server_version'), fsync=$pg_fsync"
+echo "ingest, rows per second at one PostgreSQL (backlogs of $rows_total rows in all):"
+echo "  baseline $r_bulk rows/s   (the same rows in one INSERT ... SELECT, no gateway)"
+for n in $nodes_list; do
+	printf '  N=%-3s %8s rows/s   (%s from the gateways'"'"' start); CPU s per 100k rows: server %s, gateways %s; rows per server CPU second %s\n' \
+		"$n" "${r_ingest[$n]}" "${r_ingest_wall[$n]}" "${r_pg_cpu[$n]}" "${r_gw_cpu[$n]}" \
+		"$(calc "round(100000 / max(${r_pg_cpu[$n]}, 0.01))")"
+done
+echo "table: $rows_in_table rows, $(calc "round($table_bytes / $rows_in_table)") bytes per row (heap), $(calc "round($total_bytes / $rows_in_table)") with indexes"
+echo "proxy churn (new tunnel per request, 16 clients), best of $rounds:"
+echo "  without --fleet: ${r_churn[plain]} req/s"
+echo "  with --fleet:    ${r_churn[fleet]} req/s"
+echo "shipping under that load: lag p50 $lag50 ms, p99 $lag99 ms, max $lagmax ms; $rows_per_req rows per request; $row_bytes bytes per row (tuple); $batch_rows rows per batch"
+echo "shipping under one client ($rps1 req/s): lag p50 $lag1_50 ms, p99 $lag1_99 ms, max $lag1_max ms"
+last_n=${nodes_list##* }
+first_n=${nodes_list%% *}
+for n in $nodes_list; do
+	echo "ingest_rows_per_s_N$n: ${r_ingest[$n]}"
+done
+echo "ingest_rows_per_server_cpu_s_N$first_n: $(calc "round(100000 / max(${r_pg_cpu[$first_n]}, 0.01))")"
+echo "lag_p50_ms: $lag50"
+echo "lag_p99_ms: $lag99"
+echo "lag_one_client_p50_ms: $lag1_50"
+echo "lag_one_client_p99_ms: $lag1_99"
+echo "ratio fleet_vs_plain_proxy_rps: $(calc "round(${r_churn[fleet]} / ${r_churn[plain]}, 3)")"
+for n in $nodes_list; do
+	echo "ratio ingest_N${n}_vs_one_insert: $(calc "round(${r_ingest[$n]} / $r_bulk, 3)")"
+done
+echo "ratio ingest_N${last_n}_vs_N${first_n}: $(calc "round(${r_ingest[$last_n]} / ${r_ingest[$first_n]}, 3)")"
+echo "ratio ingest_N${first_n}_vs_goal_50000: $(calc "round(${r_ingest[$first_n]} / 50000, 3)")"
+echo "ratio lag_p99_vs_goal_1s: $(calc "round($lag99 / 1000, 3)")"
+echo "ratio lag_one_client_p99_vs_goal_1s: $(calc "round($lag1_99 / 1000, 3)")"
