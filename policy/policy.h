@@ -263,6 +263,17 @@ bool policy_request_pattern_is(const char *text);
 int policy_request_rule_parse(const char *text, struct policy_request_rule *out, char *why,
                               size_t whylen);
 bool policy_request_host_match(const char *pattern, const char *host);
+/*
+ * A request's path (up to its query) as method and path rules see it
+ * (RFC 3986, 6.2.2): escapes of unreserved characters decoded, the other
+ * escapes kept, their hex in capitals ("%2f" is "%2F"). Pure. 0 with out
+ * NUL-terminated and *outlen set; -EINVAL (why set) for a path that two
+ * servers could read as two resources: a dot segment, escaped or not, also
+ * before ";" ("..;x"); a backslash; a control character; a malformed
+ * escape. -ENAMETOOLONG when out (cap bytes) cannot hold it.
+ */
+int policy_request_path_canonical(const char *path, size_t len, char *out, size_t cap, size_t *outlen,
+                                  const char **why);
 bool policy_request_rule_match(const struct policy_request_rule *r, const char *method,
                                const char *host, const char *path, size_t path_len);
 /*

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gateway/core/err.h"
 #include "policy/policy.h"
@@ -156,9 +157,106 @@ bool
 policy_request_rule_match(const struct policy_request_rule *r, const char *method,
                           const char *host, const char *path, size_t path_len)
 {
-	if (r->method[0] != '\0' && strcmp(r->method, method) != 0)
+	/* Methods are case-sensitive (RFC 9110, 9.1), but an origin may take
+	 * "delete" for DELETE: a rule names every spelling of its method. */
+	if (r->method[0] != '\0' && strcasecmp(r->method, method) != 0)
 		return false;
 	if (!policy_request_host_match(r->host, host))
 		return false;
 	return glob_match(r->path, path, path_len);
+}
+
+static int
+hex_value(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* RFC 3986, 2.3: the characters an escape need not hide. */
+static bool
+unreserved(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '-' || ch == '.' || ch == '_' || ch == '~';
+}
+
+/* Whether a segment is "." or "..", before any ";parameters" (some
+ * servers strip those first, then resolve what is left). */
+static bool
+dot_segment(const char *s, size_t n)
+{
+	const char *semi = memchr(s, ';', n);
+
+	if (semi != NULL)
+		n = (size_t)(semi - s);
+	return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
+}
+
+int
+policy_request_path_canonical(const char *path, size_t len, char *out, size_t cap, size_t *outlen,
+                              const char **why)
+{
+	size_t o = 0, seg = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)path[i];
+		char esc[3] = {0};
+		size_t n = 1;
+
+		if (ch == '%') {
+			int hi = i + 2 < len ? hex_value(path[i + 1]) : -1;
+			int lo = i + 2 < len ? hex_value(path[i + 2]) : -1;
+
+			if (hi < 0 || lo < 0) {
+				*why = "a malformed percent-escape in the path";
+				return -EINVAL;
+			}
+			ch = (unsigned char)(hi * 16 + lo);
+			i += 2;
+			if (ch < 0x20 || ch == 0x7f) {
+				*why = "an escaped control character in the path";
+				return -EINVAL;
+			}
+			if (!unreserved(ch)) {
+				/* Kept escaped, in one spelling: "%2f" is "%2F". */
+				esc[0] = '%';
+				esc[1] = "0123456789ABCDEF"[ch >> 4];
+				esc[2] = "0123456789ABCDEF"[ch & 15];
+				n = 3;
+			}
+		} else if (ch < 0x20 || ch == 0x7f || ch == '\\') {
+			*why = "a control character or a backslash in the path";
+			return -EINVAL;
+		}
+		if (o + n >= cap) {
+			*why = "a path too long for the method and path rules";
+			return -ENAMETOOLONG;
+		}
+		if (n == 3) {
+			memcpy(out + o, esc, 3);
+		} else {
+			out[o] = (char)ch;
+		}
+		o += n;
+		if (n == 1 && ch == '/') {
+			if (dot_segment(out + seg, o - 1 - seg)) {
+				*why = "a dot segment (\".\" or \"..\") in the path";
+				return -EINVAL;
+			}
+			seg = o;
+		}
+	}
+	if (dot_segment(out + seg, o - seg)) {
+		*why = "a dot segment (\".\" or \"..\") in the path";
+		return -EINVAL;
+	}
+	out[o] = '\0';
+	*outlen = o;
+	return 0;
 }

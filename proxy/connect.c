@@ -21,6 +21,10 @@
 #include "proxy/sni.h"
 #include "proxy/tls.h"
 
+/* A request's path in one spelling is never longer than as sent, and what
+ * was sent fits in a head. */
+#define PROXY_PATH_RULES_MAX (PROXY_HEAD_MAX + 1)
+
 static void target_resolve(struct proxy_conn *c);
 
 /*
@@ -422,11 +426,22 @@ proxy_target_open(struct proxy_conn *c, const char *authority, size_t len, int d
 		return;
 	}
 	if (c->inspect && c->head != NULL) {
-		/* Inside an inspected tunnel: method and path rules too. */
+		/* Inside an inspected tunnel: method and path rules too, on the
+		 * path in one spelling; one that servers could read two ways is
+		 * refused, so no rule is passed by an escape or a "..". */
 		const char *q = memchr(c->head->path, '?', c->head->path_len);
+		const char *why = NULL;
+		char path[PROXY_PATH_RULES_MAX];
+		size_t path_len;
 
-		policy_decide_request(c->policy, c->head->method, &c->host, c->port, c->head->path,
-		                      q != NULL ? (size_t)(q - c->head->path) : c->head->path_len,
+		if (policy_request_path_canonical(c->head->path,
+		                                  q != NULL ? (size_t)(q - c->head->path)
+		                                            : c->head->path_len,
+		                                  path, sizeof(path), &path_len, &why) != 0) {
+			proxy_refuse(c, 400, "malformed-request", why);
+			return;
+		}
+		policy_decide_request(c->policy, c->head->method, &c->host, c->port, path, path_len,
 		                      &d);
 	} else {
 		policy_decide(c->policy, &c->host, c->port, &d);

@@ -19,7 +19,7 @@ SOCK=$TEST_TMP/rules.sock
 start_proxy rules --resolve origin.test:127.0.0.1 --allow "origin.test:$P" --allow-cidr 127.0.0.1/32 \
 	--inspect origin.test --upstream-ca "$ORIGIN_CA" \
 	--allow "GET origin.test/repos/acme/*" --deny "DELETE origin.test/*" \
-	--ask "POST origin.test/repos/*"
+	--ask "POST origin.test/repos/*" --allow "* origin.test/open/*"
 DB=$TEST_TMP/rules.db
 GATE_CA=$TOLLGATE_HOME/ca/ca.pem
 wait_for 10 test -s "$GATE_CA" || fail "no CA"
@@ -35,6 +35,22 @@ expect_match "... and the connection kept for the next request (one connect in a
 	"$out" '\|1.*\|0$'
 expect_eq "the refused DELETE never reached the origin" \
 	"$(grep -c 'REQ DELETE' "$TEST_TMP/origin.log" || true)" "0"
+
+# --- one spelling: a method in lower case, a path with dot segments or escapes -----------
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' -X delete "https://origin.test:$P/open/x")
+expect_eq "a 'delete' under an allowed path is refused by the DELETE rule" "$code" "403"
+out=$("${C[@]}" -D - -o /dev/null --path-as-is "https://origin.test:$P/repos/acme/../../user" |
+	tr -d '\r')
+expect_match "a path with dot segments is refused 400" "$out" "HTTP/1.1 400"
+expect_match "... as malformed" "$out" "X-Tollgate-Reason: malformed-request"
+code=$("${C[@]}" -o /dev/null -w '%{http_code}' --path-as-is \
+	"https://origin.test:$P/repos/acme/%2e%2E/other/x")
+expect_eq "escaped dot segments too" "$code" "400"
+out=$("${C[@]}" "https://origin.test:$P/repos/%61cme/widget")
+expect_match "an escaped letter is matched as the letter: the allowed path" "$out" \
+	'"path": "/repos/%61cme/widget"'
+expect_eq "none of these reached the origin but the allowed GET" \
+	"$(grep -c 'REQ delete\|/user\|/other/x' "$TEST_TMP/origin.log" || true)" "0"
 
 # --- allow by path, default for the rest ---------------------------------------------------
 out=$("${C[@]}" "https://origin.test:$P/repos/acme/widget?token=t1")

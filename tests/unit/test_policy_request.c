@@ -2,6 +2,7 @@
  * Method and path rules (policy/request.c, policy_decide_request): the
  * rule's text, matching, and the precedence against host rules, as tables.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -167,12 +168,88 @@ test_decide(void **state)
 	policy_free(p);
 }
 
+/* A request's path in one spelling, or refused when servers could read it
+ * two ways; and a method matched in any case. */
+static void
+test_path_canonical(void **state)
+{
+	static const struct {
+		const char *in, *want; /* want NULL: refused */
+	} cases[] = {
+	    {"/repos/acme/x", "/repos/acme/x"},
+	    {"/repos/%61cme/x", "/repos/acme/x"},
+	    {"/%7Euser/%2fa%2Fb", "/~user/%2Fa%2Fb"},
+	    {"/a%20b", "/a%20b"},
+	    {"/", "/"},
+	    {"*", "*"},
+	    {"/repos/acme/../../user", NULL},
+	    {"/repos/acme/%2e%2E/x", NULL},
+	    {"/repos/acme/.%2e", NULL},
+	    {"/repos/./acme", NULL},
+	    {"/repos/..;x/acme", NULL},
+	    {"/repos/..", NULL},
+	    {"/repos/...", "/repos/..."},
+	    {"/repos/.x", "/repos/.x"},
+	    {"/repos\\acme", NULL},
+	    {"/repos/%", NULL},
+	    {"/repos/%4", NULL},
+	    {"/repos/%zz", NULL},
+	    {"/repos/%00", NULL},
+	    {"/repos/%0a", NULL},
+	};
+	char out[64];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *why = NULL;
+		int rc = policy_request_path_canonical(cases[i].in, strlen(cases[i].in), out,
+		                                       sizeof(out), &n, &why);
+
+		if (cases[i].want == NULL) {
+			if (rc != -EINVAL || why == NULL) {
+				print_error("%s: %d, want refused\n", cases[i].in, rc);
+				fail();
+			}
+			continue;
+		}
+		if (rc != 0 || strcmp(out, cases[i].want) != 0 || n != strlen(cases[i].want)) {
+			print_error("%s: %d '%s', want '%s'\n", cases[i].in, rc, rc == 0 ? out : "",
+			            cases[i].want);
+			fail();
+		}
+	}
+	{
+		const char *why = NULL;
+
+		assert_int_equal(policy_request_path_canonical("/abcdef", 7, out, 4, &n, &why),
+		                 -ENAMETOOLONG);
+	}
+}
+
+static void
+test_method_case(void **state)
+{
+	struct policy_request_rule r;
+	char why[128];
+
+	(void)state;
+	assert_int_equal(policy_request_rule_parse("DELETE api.github.com/*", &r, why, sizeof(why)),
+	                 0);
+	assert_true(policy_request_rule_match(&r, "DELETE", "api.github.com", "/x", 2));
+	assert_true(policy_request_rule_match(&r, "delete", "api.github.com", "/x", 2));
+	assert_true(policy_request_rule_match(&r, "Delete", "api.github.com", "/x", 2));
+	assert_false(policy_request_rule_match(&r, "DELETES", "api.github.com", "/x", 2));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse),
 	    cmocka_unit_test(test_decide),
+	    cmocka_unit_test(test_path_canonical),
+	    cmocka_unit_test(test_method_case),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
