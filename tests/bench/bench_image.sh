@@ -76,13 +76,18 @@ root=$TOLLGATE_HOME/images/roots/${digest#sha256:}
 [[ -d $root ]] || { echo "bench_image: no unpacked root at $root" >&2; exit 1; }
 echo "== image $img: $(du -sh "$root" | cut -f1) unpacked, $(find "$root" | wc -l) entries"
 
+podman_store=ok
 skopeo copy --quiet "oci:$tmp/layout:latest" \
-	"containers-storage:[overlay@$tmp/podman/root+$tmp/podman/run]localhost/bench-$kind:1"
+	"containers-storage:[overlay@$tmp/podman/root+$tmp/podman/run]localhost/bench-$kind:1" \
+	>"$tmp/skopeo.err" 2>&1 || podman_store=$(tail -1 "$tmp/skopeo.err")
 podman_run=("${podman_cmd[@]}" run --rm --network none
 	--ulimit "nofile=1024:1024" --ulimit "nproc=4096:4096"
 	"localhost/bench-$kind:1")
 podman_row=(podman "${podman_run[@]}" "${cmd[@]}" ::)
-if ! out=$("${podman_run[@]}" "${cmd[@]}" </dev/null 2>&1); then
+if [[ $podman_store != ok ]]; then
+	echo "== podman: skopeo cannot store the image ($podman_store); no row"
+	podman_row=()
+elif ! out=$("${podman_run[@]}" "${cmd[@]}" </dev/null 2>&1); then
 	echo "== podman: does not run here ($(tail -1 <<<"$out")); no row"
 	podman_row=()
 fi
