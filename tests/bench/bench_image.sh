@@ -48,8 +48,10 @@ done
 command -v strace >/dev/null || { echo "bench_image: strace is missing" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/bench-image.XXXXXX)
-podman_cmd=(podman --root "$tmp/podman/root" --runroot "$tmp/podman/run" --storage-driver overlay
-	--runtime runc --cgroup-manager cgroupfs --events-backend file)
+# podman's storage, run and state directories are the bench's own: nothing of it is
+# left on the machine.
+podman_cmd=(podman --root "$tmp/podman/root" --runroot "$tmp/podman/run" --tmpdir "$tmp/podman/tmp"
+	--storage-driver overlay --runtime runc --cgroup-manager cgroupfs --events-backend file)
 cleanup() {
 	"${podman_cmd[@]}" rm -a -f >/dev/null 2>&1 || true
 	# containers-storage bind-mounts its overlay directory on itself.
