@@ -19,6 +19,8 @@
 # Knobs: IMAGE_BENCH_ROUNDS (60), IMAGE_BENCH_SECONDS (120, the timing's cap),
 # IMAGE_BENCH_TRACES (5), IMAGE_BENCH_PULL (1; 0 leaves the pull out, or run
 # tests/bench/bench_image_pull.sh alone). Loopback only: no packet leaves the host.
+# Each first run of a command is bounded in time (timeout), so one that hangs here
+# stops the bench before the timed rounds.
 # Not a test: nothing here passes or fails on speed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -79,7 +81,7 @@ root=$TOLLGATE_HOME/images/roots/${digest#sha256:}
 echo "== image $img: $(du -sh "$root" | cut -f1) unpacked, $(find "$root" | wc -l) entries"
 
 podman_store=ok
-skopeo copy --quiet "oci:$tmp/layout:latest" \
+timeout 300 skopeo copy --quiet "oci:$tmp/layout:latest" \
 	"containers-storage:[overlay@$tmp/podman/root+$tmp/podman/run]localhost/bench-$kind:1" \
 	>"$tmp/skopeo.err" 2>&1 || podman_store=$(tail -1 "$tmp/skopeo.err")
 podman_run=("${podman_cmd[@]}" run --rm --network none
@@ -89,7 +91,7 @@ podman_row=(podman "${podman_run[@]}" "${cmd[@]}" ::)
 if [[ $podman_store != ok ]]; then
 	echo "== podman: skopeo cannot store the image ($podman_store); no row"
 	podman_row=()
-elif ! out=$("${podman_run[@]}" "${cmd[@]}" </dev/null 2>&1); then
+elif ! out=$(timeout 120 "${podman_run[@]}" "${cmd[@]}" </dev/null 2>&1); then
 	echo "== podman: does not run here ($(tail -1 <<<"$out")); no row"
 	podman_row=()
 fi
@@ -107,9 +109,9 @@ for entry in "$root"/*; do
 	fi
 done
 bwrap_run+=(--proc /proc --dev /dev --tmpfs /tmp --remount-ro /)
-"${bwrap_run[@]}" "${cmd[@]}" </dev/null ||
+timeout 60 "${bwrap_run[@]}" "${cmd[@]}" </dev/null ||
 	{ echo "bench_image: bwrap on the image's root fails" >&2; exit 1; }
-"$tollgate" run --image "$img" -- "${cmd[@]}" </dev/null ||
+timeout 60 "$tollgate" run --image "$img" -- "${cmd[@]}" </dev/null ||
 	{ echo "bench_image: tollgate run --image fails" >&2; exit 1; }
 
 # ---- 1. wall time, interleaved ----------------------------------------------------------
@@ -134,7 +136,7 @@ phases() {
 	shift
 	: >"$tmp/phases.$name"
 	for ((i = 1; i <= traces; i++)); do
-		strace -f --seccomp-bpf -ttt -T -e signal=none \
+		timeout 60 strace -f --seccomp-bpf -ttt -T -e signal=none \
 			-e trace=clone3,execve,mount,pivot_root,exit_group,wait4,write,unlinkat \
 			-o "$tmp/trace" "$@" </dev/null >/dev/null 2>&1 || true
 		awk -f "$src/tests/bench/run/phases.awk" "$tmp/trace" >>"$tmp/phases.$name"
