@@ -43,6 +43,22 @@ expect_eq "a second session ends cleanly" "$rc" 0
 expect_eq "the server runs in the image's WorkingDir, with its Env, without the host's packages" \
 	"$(jq_py "$(step call)" 'd["text"]')" "/srv from-the-image False"
 
+# A CMD, in an image with no Entrypoint: the python3 image runs the same
+# server, from the --workdir, with the image's python3 (on its PATH).
+pydigest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/py" python3)
+"$TOLLGATE" image import "oci:$TEST_TMP/py" --name py:3 >/dev/null
+mkdir -p "$TEST_TMP/work"
+cp "$MCP_DIR/image_server.py" "$TEST_TMP/work/server.py"
+chown -R "$SANDBOX_OWNER" "$TEST_TMP/work"
+set +e
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs tool where -- "$TOLLGATE" wrap \
+	--image "sha256:${pydigest#sha256:}" --workdir "$TEST_TMP/work" -- \
+	python3 /work/server.py 2>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "wrap --image REF -- CMD runs CMD in the image" "$rc" 0
+expect_eq "... from /work, without the host's packages" "$(jq_py "$(step call)" 'd["text"]')" \
+	"/work - False"
+
 # Pinned by default.
 set +e
 err=$("$TOLLGATE" wrap --image mcpimg:1 </dev/null 2>&1 >/dev/null); rc=$?
@@ -62,5 +78,5 @@ expect_eq "every sandbox.start row of wrap names the image's digest" \
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 print(sorted({r["detail"].get("image", "none") for r in rows if r["kind"] == "sandbox.start"}))')" \
-	"['$digest']"
+	"$(printf '%s\n' "$digest" "$pydigest" | sort | python3 -c 'import sys; print(sorted(l.strip() for l in sys.stdin))')"
 finish
