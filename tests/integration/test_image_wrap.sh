@@ -59,6 +59,22 @@ expect_eq "wrap --image REF -- CMD runs CMD in the image" "$rc" 0
 expect_eq "... from /work, without the host's packages" "$(jq_py "$(step call)" 'd["text"]')" \
 	"/work - False"
 
+# Over HTTP (--listen): each session's server in the image, the same.
+hport=$(free_port)
+"$TOLLGATE" wrap --listen "127.0.0.1:$hport" --token-file "$TEST_TMP/token" --image "$img" \
+	>"$TEST_TMP/wrap.out" 2>"$TEST_TMP/wrap.err" </dev/null &
+wrap_pid=$!
+defer "kill $wrap_pid 2>/dev/null; wait $wrap_pid 2>/dev/null"
+wait_for 20 curl -s -o /dev/null "http://127.0.0.1:$hport/mcp" ||
+	fail "wrap --listen --image did not come up: $(tail -3 "$TEST_TMP/wrap.err")"
+set +e
+out=$(cd "$MCP_DIR" && MCP_URL="http://127.0.0.1:$hport/mcp" MCP_TOKEN=$(cat "$TEST_TMP/token") \
+	timeout 120 node client.mjs tool where -- 2>"$TEST_TMP/err"); rc=$?
+set -e
+expect_eq "over HTTP, a session's server runs in the image too" "$(jq_py "$(step call)" 'd["text"]')" \
+	"/srv from-the-image False"
+kill "$wrap_pid" 2>/dev/null || true
+
 # Pinned by default.
 set +e
 err=$("$TOLLGATE" wrap --image mcpimg:1 </dev/null 2>&1 >/dev/null); rc=$?
