@@ -42,7 +42,8 @@ gw_image_open(const char *cmd, const char *flag, const char *ref, bool allow_unp
 	if (rc != 0)
 		return gw_fail(cmd, "%s %s: %s", flag, ref, err);
 	if (r.hex[0] == '\0')
-		fprintf(stderr, "tollgate: %s: image %s is sha256:%s; pin it\n", cmd, ref, img->hex);
+		fprintf(stderr, "tollgate: %s: image %s is sha256:%s; pin it\n", cmd, ref,
+		        img->hex);
 	return 0;
 }
 
@@ -77,8 +78,9 @@ gw_image_argv(const char *cmd, const char *ref, struct gw_image *img, char *cons
 		return gw_fail(cmd, "--image: more than %d arguments", EXEC_IMAGE_ARGS_MAX);
 	img->argv[n] = NULL;
 	if (n == 0 || img->argv[0][0] == '\0')
-		return gw_fail(cmd, "--image %s: no command given, and the image has no Entrypoint "
-		                    "or Cmd",
+		return gw_fail(cmd,
+		               "--image %s: no command given, and the image has no Entrypoint "
+		               "or Cmd",
 		               ref);
 	return 0;
 }
