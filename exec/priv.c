@@ -297,6 +297,17 @@ same_str(const char *a, const char *b)
 	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
+/* Whether path is one of roots (NULL-ended; NULL: none). */
+static bool
+image_root_listed(const char *path, const char *const *roots)
+{
+	for (; roots != NULL && *roots != NULL; roots++) {
+		if (strcmp(path, *roots) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* An output directory the gate made for serve: directly under the
  * temporary directory, named as the gate names them, no way out of it. */
 static bool
@@ -360,7 +371,8 @@ exec_priv_start_check(const struct exec_priv_start *st, const struct exec_priv_c
 		gw_set_err(why, whylen, "output directory %s is not the operator's", st->outdir);
 		return -EPERM;
 	}
-	if (st->image_root != NULL && !same_str(st->image_root, c->image_root)) {
+	if (st->image_root != NULL && !same_str(st->image_root, c->image_root) &&
+	    !image_root_listed(st->image_root, c->image_roots)) {
 		gw_set_err(why, whylen, "image root %s is not the operator's", st->image_root);
 		return -EPERM;
 	}

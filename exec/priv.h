@@ -169,6 +169,9 @@ struct exec_priv_ceiling {
 	bool warm_pool;
 	/* run --image: the one image root a sandbox may have; NULL: none. */
 	const char *image_root;
+	/* serve --image LANG=REF: more roots a sandbox may have (NULL-ended;
+	 * NULL: none). */
+	const char *const *image_roots;
 };
 
 /*

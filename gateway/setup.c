@@ -196,6 +196,7 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
 		c->limits.pids = f->sandbox_caps.pids;
 	c->outdir = f->sandbox_outdir;
 	c->image_root = f->sandbox_image_root;
+	c->image_roots = f->sandbox_image_roots;
 	c->gate_workdirs = f->sandbox_gate_workdirs;
 	c->hide = gw_home_dir(home, homelen) == 0 ? home : NULL;
 }

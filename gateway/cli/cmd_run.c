@@ -23,7 +23,6 @@
 #include "exec/diagnose.h"
 #include "exec/exec.h"
 #include "exec/gate.h"
-#include "exec/image/image.h"
 #include "exec/job.h"
 #include "exec/netns.h"
 #include "exec/pty.h"
@@ -38,6 +37,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
+#include "gateway/image.h"
 #include "gateway/prompt.h"
 #include "gateway/refusals.h"
 #include "gateway/secrets.h"
@@ -116,10 +116,7 @@ struct run_flags {
 	/* --image REF (docs/images.md): its digest, root, config and argv. */
 	const char *image;
 	bool allow_unpinned;
-	char image_hex[EXEC_IMAGE_HEX_LEN + 1];
-	char image_root[PATH_MAX];
-	struct exec_image_config image_cfg;
-	char *image_argv[2 * EXEC_IMAGE_ARGS_MAX + 2];
+	struct gw_image img;
 };
 
 /* The loop's state. */
@@ -453,60 +450,12 @@ write_json_status(const char *path, struct run_state *st, const struct exec_resu
 static int
 image_prepare(struct run_flags *f)
 {
-	struct exec_image_store *s = NULL;
-	struct exec_image_ref ref;
-	char home[PATH_MAX], dir[PATH_MAX + 16], err[PATH_MAX + 512], name[256];
-	char *const *rest;
-	size_t n = 0, nrest;
-	int rc;
-
-	if (exec_image_ref_parse(f->image, &ref, err, sizeof(err)) != 0)
-		return gw_fail(CMD, "--image %s", err);
-	if (ref.hex[0] == '\0' && !f->allow_unpinned)
-		return gw_fail(CMD,
-		               "--image %s: no digest; name it NAME@sha256:DIGEST (see 'tollgate "
-		               "image ls'), or give --allow-unpinned",
-		               f->image);
-	if (gw_home_dir(home, sizeof(home)) != 0)
-		return gw_fail(CMD, "--image: cannot find TOLLGATE_HOME");
-	snprintf(dir, sizeof(dir), "%s/images", home);
-	rc = exec_image_store_open(dir, false, &s, err, sizeof(err));
-	if (rc == 0)
-		rc = exec_image_resolve(s, &ref, f->image_hex, err, sizeof(err));
-	if (rc == 0)
-		rc = exec_image_config_load(s, f->image_hex, &f->image_cfg, err, sizeof(err));
-	if (rc == 0)
-		exec_image_root_path(s, f->image_hex, f->image_root, sizeof(f->image_root));
-	exec_image_store_free(s);
-	if (rc != 0)
-		return gw_fail(CMD, "--image %s: %s", f->image, err);
-	if (ref.hex[0] == '\0')
-		fprintf(stderr, "tollgate: run: image %s is sha256:%s; pin it\n", f->image,
-		        f->image_hex);
-	for (size_t i = 0; i < f->image_cfg.nenv; i++) {
-		const char *eq = strchr(f->image_cfg.env[i], '=');
-
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - f->image_cfg.env[i]),
-		         f->image_cfg.env[i]);
-		if (exec_env_has(f->sb.nenv > 0 ? f->sb.env : NULL, name))
-			continue;
-		if (gw_sandbox_add_env(CMD, &f->sb, f->image_cfg.env[i]) != 0)
-			return GW_EXIT_FAILURE;
-	}
-	for (size_t i = 0; i < f->image_cfg.nentrypoint; i++)
-		f->image_argv[n++] = f->image_cfg.entrypoint[i];
-	rest = f->argv != NULL ? f->argv : f->image_cfg.cmd;
-	for (nrest = 0; rest[nrest] != NULL && nrest < EXEC_IMAGE_ARGS_MAX; nrest++)
-		f->image_argv[n++] = rest[nrest];
-	if (rest[nrest] != NULL)
-		return gw_fail(CMD, "--image: more than %d arguments", EXEC_IMAGE_ARGS_MAX);
-	f->image_argv[n] = NULL;
-	if (n == 0 || f->image_argv[0][0] == '\0')
-		return gw_fail(CMD, "--image %s: no command given, and the image has no Entrypoint "
-		                    "or Cmd",
-		               f->image);
-	f->argv = f->image_argv;
-	f->gw.sandbox_image_root = f->image_root;
+	if (gw_image_open(CMD, "--image", f->image, f->allow_unpinned, &f->img) != 0 ||
+	    gw_image_env(CMD, &f->img, &f->sb) != 0 ||
+	    gw_image_argv(CMD, f->image, &f->img, f->argv) != 0)
+		return GW_EXIT_FAILURE;
+	f->argv = f->img.argv;
+	f->gw.sandbox_image_root = f->img.root;
 	return 0;
 }
 
@@ -635,10 +584,8 @@ build_spec(struct run_state *st, struct run_flags *f, char *home, size_t homelen
 	spec->env = f->sb.nenv > 0 ? f->sb.env : NULL;
 	spec->limits = f->sb.limits;
 	spec->hide_path = gw_home_dir(home, homelen) == 0 ? home : NULL;
-	if (f->image != NULL) {
-		spec->image_root = f->image_root;
-		spec->image_cwd = f->image_cfg.workdir;
-	}
+	if (f->image != NULL)
+		gw_image_spec(&f->img, spec);
 	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, spec) != 0)
 		return -1;
 	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
@@ -748,8 +695,7 @@ run_run(int argc, char **argv)
 		gw_prompt_set_hold(prompt, hold_terminal, &st);
 	detail = json_pack("{s:i}", "argc", f.lang != NULL ? 1 : argc - optind);
 	/* The sandbox's start row names the image it ran (docs/audit.md). */
-	if (detail != NULL && f.image != NULL)
-		json_object_set_new(detail, "image", json_sprintf("sha256:%s", f.image_hex));
+	gw_image_detail(detail, &spec);
 	job_spec(&st, &f, &spec, art, detail, &js);
 	/* The summary's file is opened while still root (gateway/setup.h). */
 	if (f.json_status != NULL)
@@ -822,7 +768,7 @@ out:
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	gw_secrets_free(&f.secrets);
 	free(f.code_buf);
-	exec_image_config_clear(&f.image_cfg);
+	gw_image_clear(&f.img);
 	gw_sandbox_flags_free(&f.sb); /* --secret values among them */
 	return exit_code;
 }

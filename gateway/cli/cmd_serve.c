@@ -30,6 +30,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
+#include "gateway/image.h"
 #include "gateway/mcp/http_guard.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/pkgname.h"
@@ -66,6 +67,8 @@ enum {
 	OPT_PACKAGE_INDEX,
 	OPT_HOST_ACCESS,
 	OPT_SECRET,
+	OPT_IMAGE,
+	OPT_ALLOW_UNPINNED,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -101,6 +104,8 @@ static const struct option serve_options[] = {
     {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
     {"host-access", required_argument, NULL, OPT_HOST_ACCESS},
     {"secret", required_argument, NULL, OPT_SECRET},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
     {NULL, 0, NULL, 0},
 };
 
@@ -132,7 +137,8 @@ struct serve_flags {
 	struct gw_secrets secrets; /* --secret NAME@HOST (gateway/secrets.h) */
 	struct serve_pkg_index pkg_index[SERVE_PKG_COUNT]; /* --package-index */
 	bool pkg_index_set[SERVE_PKG_COUNT];
-	char token_path[PATH_MAX]; /* --token-file's default */
+	char token_path[PATH_MAX];    /* --token-file's default */
+	struct gw_image_langs images; /* --image LANG=REF (docs/images.md) */
 };
 
 struct serve_state {
@@ -307,6 +313,11 @@ parse_serve_flag(struct serve_flags *f, int c, char *arg)
 		return 0;
 	case OPT_SECRET:
 		return gw_secrets_flag(&f->secrets, &f->gw, arg);
+	case OPT_IMAGE:
+		return gw_image_lang_flag(CMD, &f->images, arg);
+	case OPT_ALLOW_UNPINNED:
+		f->images.allow_unpinned = true;
+		return 0;
 	case OPT_NO_NETWORK:
 		f->no_network = true;
 		return 0;
@@ -394,6 +405,10 @@ setup_gateway(struct serve_state *st, struct serve_flags *f)
 	f->gw.sandbox_caps = (struct exec_limits){
 	    .ram_mb = f->max_ram, .cpu_seconds = f->max_cpu, .pids = f->max_pids};
 	f->gw.sandbox_gate_workdirs = true;
+	/* --image LANG=REF: resolved now; the privileged parent mounts those roots alone. */
+	if (gw_image_langs_open(CMD, &f->images) != 0)
+		return GW_EXIT_FAILURE;
+	f->gw.sandbox_image_roots = f->images.roots;
 	return gw_setup_start(&st->gw, &st->setup, &f->gw, parts);
 }
 
@@ -419,6 +434,7 @@ fill_context(struct serve_state *st, struct serve_flags *f)
 	if (gw_secrets_start(&f->secrets, &f->gw, st->gw.policy, &st->setup, &st->files.env) != 0)
 		return GW_EXIT_FAILURE;
 	ctx->files = &st->files;
+	ctx->images = &f->images;
 	/*
 	 * Every sandbox has limits on memory, processes and time though the
 	 * model asks for none; the operator's --max-* is the ceiling of them
@@ -552,6 +568,7 @@ serve_free(struct serve_state *st, struct serve_flags *f)
 	gw_setup_free(&st->gw, &st->setup, &f->gw);
 	gw_sandbox_flags_free(&f->sb);
 	gw_secrets_free(&f->secrets);
+	gw_image_langs_clear(&f->images);
 	free(st->tools);
 }
 
@@ -708,6 +725,11 @@ const struct gw_command gw_command_serve = {
              "  --ro-bind SRC[:DEST]     show host path SRC read-only in every sandbox\n"
              "  --bind SRC[:DEST]        the same, writable (files belong to SRC's owner)\n"
              "  --home DIR               a $HOME (/home/sandbox) every sandbox shares\n"
+             "  --image LANG=REF         execute_code and validate_code in LANG (python, node,\n"
+             "                           sh) run in the stored image REF's root, with its\n"
+             "                           Env (repeatable; REF needs @sha256:DIGEST;\n"
+             "                           docs/images.md); not in sessions\n"
+             "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
              "  --learn                  let through what no rule refuses, audited as\n"
              "                           would-deny (not past --deny, --deny-cidr or the\n"
              "                           non-public-address rule); then `tollgate policy\n"

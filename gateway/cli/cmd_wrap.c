@@ -31,6 +31,7 @@
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/image.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/refusals.h"
 #include "gateway/secrets.h"
@@ -60,6 +61,8 @@ enum {
 	OPT_HTTP_SESSIONS,
 	OPT_HTTP_IDLE,
 	OPT_SECRET,
+	OPT_IMAGE,
+	OPT_ALLOW_UNPINNED,
 };
 
 static const struct option wrap_options[] = {
@@ -83,6 +86,8 @@ static const struct option wrap_options[] = {
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"http-idle", required_argument, NULL, OPT_HTTP_IDLE},
     {"secret", required_argument, NULL, OPT_SECRET},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
     {NULL, 0, NULL, 0},
 };
 
@@ -104,6 +109,9 @@ struct wrap_flags {
 	char name_home[PATH_MAX];
 	struct gw_wrap_listen_flags http; /* --listen and its flags (wrap_listen.c) */
 	struct gw_secrets secrets;        /* --secret NAME@HOST, the policy's (gateway/secrets.h) */
+	const char *image;                /* --image REF (docs/images.md) */
+	bool allow_unpinned;
+	struct gw_image img;
 };
 
 struct wrap_state {
@@ -293,6 +301,12 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		case OPT_SECRET:
 			rc = gw_secrets_flag(&f->secrets, &f->gw, optarg);
 			break;
+		case OPT_IMAGE:
+			f->image = optarg;
+			break;
+		case OPT_ALLOW_UNPINNED:
+			f->allow_unpinned = true;
+			break;
 		case OPT_LISTEN:
 		case OPT_LISTEN_REMOTE:
 		case OPT_TOKEN_FILE:
@@ -319,6 +333,8 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 	if (f->name != NULL && f->sb.home != NULL)
 		return gw_fail(CMD,
 		               "--name keeps a home of its own: give --name or --home, not both");
+	if (optind >= argc && f->image != NULL)
+		return gw_wrap_listen_check(CMD, &f->http) != 0 ? GW_EXIT_FAILURE : 0;
 	if (optind >= argc)
 		return gw_fail(CMD, "no server command given (usage: tollgate wrap [FLAGS] -- CMD "
 		                    "[ARG...])");
@@ -328,6 +344,24 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		return GW_EXIT_FAILURE;
 	f->argv = argv + optind;
 	f->argc = argc - optind;
+	return 0;
+}
+
+/*
+ * --image REF: the server runs in the image's root, its command the
+ * image's Entrypoint and then CMD (or its Cmd); the privileged parent
+ * mounts that root alone. 0 or GW_EXIT_FAILURE after printing.
+ */
+static int
+wrap_image(struct wrap_flags *f)
+{
+	if (gw_image_open(CMD, "--image", f->image, f->allow_unpinned, &f->img) != 0 ||
+	    gw_image_argv(CMD, f->image, &f->img, f->argv) != 0)
+		return GW_EXIT_FAILURE;
+	f->argv = f->img.argv;
+	for (f->argc = 0; f->argv[f->argc] != NULL; f->argc++)
+		;
+	f->gw.sandbox_image_root = f->img.root;
 	return 0;
 }
 
@@ -405,6 +439,7 @@ start_server(struct wrap_state *st, const struct exec_spec *spec, int *server_in
 	js.gate.dns = st->setup.dns;
 	js.secrets = st->flags->secrets.list; /* their reads audited */
 	detail = json_pack("{s:i}", "argc", st->flags->argc);
+	gw_image_detail(detail, spec);
 	js.detail = detail;
 	js.done = on_job_done;
 	js.arg = st;
@@ -529,6 +564,8 @@ run_wrap(int argc, char **argv)
 	if (rc != 0)
 		goto out;
 	st.flags = &f;
+	if (f.image != NULL && wrap_image(&f) != 0)
+		goto out;
 	/* The control socket at $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock:
 	 * without it the wrapped server still works, so a failure is only a warning. */
 	/* Made while still root, and part of the privileged parent's ceiling. */
@@ -552,11 +589,16 @@ run_wrap(int argc, char **argv)
 
 	if (add_secrets(&st, &f) != 0)
 		goto out;
+	/* The image's Env, under --env's and the secrets'. */
+	if (f.image != NULL && gw_image_env(CMD, &f.img, &f.sb) != 0)
+		goto out;
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
+	if (f.image != NULL)
+		gw_image_spec(&f.img, &spec);
 	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, f.name != NULL ? f.name_home : NULL,
 	                     &spec) != 0)
 		goto out;
@@ -632,6 +674,7 @@ out:
 	gw_setup_free(&st.gw, &st.setup, &f.gw);
 	gw_sandbox_flags_free(&f.sb);
 	gw_secrets_free(&f.secrets); /* the values wiped */
+	gw_image_clear(&f.img);
 	/* Else the client's initialize is still to come, or unread. */
 	if (tell_client && exit_code != GW_EXIT_OK && !told)
 		mcp_start_failure_answer(STDIN_FILENO, STDOUT_FILENO, start_failure_reason());
@@ -644,6 +687,7 @@ const struct gw_command gw_command_wrap = {
     .name = "wrap",
     .summary = "run an MCP stdio server in a sandbox behind the gateway",
     .usage = "usage: tollgate wrap [FLAGS] -- CMD [ARG...]\n"
+             "       tollgate wrap --image REF [FLAGS] [-- CMD [ARG...]]\n"
              "\n"
              "Runs the MCP stdio server CMD in a sandbox (as `tollgate run`) and relays\n"
              "its stdin and stdout, one JSON-RPC message per line, changing nothing but:\n"
@@ -680,6 +724,10 @@ const struct gw_command gw_command_wrap = {
              "  --home DIR               keep DIR as the sandbox's $HOME (/home/sandbox)\n"
              "  --name NAME              keep a home per server in $TOLLGATE_HOME/homes/NAME\n"
              "  --profile FILE           a policy file (network and files) for this server\n"
+             "  --image REF              the stored image REF as the sandbox's / (read-only);\n"
+             "                           the server is its Entrypoint and CMD (else its\n"
+             "                           Cmd); REF needs @sha256:DIGEST (docs/images.md)\n"
+             "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "  --secret NAME@HOST[,HOST...]  the server's NAME holds a placeholder; the gate\n"
              "                           puts the vault's NAME (NAME=env:VAR@...: tollgate's\n"

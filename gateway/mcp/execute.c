@@ -22,6 +22,7 @@
 #include "exec/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
+#include "gateway/image.h"
 #include "gateway/mcp/call.h"
 #include "gateway/mcp/job.h"
 #include "gateway/mcp/mcp.h"
@@ -30,6 +31,8 @@
 
 /* The snippet's name in /work, by language (enum exec_lang's order). */
 static const char *const code_files[EXEC_LANG_COUNT] = {"main.py", "main.js", "main.sh"};
+/* The interpreter in an image (serve --image), found on the image's PATH. */
+static const char *const image_interps[EXEC_LANG_COUNT] = {"python3", "node", "sh"};
 
 /*
  * The code as a new file in the work directory, made by whoever holds
@@ -88,6 +91,13 @@ job_args_valid(struct mcp_call *c, const json_t *args, const struct mcp_serve_ct
 	}
 	if (session != NULL && !json_is_null(session) && !json_is_string(session)) {
 		mcp_call_fail(c, "session_id: a string from create_session, or null");
+		return false;
+	}
+	if (json_is_string(session) && gw_image_lang(ctx->images, *lng) != NULL) {
+		mcp_call_fail(c,
+		              "session_id: %s runs in an image here (serve --image), which "
+		              "sessions do not have; call without session_id",
+		              exec_runtime_lang_name(*lng));
 		return false;
 	}
 	if (secrets != NULL &&
@@ -285,15 +295,17 @@ job_out_dir(struct mcp_job *j, const json_t *args, struct exec_spec *spec)
 /*
  * The sandbox's environment beyond the runtime's: TOLLGATE_OUT when out:
  * true, the call's secrets' variables, then the placeholders of the
- * secrets serve --secret bound to hosts, in every sandbox.
+ * secrets serve --secret bound to hosts, in every sandbox; then the Env of
+ * the language's image (serve --image), under those names.
  */
 static void
 job_env(struct mcp_job *j, struct exec_spec *spec)
 {
 	char *const *bound = j->ctx->files != NULL ? j->ctx->files->env : NULL;
+	const struct gw_image *img = gw_image_lang(j->ctx->images, j->lang);
 	size_t n = 0;
 
-	if (spec->outdir == NULL && bound == NULL)
+	if (spec->outdir == NULL && bound == NULL && img == NULL)
 		return;
 	if (spec->outdir != NULL)
 		j->out_env[n++] = "TOLLGATE_OUT=" EXEC_OUTDIR;
@@ -301,6 +313,15 @@ job_env(struct mcp_job *j, struct exec_spec *spec)
 		j->out_env[n++] = *e;
 	for (char *const *e = bound; e != NULL && *e != NULL && n + 1 < JOB_ENV_MAX; e++)
 		j->out_env[n++] = *e;
+	for (size_t k = 0; img != NULL && k < img->cfg.nenv && n + 1 < JOB_ENV_MAX; k++) {
+		const char *v = img->cfg.env[k];
+		char name[256];
+
+		j->out_env[n] = NULL;
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(v, "="), v);
+		if (!exec_env_has((char *const *)j->out_env, name))
+			j->out_env[n++] = v;
+	}
 	j->out_env[n] = NULL;
 	spec->env = (char *const *)j->out_env;
 }
@@ -334,7 +355,9 @@ job_place_code(struct mcp_job *j, const json_t *code, struct exec_spec *spec)
 		mcp_call_fail(j->call, "tollgate: %s", err);
 		return false;
 	}
-	if (exec_runtime_find(j->lang, j->interp, sizeof(j->interp)) != 0) {
+	if (gw_image_lang(j->ctx->images, j->lang) != NULL)
+		snprintf(j->interp, sizeof(j->interp), "%s", image_interps[j->lang]);
+	else if (exec_runtime_find(j->lang, j->interp, sizeof(j->interp)) != 0) {
 		mcp_call_fail(j->call, "language %s: no interpreter for it on PATH (list_runtimes)",
 		              exec_runtime_lang_name(j->lang));
 		return false;
@@ -398,6 +421,9 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 	if (!job_place_code(j, json_object_get(args, "code"), &spec))
 		goto fail;
 	spec.hide_path = ctx->hide_path;
+	/* The image's root as /, the code still in /work, where it starts. */
+	if (gw_image_lang(ctx->images, lng) != NULL)
+		spec.image_root = gw_image_lang(ctx->images, lng)->root;
 	if (ctx->files != NULL) {
 		spec.binds = ctx->files->binds;
 		spec.nbinds = ctx->files->nbinds;

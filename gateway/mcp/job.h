@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "exec/exec.h"
+#include "exec/image/image.h"
 #include "exec/runtime.h"
 #include "exec/vault.h"
 #include "gateway/mcp/serve.h"
@@ -29,7 +30,8 @@ struct exec_artifact_out;
 #define JOB_CODE_MAX (1024 * 1024)
 #define JOB_OUTPUT_MAX (1024 * 1024) /* per stream */
 #define JOB_REFUSED_MAX 50
-#define JOB_ENV_MAX (2 * VAULT_INJECT_MAX + 2)
+/* TOLLGATE_OUT, the secrets', the operator's placeholders, an image's Env */
+#define JOB_ENV_MAX (2 * VAULT_INJECT_MAX + 2 + EXEC_IMAGE_ENV_MAX)
 
 struct mcp_job {
 	struct mcp_serve_ctx *ctx;

@@ -39,6 +39,7 @@
 #include "gateway/core/fdio.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/image.h"
 #include "gateway/mcp/call.h"
 #include "gateway/mcp/job.h"
 #include "gateway/mcp/mcp.h"
@@ -772,6 +773,7 @@ job_start(struct mcp_job *j, char *err, size_t errlen)
 	             ? json_pack("{s:s}", "tool", j->tool)
 	             : json_pack("{s:s, s:b}", "language", exec_runtime_lang_name(j->lang),
 	                         "validate", j->validate);
+	gw_image_detail(detail, &j->spec);
 	js.door = "serve";
 	js.sandbox = j->spec;
 	js.sandbox.set_stdio = true;

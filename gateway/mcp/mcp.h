@@ -420,6 +420,7 @@ struct mcp_session;
 struct serve_cmd;
 struct serve_pkg_index;
 struct serve_host;
+struct gw_image_langs;
 
 /* What the tools run on: the loop's gateway, owned by cmd_serve.c. */
 struct mcp_serve_ctx {
@@ -435,6 +436,9 @@ struct mcp_serve_ctx {
 	/* binds, nbinds and home: the files every sandbox sees (--ro-bind,
 	 * --bind, --home, the policy file's "filesystem"); may be NULL. */
 	const struct exec_spec *files;
+	/* --image LANG=REF: a language's executions in an image's root
+	 * (gateway/image.h); NULL: every one in this host's. */
+	const struct gw_image_langs *images;
 	double default_timeout;
 	bool no_transparent; /* --no-transparent: sandboxes' gates without 80/443 */
 	/* Admission of execute_code / validate_code (--max-sandboxes running,

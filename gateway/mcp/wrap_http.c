@@ -23,6 +23,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/image.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/wrap_http.h"
 
@@ -168,6 +169,7 @@ peer_start_server(struct wrap_peer *p, int *server_in, char *err, size_t errlen)
 	js.gate.proxy = c->proxy;
 	js.gate.dns = c->dns;
 	detail = json_pack("{s:i,s:b}", "argc", c->argc, "listen", 1);
+	gw_image_detail(detail, c->spec);
 	js.detail = detail;
 	js.done = peer_job_done;
 	js.arg = p;

@@ -5,6 +5,8 @@
                                       as links, Env/WorkingDir/Cmd in the config
   oci_layout.py DIR python3           this machine's python3, its standard library and
                                       the libraries ldd names, in one uncompressed layer
+  oci_layout.py DIR mcp               the python3 image and a layer with an MCP stdio
+                                      server (mcp/image_server.py), its Entrypoint
   oci_layout.py FILE docker-archive [bad]
                                       the busybox image as `docker save` writes it
                                       (bad: the config's name is not its digest)
@@ -201,6 +203,21 @@ def main():
     if kind == "python3":
         config["config"] = {"Env": ["PATH=/usr/bin"], "Cmd": ["/usr/bin/python3"]}
         write(layout, [tar_bytes(python3_layer)], config, "application/vnd.oci.image.layer.v1.tar")
+        return
+    if kind == "mcp":
+        # the python3 image with an MCP server of the test's as its Entrypoint
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "mcp", "image_server.py"), "rb") as f:
+            server = f.read()
+        config["config"] = {"Env": ["PATH=/usr/bin", "IMAGE_GREETING=from-the-image"],
+                            "WorkingDir": "/srv",
+                            "Entrypoint": ["/usr/bin/python3", "/srv/image_server.py"]}
+
+        def server_layer(t):
+            add_special(t, "srv", tarfile.DIRTYPE)
+            add_file(t, "srv/image_server.py", server)
+        write(layout, [tar_bytes(python3_layer), tar_bytes(server_layer)], config,
+              "application/vnd.oci.image.layer.v1.tar")
         return
     evil = sys.argv[3]
     if evil == "dotdot":

@@ -437,6 +437,19 @@ test_ceiling(void **state)
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
 	st->image_root = "/var/lib/tollgate/images/roots/ab";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+	/* serve --image LANG=REF: any of the operator's roots, no other. */
+	{
+		static const char *const roots[] = {"/var/lib/tollgate/images/roots/cd",
+		                                    "/var/lib/tollgate/images/roots/ef", NULL};
+
+		c.image_root = NULL;
+		c.image_roots = roots;
+		st->image_root = "/var/lib/tollgate/images/roots/ef";
+		assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), 0);
+		st->image_root = "/var/lib/tollgate/images/roots/ab";
+		assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);
+		c.image_roots = NULL;
+	}
 	st->image_root = NULL;
 	st->outdir = "/srv/out";
 	assert_int_equal(exec_priv_start_check(st, &c, why, sizeof(why)), -EPERM);

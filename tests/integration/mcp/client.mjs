@@ -273,6 +273,21 @@ if (scenario === "everything") {
   out("sess-1", await call(client, "execute_code", { language: "sh", code: "echo one", session_id: id }));
   out("sess-2", await call(client, "execute_code", { language: "sh", code: "exit 3", session_id: id }));
   out("terminated", await call(client, "terminate_session", { session_id: id }));
+} else if (scenario === "tool") {
+  // extra: a tool's name and its arguments as JSON.
+  out("call", await call(client, extra[0], JSON.parse(extra[1] ?? "{}")));
+} else if (scenario === "lang-code") {
+  // extra: a language and code for execute_code, then (when not "") code
+  // for validate_code, then "session": the code again, in a session.
+  const [language, code, check, session] = extra;
+  out("code", await call(client, "execute_code", { language, code }));
+  if (check) out("validate", await call(client, "validate_code", { language, code: check }));
+  if (session === "session") {
+    const s = await call(client, "create_session", {});
+    const session_id = s.structured?.session_id ?? "none";
+    out("session-code", await call(client, "execute_code", { language, code, session_id }));
+    await call(client, "terminate_session", { session_id });
+  }
 } else if (scenario === "code") {
   // extra: sh code, each run by execute_code in a fresh sandbox.
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
