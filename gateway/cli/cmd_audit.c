@@ -568,6 +568,42 @@ gw_parse_since(const char *s, int64_t *ms)
 	return 0;
 }
 
+/* --follow: SIGINT and SIGTERM end the poll (no SA_RESTART: the signal
+ * must cut its sleep short). */
+static void
+stop_on_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The table's columns, measured over the rows it will show (up to
+ * *max_id, which the query then stops at), and its header. */
+static int
+start_table(struct audit_reader *r, struct audit_filter *f, struct printer *p, int64_t *max_id,
+            char *err, size_t errlen)
+{
+	int rc = audit_table_measure(r, f, &p->table, max_id, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	f->until_id = *max_id;
+	memcpy(p->width, p->table.width, sizeof(p->table.width));
+	/* Local time carries its offset where UTC has a Z: "+01:00" is 5 more. */
+	if (p->local && p->width[AUDIT_COL_TS] < 29)
+		p->width[AUDIT_COL_TS] = 29;
+	p->width[COL_RULE] = (int)strlen(col_names[COL_RULE]);
+	setup_terminal(p);
+	fit_columns(p);
+	print_header(p);
+	return 0;
+}
+
 static int
 run_audit(int argc, char **argv)
 {
@@ -584,7 +620,6 @@ run_audit(int argc, char **argv)
 	struct audit_filter f = {0};
 	struct printer p = {0};
 	struct audit_reader *r = NULL;
-	struct sigaction sa;
 	char path[PATH_MAX], err[1024];
 	const char *db = NULL, *fleet = NULL, *node = NULL;
 	int64_t max_id = 0;
@@ -678,27 +713,12 @@ run_audit(int argc, char **argv)
 		fprintf(stderr, "tollgate: audit: %s\n", err);
 		return 1;
 	}
-	if (p.follow) {
-		/* No SA_RESTART: the signal must cut the poll's sleep short. */
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_stop_signal;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+	if (p.follow)
+		stop_on_signals();
 	if (!p.json) {
-		rc = audit_table_measure(r, &f, &p.table, &max_id, err, sizeof(err));
+		rc = start_table(r, &f, &p, &max_id, err, sizeof(err));
 		if (rc != 0)
 			goto out;
-		f.until_id = max_id;
-		memcpy(p.width, p.table.width, sizeof(p.table.width));
-		/* Local time carries its offset where UTC has a Z: "+01:00" is 5 more. */
-		if (p.local && p.width[AUDIT_COL_TS] < 29)
-			p.width[AUDIT_COL_TS] = 29;
-		p.width[COL_RULE] = (int)strlen(col_names[COL_RULE]);
-		setup_terminal(&p);
-		fit_columns(&p);
-		print_header(&p);
 	}
 	rc = audit_query(r, &f, print_row, &p, &max_id, err, sizeof(err));
 	if (rc > 0) {

@@ -342,10 +342,48 @@ parse_parent(struct proxy_flags *f)
  * one handler and a flag added here has its key. 0 or GW_EXIT_FAILURE
  * after one line.
  */
+/* --fleet, --node, --policy-from-fleet, --node-group, --fleet-password-secret. */
+static int
+parse_fleet_flag(int c, const char *arg, struct proxy_flags *f)
+{
+	char err[512];
+
+	switch (c) {
+	case OPT_FLEET:
+		if (fleet_url_check(arg, err, sizeof(err)) != 0)
+			return gw_fail("proxy", "--fleet: %s", err);
+		f->fleet = arg;
+		return 0;
+	case OPT_NODE:
+		if (fleet_node_check(arg) != 0)
+			return gw_fail("proxy",
+			               "--node '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+			               arg, FLEET_NODE_MAX);
+		snprintf(f->node, sizeof(f->node), "%s", arg);
+		return 0;
+	case OPT_POLICY_FROM_FLEET:
+		f->policy_from_fleet = true;
+		return 0;
+	case OPT_NODE_GROUP:
+		if (fleet_node_check(arg) != 0)
+			return gw_fail("proxy",
+			               "--node-group '%s': want 1..%d of A-Z a-z 0-9 . _ -",
+			               arg, FLEET_NODE_MAX);
+		f->node_group = arg;
+		return 0;
+	case OPT_FLEET_PASSWORD_SECRET:
+		if (!vault_name_valid(arg))
+			return gw_fail("proxy",
+			               "--fleet-password-secret '%s': not a secret's name", arg);
+		f->fleet_password = arg;
+		return 0;
+	}
+	return 0;
+}
+
 static int
 proxy_flag(struct proxy_flags *f, int c)
 {
-	char err[512];
 	double secs;
 	int rc = 0;
 
@@ -451,32 +489,11 @@ proxy_flag(struct proxy_flags *f, int c)
 				f->check_config = true;
 			break;
 		case OPT_FLEET:
-			if (fleet_url_check(optarg, err, sizeof(err)) != 0)
-				return gw_fail("proxy", "--fleet: %s", err);
-			f->fleet = optarg;
-			break;
 		case OPT_NODE:
-			if (fleet_node_check(optarg) != 0)
-				return gw_fail("proxy",
-				               "--node '%s': want 1..%d of A-Z a-z 0-9 . _ -",
-				               optarg, FLEET_NODE_MAX);
-			snprintf(f->node, sizeof(f->node), "%s", optarg);
-			break;
 		case OPT_POLICY_FROM_FLEET:
-			f->policy_from_fleet = true;
-			break;
 		case OPT_NODE_GROUP:
-			if (fleet_node_check(optarg) != 0)
-				return gw_fail("proxy",
-				               "--node-group '%s': want 1..%d of A-Z a-z 0-9 . _ -",
-				               optarg, FLEET_NODE_MAX);
-			f->node_group = optarg;
-			break;
 		case OPT_FLEET_PASSWORD_SECRET:
-			if (!vault_name_valid(optarg))
-				return gw_fail("proxy",
-				               "--fleet-password-secret '%s': not a secret's name", optarg);
-			f->fleet_password = optarg;
+			rc = parse_fleet_flag(c, optarg, f);
 			break;
 		case OPT_LISTEN_TLS:
 		case OPT_TLS_CERT:
