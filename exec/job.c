@@ -15,13 +15,13 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/artifact.h"
-#include "exec/gate.h"
+#include "exec/services/artifact.h"
+#include "exec/net/gate.h"
 #include "exec/job.h"
-#include "exec/redact.h"
-#include "exec/runtime.h"
+#include "exec/services/redact.h"
+#include "exec/services/runtime.h"
 #include "exec/session.h"
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
@@ -66,7 +66,7 @@ static const char *const ca_env_names[] = {
     "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
 };
 #define JOB_CA_ENV_COUNT (sizeof(ca_env_names) / sizeof(ca_env_names[0]))
-/* With TLS inspection, each names the sandbox's bundle (exec/cabundle.c). */
+/* With TLS inspection, each names the sandbox's bundle (exec/services/cabundle.c). */
 static const char *const inspect_env_names[] = {
     "SSL_CERT_FILE",       "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
     "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO",     "PIP_CERT",
@@ -398,7 +398,7 @@ report_start(struct exec_job *j)
  * peak within 10% of the limit. The pids limit makes fork fail rather than
  * kill, so it cannot be told here. A session's cgroup is the session's, not
  * one command's: only fresh sandboxes are judged. The disk bound on host
- * directories is init's own report (exec/sandbox.c, the disk watchdog).
+ * directories is init's own report (exec/sandbox/sandbox.c, the disk watchdog).
  */
 static void
 report_exceeded(struct exec_job *j, const struct exec_result *res)

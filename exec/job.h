@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#include "exec/exec.h"
-#include "exec/gate.h"
+#include "exec/sandbox/exec.h"
+#include "exec/net/gate.h"
 
 struct gw_context;
 struct gw_events;

@@ -16,10 +16,10 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/agent.h"
+#include "exec/sandbox/agent.h"
 #include "exec/job.h"
 #include "exec/session.h"
-#include "exec/workdir.h"
+#include "exec/sandbox/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
 #include "gateway/core/log.h"
@@ -29,7 +29,7 @@ struct exec_session {
 	struct event_base *base;
 	struct exec_session_opts opts;
 	char id[40];               /* "sess-" + 32 hex digits */
-	struct exec_workdir *work; /* bound at EXEC_WORKDIR (exec/workdir.h) */
+	struct exec_workdir *work; /* bound at EXEC_WORKDIR (exec/sandbox/workdir.h) */
 	char end_reason[64];
 	char sandbox_id[64];          /* the kept sandbox's, also once it is gone */
 	bool started;                 /* its sandbox.start row was written */
@@ -153,7 +153,7 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 	}
 	snprintf(s->id, sizeof(s->id), "sess-%s", hex);
 	/* Every sandbox runs as the same host uid: a session's files are kept
-	 * from another's by the directory's secret name (exec/workdir.h). */
+	 * from another's by the directory's secret name (exec/sandbox/workdir.h). */
 	rc = exec_workdir_new(&s->work, err, errlen);
 	if (rc != 0)
 		goto out;

@@ -2,7 +2,7 @@
  * Sessions: one sandbox kept alive across executions, so an agent can run
  * code several times with its processes, /tmp, network namespace and work
  * directory kept. Each execution is a command the sandbox's agent forks
- * (exec/agent.c) under the containment of `run`; no two sessions share
+ * (exec/sandbox/agent.c) under the containment of `run`; no two sessions share
  * anything.
  */
 #ifndef TOLLGATE_EXEC_SESSION_H
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 
 struct policy;
 

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "exec/artifact.h"
+#include "exec/services/artifact.h"
 #include "gateway/bridges.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/log.h"

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/cli/cli.h"
 #include "gateway/setup.h"
 

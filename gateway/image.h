@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "exec/image/image.h"
-#include "exec/runtime.h"
+#include "exec/services/runtime.h"
 
 struct exec_spec;
 struct gw_sandbox_flags;

@@ -18,7 +18,7 @@
 
 #include <event2/event.h>
 
-#include "exec/pty.h"
+#include "exec/sandbox/pty.h"
 #include "gateway/bridges.h"
 #include "gateway/core/log.h"
 #include "gateway/core/textsafe.h"

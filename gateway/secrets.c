@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dns/server.h"
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/setup.h"
 #include "policy/policy.h"

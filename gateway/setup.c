@@ -16,13 +16,13 @@
 #include <event2/event.h>
 
 #include "dns/server.h"
-#include "exec/exec.h"
-#include "exec/host.h"
-#include "exec/netns.h"
-#include "exec/userns.h"
-#include "exec/priv.h"
-#include "exec/warm.h"
-#include "exec/workdir.h"
+#include "exec/sandbox/exec.h"
+#include "exec/services/host.h"
+#include "exec/net/netns.h"
+#include "exec/sandbox/userns.h"
+#include "exec/priv/priv.h"
+#include "exec/net/warm.h"
+#include "exec/sandbox/workdir.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/control/reload.h"
@@ -203,7 +203,7 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
 
 /*
  * Started as root (or as root of its own user namespace), a command that
- * runs sandboxes splits (exec/priv.h): the parent stays here, privileged,
+ * runs sandboxes splits (exec/priv/priv.h): the parent stays here, privileged,
  * and serves the gate; the gate returns and builds the rest.
  * TOLLGATE_PRIVSEP=0 keeps one process (docs/run.md), for debugging.
  */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "dns/resolve.h"
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/core/gateway.h"
 #include "gateway/fleet/fleet.h"
 
@@ -142,7 +142,7 @@ struct gw_setup_flags {
 	const struct dns_server_config *dns_cfg;
 	/*
 	 * What the command's sandboxes may be given, which the privileged
-	 * parent holds from the split on (exec/priv.h): run, wrap and serve
+	 * parent holds from the split on (exec/priv/priv.h): run, wrap and serve
 	 * set it. NULL sandbox: no bind, no work directory, no home.
 	 */
 	const struct gw_sandbox_flags *sandbox;
@@ -153,9 +153,9 @@ struct gw_setup_flags {
 	struct exec_limits sandbox_caps; /* serve's --max-*; 0: the flags' own */
 	bool sandbox_gate_workdirs;      /* serve: sessions and its own work dirs */
 	/* serve --host-access: the parent runs host commands and opens host
-	 * files as the person (exec/host.h); false: it refuses them. */
+	 * files as the person (exec/services/host.h); false: it refuses them. */
 	bool host_access;
-	/* run: the hub may come from the warm pool (exec/warm.h, docs/run.md). */
+	/* run: the hub may come from the warm pool (exec/net/warm.h, docs/run.md). */
 	bool warm_pool;
 	/* --learn (run, wrap, serve): the gate lets through what no rule refuses,
 	 * audited as would-deny (proxy_config.learn_mode; docs/policy.md). */
@@ -277,7 +277,7 @@ void gw_sandbox_flags_free(struct gw_sandbox_flags *f);
 #define GW_SETUP_NOT_MINE 1
 
 /*
- * The gate of a split tollgate (exec/priv.h) gives up root here: the
+ * The gate of a split tollgate (exec/priv/priv.h) gives up root here: the
  * command calls it once its operator-named files, terminal and keys are
  * open and before its loop reads a byte of network, sandbox or MCP input
  * (run before its job, wrap before its server, serve before its MCP

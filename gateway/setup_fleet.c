@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
 #include "gateway/fleet/fleet.h"

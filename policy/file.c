@@ -1019,7 +1019,7 @@ out:
 
 /*
  * "filesystem": {"read": ["SRC[:DEST]", ...], "write": [...]}: what the
- * sandbox sees of the host's files (policy/fs.c; exec/mounts.c binds them).
+ * sandbox sees of the host's files (policy/fs.c; exec/sandbox/mounts.c binds them).
  */
 static int
 load_filesystem(struct loader *ld, struct policy *p, json_t *v)

@@ -1,7 +1,7 @@
 /*
  * The text of a bind ("SRC[:DEST]": --ro-bind, --bind and the policy file's
  * "filesystem" section) and the rules for where one may be mounted. Pure
- * logic: the host paths are resolved and opened by exec/mounts.c.
+ * logic: the host paths are resolved and opened by exec/sandbox/mounts.c.
  */
 #include "policy/policy.h"
 
@@ -12,7 +12,7 @@
 #include "gateway/core/err.h"
 
 /*
- * What the sandbox's own set-up mounts or makes (exec/mounts.c), which no
+ * What the sandbox's own set-up mounts or makes (exec/sandbox/mounts.c), which no
  * bind may cover or lie in: the kernel's views, the devices, the generated
  * resolv.conf and hosts (/run/tollgate), /var/tmp (a symlink to /tmp, which
  * a mount point must not be made through) and run --out's directory.

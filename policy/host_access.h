@@ -2,7 +2,7 @@
  * serve's --host-access file (docs/mcp.md, "Host access"): the operator's
  * allowlist of host commands (a program by full path and one pattern per
  * argument) and of path prefixes to read and to write. Pure: parsing and
- * matching only; exec/host.h resolves paths and runs programs.
+ * matching only; exec/services/host.h resolves paths and runs programs.
  */
 #ifndef TOLLGATE_POLICY_HOST_ACCESS_H
 #define TOLLGATE_POLICY_HOST_ACCESS_H

@@ -394,7 +394,7 @@ int policy_file_writer_new(struct policy_file_writer **out);
 /*
  * What the worker calls for each write, in place of its own
  * policy_file_add_rule_timed: a process that may not write the file itself
- * (the gate of a split, exec/priv.h) asks one that may. Before the first
+ * (the gate of a split, exec/priv/priv.h) asks one that may. Before the first
  * write.
  */
 typedef int (*policy_file_add_fn)(const char *path, enum policy_verdict action,

@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "exec/image/image.h"
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/cli/cli.h"
 #include "policy/audit.h"
 

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "exec/artifact.h"
+#include "exec/services/artifact.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"

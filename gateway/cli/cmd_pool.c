@@ -1,5 +1,5 @@
 /*
- * `tollgate pool [--size N] [--socket PATH]`: the warm pool (exec/warm.h).
+ * `tollgate pool [--size N] [--socket PATH]`: the warm pool (exec/net/warm.h).
  * A root process that keeps N slots of network plumbing ready and hands
  * each, once, to a `tollgate run` that asks on its root-only socket, then
  * makes another. Its only input is that socket's one-datagram requests.
@@ -21,8 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "exec/fdmsg.h"
-#include "exec/warm.h"
+#include "exec/common/fdmsg.h"
+#include "exec/net/warm.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"

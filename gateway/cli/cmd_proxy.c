@@ -26,7 +26,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/metrics.h"
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/setup.h"
 #include "policy/approval.h"
 #include "gateway/fleet/fleet.h"

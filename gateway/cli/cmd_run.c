@@ -19,16 +19,16 @@
 
 #include "dns/resolve.h"
 #include "dns/server.h"
-#include "exec/artifact.h"
-#include "exec/diagnose.h"
-#include "exec/exec.h"
-#include "exec/gate.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/diagnose.h"
+#include "exec/sandbox/exec.h"
+#include "exec/net/gate.h"
 #include "exec/job.h"
-#include "exec/netns.h"
-#include "exec/pty.h"
-#include "exec/redact.h"
-#include "exec/runtime.h"
-#include "exec/vault.h"
+#include "exec/net/netns.h"
+#include "exec/sandbox/pty.h"
+#include "exec/services/redact.h"
+#include "exec/services/runtime.h"
+#include "exec/services/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"
 #include "gateway/bridges.h"
@@ -105,7 +105,7 @@ struct run_flags {
 	bool no_transparent;          /* --no-transparent: no 80/443 listeners, no DNS steering */
 	bool no_network;
 	char **argv;
-	/* --lang with --code or --file (exec/runtime.h, docs/runtimes.md) */
+	/* --lang with --code or --file (exec/services/runtime.h, docs/runtimes.md) */
 	const char *lang, *code, *code_file;
 	char *code_buf; /* --file's contents */
 	char interp[PATH_MAX];
@@ -472,7 +472,7 @@ setup_gateway(struct run_state *st, struct run_flags *f)
 		parts |= GW_SETUP_GATE | GW_SETUP_CONTROL;
 	f->gw.sandbox = &f->sb; /* the privileged parent's ceiling */
 	f->gw.sandbox_outdir = f->out_dir;
-	f->gw.warm_pool = true; /* one run, one hub: a warm slot fits (exec/warm.h) */
+	f->gw.warm_pool = true; /* one run, one hub: a warm slot fits (exec/net/warm.h) */
 	/* The prompt or a refusal line says a request waits (gateway/refusals.h). */
 	proxy_config_defaults(&f->proxy);
 	f->proxy.quiet_asks = true;
@@ -499,7 +499,7 @@ add_signals(struct run_state *st)
 }
 
 /*
- * stdin is a terminal: the sandbox gets a pty of its own (exec/pty.h) as
+ * stdin is a terminal: the sandbox gets a pty of its own (exec/sandbox/pty.h) as
  * stdin, as its controlling terminal, and as stdout and stderr where those
  * are terminals too (a redirected stream keeps its pipe, so a file gets no
  * terminal line endings).
@@ -588,7 +588,7 @@ build_spec(struct run_state *st, struct run_flags *f, char *home, size_t homelen
 		gw_image_spec(&f->img, spec);
 	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, spec) != 0)
 		return -1;
-	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/artifact.h). */
+	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/services/artifact.h). */
 	if (f->out_dir != NULL) {
 		snprintf(err, sizeof(err), "cannot create TOLLGATE_HOME");
 		if (gw_home_ensure(home, homelen) != 0 ||

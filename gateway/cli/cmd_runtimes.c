@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "exec/runtime.h"
+#include "exec/services/runtime.h"
 #include "gateway/cli/cli.h"
 
 extern const struct gw_command gw_command_runtimes;

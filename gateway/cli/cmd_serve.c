@@ -21,8 +21,8 @@
 
 #include "dns/resolve.h"
 #include "dns/server.h"
-#include "exec/exec.h"
-#include "exec/netns.h"
+#include "exec/sandbox/exec.h"
+#include "exec/net/netns.h"
 #include "exec/queue.h"
 #include "gateway/cli/cli.h"
 #include "gateway/control/control.h"

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "exec/runtime.h"
+#include "exec/services/runtime.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/fdio.h"
 

@@ -14,8 +14,8 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
-#include "exec/redact.h"
-#include "exec/vault.h"
+#include "exec/services/redact.h"
+#include "exec/services/vault.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"

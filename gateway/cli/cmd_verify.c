@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "exec/artifact.h"
+#include "exec/services/artifact.h"
 #include "gateway/cli/cli.h"
 
 extern const struct gw_command gw_command_verify;

@@ -9,8 +9,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "exec/pty.h"
-#include "exec/sanitized.h"
+#include "exec/sandbox/pty.h"
+#include "exec/sandbox/sanitized.h"
 #include "gateway/cli/cli.h"
 #include "gateway/core/log.h"
 #include "gateway/core/spelling.h"

@@ -74,7 +74,7 @@ int gw_control_dir(char *buf, size_t len);
 /*
  * The pid this gateway goes by in its socket's name, `tollgate stats --pid`,
  * approval IDs and answers: the process its user started (split, the
- * privileged parent, exec/priv.h; the gate is its child).
+ * privileged parent, exec/priv/priv.h; the gate is its child).
  */
 pid_t gw_control_self_pid(void);
 /* Set once, at the split, in the gate: the pid it goes by is its parent's

@@ -74,7 +74,7 @@ struct gw_control {
 	dev_t link_dev;
 	ino_t link_ino;
 	int fd;
-	/* Who started tollgate: the gate of a split one (exec/priv.h) runs
+	/* Who started tollgate: the gate of a split one (exec/priv/priv.h) runs
 	 * under another uid from the end of its set-up on. */
 	uid_t owner;
 	struct event *ev_accept;

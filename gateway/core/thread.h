@@ -2,7 +2,7 @@
  * The signal mask of tollgate's helper threads (the audit writer, the
  * policy file writer, the namespace helper): every signal belongs to the
  * event loop's thread but one, which the gate's privilege drop
- * (exec/priv_drop.c) sends each thread so that it clears its own
+ * (exec/priv/priv_drop.c) sends each thread so that it clears its own
  * capabilities, since capabilities and securebits are per thread.
  */
 #ifndef TOLLGATE_CORE_THREAD_H

@@ -16,8 +16,8 @@
 
 #include <jansson.h>
 
-#include "exec/artifact.h"
-#include "exec/exec.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/mcp/call.h"

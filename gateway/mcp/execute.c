@@ -13,13 +13,13 @@
 
 #include <jansson.h>
 
-#include "exec/artifact.h"
-#include "exec/exec.h"
-#include "exec/redact.h"
-#include "exec/runtime.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/exec.h"
+#include "exec/services/redact.h"
+#include "exec/services/runtime.h"
 #include "exec/session.h"
-#include "exec/vault.h"
-#include "exec/workdir.h"
+#include "exec/services/vault.h"
+#include "exec/sandbox/workdir.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"
 #include "gateway/image.h"
@@ -36,7 +36,7 @@ static const char *const image_interps[EXEC_LANG_COUNT] = {"python3", "node", "s
 
 /*
  * The code as a new file in the work directory, made by whoever holds
- * privilege (exec/workdir.h: the directory is the sandbox's). *fd is left
+ * privilege (exec/sandbox/workdir.h: the directory is the sandbox's). *fd is left
  * open at its start when keep (validate_code's checker reads it).
  */
 static int
@@ -328,7 +328,7 @@ job_env(struct mcp_job *j, struct exec_spec *spec)
 
 /*
  * The code as a file in the work directory (a fresh one, or the session's)
- * and the command that runs or checks it: the interpreter exec/runtime.c
+ * and the command that runs or checks it: the interpreter exec/services/runtime.c
  * finds (as `run --lang` does), with the file, or reading the code on its
  * stdin. false after failing j's call.
  */

@@ -28,9 +28,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "exec/host.h"
+#include "exec/services/host.h"
 #include "exec/session.h"
-#include "exec/workdir.h"
+#include "exec/sandbox/workdir.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"

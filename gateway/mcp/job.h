@@ -13,10 +13,10 @@
 
 #include <jansson.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "exec/image/image.h"
-#include "exec/runtime.h"
-#include "exec/vault.h"
+#include "exec/services/runtime.h"
+#include "exec/services/vault.h"
 #include "gateway/mcp/serve.h"
 #include "policy/policy.h"
 

@@ -21,17 +21,17 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/artifact.h"
-#include "exec/diagnose.h"
-#include "exec/exec.h"
-#include "exec/gate.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/diagnose.h"
+#include "exec/sandbox/exec.h"
+#include "exec/net/gate.h"
 #include "exec/job.h"
 #include "exec/queue.h"
-#include "exec/redact.h"
-#include "exec/runtime.h"
+#include "exec/services/redact.h"
+#include "exec/services/runtime.h"
 #include "exec/session.h"
-#include "exec/vault.h"
-#include "exec/workdir.h"
+#include "exec/services/vault.h"
+#include "exec/sandbox/workdir.h"
 #include "gateway/bridges.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
@@ -296,7 +296,7 @@ buffer_string(struct evbuffer *buf, bool truncated)
 
 /*
  * A syntax checker's verdict, {valid, line, message}, from its output
- * (exec/runtime.h reads the checkers' errors, for `tollgate validate` too).
+ * (exec/services/runtime.h reads the checkers' errors, for `tollgate validate` too).
  */
 static json_t *
 validation_result(struct mcp_job *j, int status)

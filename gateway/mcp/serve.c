@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/control/control.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"

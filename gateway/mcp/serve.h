@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/mcp/mcp.h"
 
 struct policy;

@@ -19,13 +19,13 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/exec.h"
-#include "exec/gate.h"
+#include "exec/sandbox/exec.h"
+#include "exec/net/gate.h"
 #include "exec/job.h"
-#include "exec/redact.h"
-#include "exec/runtime.h"
+#include "exec/services/redact.h"
+#include "exec/services/runtime.h"
 #include "exec/session.h"
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/err.h"
 #include "gateway/core/fdio.h"

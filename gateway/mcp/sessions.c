@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "exec/gate.h"
+#include "exec/net/gate.h"
 #include "exec/job.h"
 #include "exec/session.h"
 #include "gateway/core/clock.h"

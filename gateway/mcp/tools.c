@@ -19,11 +19,11 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "exec/artifact.h"
-#include "exec/exec.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/exec.h"
 #include "exec/queue.h"
-#include "exec/runtime.h"
-#include "exec/vault.h"
+#include "exec/services/runtime.h"
+#include "exec/services/vault.h"
 #include "gateway/control/control.h"
 #include "gateway/core/err.h"
 #include "gateway/core/events.h"
@@ -44,7 +44,7 @@
 /* ---- list_runtimes --------------------------------------------------------- */
 
 /*
- * exec/runtime.c's table, PATH search and --version (run without a shell,
+ * exec/services/runtime.c's table, PATH search and --version (run without a shell,
  * once per interpreter and process: exec_runtime_describe), as `tollgate
  * runtimes` and `run --lang` use them. The path is the one the sandbox runs.
  */

@@ -18,7 +18,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "exec/job.h"
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"

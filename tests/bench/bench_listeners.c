@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "dns/server.h"
-#include "exec/gate.h"
+#include "exec/net/gate.h"
 #include "gateway/core/log.h"
 #include "gateway/setup.h"
 #include "policy/audit.h"

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/gate.h"
-#include "exec/netns.h"
+#include "exec/net/gate.h"
+#include "exec/net/netns.h"
 
 static double
 now_s(void)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/redact.h"
+#include "exec/services/redact.h"
 
 #define TEXT_LEN (16u * 1024 * 1024)
 #define CHUNK 4096

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness for the kept-alive sandbox's wire (exec/agent.h): the
+ * libFuzzer harness for the kept-alive sandbox's wire (exec/sandbox/agent.h): the
  * agent's request parser and tollgate's reply parser take any bytes without
  * crashing, and what they accept keeps their promises (strings inside the
  * buffer, counts as announced, names of [A-Za-z0-9_]).
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "exec/agent.h"
+#include "exec/sandbox/agent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

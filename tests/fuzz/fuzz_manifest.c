@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/artifact.h"
+#include "exec/services/artifact.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

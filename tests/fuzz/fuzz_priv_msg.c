@@ -1,6 +1,6 @@
 /*
  * libFuzzer harness for the privileged parent's one parser of the gate's
- * bytes (exec/priv.h): any request decodes or is -EPROTO without crashing,
+ * bytes (exec/priv/priv.h): any request decodes or is -EPROTO without crashing,
  * what it accepts keeps its promises (strings inside the buffer and
  * NUL-terminated, counts within their caps, fds as announced), and the
  * ceiling check takes whatever the parser accepted.
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/artifact.h"
-#include "exec/priv.h"
-#include "exec/workdir.h"
+#include "exec/services/artifact.h"
+#include "exec/priv/priv.h"
+#include "exec/sandbox/workdir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

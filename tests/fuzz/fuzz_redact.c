@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/redact.h"
+#include "exec/services/redact.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/runtime.h"
+#include "exec/services/runtime.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -191,7 +191,7 @@ expect_eq "nothing reached the host's services (TCP, UDP, DNS)" \
 # another pool, tries B's address and B's hub listeners.
 wdir=$TEST_TMP/b-work
 mkdir -p "$wdir"
-chown "$SANDBOX_OWNER" "$wdir" # the sandbox user (exec/exec.h: EXEC_HOST_ID_BASE + 1000; rootless, the user)
+chown "$SANDBOX_OWNER" "$wdir" # the sandbox user (exec/sandbox/exec.h: EXEC_HOST_ID_BASE + 1000; rootless, the user)
 "$TOLLGATE" run --pool 10.78.0.0/16 --workdir "$wdir" --timeout 60 \
 	--env "NET_PROBE=$probe_src" -- python3 -c "$probe_src" listen 7000 30 /work/ready \
 	>/dev/null 2>"$TEST_TMP/b-err" &

@@ -64,7 +64,7 @@ expect_eq "the gate: no supplementary groups" "$(awk '$1 == "Groups:" {print $2}
 expect_eq "the gate: every capability set empty" "$(caps "$s")" "$zero"
 expect_eq "the gate: no_new_privs" "$(awk '$1 == "NoNewPrivs:" {print $2}' "$s")" 1
 expect_eq "the gate: a seccomp filter" "$(awk '$1 == "Seccomp:" {print $2}' "$s")" 2
-# A sanitizer build's gate stays dumpable for LeakSanitizer (exec/priv_drop.c). ldd's
+# A sanitizer build's gate stays dumpable for LeakSanitizer (exec/priv/priv_drop.c). ldd's
 # whole output is read first: under pipefail, grep -q quitting early could make ldd die
 # of SIGPIPE and the pipeline false.
 if [[ $(ldd "$TOLLGATE" 2>/dev/null) == *libasan* ]]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # serve's work directories with the split on and off (TOLLGATE_PRIVSEP,
-# exec/workdir.h): made by the privileged side, so the sandbox of a fresh
+# exec/sandbox/workdir.h): made by the privileged side, so the sandbox of a fresh
 # call and of a session runs as the sandboxes' host uid, never the gate's,
 # and can write its /work; a session's code file replaces a link the code
 # left there without following it; nothing is left in TMPDIR at the end.

@@ -2,7 +2,7 @@
 # `tollgate run`'s output relay never blocks the event loop: with a reader
 # that does not read, the sandbox's request through the gate still completes,
 # the sandbox itself is held back (not tollgate), and every byte then arrives
-# intact, redacted and bounded as usual (exec/redact_relay.c).
+# intact, redacted and bounded as usual (exec/services/redact_relay.c).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec/artifact.h"
-#include "exec/exec.h"
+#include "exec/services/artifact.h"
+#include "exec/sandbox/exec.h"
 
 struct fixture {
 	char root[64];
@@ -824,7 +824,7 @@ test_out_prepare(void **state)
 }
 
 /*
- * The parent's prepare (exec/priv_parent.c): DIR must be the owner's it
+ * The parent's prepare (exec/priv/priv_parent.c): DIR must be the owner's it
  * names; signing goes through the directory opened then, so one swapped in
  * at the name afterwards (the gate owns serve's parent directory) is not
  * what is signed; the manifest and the public key are handed over.

@@ -17,7 +17,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 #include "gateway/bridges.h"
 #include "gateway/core/events.h"
 #include "policy/approval.h"

@@ -1,5 +1,5 @@
 /*
- * Why the machine refused (exec/diagnose.c), as tables: each setting or
+ * Why the machine refused (exec/sandbox/diagnose.c), as tables: each setting or
  * condition gives its cause and its fix, including those this machine
  * cannot produce (Debian's kernel.unprivileged_userns_clone, AppArmor's
  * restriction, a unified cgroup v2 host with or without systemd's
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "exec/diagnose.h"
+#include "exec/sandbox/diagnose.h"
 
 /* A host that allows everything: a case changes what it is about. */
 static struct exec_userns_facts

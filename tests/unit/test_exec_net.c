@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "exec/netns.h"
+#include "exec/net/netns.h"
 
 static void
 addr_is(struct in_addr a, const char *want)

@@ -29,8 +29,8 @@
 #include <netlink/cache.h>
 #include <netlink/route/rule.h>
 
-#include "exec/gate.h"
-#include "exec/netns.h"
+#include "exec/net/gate.h"
+#include "exec/net/netns.h"
 #include "gateway/core/gateway.h"
 #include "policy/policy.h"
 #include "dns/server.h"

@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 
 #include <linux/filter.h>
 
-#include "exec/seccomp_bpf.h"
+#include "exec/sandbox/seccomp_bpf.h"
 
 static void
 test_status_from_wait(void **state)

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "exec/exec.h"
+#include "exec/sandbox/exec.h"
 
 /* A bound on waiting for a sandbox: a hang fails instead of stalling CI. */
 #define GUARD_MS 60000

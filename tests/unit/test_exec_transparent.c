@@ -33,8 +33,8 @@
 
 #include "dns/resolve.h"
 #include "dns/server.h"
-#include "exec/gate.h"
-#include "exec/netns.h"
+#include "exec/net/gate.h"
+#include "exec/net/netns.h"
 #include "gateway/core/gateway.h"
 #include "policy/policy.h"
 #include "proxy/proxy.h"

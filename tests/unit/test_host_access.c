@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec/host.h"
+#include "exec/services/host.h"
 #include "policy/host_access.h"
 
 static struct policy_host_access *

@@ -20,7 +20,7 @@
 #include <jansson.h>
 
 #include "exec/job.h"
-#include "exec/netns.h"
+#include "exec/net/netns.h"
 #include "exec/session.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"

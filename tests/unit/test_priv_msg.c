@@ -1,5 +1,5 @@
 /*
- * The privileged parent's view of the gate (exec/priv.h): its one parser
+ * The privileged parent's view of the gate (exec/priv/priv.h): its one parser
  * refuses every malformed request and closes the fds that came with it, and
  * the ceiling check refuses a sandbox wider than the operator's flags.
  */
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/priv.h"
+#include "exec/priv/priv.h"
 
 struct msg {
 	char b[32768]; /* room for an extra CA past its cap */

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
-#include "exec/redact.h"
+#include "exec/services/redact.h"
 
 #define MARKER REDACT_MARKER
 #define MARKER_LEN (sizeof(MARKER) - 1)

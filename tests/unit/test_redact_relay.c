@@ -1,5 +1,5 @@
 /*
- * Unit tests for run's output relay (exec/redact_relay.c) with real pipes:
+ * Unit tests for run's output relay (exec/services/redact_relay.c) with real pipes:
  * a target nobody reads stalls the writer (a child standing in for the
  * sandbox), never the event loop; the bytes then arrive whole and redacted;
  * a bound or a reader that went away never holds the writer back; output
@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "exec/redact.h"
+#include "exec/services/redact.h"
 
 #define SECRET "hunter2-relay-secret-value"
 /* What the child writes: about 3 MiB before redaction. */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for exec/runtime.c: language names, the argv given to each
+ * Unit tests for exec/services/runtime.c: language names, the argv given to each
  * interpreter, reading checkers' errors (table-driven, from the real
  * messages of python3, node --check and bash -n), PATH lookup and versions.
  */
@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "exec/runtime.h"
+#include "exec/services/runtime.h"
 
 static void
 test_lang_parse(void **state)

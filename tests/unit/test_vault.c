@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
-#include "exec/vault.h"
+#include "exec/services/vault.h"
 
 #define SECRET "correct-horse-battery-staple-9f3b"
 

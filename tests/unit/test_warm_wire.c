@@ -1,5 +1,5 @@
 /*
- * The warm pool's wire (exec/warm.h): the pool accepts only a well-formed
+ * The warm pool's wire (exec/net/warm.h): the pool accepts only a well-formed
  * TAKE, and a run accepts only a reply that names the slot's own addresses
  * and interface in the default range, with exactly the fds announced.
  */
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/warm.h"
+#include "exec/net/warm.h"
 
 static void
 test_request(void **state)

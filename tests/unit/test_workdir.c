@@ -1,5 +1,5 @@
 /*
- * serve's work directories made by the privileged side (exec/workdir.h):
+ * serve's work directories made by the privileged side (exec/sandbox/workdir.h):
  * the sandbox's uid owns the inner one, the outer one cannot be listed, a
  * file replaces whatever the sandbox left under its name without following
  * it, and the whole tree goes at the end.
@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "exec/exec.h"
-#include "exec/userns.h"
-#include "exec/workdir.h"
+#include "exec/sandbox/exec.h"
+#include "exec/sandbox/userns.h"
+#include "exec/sandbox/workdir.h"
 
 static void
 test_names(void **state)
