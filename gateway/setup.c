@@ -197,6 +197,7 @@ split_ceiling(const struct gw_setup_flags *f, const struct policy *policy,
 	c->outdir = f->sandbox_outdir;
 	c->image_root = f->sandbox_image_root;
 	c->image_roots = f->sandbox_image_roots;
+	c->runsc = f->sandbox_runsc;
 	c->gate_workdirs = f->sandbox_gate_workdirs;
 	c->hide = gw_home_dir(home, homelen) == 0 ? home : NULL;
 }

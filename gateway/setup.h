@@ -150,6 +150,7 @@ struct gw_setup_flags {
 	const char *sandbox_outdir;      /* run --out DIR */
 	const char *sandbox_image_root;  /* run --image: the stored image's root */
 	const char *const *sandbox_image_roots; /* serve --image: NULL-ended */
+	const char *sandbox_runsc;       /* run --runtime runsc: its binary */
 	struct exec_limits sandbox_caps; /* serve's --max-*; 0: the flags' own */
 	bool sandbox_gate_workdirs;      /* serve: sessions and its own work dirs */
 	/* serve --host-access: the parent runs host commands and opens host

@@ -172,6 +172,10 @@ struct exec_priv_ceiling {
 	/* serve --image LANG=REF: more roots a sandbox may have (NULL-ended;
 	 * NULL: none). */
 	const char *const *image_roots;
+	/* run --runtime runsc: the runsc binary every image sandbox runs its
+	 * command in (exec/sandbox/runsc.h), the operator's choice, never the gate's;
+	 * NULL: none. */
+	const char *runsc;
 };
 
 /*

@@ -105,6 +105,9 @@ struct exec_spec {
 	 * (NULL: EXEC_WORKDIR). NULL: the host's. */
 	const char *image_root;
 	const char *image_cwd;
+	/* gVisor's runsc (an absolute path) runs the command inside the
+	 * sandbox (exec/sandbox/runsc.h); NULL: tollgate's own containment alone. */
+	const char *runsc;
 	/*
 	 * PEM certificates the sandbox trusts besides the system's (the gate's
 	 * inspection CA, docs/secrets.md), at most EXEC_EXTRA_CA_MAX bytes: its
@@ -314,10 +317,11 @@ struct exec_plan {
 		int tree_fd;
 		bool writable, is_dir;
 		char dest[256];
-	} binds[EXEC_BINDS_MAX + 1];
+	} binds[EXEC_BINDS_MAX + 2]; /* the home, and runsc's binary */
 	size_t nbinds;
 	int image_tree; /* the image's root, a detached mount; -1: the host's */
 	char cwd[256];  /* where the command starts; "": EXEC_WORKDIR */
+	char **runsc_argv; /* argv wrapped in runsc's (exec/sandbox/runsc.h); NULL: none */
 };
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */

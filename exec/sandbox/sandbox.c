@@ -37,6 +37,7 @@
 #include "exec/sandbox/diagnose.h"
 #include "exec/image/root.h"
 #include "exec/sandbox/pty.h"
+#include "exec/sandbox/runsc.h"
 #include "exec/sandbox/seccomp_bpf.h"
 #include "exec/sandbox/userns.h"
 #include "gateway/core/log.h"
@@ -658,6 +659,15 @@ start_plan(struct exec_sandbox *s, const struct exec_spec *spec, uid_t work_uid,
 	s->plan.seccomp_prog = &exec_seccomp_sandbox_bpf;
 	s->plan.last_cap = read_last_cap();
 	s->plan.argv = spec->argv;
+	if (spec->runsc != NULL) {
+		if (spec->image_root == NULL) {
+			snprintf(err, errlen, "runsc runs an image: --runtime runsc needs --image");
+			return -EINVAL;
+		}
+		rc = exec_runsc_plan(&s->plan, spec->runsc, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
 	/* Read by the child, in its copy of this memory, before it execs. */
 	s->plan.extra_ca = spec->extra_ca;
 	rc = build_env(s, spec);
@@ -1081,6 +1091,7 @@ exec_sandbox_free(struct exec_sandbox *s)
 	if (s->pidfd >= 0)
 		close(s->pidfd);
 	exec_mounts_release(&s->plan);
+	exec_runsc_release(&s->plan);
 	if (s->plan.image_tree >= 0)
 		close(s->plan.image_tree);
 	if (s->plan.work_tree >= 0)

@@ -26,6 +26,7 @@
 #include "exec/job.h"
 #include "exec/net/netns.h"
 #include "exec/sandbox/pty.h"
+#include "exec/sandbox/runsc.h"
 #include "exec/services/redact.h"
 #include "exec/services/runtime.h"
 #include "exec/services/vault.h"
@@ -67,6 +68,7 @@ enum {
 	OPT_QUIET,
 	OPT_IMAGE,
 	OPT_ALLOW_UNPINNED,
+	OPT_RUNTIME,
 };
 
 static const struct option run_options[] = {
@@ -91,6 +93,7 @@ static const struct option run_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"image", required_argument, NULL, OPT_IMAGE},
     {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
+    {"runtime", required_argument, NULL, OPT_RUNTIME},
     {NULL, 0, NULL, 0},
 };
 
@@ -117,6 +120,9 @@ struct run_flags {
 	const char *image;
 	bool allow_unpinned;
 	struct gw_image img;
+	/* --runtime runsc: the image's command runs in gVisor (exec/sandbox/runsc.h). */
+	const char *runtime;
+	char runsc[PATH_MAX];
 };
 
 /* The loop's state. */
@@ -230,6 +236,28 @@ lang_argv(struct run_flags *f, int rest)
 }
 
 /* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
+/*
+ * --runtime: "runsc" runs the image's command in gVisor inside the sandbox
+ * (docs/images.md, "gVisor"), found on PATH now, so that a missing runsc is
+ * a flag's error and not a failed start; "native" is tollgate's own
+ * containment alone, the default.
+ */
+static int
+runtime_choose(struct run_flags *f)
+{
+	if (strcmp(f->runtime, "native") == 0)
+		return 0;
+	if (strcmp(f->runtime, "runsc") != 0)
+		return gw_fail(CMD, "--runtime: '%s' is not native or runsc", f->runtime);
+	if (f->image == NULL)
+		return gw_fail(CMD, "--runtime runsc runs an image: give --image REF");
+	if (exec_runsc_find(f->runsc, sizeof(f->runsc)) != 0)
+		return gw_fail(CMD, "--runtime runsc: runsc is not installed (Debian's runsc "
+		                    "package; see 'tollgate runtimes')");
+	f->gw.sandbox_runsc = f->runsc;
+	return 0;
+}
+
 static int
 parse_flags(int argc, char **argv, struct run_flags *f)
 {
@@ -294,6 +322,9 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_ALLOW_UNPINNED:
 			f->allow_unpinned = true;
 			break;
+		case OPT_RUNTIME:
+			f->runtime = optarg;
+			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -307,6 +338,8 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 	if (f->image != NULL && (f->lang != NULL || f->code != NULL || f->code_file != NULL))
 		return gw_fail(CMD, "--lang runs this host's interpreters: with --image, name the "
 		                    "image's after -- (e.g. -- python3 -c CODE)");
+	if (f->runtime != NULL && runtime_choose(f) != 0)
+		return GW_EXIT_FAILURE;
 	if (f->lang != NULL || f->code != NULL || f->code_file != NULL)
 		return lang_argv(f, argc - optind);
 	if (optind >= argc && f->image != NULL)
@@ -584,8 +617,10 @@ build_spec(struct run_state *st, struct run_flags *f, char *home, size_t homelen
 	spec->env = f->sb.nenv > 0 ? f->sb.env : NULL;
 	spec->limits = f->sb.limits;
 	spec->hide_path = gw_home_dir(home, homelen) == 0 ? home : NULL;
-	if (f->image != NULL)
+	if (f->image != NULL) {
 		gw_image_spec(&f->img, spec);
+		spec->runsc = f->runsc[0] != '\0' ? f->runsc : NULL;
+	}
 	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, spec) != 0)
 		return -1;
 	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/services/artifact.h). */
@@ -814,6 +849,8 @@ const struct gw_command gw_command_run = {
              "                           its Env, WorkingDir, Entrypoint and Cmd (no CMD:\n"
              "                           its Cmd); REF needs @sha256:DIGEST (docs/images.md)\n"
              "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
+             "  --runtime runsc          run the --image's command in gVisor (runsc, ptrace\n"
+             "                           platform) inside the same sandbox and gate\n"
              "  --out DIR                a new or empty DIR, writable at /out ($TOLLGATE_OUT);\n"
              "                           its files are signed into DIR/manifest.json after\n"
              "                           the run (see 'tollgate verify')\n"
