@@ -29,7 +29,8 @@ exec_runsc_find(char *path, size_t len)
 	char *d, *next;
 	struct stat st;
 
-	snprintf(dirs, sizeof(dirs), "%s:/usr/sbin:/usr/bin", env != NULL ? env : "");
+	if (env == NULL || snprintf(dirs, sizeof(dirs), "%s", env) >= (int)sizeof(dirs))
+		goto none;
 	for (d = dirs; d != NULL; d = next) {
 		next = strchr(d, ':');
 		if (next != NULL)
@@ -41,6 +42,7 @@ exec_runsc_find(char *path, size_t len)
 		if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
 			return 0;
 	}
+none:
 	path[0] = '\0';
 	return -ENOENT;
 }

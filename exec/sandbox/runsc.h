@@ -18,8 +18,8 @@ struct exec_plan;
 #define EXEC_RUNSC_PLATFORM "ptrace"
 
 /*
- * The runsc on PATH (or /usr/sbin, /usr/bin), a regular executable file,
- * into path. 0 or -ENOENT.
+ * The first runsc on PATH (absolute entries only), a regular executable
+ * file, into path. 0 or -ENOENT.
  */
 int exec_runsc_find(char *path, size_t len);
 /* Its version line ("runsc version ...") into out, or "unknown". */

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "exec/sandbox/runsc.h"
 #include "exec/services/runtime.h"
 #include "gateway/cli/cli.h"
 
@@ -20,6 +21,21 @@ extern const struct gw_command gw_command_runtimes;
 #define RUNTIMES_VERSION_TIMEOUT_MS 5000
 
 enum { OPT_JSON = 0x100 };
+
+/* The sandbox runtime `run --runtime runsc` would use, or that there is none. */
+static void
+print_runsc(void)
+{
+	char path[PATH_MAX], version[128];
+
+	printf("\n%-8s %-32s %-9s %s\n", "RUNTIME", "PROGRAM", "PLATFORM", "VERSION");
+	if (exec_runsc_find(path, sizeof(path)) != 0) {
+		printf("%-8s %s\n", "runsc", "not on PATH (Debian's runsc package)");
+		return;
+	}
+	exec_runsc_version(path, version, sizeof(version));
+	printf("%-8s %-32s %-9s %s\n", "runsc", path, EXEC_RUNSC_PLATFORM, version);
+}
 
 static int
 run_runtimes(int argc, char **argv)
@@ -80,9 +96,11 @@ run_runtimes(int argc, char **argv)
 			goto out;
 		}
 		putchar('\n');
-	} else if (found == 0) {
-		fprintf(stderr, "tollgate: %s: none of python3, node, bash or sh is on PATH\n",
-		        CMD);
+	} else {
+		if (found == 0)
+			fprintf(stderr,
+			        "tollgate: %s: none of python3, node, bash or sh is on PATH\n", CMD);
+		print_runsc();
 	}
 out:
 	json_decref(arr);
@@ -99,7 +117,9 @@ const struct gw_command gw_command_runtimes = {
              "the sandbox sees at the same path (under /usr, /bin, /etc, /opt, ...: the\n"
              "path shown is the one the sandbox runs), with the first line of its\n"
              "--version ('unknown' when that fails or takes over 5 s). Languages with\n"
-             "nothing on PATH are left out.\n"
+             "nothing on PATH are left out. Then gVisor's runsc, which 'run --runtime\n"
+             "runsc' would use (the first on PATH), with the platform tollgate gives it,\n"
+             "or that it is not on PATH. --json lists the languages only.\n"
              "\n"
              "  --json    one JSON array of {\"lang\", \"path\", \"version\"}\n",
     .run = run_runtimes,

@@ -32,7 +32,12 @@ expect_eq "runtimes --json: valid JSON with lang, path, version" \
 set +e
 out=$(PATH=/nonexistent "$TOLLGATE" runtimes 2>"$TEST_TMP/err"); rc=$?
 set -e
-expect_eq "runtimes with an empty PATH: only the header" "$out" "$(printf '%-8s %-32s %s' LANG PROGRAM VERSION)"
+expect_eq "runtimes with an empty PATH: only the headers, and no runsc" "$out" \
+	"$(printf '%-8s %-32s %s\n\n%-8s %-32s %-9s %s\n%-8s %s' LANG PROGRAM VERSION RUNTIME PROGRAM PLATFORM VERSION runsc "not on PATH (Debian's runsc package)")"
+if have runsc; then
+	expect_match "runtimes: runsc with its platform and version" "$("$TOLLGATE" runtimes)" \
+		$'\nrunsc +/[^ ]*/runsc +ptrace +runsc version '
+fi
 expect_match "runtimes with an empty PATH: says none was found" "$(cat "$TEST_TMP/err")" 'none of python3, node, bash or sh'
 run_rc runtimes extra
 expect_eq "runtimes with an argument: 125" "$rc" 125
