@@ -640,6 +640,14 @@ start_plan(struct exec_sandbox *s, const struct exec_spec *spec, uid_t work_uid,
 	rc = exec_cgroup_new(s->name, &spec->limits, &s->cg, err, errlen);
 	if (rc != 0)
 		return rc;
+	/* gVisor keeps the command's memory in a shared file of its sentry,
+	 * which RLIMIT_DATA does not count: only a memory cgroup bounds it. */
+	if (spec->runsc != NULL && spec->limits.ram_mb > 0 && !exec_cgroup_has_memory(s->cg)) {
+		snprintf(err, errlen,
+		         "--ram under runsc needs a memory cgroup (gVisor's memory is a shared "
+		         "file that RLIMIT_DATA does not count), and this sandbox has none");
+		return -EOPNOTSUPP;
+	}
 	if (!exec_cgroup_has_memory(s->cg) &&
 	    (spec->limits.ram_mb > 0 ||
 	     (exec_rootless() && (spec->limits.pids > 0 || spec->limits.cpu_seconds > 0)))) {
