@@ -11,14 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "exec/sandbox/exec.h"
-#include "exec/sandbox/userns.h"
 #include "gateway/core/err.h"
 
 int
@@ -185,17 +183,4 @@ exec_runsc_release(struct exec_plan *p)
 {
 	free(p->runsc_argv);
 	p->runsc_argv = NULL;
-}
-
-int
-exec_runsc_child_ids(const struct exec_plan *p, const char **step)
-{
-	(void)p;
-	/* The set-up already runs as the namespace's root (uid 0, or rootless
-	 * the user's own id: exec/userns.h) with every capability there. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-		*step = "no_new_privs";
-		return -errno;
-	}
-	return 0;
 }

@@ -34,12 +34,4 @@ void exec_runsc_version(const char *runsc, char *out, size_t len);
 int exec_runsc_plan(struct exec_plan *p, const char *runsc, char *err, size_t errlen);
 void exec_runsc_release(struct exec_plan *p);
 
-/*
- * Child side, in place of the command's own containment: runsc holds the
- * user namespace's root (its gofer and sentry make namespaces, chroot and
- * ptrace, which tollgate's filter refuses) and applies its own seccomp
- * filters; no_new_privs still holds. 0 or -errno with *step set.
- */
-int exec_runsc_child_ids(const struct exec_plan *p, const char **step);
-
 #endif

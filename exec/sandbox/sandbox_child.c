@@ -37,7 +37,6 @@
 #include "exec/sandbox/diagnose.h"
 #include "exec/image/root.h"
 #include "exec/sandbox/pty.h"
-#include "exec/sandbox/runsc.h"
 #include "exec/sandbox/seccomp_bpf.h"
 #include "exec/sandbox/userns.h"
 #include "gateway/core/log.h"
@@ -300,17 +299,17 @@ command_main(struct exec_plan *p)
 	rc = exec_limits_apply(p, &step);
 	if (rc != 0)
 		exec_child_fail(p, step, rc);
-	/* Under runsc, gVisor's kernel stands between the command and this
-	 * one: runsc needs the namespace's root and the system calls
-	 * tollgate's filter refuses, and filters its own (exec/sandbox/runsc.h). */
-	if (p->runsc_argv != NULL) {
-		rc = exec_runsc_child_ids(p, &step);
-		if (rc != 0)
-			exec_child_fail(p, step, rc);
-	} else {
-		rc = child_drop_privileges(p, &step);
-		if (rc != 0)
-			exec_child_fail(p, step, rc);
+	rc = child_drop_privileges(p, &step);
+	if (rc != 0)
+		exec_child_fail(p, step, rc);
+	/*
+	 * Under runsc, gVisor's kernel serves the command's system calls:
+	 * runsc makes a user namespace of its own, below this one, for what
+	 * its gofer and sentry need and tollgate's filter and Landlock refuse
+	 * (ptrace, mounts, chroot, namespaces), and filters itself
+	 * (exec/sandbox/runsc.h).
+	 */
+	if (p->runsc_argv == NULL) {
 		rc = exec_landlock_apply(p, &step);
 		if (rc != 0)
 			exec_child_fail(p, step, rc);

@@ -89,6 +89,7 @@ mkdir -p "$work"
 chown "$SANDBOX_OWNER" "$work"
 "$TOLLGATE" run --image "$img" --runtime runsc --workdir "$work" -- /bin/sh -c 'echo kept >/work/out.txt'
 expect_eq "/work is the --workdir under runsc" "$(cat "$work/out.txt" 2>&1)" kept
+expect_eq "... and what runsc wrote there is the directory owner's" "$(stat -c %u:%g "$work/out.txt")" "$SANDBOX_OWNER"
 # / stays read-only.
 out=$("$TOLLGATE" run --image "$img" --runtime runsc -- /bin/sh -c 'touch /bin/new 2>&1; true')
 expect_match "/ is read-only under runsc" "$out" "Read-only file system"
@@ -118,6 +119,9 @@ runsc_procs() { pgrep -f '^(/run/tollgate/runsc |runsc-gofer |runsc-sandbox )' |
 runner=$!
 runsc_running() { (($(runsc_procs) >= 3)); }
 expect_eq "runsc's processes run while the command does" "$(wait_for 20 runsc_running && echo yes)" yes
+# They run as the sandbox's user: no host root among them.
+expect_eq "... none of them as the host's root" \
+	"$(for p in $(pgrep -f '^(/run/tollgate/runsc |runsc-gofer |runsc-sandbox )'); do ps -o uid= -p "$p"; done | awk '$1 == 0' | wc -l)" 0
 wait "$runner"
 sleep 0.5
 expect_eq "... and none outlives the run, nor what it left in the background" "$(runsc_procs)" 0
