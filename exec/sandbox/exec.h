@@ -321,7 +321,8 @@ struct exec_plan {
 	size_t nbinds;
 	int image_tree; /* the image's root, a detached mount; -1: the host's */
 	char cwd[256];  /* where the command starts; "": EXEC_WORKDIR */
-	char **runsc_argv; /* argv wrapped in runsc's (exec/sandbox/runsc.h); NULL: none */
+	/* argv wrapped in runsc's (exec/sandbox/runsc.h); NULL: none */
+	char **runsc_argv;
 };
 
 /* Child side: execvpe without allocation, on envp's PATH; returns errno. */

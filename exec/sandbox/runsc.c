@@ -94,11 +94,15 @@ exec_runsc_version(const char *runsc, char *out, size_t len)
  * should be already, and /work's writes must reach /work.
  */
 static const char *const runsc_flags[] = {
-    EXEC_RUNSC_PATH,         "--platform=" EXEC_RUNSC_PLATFORM,
-    "--network=host",        "--ignore-cgroups",
+    EXEC_RUNSC_PATH,
+    "--platform=" EXEC_RUNSC_PLATFORM,
+    "--network=host",
+    "--ignore-cgroups",
     "--rootless",
-    "--root=/tmp/.runsc",    "do",
-    "--force-overlay=false", "--quiet",
+    "--root=/tmp/.runsc",
+    "do",
+    "--force-overlay=false",
+    "--quiet",
     "--",
 };
 #define RUNSC_NFLAGS (sizeof(runsc_flags) / sizeof(runsc_flags[0]))

@@ -99,7 +99,8 @@ run_runtimes(int argc, char **argv)
 	} else {
 		if (found == 0)
 			fprintf(stderr,
-			        "tollgate: %s: none of python3, node, bash or sh is on PATH\n", CMD);
+			        "tollgate: %s: none of python3, node, bash or sh is on PATH\n",
+			        CMD);
 		print_runsc();
 	}
 out:
