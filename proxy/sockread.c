@@ -13,8 +13,13 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-/* libevent's own cap on one read (its default max single read). */
-#define SOCKREAD_DEFAULT_MAX 16384
+/*
+ * The most one read asks for, below the bufferevent's max single read.
+ * Without FIONREAD the size is not known beforehand, and the space is
+ * reserved before the read: 16 KiB keeps a small answer from holding a
+ * large chain (libevent read at most 4 KiB at a time).
+ */
+#define SOCKREAD_MAX 16384
 
 struct proxy_sockread {
 	struct bufferevent *bev;
@@ -24,13 +29,13 @@ struct proxy_sockread {
 	bool paused;                       /* at the high watermark */
 };
 
-/* How much one read may add: the max single read, below the high watermark. */
+/* How much one read may add: SOCKREAD_MAX at most, below the high watermark. */
 static size_t
 read_room(const struct proxy_sockread *r, struct evbuffer *in)
 {
 	size_t lo = 0, hi = 0, len = evbuffer_get_length(in);
 	ev_ssize_t max = bufferevent_get_max_single_read(r->bev);
-	size_t want = max > 0 ? (size_t)max : SOCKREAD_DEFAULT_MAX;
+	size_t want = max > 0 && (size_t)max < SOCKREAD_MAX ? (size_t)max : SOCKREAD_MAX;
 
 	bufferevent_getwatermark(r->bev, EV_READ, &lo, &hi);
 	if (hi == 0)
