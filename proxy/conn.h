@@ -139,6 +139,7 @@ struct proxy_conn {
 
 	int cfd;                  /* the client's socket, owned here */
 	struct bufferevent *cbev; /* over cfd while heads and HTTP bodies are read */
+	struct proxy_sockread *crd; /* reads cfd into cbev (proxy/sockread.h) */
 	struct event *timer;      /* head, SNI, idle and refusal timeouts */
 	bool head_started;        /* a first-byte timer runs: head, or ClientHello */
 	struct timespec last_activity;

@@ -18,6 +18,7 @@
 #include "policy/approval.h"
 #include "policy/audit.h"
 #include "proxy/conn.h"
+#include "proxy/sockread.h"
 #include "proxy/sni.h"
 #include "proxy/tls.h"
 
@@ -627,6 +628,8 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 		return;
 	}
 	event_add(c->peek_ev, NULL);
+	proxy_sockread_free(c->crd);
+	c->crd = NULL;
 	bufferevent_free(c->cbev);
 	c->cbev = NULL;
 	proxy_head_clear_secrets(c->head);

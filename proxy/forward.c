@@ -21,6 +21,7 @@
 #include "gateway/core/log.h"
 #include "policy/audit.h"
 #include "proxy/conn.h"
+#include "proxy/sockread.h"
 
 #define FWD_BUF_MAX (256 * 1024) /* bytes queued toward a slow reader before we stop reading */
 #define FWD_CHUNK_LINE_MAX 1024  /* a chunk-size line with its extensions */
@@ -42,6 +43,7 @@ enum fwd_phase { FWD_IDLE, FWD_RESPONSE_HEAD, FWD_RESPONSE_BODY };
 struct proxy_forward {
 	struct proxy_conn *c;
 	struct bufferevent *ubev; /* upstream connection, kept for reuse */
+	struct proxy_sockread *urd; /* reads ubev's socket; NULL for a TLS upstream */
 	char up_host[POLICY_HOST_MAX + 1];
 	int up_port;
 	struct policy *up_policy; /* the policy whose address checks it passed */
@@ -85,6 +87,8 @@ static void
 drop_upstream(struct proxy_forward *f)
 {
 	if (f->ubev != NULL) {
+		proxy_sockread_free(f->urd);
+		f->urd = NULL;
 		bufferevent_free(f->ubev);
 		f->ubev = NULL;
 	}
@@ -318,7 +322,7 @@ exchange_done(struct proxy_forward *f)
 	if (f->client_close || c->proxy->stopping) {
 		bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
 		bufferevent_setcb(c->cbev, NULL, on_client_flushed_close, on_client_gone, c);
-		bufferevent_disable(c->cbev, EV_READ);
+		proxy_read_set(c->cbev, c->crd, false);
 		bufferevent_enable(c->cbev, EV_WRITE);
 		on_client_flushed_close(c->cbev, c);
 		return;
@@ -373,7 +377,7 @@ on_client_drained(struct bufferevent *bev, void *arg)
 
 	/* The client caught up: read the upstream again. */
 	if (f != NULL && f->ubev != NULL && f->phase == FWD_RESPONSE_BODY) {
-		bufferevent_enable(f->ubev, EV_READ);
+		proxy_read_set(f->ubev, f->urd, true);
 		fwd_pump_response(f);
 	}
 }
@@ -445,7 +449,7 @@ fwd_pump_request(struct proxy_forward *f)
 		return;
 	}
 	if (evbuffer_get_length(out) > FWD_BUF_MAX)
-		bufferevent_disable(c->cbev, EV_READ);
+		proxy_read_set(c->cbev, c->crd, false);
 }
 
 static void
@@ -456,7 +460,7 @@ on_upstream_write(struct bufferevent *bev, void *arg)
 
 	/* The upstream caught up with the request body: read the client again. */
 	if (!f->req.done && c->cbev != NULL) {
-		bufferevent_enable(c->cbev, EV_READ);
+		proxy_read_set(c->cbev, c->crd, true);
 		fwd_pump_request(f);
 	}
 }
@@ -607,14 +611,15 @@ send_request(struct proxy_forward *f)
 	bufferevent_setwatermark(c->cbev, EV_WRITE, FWD_BUF_MAX / 2, 0);
 	/* A new bufferevent has writing enabled; enabling it again would add
 	 * the write event now (an epoll_ctl) with nothing queued to write. */
-	bufferevent_enable(f->ubev, (bufferevent_get_enabled(f->ubev) & EV_WRITE) ? EV_READ
-	                                                                           : EV_READ | EV_WRITE);
+	if (!(bufferevent_get_enabled(f->ubev) & EV_WRITE))
+		bufferevent_enable(f->ubev, EV_WRITE);
+	proxy_read_set(f->ubev, f->urd, true);
 	if (f->req.done) {
 		bufferevent_setcb(c->cbev, on_client_ignore, on_client_drained, on_client_gone, c);
 		fwd_send(f, f->ubev);
 	} else {
 		bufferevent_setcb(c->cbev, on_client_body, on_client_drained, on_client_gone, c);
-		bufferevent_enable(c->cbev, EV_READ);
+		proxy_read_set(c->cbev, c->crd, true);
 		fwd_pump_request(f); /* the head, and the body bytes here already */
 	}
 }
@@ -633,6 +638,15 @@ on_forward_target(struct proxy_conn *c, int fd)
 		else
 			f->ubev =
 			    bufferevent_socket_new(c->proxy->gw->base, fd, BEV_OPT_CLOSE_ON_FREE);
+		if (f->ubev != NULL && !c->inspect) {
+			f->urd = proxy_sockread_new(f->ubev);
+			if (f->urd == NULL) {
+				bufferevent_free(f->ubev); /* it closes fd */
+				f->ubev = NULL;
+				fwd_fail(f, 502, "upstream-unreachable", "out of memory");
+				return;
+			}
+		}
 		if (f->ubev == NULL) {
 			if (!c->inspect)
 				close(fd);
@@ -885,7 +899,7 @@ fwd_pump_response(struct proxy_forward *f)
 	/* Before the exchange ends: the next one, or the close, follows these bytes. */
 	fwd_send(f, c->cbev);
 	if (evbuffer_get_length(out) > FWD_BUF_MAX)
-		bufferevent_disable(f->ubev, EV_READ);
+		proxy_read_set(f->ubev, f->urd, false);
 	if (f->resp.done && !f->req.done) {
 		/* The origin answered before the whole body came: do not reuse it. */
 		f->upstream_close = true;

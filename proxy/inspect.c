@@ -26,6 +26,7 @@
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "proxy/conn.h"
+#include "proxy/sockread.h"
 #include "proxy/mint.h"
 
 #define INSPECT_NAMES_MAX 256
@@ -197,6 +198,8 @@ proxy_inspect_start(struct proxy_conn *c)
 	}
 	proxy_audit_outcome(c, "allow", NULL, NULL);
 	if (c->cbev != NULL) {
+		proxy_sockread_free(c->crd);
+		c->crd = NULL;
 		bufferevent_free(c->cbev);
 		c->cbev = NULL;
 	}

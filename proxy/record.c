@@ -14,37 +14,11 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/events.h"
 #include "gateway/core/gateway.h"
+#include "gateway/core/jsonbuf.h"
 #include "gateway/core/log.h"
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/conn.h"
-
-/*
- * Appends s as a JSON string body to buf at *pos (bounded, always terminated).
- * Plain bytes are copied as they are, not through a formatted call per
- * byte: this runs for every decision row.
- */
-static void
-json_put(char *buf, size_t len, size_t *pos, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*pos + 8 >= len)
-			break;
-		if (*p == '"' || *p == '\\') {
-			buf[(*pos)++] = '\\';
-			buf[(*pos)++] = (char)*p;
-		} else if (*p < 0x20 || *p == 0x7f) {
-			int n = snprintf(buf + *pos, len - *pos, "\\u%04x", *p);
-
-			if (n > 0)
-				*pos += (size_t)n;
-		} else {
-			buf[(*pos)++] = (char)*p;
-		}
-	}
-	if (*pos < len)
-		buf[*pos] = '\0';
-}
 
 /* FNV-1a of the client's id. */
 static size_t
@@ -236,46 +210,31 @@ publish_decision(struct proxy_conn *c, const char *decision, const char *reason,
 	json_decref(p);
 }
 
-/* Appends ,"key":"value" (value escaped) when value is set. */
+/* "key":"value" when value is set. */
 static void
-json_member(char *buf, size_t len, size_t *pos, const char *key, const char *value)
+json_member(struct gw_jsonbuf *j, const char *key, const char *value)
 {
-	int n;
-
-	if (value == NULL || value[0] == '\0' || *pos >= len)
-		return;
-	n = snprintf(buf + *pos, len - *pos, ",\"%s\":\"", key);
-	if (n < 0 || (size_t)n >= len - *pos)
-		return;
-	*pos += (size_t)n;
-	json_put(buf, len, pos, value);
-	if (*pos + 2 < len) {
-		buf[(*pos)++] = '"';
-		buf[*pos] = '\0';
-	}
+	if (value != NULL && value[0] != '\0')
+		gw_jsonbuf_str(j, key, value);
 }
 
 /* What every row of a request carries: the forwarded request's method,
  * path and query hash, the status, the SNI seen, and the client's address. */
 static void
-request_members(const struct proxy_conn *c, char *buf, size_t len, size_t *pos)
+request_members(const struct proxy_conn *c, struct gw_jsonbuf *j)
 {
-	json_member(buf, len, pos, "peer", c->peer);
+	json_member(j, "peer", c->peer);
 	if (c->inspect)
-		json_member(buf, len, pos, "mode", "inspect");
+		json_member(j, "mode", "inspect");
 	else if (proxy_conn_transparent(c))
-		json_member(buf, len, pos, "mode", "transparent");
-	json_member(buf, len, pos, "method", c->method);
-	json_member(buf, len, pos, "path", c->path);
-	json_member(buf, len, pos, "query_sha256", c->query_sha256);
-	json_member(buf, len, pos, "sni", c->sni);
-	json_member(buf, len, pos, "secrets_injected", c->secrets_used);
-	if (c->status > 0 && *pos < len) {
-		int n = snprintf(buf + *pos, len - *pos, ",\"status\":%d", c->status);
-
-		if (n > 0 && (size_t)n < len - *pos)
-			*pos += (size_t)n;
-	}
+		json_member(j, "mode", "transparent");
+	json_member(j, "method", c->method);
+	json_member(j, "path", c->path);
+	json_member(j, "query_sha256", c->query_sha256);
+	json_member(j, "sni", c->sni);
+	json_member(j, "secrets_injected", c->secrets_used);
+	if (c->status > 0)
+		gw_jsonbuf_uint(j, "status", (unsigned long long)c->status);
 }
 
 /*
@@ -337,22 +296,19 @@ audit_decision_row(struct proxy_conn *c, const char *decision, const char *reaso
                    const char *why)
 {
 	struct audit *a = c->proxy->gw->audit;
+	struct gw_jsonbuf j;
 	char detail[1536];
-	size_t pos = 0;
 
 	metrics_count_request(&c->proxy->metrics, decision, reason);
 	proxy_access_log_note(c, decision, reason, rule);
 	if (a == NULL)
 		return;
-	pos = (size_t)snprintf(detail, sizeof(detail), "{\"rule\":\"");
-	json_put(detail, sizeof(detail), &pos, rule != NULL ? rule : "");
-	if (pos + 1 < sizeof(detail)) {
-		detail[pos++] = '"';
-		detail[pos] = '\0';
-	}
-	json_member(detail, sizeof(detail), &pos, "why", why);
-	request_members(c, detail, sizeof(detail), &pos);
-	snprintf(detail + pos, sizeof(detail) - pos, "}");
+	/* Written in place, not built as a jansson tree: one or two rows a request. */
+	gw_jsonbuf_begin(&j, detail, sizeof(detail));
+	gw_jsonbuf_str(&j, "rule", rule != NULL ? rule : "");
+	json_member(&j, "why", why);
+	request_members(c, &j);
+	gw_jsonbuf_end(&j);
 	struct audit_event ev = {
 	    .kind = "decision",
 	    .sandbox = c->client,
@@ -477,9 +433,8 @@ void
 proxy_audit_connection(struct proxy_conn *c, const char *reason)
 {
 	struct audit *a = c->proxy->gw->audit;
+	struct gw_jsonbuf j;
 	char detail[1536];
-	size_t pos;
-	int n;
 
 	proxy_access_log_request(c); /* it reads connection_pending */
 	c->connection_pending = false;
@@ -487,14 +442,13 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	gw_hist_observe(&c->proxy->metrics.duration, gw_clock_since(&c->started));
 	if (a == NULL)
 		return;
-	n = snprintf(detail, sizeof(detail),
-	             "{\"bytes_up\":%llu,\"bytes_down\":%llu,\"duration_ms\":%.0f,"
-	             "\"upstream\":\"%s\"",
-	             (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down,
-	             gw_clock_ms_since(&c->started), c->upstream);
-	pos = n > 0 && (size_t)n < sizeof(detail) ? (size_t)n : 0;
-	request_members(c, detail, sizeof(detail), &pos);
-	snprintf(detail + pos, sizeof(detail) - pos, "}");
+	gw_jsonbuf_begin(&j, detail, sizeof(detail));
+	gw_jsonbuf_uint(&j, "bytes_up", (unsigned long long)c->bytes_up);
+	gw_jsonbuf_uint(&j, "bytes_down", (unsigned long long)c->bytes_down);
+	gw_jsonbuf_round(&j, "duration_ms", gw_clock_ms_since(&c->started));
+	gw_jsonbuf_str(&j, "upstream", c->upstream);
+	request_members(c, &j);
+	gw_jsonbuf_end(&j);
 	struct audit_event ev = {
 	    .kind = "connection",
 	    .sandbox = c->client,

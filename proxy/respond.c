@@ -15,6 +15,7 @@
 #include "gateway/core/log.h"
 #include "gateway/core/refusal.h"
 #include "proxy/conn.h"
+#include "proxy/sockread.h"
 
 #define REFUSAL_WRITE_TIMEOUT 5.0 /* a client that never reads its refusal */
 #define REFUSAL_LINGER 2.0        /* reading what the client still sends */
@@ -99,7 +100,7 @@ on_refusal_written(struct bufferevent *bev, void *arg)
 	bufferevent_setwatermark(bev, EV_READ, 0, 0);
 	bufferevent_setcb(bev, on_linger_read, NULL, on_refusal_event, c);
 	bufferevent_disable(bev, EV_WRITE);
-	bufferevent_enable(bev, EV_READ);
+	proxy_read_set(bev, c->crd, true);
 	proxy_conn_timer(c, REFUSAL_LINGER);
 }
 
@@ -165,7 +166,7 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 	c->client_status = status;
 	c->state = PROXY_CONN_REFUSING;
 	/* Whatever else the client sends is not read: it is not going anywhere. */
-	bufferevent_disable(c->cbev, EV_READ);
+	proxy_read_set(c->cbev, c->crd, false);
 	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);
 	bufferevent_setcb(c->cbev, NULL, keep ? on_refusal_kept : on_refusal_written,
 	                  on_refusal_event, c);

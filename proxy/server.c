@@ -29,6 +29,7 @@
 #include "policy/audit.h"
 #include "policy/policy.h"
 #include "proxy/conn.h"
+#include "proxy/sockread.h"
 #include "proxy/tls.h"
 
 /* Percent of the fds above the reserve that client connections may hold
@@ -160,6 +161,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	proxy_target_cancel(c);
 	proxy_relay_free(c->relay);
 	proxy_forward_free(c->fwd);
+	proxy_sockread_free(c->crd);
 	if (c->cbev != NULL)
 		bufferevent_free(c->cbev);
 	if (c->timer != NULL)
@@ -386,7 +388,8 @@ proxy_conn_read_head(struct proxy_conn *c)
 	c->port = 0;
 	if (c->cbev == NULL) {
 		c->cbev = bufferevent_socket_new(p->gw->base, c->cfd, 0);
-		if (c->cbev == NULL) {
+		c->crd = c->cbev != NULL ? proxy_sockread_new(c->cbev) : NULL;
+		if (c->crd == NULL) {
 			proxy_conn_close(c, "out of memory");
 			return;
 		}
@@ -394,7 +397,7 @@ proxy_conn_read_head(struct proxy_conn *c)
 	/* Reading stops at the cap: a head that long without its end is a 431. */
 	bufferevent_setwatermark(c->cbev, EV_READ, 0, PROXY_HEAD_MAX);
 	bufferevent_setcb(c->cbev, on_head_read, NULL, on_client_event, c);
-	bufferevent_enable(c->cbev, EV_READ);
+	proxy_read_set(c->cbev, c->crd, true);
 	/* A new connection gets the head timeout at once; a kept-alive one may
 	 * idle until its next request starts. */
 	c->head_started = c->id != 0 && c->fwd == NULL;

@@ -16,7 +16,9 @@
 # of tollgate per phase into DIR/tollgate-PHASE.data; the figures then carry perf's cost),
 # TOLLGATE_BENCH_EXTRA_FLAGS="FLAGS" (added to tollgate proxy's command line, split at
 # spaces: a knob's cost is a run with it against a run without, e.g.
-# TOLLGATE_BENCH_EXTRA_FLAGS="--access-log /tmp/access.log").
+# TOLLGATE_BENCH_EXTRA_FLAGS="--access-log /tmp/access.log"), PROXY_BENCH_BEFORE=DIR (another
+# build's tollgate, e.g. the tree before a change, measured as one more target "before" in the
+# same rounds; the ratios tollgate/before end the output).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -144,6 +146,17 @@ TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \
 	--idle-timeout 600s "${tg_extra[@]}" 2>"$tmp/tollgate.log" &
 tg_pid=$!
 pids+=("$tg_pid")
+before=${PROXY_BENCH_BEFORE:+$PROXY_BENCH_BEFORE/tollgate}
+if [[ -n $before ]]; then
+	bp=$(port)
+	TOLLGATE_HOME=$tmp/home-before "$before" proxy --listen "127.0.0.1:$bp" \
+		--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8 \
+		--audit "$tmp/audit-before.db" --control "$tmp/before.ctl" \
+		--max-conns $((idle_n + 1000)) --max-conns-per-client $((idle_n + 1000)) \
+		--idle-timeout 600s "${tg_extra[@]}" 2>"$tmp/before.log" &
+	bf_pid=$!
+	pids+=("$bf_pid")
+fi
 
 # --- squid: foreground, no cache, hosts from the temp file, the same ACL ---
 sp=$(port)
@@ -228,7 +241,7 @@ refused() { # PROXY_PORT
 }
 ready ""
 ngx_worker=$(pgrep -P "${pids[0]}" nginx | head -n 1)
-for p in "$tp" "$sp" "$yp"; do
+for p in "$tp" "$sp" "$yp" ${bp:-}; do
 	ready "$p"
 	refused "$p"
 done
@@ -236,6 +249,11 @@ done
 names=(direct tollgate squid tinyproxy)
 declare -A pport=([direct]="" [tollgate]=$tp [squid]=$sp [tinyproxy]=$yp)
 declare -A ppid=([direct]="" [tollgate]=$tg_pid [squid]=$sq_pid [tinyproxy]=$ty_pid)
+if [[ -n $before ]]; then
+	names+=(before)
+	pport[before]=$bp
+	ppid[before]=$bf_pid
+fi
 via() { if [[ -n ${pport[$1]} ]]; then echo "-x 127.0.0.1:${pport[$1]}"; fi; }
 kv() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 
@@ -466,3 +484,16 @@ printf '%-34s %12s %12s %12s %12s\n' "  added p99 us" - \
 	"$(added "${r_lnew99[tinyproxy]:--}" "${r_lnew99[direct]:--}")"
 printf '%-34s %12s %12s %12s %12s\n' "$idle_n idle tunnels, KiB RSS each" - \
 	"${r_idle[tollgate]:--}" "${r_idle[squid]:--}" -
+
+# One line per goal, for scripts to read ("-" when its phase did not run).
+echo "ratio keepalive/squid: $(ratio "${r_wrk[tollgate]:--}" "${r_wrk[squid]:--}")"
+echo "ratio keepalive_cpu/squid: $(ratio "${r_wrk_cpu[tollgate]:--}" "${r_wrk_cpu[squid]:--}")"
+echo "ratio tunnel/squid: $(ratio "${r_churn[tollgate]:--}" "${r_churn[squid]:--}")"
+echo "ratio added_p50_us: $(added "${r_lka50[tollgate]:--}" "${r_lka50[direct]:--}")"
+if [[ -n $before ]]; then
+	echo "ratio keepalive/before: $(ratio "${r_wrk[tollgate]:--}" "${r_wrk[before]:--}")"
+	echo "ratio keepalive_cpu/before: $(ratio "${r_wrk_cpu[tollgate]:--}" "${r_wrk_cpu[before]:--}")"
+	echo "ratio tunnel/before: $(ratio "${r_churn[tollgate]:--}" "${r_churn[before]:--}")"
+	echo "ratio tunnel_cpu/before: $(ratio "${r_churn_cpu[tollgate]:--}" "${r_churn_cpu[before]:--}")"
+	echo "ratio added_p50_us_before: $(added "${r_lka50[before]:--}" "${r_lka50[direct]:--}")"
+fi

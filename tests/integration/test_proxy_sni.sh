@@ -2,6 +2,7 @@
 # The SNI check of CONNECT tunnels, with openssl s_client -proxy as the
 # client: a ClientHello naming the CONNECT host passes; another name, or none
 # (unless --allow-no-sni), closes the tunnel before a byte reaches the origin.
+# A server_name of bytes that are not UTF-8 is refused and its audit row still parses.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 command -v openssl >/dev/null || skip "openssl is not installed"
@@ -82,6 +83,51 @@ expect_eq "--allow-no-sni: no SNI allowed" \
 	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -noservername)" ok
 expect_eq "--allow-no-sni: a wrong SNI is still refused" \
 	"$(handshake "$PROXY_PORT" "origin.test:$TLS_PORT" -servername evil.test)" refused
+
+# A server_name of hostile bytes (invalid UTF-8, a control character, a quote) is
+# refused, and its audit row stays JSON every reader parses: the high bytes as '?'.
+hostile_hello() { # PROXY_PORT HOST:PORT: CONNECT, then a ClientHello naming b'\xff\x01"evil'
+	python3 - "$1" "$2" <<'PY'
+import socket, struct, sys
+name = b'\xff\x01"evil'
+sni = struct.pack("!HBH", len(name) + 3, 0, len(name)) + name
+ext = struct.pack("!HH", 0, len(sni)) + sni
+body = (b"\x03\x03" + bytes(32) + b"\x00" + struct.pack("!H", 2) + b"\x13\x01"
+        + b"\x01\x00" + struct.pack("!H", len(ext)) + ext)
+hs = b"\x01" + struct.pack("!I", len(body))[1:] + body
+rec = b"\x16\x03\x01" + struct.pack("!H", len(hs)) + hs
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2].encode())
+got = b""
+while b"\r\n\r\n" not in got:
+    b = s.recv(4096)
+    if not b:
+        break
+    got += b
+s.sendall(rec)
+try:
+    while s.recv(4096):
+        pass
+except OSError:
+    pass
+PY
+}
+hostile_hello "$PROXY_PORT" "origin.test:$TLS_PORT"
+sleep 0.3
+sni_of_hostile=$(python3 - "$TEST_TMP/nosni.db" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.text_factory = bytes
+for (d,) in db.execute("select detail from events where kind='decision'"):
+    try:
+        sni = json.loads(d.decode("utf-8")).get("sni", "")
+    except ValueError:  # not UTF-8, or not JSON
+        sni = "unparsable: %r" % d
+    if "evil" in sni and ".test" not in sni:
+        print(json.dumps(sni))
+PY
+)
+expect_eq "hostile server_name: the row parses, high bytes as '?'" "$sni_of_hostile" '"?\u0001\"evil"'
 
 sleep 0.3 # audit rows are committed in batches
 n=$(audit_count "$DB" "kind='decision' and reason='sni-mismatch' and detail like '%evil.test%'")
