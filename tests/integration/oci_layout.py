@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tarfile
 
@@ -167,7 +168,8 @@ def host_files(t, files, libs):
         add_path(os.path.join(os.path.realpath(os.path.dirname(lib)), os.path.basename(lib)))
     for f in sorted(files):
         add_path(os.path.realpath(f))
-    add_special(t, "etc", tarfile.DIRTYPE)
+    if "etc" not in added:
+        add_special(t, "etc", tarfile.DIRTYPE)
     for top in ("lib", "lib64", "bin", "sbin"):
         if os.path.islink("/" + top):
             add_special(t, top, tarfile.SYMTYPE, os.readlink("/" + top))
@@ -188,10 +190,22 @@ def python3_layer(t):
 
 
 def node_layer(t):
-    # This machine's node (one executable: its standard library is inside
-    # it) and the libraries ldd names; no npm, no node modules of the host's.
+    # This machine's node and the libraries ldd names; no npm, no node
+    # modules of the host's. A Debian-built node keeps a few of its own
+    # builtins (acorn, cjs-module-lexer, undici's fetch) outside itself, as
+    # files under /usr/share/nodejs that its libnode names, and aborts at
+    # start without them: those go in too. It reads the CA bundle at start.
     exe = os.path.realpath("/usr/bin/node")
-    host_files(t, {exe}, ldd_libs([exe]))
+    libs = ldd_libs([exe])
+    files = {exe}
+    for f in [exe] + [lib for lib in libs if os.path.basename(lib).startswith("libnode.")]:
+        with open(f, "rb") as fh:
+            for m in re.finditer(rb"/usr/share/nodejs/[\w.@/-]+\.js", fh.read()):
+                if os.path.isfile(m.group().decode()):
+                    files.add(m.group().decode())
+    if os.path.isfile("/etc/ssl/certs/ca-certificates.crt"):
+        files.add("/etc/ssl/certs/ca-certificates.crt")
+    host_files(t, files, libs)
     if exe != "/usr/bin/node":
         add_special(t, "usr/bin/node", tarfile.SYMTYPE, exe)
 

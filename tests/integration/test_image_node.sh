@@ -36,17 +36,22 @@ expect_match "... by the gate's 403" "$(jq_py "$refused" 'd["text"]')" "^failed:
 expect_match "... which stderr names" "$(cat "$TEST_TMP/err")" "tollgate: refused refused.test:$port"
 
 # No CMD: the image's Entrypoint, in its WorkingDir, with its Env, on its
-# files: the host's node modules (npm's among them) are not there.
-test -d /usr/lib/node_modules || fail "the host has no /usr/lib/node_modules: the check below would prove nothing"
+# files: none of the host's node modules (the test clients', npm's) is there.
+host_modules=()
+for p in "$MCP_DIR/node_modules" /usr/lib/node_modules /usr/local/lib/node_modules /usr/share/nodejs/npm; do
+	[[ -e $p ]] && host_modules+=("$p")
+done
+((${#host_modules[@]} > 0)) || fail "the host has none of the node modules looked for: the check below would prove nothing"
+paths=$(python3 -c 'import json, sys; print(json.dumps({"paths": sys.argv[1:]}))' "${host_modules[@]}")
 set +e
-out=$(cd "$MCP_DIR" && timeout 120 node client.mjs tool where -- "$TOLLGATE" wrap --image "$img" \
+out=$(cd "$MCP_DIR" && timeout 120 node client.mjs tool where "$paths" -- "$TOLLGATE" wrap --image "$img" \
 	2>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "a second session ends cleanly" "$rc" 0
-expect_eq "the server runs in the image's WorkingDir, with its Env, without the host's node modules" \
-	"$(jq_py "$(step call)" '" ".join(d["text"].split()[:3])')" "/srv from-the-node-image false"
-expect_eq "... on this machine's node, not the test clients'" \
-	"$(jq_py "$(step call)" 'd["text"].split()[3]')" "$(/usr/bin/node --version)"
+expect_eq "the server runs in the image's WorkingDir, with its Env, on this machine's node" \
+	"$(jq_py "$(step call)" '" ".join(d["text"].split()[:3])')" "/srv from-the-node-image $(/usr/bin/node --version)"
+expect_eq "... and sees none of the host's node modules (${host_modules[*]})" \
+	"$(jq_py "$(step call)" 'd["text"].split()[3]')" none
 
 # serve --image node=REF: execute_code's JavaScript runs in the node image
 # (whose layer the server image shares), from /work.
@@ -63,7 +68,7 @@ expect_eq "execute_code console.log(1+1) in the node image" \
 expect_eq "... exits 0" "$(jq_py "$(step code)" 'd["structured"]["exit_code"]')" 0
 set +e
 out=$(cd "$MCP_DIR" && timeout 120 node client.mjs lang-code javascript \
-	'const fs = require("fs"); console.log(fs.existsSync("/usr/lib/node_modules"), process.execPath, process.cwd())' -- \
+	"const fs = require('fs'); console.log(fs.existsSync('$MCP_DIR/node_modules'), process.execPath, process.cwd())" -- \
 	"${serve[@]}" 2>"$TEST_TMP/err"); rc=$?
 set -e
 expect_eq "JavaScript sees the image's files, not the host's, from /work" \

@@ -4,8 +4,8 @@
 // tools/call. Tools: fetch_url (GET through the proxy HTTP_PROXY names, as
 // an absolute-form request to it, since node's fetch does not read
 // HTTP_PROXY: "STATUS BODY", or an error result) and where (the working
-// directory, the image's IMAGE_GREETING and whether the host's node modules
-// are visible).
+// directory, the image's IMAGE_GREETING, node's version and which of the
+// paths given, the host's node modules, it can see: "none" when none).
 "use strict";
 const fs = require("fs");
 const http = require("http");
@@ -16,7 +16,10 @@ const TOOLS = [
     name: "fetch_url", description: "GET a URL",
     inputSchema: { type: "object", properties: { url: { type: "string" } }, required: ["url"] },
   },
-  { name: "where", description: "where the server runs", inputSchema: { type: "object", properties: {} } },
+  {
+    name: "where", description: "where the server runs",
+    inputSchema: { type: "object", properties: { paths: { type: "array", items: { type: "string" } } } },
+  },
 ];
 
 function text(s, isError = false) {
@@ -56,9 +59,9 @@ function fetchUrl(url) {
 async function call(name, args) {
   if (name === "fetch_url") return fetchUrl(String(args.url ?? ""));
   if (name === "where") {
-    const hostModules = ["/usr/lib/node_modules", "/usr/share/nodejs"].some((p) => fs.existsSync(p));
-    return text([process.cwd(), process.env.IMAGE_GREETING ?? "-", String(hostModules),
-      process.version].join(" "));
+    const seen = (Array.isArray(args.paths) ? args.paths : []).filter((p) => fs.existsSync(String(p)));
+    return text([process.cwd(), process.env.IMAGE_GREETING ?? "-", process.version,
+      seen.join(",") || "none"].join(" "));
   }
   return null;
 }
