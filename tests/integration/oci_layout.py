@@ -7,7 +7,8 @@
                                       the libraries ldd names, in one uncompressed layer
   oci_layout.py DIR mcp               the python3 image and a layer with an MCP stdio
                                       server (mcp/image_server.py), its Entrypoint
-  oci_layout.py DIR node             this machine's node and the libraries ldd names
+  oci_layout.py DIR node             this machine's node, the libraries ldd names and
+                                      (a Debian-built node's) the builtins it keeps as files
   oci_layout.py DIR node-mcp         the node image and a layer with an MCP stdio
                                       server in plain JavaScript (mcp/image_server.js),
                                       its Entrypoint
