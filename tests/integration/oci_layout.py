@@ -7,6 +7,11 @@
                                       the libraries ldd names, in one uncompressed layer
   oci_layout.py DIR mcp               the python3 image and a layer with an MCP stdio
                                       server (mcp/image_server.py), its Entrypoint
+  oci_layout.py DIR node             this machine's node, the libraries ldd names and
+                                      (a Debian-built node's) the builtins it keeps as files
+  oci_layout.py DIR node-mcp         the node image and a layer with an MCP stdio
+                                      server in plain JavaScript (mcp/image_server.js),
+                                      its Entrypoint
   oci_layout.py FILE docker-archive [bad]
                                       the busybox image as `docker save` writes it
                                       (bad: the config's name is not its digest)
@@ -20,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import tarfile
 
@@ -114,24 +120,23 @@ SKIP_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3
                "pydoc_data", "dist-packages", "site-packages"}
 
 
-def python3_layer(t):
-    import glob
+def ldd_libs(paths):
+    """The shared libraries ldd names for each of paths (the loader among them)."""
     import subprocess
-    exe = os.path.realpath("/usr/bin/python3")
-    ver = os.path.basename(exe)  # python3.11
-    stdlib = os.path.join("/usr/lib", ver)
-    files = {exe}
-    for root, dirs, names in os.walk(stdlib):
-        dirs[:] = [d for d in dirs if d not in SKIP_STDLIB and not d.startswith("config-")]
-        files.update(os.path.join(root, n) for n in names)
     libs = set()
-    for f in [exe] + glob.glob(os.path.join(stdlib, "lib-dynload", "*.so")):
+    for f in paths:
         out = subprocess.run(["ldd", f], capture_output=True, text=True).stdout
         for line in out.splitlines():
             parts = line.split()
             path = parts[2] if len(parts) > 2 and parts[1] == "=>" else parts[0]
             if path.startswith("/"):
                 libs.add(path)
+    return libs
+
+
+def host_files(t, files, libs):
+    """files and libs of this machine's, with the directories on their way,
+    as they are here (a symlink and its target both)."""
     added = set()
 
     def add_path(p):
@@ -164,11 +169,46 @@ def python3_layer(t):
         add_path(os.path.join(os.path.realpath(os.path.dirname(lib)), os.path.basename(lib)))
     for f in sorted(files):
         add_path(os.path.realpath(f))
-    add_special(t, "usr/bin/python3", tarfile.SYMTYPE, ver)
-    add_special(t, "etc", tarfile.DIRTYPE)
+    if "etc" not in added:
+        add_special(t, "etc", tarfile.DIRTYPE)
     for top in ("lib", "lib64", "bin", "sbin"):
         if os.path.islink("/" + top):
             add_special(t, top, tarfile.SYMTYPE, os.readlink("/" + top))
+
+
+def python3_layer(t):
+    import glob
+    exe = os.path.realpath("/usr/bin/python3")
+    ver = os.path.basename(exe)  # python3.11
+    stdlib = os.path.join("/usr/lib", ver)
+    files = {exe}
+    for root, dirs, names in os.walk(stdlib):
+        dirs[:] = [d for d in dirs if d not in SKIP_STDLIB and not d.startswith("config-")]
+        files.update(os.path.join(root, n) for n in names)
+    libs = ldd_libs([exe] + glob.glob(os.path.join(stdlib, "lib-dynload", "*.so")))
+    host_files(t, files, libs)
+    add_special(t, "usr/bin/python3", tarfile.SYMTYPE, ver)
+
+
+def node_layer(t):
+    # This machine's node and the libraries ldd names; no npm, no node
+    # modules of the host's. A Debian-built node keeps a few of its own
+    # builtins (acorn, cjs-module-lexer, undici's fetch) outside itself, as
+    # files under /usr/share/nodejs that its libnode names, and aborts at
+    # start without them: those go in too. It reads the CA bundle at start.
+    exe = os.path.realpath("/usr/bin/node")
+    libs = ldd_libs([exe])
+    files = {exe}
+    for f in [exe] + [lib for lib in libs if os.path.basename(lib).startswith("libnode.")]:
+        with open(f, "rb") as fh:
+            for m in re.finditer(rb"/usr/share/nodejs/[\w.@/-]+\.js", fh.read()):
+                if os.path.isfile(m.group().decode()):
+                    files.add(m.group().decode())
+    if os.path.isfile("/etc/ssl/certs/ca-certificates.crt"):
+        files.add("/etc/ssl/certs/ca-certificates.crt")
+    host_files(t, files, libs)
+    if exe != "/usr/bin/node":
+        add_special(t, "usr/bin/node", tarfile.SYMTYPE, exe)
 
 
 def docker_archive(path, config, bad):
@@ -203,6 +243,24 @@ def main():
     if kind == "python3":
         config["config"] = {"Env": ["PATH=/usr/bin"], "Cmd": ["/usr/bin/python3"]}
         write(layout, [tar_bytes(python3_layer)], config, "application/vnd.oci.image.layer.v1.tar")
+        return
+    if kind in ("node", "node-mcp"):
+        config["config"] = {"Env": ["PATH=/usr/bin", "IMAGE_GREETING=from-the-node-image"],
+                            "Cmd": ["/usr/bin/node"]}
+        layers = [tar_bytes(node_layer)]
+        if kind == "node-mcp":
+            # the node image with an MCP server of the test's as its Entrypoint
+            here = os.path.dirname(os.path.abspath(__file__))
+            with open(os.path.join(here, "mcp", "image_server.js"), "rb") as f:
+                server = f.read()
+            config["config"] = {"Env": config["config"]["Env"], "WorkingDir": "/srv",
+                                "Entrypoint": ["/usr/bin/node", "/srv/image_server.js"]}
+
+            def server_layer(t):
+                add_special(t, "srv", tarfile.DIRTYPE)
+                add_file(t, "srv/image_server.js", server)
+            layers.append(tar_bytes(server_layer))
+        write(layout, layers, config, "application/vnd.oci.image.layer.v1.tar")
         return
     if kind == "mcp":
         # the python3 image with an MCP server of the test's as its Entrypoint
