@@ -15,10 +15,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "exec/image/libcurl.h"
 #include "gateway/core/err.h"
 
 #define ACCEPT_MANIFESTS                                                                           \
@@ -650,6 +650,9 @@ exec_image_pull(struct exec_image_store *s, const char *refstr,
 	/* Docker Hub's name is not its API's host. */
 	if (strcmp(r.host, "docker.io") == 0 || strcmp(r.host, "index.docker.io") == 0)
 		snprintf(r.host, sizeof(r.host), "registry-1.docker.io");
+	rc = exec_image_curl_load(err, errlen);
+	if (rc != 0)
+		return rc;
 	if (!curl_ready && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		gw_set_err(err, errlen, "libcurl: cannot start");
 		return -ENOMEM;

@@ -20,11 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "exec/image/libarchive.h"
 #include "gateway/core/err.h"
 
 struct exec_image_store {
@@ -710,14 +709,19 @@ static int
 import_docker(struct exec_image_store *s, const char *path, char *hex, char **repotag, char *err,
               size_t errlen)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 	struct archive_entry *e;
-	json_t *members = json_object(), *list = NULL, *img, *layers, *m = NULL, *l;
+	json_t *members, *list = NULL, *img, *layers, *m = NULL, *l;
 	char clean[PATH_MAX], *buf = NULL;
 	size_t i, count = 0;
-	int r, rc = 0;
+	int r, rc;
 
 	*repotag = NULL;
+	rc = exec_image_archive_load(err, errlen);
+	if (rc != 0)
+		return rc;
+	a = archive_read_new();
+	members = json_object();
 	if (a == NULL || members == NULL) {
 		rc = -ENOMEM;
 		goto out;

@@ -20,9 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 
+#include "exec/image/libarchive.h"
 #include "gateway/core/err.h"
 
 #define WHITEOUT ".wh."
@@ -348,11 +347,15 @@ fail:
 int
 exec_image_unpack_layer(int fd, int rootfd, size_t *entries, char *err, size_t errlen)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 	struct archive_entry *e;
 	char why[256];
-	int r, rc = 0;
+	int r, rc;
 
+	rc = exec_image_archive_load(err, errlen);
+	if (rc != 0)
+		return rc;
+	a = archive_read_new();
 	if (a == NULL) {
 		gw_set_err(err, errlen, "out of memory");
 		return -ENOMEM;

@@ -9,10 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "gateway/core/err.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/pq.h"
 
 int
 fleet_url_check(const char *url, char *err, size_t errlen)
@@ -25,6 +24,10 @@ fleet_url_check(const char *url, char *err, size_t errlen)
 		gw_set_err(err, errlen, "empty connection string");
 		return -EINVAL;
 	}
+	/* Every fleet path checks its URL first: libpq is opened here. */
+	rc = fleet_pq_load(err, errlen);
+	if (rc != 0)
+		return rc;
 	opts = PQconninfoParse(url, &msg);
 	if (opts == NULL) {
 		/* libpq's message ends in a newline; one line is wanted. */

@@ -22,13 +22,13 @@
 
 #include <event2/event.h>
 #include <jansson.h>
-#include <libpq-fe.h>
 
 #include "gateway/core/err.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"
 #include "gateway/fleet/hold.h"
+#include "gateway/fleet/pq.h"
 #include "policy/approval.h"
 
 #define CHANNEL "tollgate_approvals"

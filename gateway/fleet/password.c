@@ -12,10 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "gateway/core/err.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/pq.h"
 
 /* A password file is small; one longer is not one. */
 #define PASSFILE_MAX (256 * 1024)
@@ -120,6 +119,9 @@ fleet_passfile_lookup(const char *url, const char *path, char **out, char *err, 
 	int fd = -1, rc;
 
 	*out = NULL;
+	rc = fleet_pq_load(err, errlen);
+	if (rc != 0)
+		return rc;
 	opts = PQconninfoParse(url, NULL);
 	defs = PQconndefaults();
 	if (opts == NULL || defs == NULL) {

@@ -9,10 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
 #include "gateway/core/err.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/pq.h"
 
 #define ROW_COLUMNS                                                                                \
 	"node, seq, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"

@@ -15,12 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/pq.h"
 #include "policy/policy.h"
 
 #define CHANNEL "tollgate_policy"

@@ -15,12 +15,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <libpq-fe.h>
-
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"
 #include "gateway/fleet/fleet.h"
+#include "gateway/fleet/pq.h"
 
 /* Rows per COPY; what an idle poll waits; the backoff's bounds while the database is away. */
 #define SHIP_BATCH 2000

@@ -17,12 +17,12 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <libpq-fe.h>
 
 #include "gateway/core/clock.h"
 #include "gateway/core/log.h"
 #include "gateway/fleet/fleet.h"
 #include "gateway/fleet/hold.h"
+#include "gateway/fleet/pq.h"
 #include "gateway/ui/server.h"
 #include "policy/approval.h"
 

@@ -64,6 +64,28 @@ while read -r soname; do
 		fail "Depends lacks ${owner:-the package} of $soname: $depends"
 	fi
 done < <(readelf -d "$TOLLGATE" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+# The libraries opened at first use (GW_LAZYLIB_INIT in the sources), which
+# dpkg-shlibdeps cannot see: the package each names ships that soname here,
+# and Depends names it (the root below is checked to hold the soname).
+lazy=$(grep -rhoE 'GW_LAZYLIB_INIT\("[^"]+", "[^"]+"' "$TOLLGATE_SRC"/gateway "$TOLLGATE_SRC"/exec |
+	sed -E 's/.*\("([^"]+)", "([^"]+)"/\1 \2/')
+checks=$((checks + 1))
+if [[ $(wc -l <<<"$lazy") -ge 3 ]]; then
+	pass "libraries opened at first use: $(tr '\n' ' ' <<<"$lazy")"
+else
+	fail "fewer than three GW_LAZYLIB_INIT in the sources: $lazy"
+fi
+while read -r soname pkg; do
+	path=$(ldconfig -p | awk -v so="$soname" '$1 == so && !p { p = $NF } END { print p }')
+	owner=$(dpkg -S "*/$(basename "$(readlink -f "${path:-/nonexistent}")")" 2>/dev/null | head -1 | cut -d: -f1 || true)
+	checks=$((checks + 1))
+	expect_eq "the package of $soname (opened at first use)" "$owner" "$pkg"
+	if grep -qxF "$pkg" <<<"$depends_names"; then
+		pass "Depends names $pkg ($soname, opened at first use)"
+	else
+		fail "Depends lacks $pkg of $soname, opened at first use: $depends"
+	fi
+done <<<"$lazy"
 
 contents=$(dpkg-deb -c "$deb" | awk '{ print $NF }')
 for f in ./usr/bin/tollgate ./usr/share/man/man1/tollgate.1.gz ./usr/share/man/man1/tollgate-run.1.gz \
@@ -151,6 +173,10 @@ expect_eq "installed" "$(in_root dpkg-query -W -f '${Status} ${Version}' tollgat
 expect_eq "tollgate --version in the root" "$(in_root tollgate --version 2>&1)" "$("$TOLLGATE" --version 2>&1)"
 expect_eq "the binary is the package's" "$(in_root sh -c 'command -v tollgate')" /usr/bin/tollgate
 expect_eq "no library missing (ldd)" "$(in_root ldd /usr/bin/tollgate | grep -c 'not found' || true)" 0
+while read -r soname pkg; do
+	expect_eq "the root holds $soname (opened at first use)" \
+		"$(in_root ldconfig -p | awk -v so="$soname" '$1 == so { n++ } END { print ((n > 0) ? "yes" : "no") }')" yes
+done <<<"$lazy"
 expect_match "the man page is a page" "$(in_root sh -c 'zcat /usr/share/man/man1/tollgate-run.1.gz | head -20')" '\.TH "?tollgate-run"? "?1'
 expect_match "the service starts the package's binary" \
 	"$(grep '^ExecStart=' "$root/lib/systemd/system/tollgate-proxy.service")" '^ExecStart=/usr/bin/tollgate proxy '

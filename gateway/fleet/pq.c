@@ -1,0 +1,24 @@
+/*
+ * libpq's table (gateway/fleet/pq.h): the names looked up in libpq.so.5 when
+ * the fleet is first used.
+ */
+#include <stddef.h>
+
+#include "gateway/core/lazylib.h"
+#include "gateway/fleet/pq.h"
+
+struct fleet_pq_table fleet_pq;
+
+static const struct gw_lazysym pq_syms[] = {
+#define PQ_SYM(name) {#name, offsetof(struct fleet_pq_table, p_##name)},
+    FLEET_PQ_FUNCS(PQ_SYM)
+#undef PQ_SYM
+};
+
+static struct gw_lazylib pq_lib = GW_LAZYLIB_INIT("libpq.so.5", "libpq5", pq_syms, &fleet_pq);
+
+int
+fleet_pq_load(char *err, size_t errlen)
+{
+	return gw_lazylib_load(&pq_lib, err, errlen);
+}
