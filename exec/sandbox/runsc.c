@@ -95,7 +95,7 @@ exec_runsc_version(const char *runsc, char *out, size_t len)
  */
 static const char *const runsc_flags[] = {
     EXEC_RUNSC_PATH,
-    "--platform=" EXEC_RUNSC_PLATFORM,
+    ("--platform=" EXEC_RUNSC_PLATFORM), /* one string: the flag and its value */
     "--network=host",
     "--ignore-cgroups",
     "--rootless",
