@@ -429,7 +429,7 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	if (chdir(p->root) != 0)
 		FAIL("chdir new root");
 	/* An image's root stands in for the host's system directories. */
-	rc = p->image_tree >= 0 ? exec_image_root_bind(p->image_tree, step) : 0;
+	rc = p->image_tree >= 0 ? exec_image_root_bind(p->image_tree, p->disk_mb, step) : 0;
 	for (size_t i = 0; p->image_tree < 0 && system_dirs[i] != NULL; i++)
 		rc = rc != 0 ? rc : bind_system_dir(system_dirs[i], step);
 	if (rc != 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run --image: the busybox image (an OCI layout the test writes from Debian's
 # busybox-static), and a python3 one, become the sandbox's /: its files, Env, WorkingDir and
-# Cmd; / read-only, /tmp's writes gone at the next run; the network gate
+# Cmd; / the image's with a private writable layer, gone at the next run; the network gate
 # the same as without an image (an allowed origin on loopback answers, a
 # refused host does not); pinned by default; the audit row names the digest.
 source "$(dirname "$0")/lib.sh"
@@ -24,16 +24,44 @@ expect_eq "no command: the image's Cmd" "$("$TOLLGATE" run --image "$img" 2>&1)"
 expect_eq "--env wins over the image's Env" \
 	"$("$TOLLGATE" run --image "$img" --env IMAGE_GREETING=mine -- /bin/sh -c 'echo $IMAGE_GREETING' 2>&1)" mine
 
-# / read-only; /tmp writable, and a fresh one next time.
+# / is the image's with a private writable layer (an overlay on a tmpfs of
+# the sandbox's own): a run writes over the image's files where their modes
+# let its user, reads its writes back, and the next run sees the pristine
+# image; the stored root is never written. / itself (tollgate's) is
+# read-only.
+stored=$TOLLGATE_HOME/images/roots/${digest#sha256:}
+tree_digest() { (cd "$1" && find . -printf '%p %m %U %s %T@\n' | LC_ALL=C sort | sha256sum); }
+before=$(tree_digest "$stored")
+who=$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'echo "$(id -u) $(stat -c %u /etc)"' 2>&1)
 set +e
-out=$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'touch /bin/new 2>&1; touch /etc/new 2>&1; echo x >/tmp/left && cat /tmp/left' 2>&1); rc=$?
+out=$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'echo x >/etc/x && cat /etc/x; echo y >/bin/y && cat /bin/y;
+	rm /srv/kept && ls /srv; touch /new 2>&1; echo t >/tmp/left && cat /tmp/left' 2>&1); rc=$?
 set -e
-expect_match "/ is read-only" "$out" "touch: /bin/new: Read-only file system"
-expect_match "... /etc too" "$out" "touch: /etc/new: Read-only file system"
-expect_match "/tmp is writable" "$out" "x$"
-expect_eq "/tmp's writes are gone at the next run" \
-	"$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'ls /tmp | wc -l' 2>&1)" 0
-expect_eq "the stored root is unchanged" "$(ls "$TOLLGATE_HOME/images/roots/${digest#sha256:}/tmp" | wc -l)" 0
+expect_match "/ itself is read-only" "$out" "touch: /new: Read-only file system"
+expect_match "/tmp is writable" "$out" "t$"
+if [[ $who == "0 0" || $who == "1000 1000" ]]; then
+	# The command owns the image's files (rootless: the store's are the
+	# user's; or it runs as the image's root): it writes anywhere.
+	expect_match "a write to /etc is read back in the same run" "$out" "^x
+y
+added
+hard"
+else
+	# As root the store's files are the image's root's and the command is
+	# the sandbox's user: the image's modes refuse it, not a read-only /.
+	expect_match "the image's modes still hold over the layer" "$out" \
+		"can't create /etc/x: Permission denied"
+fi
+expect_eq "the next run sees the pristine image" \
+	"$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'ls /etc/x /bin/y 2>&1 | wc -l; ls /srv; ls /tmp | wc -l' 2>&1)" \
+	"2
+added
+hard
+kept
+0"
+expect_eq "the stored root is unchanged (its tree's names, modes, owners, sizes and mtimes)" \
+	"$(tree_digest "$stored")" "$before"
+expect_eq "... and its tmp is still empty" "$(ls "$stored/tmp" | wc -l)" 0
 expect_eq "set-uid was dropped: busybox is not set-uid in the sandbox" \
 	"$("$TOLLGATE" run --image "$img" -- /bin/stat -c %a /bin/busybox 2>&1)" 755
 
