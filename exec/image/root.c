@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -23,7 +24,7 @@
 #include "gateway/core/err.h"
 
 int
-exec_image_root_open(const char *path, int *tree, char *err, size_t errlen)
+exec_image_root_open(const char *path, int userns, int *tree, char *err, size_t errlen)
 {
 	struct mount_attr attr;
 	int fd, rc = 0;
@@ -44,9 +45,20 @@ exec_image_root_open(const char *path, int *tree, char *err, size_t errlen)
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (userns >= 0) {
+		attr.attr_set |= MOUNT_ATTR_IDMAP;
+		attr.userns_fd = (uint64_t)userns;
+	}
 	if (mount_setattr(*tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) != 0) {
 		rc = -errno;
-		gw_set_err(err, errlen, "image root: mount_setattr: %s", strerror(errno));
+		if (userns >= 0 && (errno == EINVAL || errno == EPERM || errno == ENOSYS))
+			gw_set_err(err, errlen,
+			           "image root: this kernel or filesystem cannot idmap a mount "
+			           "(needed so that the image's root's files are the sandbox "
+			           "user's): %s",
+			           strerror(errno));
+		else
+			gw_set_err(err, errlen, "image root: mount_setattr: %s", strerror(errno));
 		close(*tree);
 		*tree = -1;
 	}

@@ -9,8 +9,9 @@
 #include <stddef.h>
 
 /* Parent: the unpacked root at path as a detached mount, read-only, nosuid,
- * nodev (*tree, O_CLOEXEC). 0 or -errno with err set. */
-int exec_image_root_open(const char *path, int *tree, char *err, size_t errlen);
+ * nodev (*tree, O_CLOEXEC), idmapped by userns unless it is -1. 0 or
+ * -errno with err set. */
+int exec_image_root_open(const char *path, int userns, int *tree, char *err, size_t errlen);
 
 /*
  * Child, in the new root (the cwd), before tollgate's own directories are
