@@ -55,6 +55,11 @@ kept
 expect_eq "the stored root is unchanged (its tree's names, modes, owners, sizes and mtimes)" \
 	"$(tree_digest "$stored")" "$before"
 expect_eq "... and its tmp is still empty" "$(ls "$stored/tmp" | wc -l)" 0
+set +e
+out=$("$TOLLGATE" run --image "$img" --disk 1 -- /bin/sh -c 'dd if=/dev/zero of=/etc/big bs=64k count=64 2>&1; df -k /etc' 2>&1)
+set -e
+expect_match "the layer is a tmpfs of --disk: a write past it fails with ENOSPC" "$out" "No space left on device"
+expect_match "... at 1024 KiB" "$out" "tollgate-image +1024 "
 expect_eq "set-uid was dropped: busybox is not set-uid in the sandbox" \
 	"$("$TOLLGATE" run --image "$img" -- /bin/stat -c %a /bin/busybox 2>&1)" 755
 
