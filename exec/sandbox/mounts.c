@@ -816,6 +816,11 @@ exec_mounts_image(struct exec_plan *p, const char *root, uid_t uid, gid_t gid, c
 		}
 	}
 	rc = exec_image_root_open(root, userns, &p->image_tree, err, errlen);
+	/* A filesystem that cannot be idmapped (tmpfs before Linux 6.3): the
+	 * image's owners as they are, the command writing where their modes
+	 * let it. */
+	if (rc == -EINVAL && userns >= 0)
+		rc = exec_image_root_open(root, -1, &p->image_tree, err, errlen);
 	if (userns >= 0)
 		close(userns);
 	return rc;
