@@ -9,14 +9,17 @@
 #include <stddef.h>
 
 /* Parent: the unpacked root at path as a detached mount, read-only, nosuid,
- * nodev (*tree, O_CLOEXEC). 0 or -errno with err set. */
-int exec_image_root_open(const char *path, int *tree, char *err, size_t errlen);
+ * nodev (*tree, O_CLOEXEC), idmapped by userns unless it is -1. 0 or
+ * -errno with err set. */
+int exec_image_root_open(const char *path, int userns, int *tree, char *err, size_t errlen);
 
 /*
  * Child, in the new root (the cwd), before tollgate's own directories are
- * made: the tree's top-level entries bound (symlinks copied), the tree
- * itself detached again. No allocation. 0 or -errno with *step set.
+ * made: an overlay of the tree (read-only, below) and a writable layer on a
+ * tmpfs of disk_mb MiB (0: unbounded but for memory), its top-level
+ * entries bound (symlinks copied), the overlay itself detached again. No
+ * allocation. 0 or -errno with *step set.
  */
-int exec_image_root_bind(int tree, const char **step);
+int exec_image_root_bind(int tree, long disk_mb, const char **step);
 
 #endif

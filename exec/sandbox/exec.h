@@ -362,6 +362,10 @@ int exec_seccomp_apply(const struct exec_plan *p, const char **step);
  */
 int exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const char *hide,
                         uid_t uid, gid_t gid, char *err, size_t errlen);
+/* The image's root at root as p->image_tree (exec/image/root.h), its
+ * root's files the sandbox's host uid's and gid's (uid, gid). */
+int exec_mounts_image(struct exec_plan *p, const char *root, uid_t uid, gid_t gid, char *err,
+                      size_t errlen);
 void exec_mounts_release(struct exec_plan *p);
 int exec_limits_plan(const struct exec_limits *l, bool have_memcg, struct exec_plan *p);
 int exec_limits_raise_nofile(const struct exec_plan *p, pid_t pid);

@@ -1,15 +1,20 @@
 /*
  * Landlock for the command: read-only everywhere, writable only in the work
- * directory, /tmp, /dev/shm, the writable binds and home, the terminal-ish
+ * directory, /tmp, /dev/shm, the writable binds and home, an image's
+ * overlay (its private writable layer), the terminal-ish
  * /dev nodes and the files the command inherited as stdin/stdout/stderr. Runs in the child after
  * pivot_root; a kernel without Landlock leaves the other layers in charge.
  */
 #include "exec/sandbox/exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/magic.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,6 +78,64 @@ add_path(int ruleset, const char *path, uint64_t access, uint64_t handled, bool 
 	return rc;
 }
 
+struct tg_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * An image's top-level entries bound from its overlay (exec/image/root.c):
+ * writable, as what is written there goes to the sandbox's own layer.
+ * Found by their filesystem, so that nothing else at / is. No allocation.
+ */
+static int
+add_image_layer(int ruleset, uint64_t handled)
+{
+	char buf[4096];
+	struct statfs sfs;
+	struct stat st;
+	struct landlock_path_beneath_attr pb;
+	long n;
+	int root, fd, rc = 0;
+
+	root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	while (rc == 0 && (n = syscall(SYS_getdents64, root, buf, sizeof(buf))) > 0) {
+		for (long at = 0; rc == 0 && at < n;) {
+			struct tg_dirent64 *d = (struct tg_dirent64 *)(buf + at);
+
+			at += d->d_reclen;
+			if (d->d_type != DT_DIR && d->d_type != DT_REG)
+				continue;
+			if (strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+				continue;
+			fd = openat(root, d->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			if (fstatfs(fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC &&
+			    fstat(fd, &st) == 0) {
+				pb.allowed_access =
+				    (S_ISDIR(st.st_mode) ? handled
+				                         : FS_READ_FILE_RIGHTS | FS_FILE_WRITE) &
+				    handled;
+				pb.parent_fd = fd;
+				if (syscall(SYS_landlock_add_rule, ruleset,
+				            LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0)
+					rc = -errno;
+			}
+			close(fd);
+		}
+	}
+	if (rc == 0 && n < 0)
+		rc = -errno;
+	close(root);
+	return rc;
+}
+
 int
 exec_landlock_apply(const struct exec_plan *p, const char **step)
 {
@@ -113,6 +176,13 @@ exec_landlock_apply(const struct exec_plan *p, const char **step)
 		rc = add_path(ruleset, writable[i], handled, handled, false);
 		if (rc != 0) {
 			*step = "landlock rule for a writable directory";
+			goto out;
+		}
+	}
+	if (p->image_tree >= 0) {
+		rc = add_image_layer(ruleset, handled);
+		if (rc != 0) {
+			*step = "landlock rule for the image's layer";
 			goto out;
 		}
 	}

@@ -429,7 +429,7 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	if (chdir(p->root) != 0)
 		FAIL("chdir new root");
 	/* An image's root stands in for the host's system directories. */
-	rc = p->image_tree >= 0 ? exec_image_root_bind(p->image_tree, step) : 0;
+	rc = p->image_tree >= 0 ? exec_image_root_bind(p->image_tree, p->disk_mb, step) : 0;
 	for (size_t i = 0; p->image_tree < 0 && system_dirs[i] != NULL; i++)
 		rc = rc != 0 ? rc : bind_system_dir(system_dirs[i], step);
 	if (rc != 0)
@@ -518,7 +518,7 @@ write_map(pid_t pid, const char *which, unsigned int inside, unsigned int outsid
  * owner's on disk. Made by a child that only waits to be released.
  */
 static int
-idmap_userns(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
+idmap_userns_exact(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
 {
 	struct clone_args ca;
 	char path[64], c;
@@ -542,11 +542,8 @@ idmap_userns(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
 		_exit(0);
 	}
 	rc = write_map((pid_t)pid, "uid_map", uid, to_uid);
-	/* The kernel wants a group mapped: with root's, the sandbox's own
-	 * (which no file on the host has), so that no host group is. */
 	if (rc == 0)
-		rc = write_map((pid_t)pid, "gid_map",
-		               gid != 0 ? gid : EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID, to_gid);
+		rc = write_map((pid_t)pid, "gid_map", gid, to_gid);
 	if (rc == 0) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -563,6 +560,15 @@ out:
 		close(hold[1]);
 	*out = fd;
 	return rc;
+}
+
+/* The kernel wants a group mapped: with root's, the sandbox's own (which
+ * no file on the host has), so that no host group is. */
+static int
+idmap_userns(uid_t uid, gid_t gid, uid_t to_uid, gid_t to_gid, int *out)
+{
+	return idmap_userns_exact(uid, gid != 0 ? gid : EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID,
+	                          to_uid, to_gid, out);
 }
 
 /*
@@ -785,6 +791,38 @@ exec_mounts_prepare(struct exec_plan *p, const struct exec_spec *spec, const cha
 	return 0;
 fail:
 	exec_mounts_release(p);
+	return rc;
+}
+
+int
+exec_mounts_image(struct exec_plan *p, const char *root, uid_t uid, gid_t gid, char *err,
+                  size_t errlen)
+{
+	int userns = -1, rc;
+
+	/*
+	 * As root the store keeps the image's owners, and its root's files are
+	 * the host's root's, which the sandbox does not map: idmapped, they are
+	 * the sandbox user's, as rootless (where the store's files are the
+	 * user's), so that its writable layer can take writes over them.
+	 */
+	if (!exec_rootless()) {
+		rc = idmap_userns_exact(0, 0, uid, gid, &userns);
+		if (rc != 0) {
+			gw_set_err(err, errlen,
+			           "image root: user namespace for an idmapped mount: %s",
+			           strerror(-rc));
+			return rc;
+		}
+	}
+	rc = exec_image_root_open(root, userns, &p->image_tree, err, errlen);
+	/* A filesystem that cannot be idmapped (tmpfs before Linux 6.3): the
+	 * image's owners as they are, the command writing where their modes
+	 * let it. */
+	if (rc == -EINVAL && userns >= 0)
+		rc = exec_image_root_open(root, -1, &p->image_tree, err, errlen);
+	if (userns >= 0)
+		close(userns);
 	return rc;
 }
 

@@ -630,7 +630,7 @@ start_plan(struct exec_sandbox *s, const struct exec_spec *spec, uid_t work_uid,
 	}
 	rc = exec_mounts_prepare(&s->plan, spec, spec->hide_path, work_uid, work_gid, err, errlen);
 	if (rc == 0 && spec->image_root != NULL)
-		rc = exec_image_root_open(spec->image_root, &s->plan.image_tree, err, errlen);
+		rc = exec_mounts_image(&s->plan, spec->image_root, work_uid, work_gid, err, errlen);
 	if (rc == 0 && spec->image_cwd != NULL &&
 	    snprintf(s->plan.cwd, sizeof(s->plan.cwd), "%s", spec->image_cwd) >=
 	        (int)sizeof(s->plan.cwd))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run --image: the busybox image (an OCI layout the test writes from Debian's
 # busybox-static), and a python3 one, become the sandbox's /: its files, Env, WorkingDir and
-# Cmd; / read-only, /tmp's writes gone at the next run; the network gate
+# Cmd; / the image's with a private writable layer, gone at the next run; the network gate
 # the same as without an image (an allowed origin on loopback answers, a
 # refused host does not); pinned by default; the audit row names the digest.
 source "$(dirname "$0")/lib.sh"
@@ -24,16 +24,42 @@ expect_eq "no command: the image's Cmd" "$("$TOLLGATE" run --image "$img" 2>&1)"
 expect_eq "--env wins over the image's Env" \
 	"$("$TOLLGATE" run --image "$img" --env IMAGE_GREETING=mine -- /bin/sh -c 'echo $IMAGE_GREETING' 2>&1)" mine
 
-# / read-only; /tmp writable, and a fresh one next time.
+# / is the image's with a private writable layer (an overlay on a tmpfs of
+# the sandbox's own): a run writes over the image's files where their modes
+# let its user, reads its writes back, and the next run sees the pristine
+# image; the stored root is never written. / itself (tollgate's) is
+# read-only. The python3 image below: /usr/local and site-packages.
+stored=$TOLLGATE_HOME/images/roots/${digest#sha256:}
+tree_digest() { (cd "$1" && find . -printf '%p %m %U %s %T@\n' | LC_ALL=C sort | sha256sum); }
+before=$(tree_digest "$stored")
 set +e
-out=$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'touch /bin/new 2>&1; touch /etc/new 2>&1; echo x >/tmp/left && cat /tmp/left' 2>&1); rc=$?
+out=$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'echo x >/etc/x && cat /etc/x; echo y >/bin/y && cat /bin/y;
+	rm /srv/kept && ls /srv; touch /new 2>&1; echo t >/tmp/left && cat /tmp/left' 2>&1); rc=$?
 set -e
-expect_match "/ is read-only" "$out" "touch: /bin/new: Read-only file system"
-expect_match "... /etc too" "$out" "touch: /etc/new: Read-only file system"
-expect_match "/tmp is writable" "$out" "x$"
-expect_eq "/tmp's writes are gone at the next run" \
-	"$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'ls /tmp | wc -l' 2>&1)" 0
-expect_eq "the stored root is unchanged" "$(ls "$TOLLGATE_HOME/images/roots/${digest#sha256:}/tmp" | wc -l)" 0
+# The image's root's files are the sandbox user's (rootless: the store's
+# are the user's; as root: the clone is idmapped), so it writes over them.
+expect_eq "writes over the image's files are read back in the same run; / itself is read-only" "$out" \
+	"x
+y
+added
+hard
+touch: /new: Read-only file system
+t"
+expect_eq "the next run sees the pristine image" \
+	"$("$TOLLGATE" run --image "$img" -- /bin/sh -c 'ls /etc/x /bin/y 2>&1 | wc -l; ls /srv; ls /tmp | wc -l' 2>&1)" \
+	"2
+added
+hard
+kept
+0"
+expect_eq "the stored root is unchanged (its tree's names, modes, owners, sizes and mtimes)" \
+	"$(tree_digest "$stored")" "$before"
+expect_eq "... and its tmp is still empty" "$(ls "$stored/tmp" | wc -l)" 0
+set +e
+out=$("$TOLLGATE" run --image "$img" --disk 1 -- /bin/sh -c 'dd if=/dev/zero of=/etc/big bs=64k count=64 2>&1; df -k /etc' 2>&1)
+set -e
+expect_match "the layer is a tmpfs of --disk: a write past it fails with ENOSPC" "$out" "No space left on device"
+expect_match "... at 1024 KiB" "$out" "tollgate-image +1024 "
 expect_eq "set-uid was dropped: busybox is not set-uid in the sandbox" \
 	"$("$TOLLGATE" run --image "$img" -- /bin/stat -c %a /bin/busybox 2>&1)" 755
 
@@ -89,6 +115,23 @@ out=$("$TOLLGATE" run --image "py:3@$pydigest" --allow "origin.test:$port" --res
 	python3 -c "$fetch" "http://refused.test:$port/hello.txt" 2>&1); rc=$?
 set -e
 expect_eq "python3 from the image is refused another host" "$out" "failed: HTTP Error 403: Forbidden"
+pystored=$TOLLGATE_HOME/images/roots/${pydigest#sha256:}
+pybefore=$(tree_digest "$pystored")
+out=$("$TOLLGATE" run --image "py:3@$pydigest" --no-network --quiet -- python3 -c '
+import os, site, sys
+os.makedirs("/usr/local/lib", exist_ok=True)
+open("/usr/local/y", "w").write("y\n")
+d = os.path.join(sys.prefix, "lib", "python3", "dist-packages")
+os.makedirs(d, exist_ok=True)
+open(os.path.join(d, "installed_here.py"), "w").write("X = 1\n")
+import importlib; importlib.invalidate_caches()
+sys.path.append(d)
+import installed_here
+print(open("/usr/local/y").read().strip(), installed_here.X)' 2>&1)
+expect_eq "python3: a write to /usr/local and a module installed under the prefix, read back" "$out" "y 1"
+expect_eq "... gone at the next run" "$("$TOLLGATE" run --image "py:3@$pydigest" --no-network --quiet -- \
+	python3 -c 'import os, sys; print(os.path.exists("/usr/local/y"), os.path.exists(os.path.join(sys.prefix, "lib", "python3", "dist-packages", "installed_here.py")))' 2>&1)" "False False"
+expect_eq "... and the stored python3 root is unchanged" "$(tree_digest "$pystored")" "$pybefore"
 
 set +e
 out=$("$TOLLGATE" run --image "$img" --lang python --code 'print(1)' 2>&1); rc=$?

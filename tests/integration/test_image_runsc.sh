@@ -90,9 +90,13 @@ chown "$SANDBOX_OWNER" "$work"
 "$TOLLGATE" run --image "$img" --runtime runsc --workdir "$work" -- /bin/sh -c 'echo kept >/work/out.txt'
 expect_eq "/work is the --workdir under runsc" "$(cat "$work/out.txt" 2>&1)" kept
 expect_eq "... and what runsc wrote there is the directory owner's" "$(stat -c %u:%g "$work/out.txt")" "$SANDBOX_OWNER"
-# / stays read-only.
-out=$("$TOLLGATE" run --image "$img" --runtime runsc -- /bin/sh -c 'touch /bin/new 2>&1; true')
+# / itself stays read-only; writes over the image's files go to the run's own
+# layer, gone at the next run.
+out=$("$TOLLGATE" run --image "$img" --runtime runsc -- /bin/sh -c 'touch /new 2>&1; echo w >/bin/new && cat /bin/new')
 expect_match "/ is read-only under runsc" "$out" "Read-only file system"
+expect_match "... the image's directories take writes into the run's layer" "$out" "w$"
+expect_eq "... gone at the next run" \
+	"$("$TOLLGATE" run --image "$img" --runtime runsc -- /bin/sh -c 'test -e /bin/new && echo there || echo gone')" gone
 
 # --ram is the sandbox's cgroup's, which runsc's processes stay in; without a
 # memory cgroup (rootless on a host whose memory controller is cgroup v1's)
