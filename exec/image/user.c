@@ -60,6 +60,12 @@ part_parse(const char *s, size_t len, const char *what, const char *whole, char 
 	*numeric = parse_id(s, len, id);
 	if (*numeric)
 		return 0;
+	/* Digits alone are a number, never a name: one too large is an error. */
+	if (len > 0 && strspn(s, "0123456789") >= len) {
+		gw_set_err(err, errlen, "User '%.64s': the %s is a number above %u", whole, what,
+		           (unsigned)EXEC_IMAGE_ID_MAX);
+		return -EINVAL;
+	}
 	if (!name_ok(s, len)) {
 		gw_set_err(err, errlen,
 		           "User '%.64s': the %s is neither a number up to %u nor a name", whole,
