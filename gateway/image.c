@@ -38,6 +38,9 @@ gw_image_open(const char *cmd, const char *flag, const char *ref, bool allow_unp
 		rc = exec_image_config_load(s, img->hex, &img->cfg, err, sizeof(err));
 	if (rc == 0)
 		exec_image_root_path(s, img->hex, img->root, sizeof(img->root));
+	if (rc == 0)
+		rc = exec_image_user_resolve(img->root, img->cfg.user, &img->uid, &img->gid, err,
+		                             sizeof(err));
 	exec_image_store_free(s);
 	if (rc != 0)
 		return gw_fail(cmd, "%s %s: %s", flag, ref, err);
@@ -90,6 +93,8 @@ gw_image_spec(const struct gw_image *img, struct exec_spec *spec)
 {
 	spec->image_root = img->root;
 	spec->image_cwd = img->cfg.workdir;
+	spec->image_uid = img->uid;
+	spec->image_gid = img->gid;
 }
 
 void

@@ -22,6 +22,7 @@ struct gw_image {
 	char hex[EXEC_IMAGE_HEX_LEN + 1]; /* the manifest's digest */
 	char root[PATH_MAX];              /* its unpacked root in the store */
 	struct exec_image_config cfg;     /* Env, WorkingDir, Entrypoint, Cmd */
+	uint32_t uid, gid;                /* User resolved in the root; 0: none */
 	/* gw_image_argv's: the Entrypoint, then the command or the Cmd */
 	char *argv[2 * EXEC_IMAGE_ARGS_MAX + 2];
 };

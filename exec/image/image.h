@@ -87,6 +87,49 @@ int exec_image_config_parse(const char *buf, size_t len, struct exec_image_confi
                             size_t errlen);
 void exec_image_config_clear(struct exec_image_config *c);
 
+/* ---- the image's User (exec/image/user.c) ---- */
+
+#define EXEC_IMAGE_ID_MAX 4294967294u    /* (uid_t)-1 is no id */
+#define EXEC_IMAGE_USER_NAME_MAX 256     /* a user or group name, with its NUL */
+#define EXEC_IMAGE_IDFILE_MAX (1u << 20) /* the image's /etc/passwd or /etc/group */
+
+/* `User` split: each part a number or a name (given: User was not empty). */
+struct exec_image_user {
+	bool given, has_group, uid_numeric, gid_numeric;
+	uint32_t uid, gid;
+	char user[EXEC_IMAGE_USER_NAME_MAX];
+	char group[EXEC_IMAGE_USER_NAME_MAX];
+};
+/* "UID", "UID:GID", "NAME", "NAME:GROUP" (or mixed); NULL or "": not
+ * given. A number is decimal, at most EXEC_IMAGE_ID_MAX; a name has no
+ * space, colon or control byte. 0 or -EINVAL with err set. */
+int exec_image_user_parse(const char *s, struct exec_image_user *out, char *err, size_t errlen);
+/*
+ * Pure look-ups in the bytes of an /etc/passwd (NAME:x:UID:GID:...) and an
+ * /etc/group (NAME:x:GID:...): by name, or (passwd, name NULL) by uid. A
+ * line that is not well formed is skipped. 0 or -ENOENT.
+ */
+int exec_image_passwd_find(const char *buf, size_t len, const char *name, uint32_t uid,
+                           uint32_t *out_uid, uint32_t *out_gid);
+int exec_image_group_find(const char *buf, size_t len, const char *name, uint32_t *out_gid);
+/*
+ * u's ids against those files' bytes: a name must be there; a number
+ * alone takes its passwd line's group, or its own number when it has no
+ * line. 0 or -ENOENT with err naming the unknown user or group.
+ */
+int exec_image_user_ids(const struct exec_image_user *u, const char *passwd, size_t plen,
+                        const char *group, size_t glen, uint32_t *uid, uint32_t *gid, char *err,
+                        size_t errlen);
+/*
+ * The image's User resolved against root's etc/passwd and etc/group (read
+ * below root without following a link, regular files of at most
+ * EXEC_IMAGE_IDFILE_MAX bytes; a missing one is empty). *uid and *gid stay
+ * 0 when user is NULL or "". Root (uid or gid 0) is refused with -EPERM.
+ * 0 or negative errno with err set.
+ */
+int exec_image_user_resolve(const char *root, const char *user, uint32_t *uid, uint32_t *gid,
+                            char *err, size_t errlen);
+
 /* ---- layers (exec/image/unpack.c) ---- */
 
 /*

@@ -58,6 +58,15 @@ parse_start(struct rbuf *r, struct exec_priv_start *st, int *fds, size_t nfds)
 	st->image_cwd = take_str(r, EXEC_PRIV_STR_MAX);
 	if (st->image_cwd != NULL && st->image_cwd[0] != '/')
 		r->bad = true;
+	/* The image's User inside the sandbox: any id but (uid_t)-1, both or
+	 * neither (0: the sandbox's own). It maps to the same host ids as the
+	 * sandbox's own user, so it is no wider than the operator's ceiling. */
+	st->image_uid = take_u32(r);
+	st->image_gid = take_u32(r);
+	if (st->image_uid == UINT32_MAX || st->image_gid == UINT32_MAX ||
+	    (st->image_uid == 0) != (st->image_gid == 0) ||
+	    (st->image_uid != 0 && st->image_root == NULL))
+		r->bad = true;
 	n = take_u32(r);
 	if (n > EXEC_PRIV_ARGV_MAX)
 		r->bad = true;

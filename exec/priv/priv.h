@@ -91,6 +91,7 @@ struct exec_priv_start {
 	struct exec_limits limits;
 	const char *workdir, *outdir, *home; /* NULL: none */
 	const char *image_root, *image_cwd;  /* NULL: the host's root, EXEC_WORKDIR */
+	uint32_t image_uid, image_gid;       /* the image's User; 0: the sandbox's own */
 	const char *argv[EXEC_PRIV_ARGV_MAX + 1];
 	size_t nargv;
 	const char *env[EXEC_PRIV_ENV_MAX + 1];

@@ -346,6 +346,8 @@ encode_start(struct wbuf *w, const struct exec_spec *spec, bool set_stdio, bool 
 	put_str(w, spec->home);
 	put_str(w, spec->image_root);
 	put_str(w, spec->image_cwd);
+	put_u32(w, spec->image_uid);
+	put_u32(w, spec->image_gid);
 	for (n = 0; spec->argv != NULL && spec->argv[n] != NULL; n++)
 		;
 	put_u32(w, (uint32_t)n);

@@ -518,6 +518,8 @@ serve_start(struct exec_priv_msg *m)
 	spec.home = st->home;
 	spec.image_root = st->image_root;
 	spec.image_cwd = st->image_cwd;
+	spec.image_uid = st->image_uid;
+	spec.image_gid = st->image_gid;
 	spec.runsc = st->image_root != NULL ? P.ceil.runsc : NULL;
 	spec.limits = st->limits;
 	/* Never the gate's word: TOLLGATE_HOME stays hidden. */

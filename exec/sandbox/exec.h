@@ -105,6 +105,10 @@ struct exec_spec {
 	 * (NULL: EXEC_WORKDIR). NULL: the host's. */
 	const char *image_root;
 	const char *image_cwd;
+	/* The image's User inside the sandbox (exec_image_user_resolve), in
+	 * place of EXEC_SANDBOX_UID/GID and mapped to the same host ids; 0:
+	 * the sandbox's own. Never root: 0 is refused where it is resolved. */
+	uint32_t image_uid, image_gid;
 	/* gVisor's runsc (an absolute path) runs the command inside the
 	 * sandbox (exec/sandbox/runsc.h); NULL: tollgate's own containment alone. */
 	const char *runsc;
@@ -320,7 +324,11 @@ struct exec_plan {
 	} binds[EXEC_BINDS_MAX + 2]; /* the home, and runsc's binary */
 	size_t nbinds;
 	int image_tree; /* the image's root, a detached mount; -1: the host's */
-	char cwd[256];  /* where the command starts; "": EXEC_WORKDIR */
+	/* The command's ids inside (the user namespace maps them to the sandbox's
+	 * host ids): EXEC_SANDBOX_UID/GID, or the image's User. Never 0. */
+	uid_t uid;
+	gid_t gid;
+	char cwd[256]; /* where the command starts; "": EXEC_WORKDIR */
 	/* argv wrapped in runsc's (exec/sandbox/runsc.h); NULL: none */
 	char **runsc_argv;
 };

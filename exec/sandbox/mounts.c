@@ -270,7 +270,7 @@ build_etc(const struct exec_plan *p, const char **step)
  * O_PATH fd of the mount point, or -errno.
  */
 static int
-open_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
+open_mount_point(const struct exec_plan *p, const struct exec_plan_bind *b, char *rel, size_t len)
 {
 	struct stat st;
 	char *name = rel, *slash;
@@ -286,8 +286,7 @@ open_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
 			*slash = '\0';
 		if (slash != NULL || b->is_dir) {
 			if (mkdirat(dirfd, name, 0755) == 0) {
-				if (fchownat(dirfd, name, EXEC_SANDBOX_UID, EXEC_SANDBOX_GID,
-				             AT_SYMLINK_NOFOLLOW) != 0)
+				if (fchownat(dirfd, name, p->uid, p->gid, AT_SYMLINK_NOFOLLOW) != 0)
 					goto fail;
 			} else if (errno != EEXIST) {
 				goto fail;
@@ -297,7 +296,7 @@ open_mount_point(const struct exec_plan_bind *b, char *rel, size_t len)
 			next = openat(dirfd, name,
 			              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 			if (next >= 0) {
-				rc = fchown(next, EXEC_SANDBOX_UID, EXEC_SANDBOX_GID);
+				rc = fchown(next, p->uid, p->gid);
 				close(next);
 				if (rc != 0)
 					goto fail;
@@ -352,7 +351,7 @@ attach_binds(const struct exec_plan *p, const char **step)
 	int fd, rc;
 
 	for (size_t i = 0; i < p->nbinds; i++) {
-		fd = open_mount_point(&p->binds[i], rel, sizeof(rel));
+		fd = open_mount_point(p, &p->binds[i], rel, sizeof(rel));
 		if (fd < 0) {
 			*step = mount_point_step(p->binds[i].dest);
 			return fd;
@@ -398,7 +397,8 @@ attach_checked(int tree, const char *path, dev_t dev, ino_t ino, const char *mnt
 int
 exec_mounts_build(const struct exec_plan *p, const char **step)
 {
-	unsigned int setup_id = exec_rootless() ? EXEC_SANDBOX_UID : 0;
+	unsigned int setup_uid = exec_rootless() ? (unsigned int)p->uid : 0;
+	unsigned int setup_gid = exec_rootless() ? (unsigned int)p->gid : 0;
 	char hide[PATH_MAX], opts[64];
 	int rc;
 
@@ -418,13 +418,13 @@ exec_mounts_build(const struct exec_plan *p, const char **step)
 	 * (exec/sandbox/userns.h): the set-up runs as it, still with every capability
 	 * there, and the tree it makes is remounted read-only at the end.
 	 */
-	snprintf(opts, sizeof(opts), "mode=0755,size=16m,uid=%u,gid=%u", setup_id, setup_id);
+	snprintf(opts, sizeof(opts), "mode=0755,size=16m,uid=%u,gid=%u", setup_uid, setup_gid);
 	if (mount("tollgate", p->root, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 		FAIL("mount root tmpfs");
 	/* Root of the user namespace: files made from now on have a mapped owner. */
-	if (syscall(SYS_setresgid, setup_id, setup_id, setup_id) != 0)
+	if (syscall(SYS_setresgid, setup_gid, setup_gid, setup_gid) != 0)
 		FAIL("setresgid 0");
-	if (syscall(SYS_setresuid, setup_id, setup_id, setup_id) != 0)
+	if (syscall(SYS_setresuid, setup_uid, setup_uid, setup_uid) != 0)
 		FAIL("setresuid 0");
 	if (chdir(p->root) != 0)
 		FAIL("chdir new root");

@@ -97,8 +97,13 @@ write_file(const char *path, const char *text)
 	return rc;
 }
 
+/*
+ * The command's ids inside (plan uid/gid: EXEC_SANDBOX_UID/GID or the
+ * image's User, never 0) map to the sandbox's host ids, whichever they are,
+ * so /work's files belong to the same host user either way.
+ */
 static int
-write_id_maps(pid_t pid, uid_t work_uid, gid_t work_gid)
+write_id_maps(pid_t pid, const struct exec_plan *p, uid_t work_uid, gid_t work_gid)
 {
 	char path[64], map[128];
 	int rc;
@@ -106,18 +111,18 @@ write_id_maps(pid_t pid, uid_t work_uid, gid_t work_gid)
 	/* Rootless, our 0 (the user) is the only id there is to map: the
 	 * sandbox's root stays unmapped. */
 	if (exec_rootless())
-		snprintf(map, sizeof(map), "%u %u 1\n", EXEC_SANDBOX_UID, (unsigned)work_uid);
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)p->uid, (unsigned)work_uid);
 	else
-		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_UID,
+		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, (unsigned)p->uid,
 		         (unsigned)work_uid);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
 	rc = write_file(path, map);
 	if (rc != 0)
 		return rc;
 	if (exec_rootless())
-		snprintf(map, sizeof(map), "%u %u 1\n", EXEC_SANDBOX_GID, (unsigned)work_gid);
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)p->gid, (unsigned)work_gid);
 	else
-		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, EXEC_SANDBOX_GID,
+		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, (unsigned)p->gid,
 		         (unsigned)work_gid);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
 	return write_file(path, map);
@@ -587,6 +592,8 @@ start_new(const struct exec_spec *spec, struct exec_sandbox **out, char *err, si
 	s->pidfd = s->go_fd = s->report_fd = s->agent_fd = -1;
 	s->plan.go_fd = s->plan.report_fd = s->plan.agent_fd = s->plan.devpts_fd = -1;
 	s->plan.work_tree = s->plan.out_tree = s->plan.image_tree = -1;
+	s->plan.uid = spec->image_uid != 0 ? (uid_t)spec->image_uid : EXEC_SANDBOX_UID;
+	s->plan.gid = spec->image_gid != 0 ? (gid_t)spec->image_gid : EXEC_SANDBOX_GID;
 	s->pid = -1;
 	s->plan.stdio_fd[0] = spec->set_stdio ? spec->stdin_fd : -1;
 	s->plan.stdio_fd[1] = spec->set_stdio ? spec->stdout_fd : -1;
@@ -816,7 +823,7 @@ start_settle(struct exec_sandbox *s, uid_t work_uid, gid_t work_gid, char *err, 
 {
 	int rc;
 
-	rc = write_id_maps(s->pid, work_uid, work_gid);
+	rc = write_id_maps(s->pid, &s->plan, work_uid, work_gid);
 	if (rc != 0) {
 		snprintf(err, errlen, "uid/gid map: %s", strerror(-rc));
 		return rc;

@@ -194,11 +194,11 @@ child_drop_privileges(const struct exec_plan *p, const char **step)
 		*step = "setgroups";
 		return -errno;
 	}
-	if (syscall(SYS_setresgid, EXEC_SANDBOX_GID, EXEC_SANDBOX_GID, EXEC_SANDBOX_GID) != 0) {
+	if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) != 0) {
 		*step = "setresgid";
 		return -errno;
 	}
-	if (syscall(SYS_setresuid, EXEC_SANDBOX_UID, EXEC_SANDBOX_UID, EXEC_SANDBOX_UID) != 0) {
+	if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) != 0) {
 		*step = "setresuid";
 		return -errno;
 	}

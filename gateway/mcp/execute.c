@@ -422,8 +422,11 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		goto fail;
 	spec.hide_path = ctx->hide_path;
 	/* The image's root as /, the code still in /work, where it starts. */
-	if (gw_image_lang(ctx->images, lng) != NULL)
+	if (gw_image_lang(ctx->images, lng) != NULL) {
 		spec.image_root = gw_image_lang(ctx->images, lng)->root;
+		spec.image_uid = gw_image_lang(ctx->images, lng)->uid;
+		spec.image_gid = gw_image_lang(ctx->images, lng)->gid;
+	}
 	if (ctx->files != NULL) {
 		spec.binds = ctx->files->binds;
 		spec.nbinds = ctx->files->nbinds;

@@ -3,6 +3,7 @@
 
   oci_layout.py DIR busybox          busybox-static as /bin/busybox, its applets
                                       as links, Env/WorkingDir/Cmd in the config
+  oci_layout.py DIR busybox-user USER the same with User in its config
   oci_layout.py DIR python3           this machine's python3, its standard library and
                                       the libraries ldd names, in one uncompressed layer
   oci_layout.py DIR mcp               the python3 image and a layer with an MCP stdio
@@ -70,7 +71,9 @@ def busybox_layer(t):
     for applet in ("sh", "ls", "cat", "echo", "touch", "id", "pwd", "wget", "env", "true",
                    "stat", "mkdir", "rm", "sleep"):
         add_special(t, "bin/" + applet, tarfile.SYMTYPE, "busybox")
-    add_file(t, "etc/passwd", b"root:x:0:0::/root:/bin/sh\nsandbox:x:1000:1000::/work:/bin/sh\n")
+    add_file(t, "etc/passwd", b"root:x:0:0::/root:/bin/sh\nsandbox:x:1000:1000::/work:/bin/sh\n"
+             b"app:x:2345:2346::/work:/bin/sh\n")
+    add_file(t, "etc/group", b"root:x:0:\napp:x:2346:\nstaff:x:50:\n")
     add_file(t, "etc/os-release", b"NAME=tollgate-test-busybox\n")
     add_special(t, "etc/resolv.conf", tarfile.SYMTYPE, "/run/elsewhere/resolv.conf")
     add_file(t, "srv/gone", b"removed by the next layer\n")
@@ -238,6 +241,10 @@ def main():
         return
     os.makedirs(layout, exist_ok=True)
     if kind == "busybox":
+        write(layout, [tar_bytes(busybox_layer), tar_bytes(second_layer)], config)
+        return
+    if kind == "busybox-user":  # the busybox image whose config names a User
+        config["config"]["User"] = sys.argv[3]
         write(layout, [tar_bytes(busybox_layer), tar_bytes(second_layer)], config)
         return
     if kind == "python3":

@@ -77,6 +77,8 @@ m_start(struct msg *m, uint32_t flags, uint32_t mask, int64_t ram)
 	m_str(m, NULL);
 	m_str(m, NULL); /* image root */
 	m_str(m, NULL); /* image working directory */
+	m_u32(m, 0);    /* image uid: the sandbox's own */
+	m_u32(m, 0);    /* image gid */
 	m_u32(m, 3);
 	m_str(m, "sh");
 	m_str(m, "-c");
@@ -718,6 +720,55 @@ test_workdir_ceiling(void **state)
 	free(st);
 }
 
+/* The image's User: both ids or neither, never (uid_t)-1, only with an
+ * image root. */
+static void
+test_image_user_messages(void **state)
+{
+	struct exec_priv_msg *out = malloc(sizeof(*out));
+	static const struct {
+		const char *root;
+		uint32_t uid, gid;
+		int want;
+	} cases[] = {
+	    {"/var/lib/tollgate/images/roots/x", 1234, 1234, 0},
+	    {"/var/lib/tollgate/images/roots/x", 0, 0, 0},
+	    {"/var/lib/tollgate/images/roots/x", 1234, 0, -EPROTO},
+	    {"/var/lib/tollgate/images/roots/x", 0, 50, -EPROTO},
+	    {"/var/lib/tollgate/images/roots/x", UINT32_MAX, 5, -EPROTO},
+	    {"/var/lib/tollgate/images/roots/x", 5, UINT32_MAX, -EPROTO},
+	    {NULL, 1234, 1234, -EPROTO},
+	};
+	struct msg m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		m_head(&m, EXEC_PRIV_START, 0, 0);
+		m_u32(&m, 0);
+		m_u32(&m, 0);
+		for (int k = 0; k < 5; k++)
+			m_i64(&m, 0);
+		m_str(&m, NULL);
+		m_str(&m, NULL);
+		m_str(&m, NULL);
+		m_str(&m, cases[i].root);
+		m_str(&m, NULL);
+		m_u32(&m, cases[i].uid);
+		m_u32(&m, cases[i].gid);
+		m_u32(&m, 1);
+		m_str(&m, "true");
+		m_u32(&m, 0);
+		m_u32(&m, 0);
+		m_str(&m, NULL);
+		assert_int_equal(parse(&m, NULL, 0, out), cases[i].want);
+		if (cases[i].want == 0) {
+			assert_int_equal(out->start.image_uid, cases[i].uid);
+			assert_int_equal(out->start.image_gid, cases[i].gid);
+		}
+	}
+	free(out);
+}
+
 int
 main(void)
 {
@@ -729,6 +780,7 @@ main(void)
 	    cmocka_unit_test(test_policy_add_messages),
 	    cmocka_unit_test(test_workdir_ceiling),
 	    cmocka_unit_test(test_host_messages),
+	    cmocka_unit_test(test_image_user_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
