@@ -138,22 +138,6 @@ ui_api_pending(struct ui_server *s, struct evhttp_request *req)
 	ui_reply_json(req, 200, ui_api_pending_json(s));
 }
 
-/* The POST body as JSON (capped by evhttp_set_max_body_size), or NULL. */
-static json_t *
-body_json(struct evhttp_request *req)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const char *text;
-
-	if (len == 0 || len > UI_BODY_MAX)
-		return NULL;
-	text = (const char *)evbuffer_pullup(in, -1);
-	if (text == NULL)
-		return NULL;
-	return json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
-}
-
 /*
  * POST /api/decide {"gateway":PID,"id":N,"allow":true,"scope":"once"}: the
  * same op `tollgate approve`/`deny` send, naming the page and its session as
@@ -163,7 +147,7 @@ void
 ui_api_decide(struct ui_server *s, struct evhttp_request *req, const struct ui_session *sess)
 {
 	struct gw_control_endpoint ep[UI_GATEWAYS_MAX];
-	json_t *body = body_json(req), *errors = json_array(), *reply = NULL, *op;
+	json_t *body = ui_body_json(req), *errors = json_array(), *reply = NULL, *op;
 	json_int_t pid, id;
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	const char *scope_name;

@@ -236,20 +236,6 @@ out:
 	json_decref(list);
 }
 
-/* The body of a POST as JSON, or NULL. */
-static json_t *
-body_json(struct evhttp_request *req)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const char *text;
-
-	if (len == 0 || len > UI_BODY_MAX)
-		return NULL;
-	text = (const char *)evbuffer_pullup(in, -1);
-	return text != NULL ? json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
-}
-
 /*
  * POST /api/fleet/decide {"node":N,"id":"N-RUN","allow":BOOL,"scope":S}: one
  * conditional UPDATE in the fleet; the holding gateway decides it at once.
@@ -258,7 +244,7 @@ body_json(struct evhttp_request *req)
 static void
 api_decide(struct ui_server *s, struct evhttp_request *req, const struct ui_session *sess)
 {
-	json_t *body = body_json(req);
+	json_t *body = ui_body_json(req);
 	const char *id, *node, *scope_name;
 	enum approval_scope scope = APPROVAL_SCOPE_ONCE;
 	struct fleet_decide_result res;

@@ -124,6 +124,21 @@ reply_text(struct evhttp_request *req, int status, const char *type, const void 
 	evbuffer_free(buf);
 }
 
+json_t *
+ui_body_json(struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	const char *text;
+
+	if (len == 0 || len > UI_BODY_MAX)
+		return NULL;
+	text = (const char *)evbuffer_pullup(in, -1);
+	if (text == NULL)
+		return NULL;
+	return json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+}
+
 void
 ui_reply_json(struct evhttp_request *req, int status, json_t *body)
 {

@@ -56,6 +56,8 @@ struct evhttp *ui_page_http(struct ui_page *pg);
 const char *ui_page_token(const struct ui_page *pg); /* the secret the URL carries */
 void ui_page_free(struct ui_page *pg);
 
+/* A POST's body as JSON (at most UI_BODY_MAX bytes, no duplicate keys), or NULL. */
+json_t *ui_body_json(struct evhttp_request *req);
 /* Replies with a JSON body (takes the reference to body) and status. */
 void ui_reply_json(struct evhttp_request *req, int status, json_t *body);
 /* {"ok":false,"error":"..."} with status. */
