@@ -81,6 +81,12 @@ expect_eq "a node name that is none: 400" "$code" 400
 
 # -- the nodes: chain state, shipping lag ------------------------------------------
 wait_shipped gw-b "$TEST_TMP/gw-b.db" || fail "gw-b's rows did not reach the fleet"
+# gw-a is a node once its request waits in the fleet, and has a chain once
+# its first rows are shipped, which can come later (its writer and shipper
+# batch them): wait for both, bounded.
+gw_a_rows() { [[ $(psql_q "select count(*) from tollgate_audit where node = 'gw-a'") -gt 0 ]]; }
+wait_for 10 gw_a_rows || fail "gw-a's rows did not reach the fleet"
+wait_shipped gw-a "$TEST_TMP/gw-a.db" || fail "gw-a's rows did not all reach the fleet"
 # A check of its own (verify=1): the page's last one, at most 30 s old, may
 # predate a node's first shipped rows, and then names no chain for it.
 nodes=$(api "nodes?verify=1")
