@@ -13,8 +13,10 @@ import time
 columns = int(sys.argv[1])
 pid, fd = pty.fork()
 if pid == 0:
+    # The size is set on the terminal before the command starts: set by the
+    # parent after the fork, a fast command could ask for it first and see 0.
+    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     os.execvp(sys.argv[2], sys.argv[2:])
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
 out = b""
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline and len(out) < 1 << 20:
