@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/hex.h"
 #include "policy/policy.h"
 
 static bool
@@ -166,18 +167,6 @@ policy_request_rule_match(const struct policy_request_rule *r, const char *metho
 	return glob_match(r->path, path, path_len);
 }
 
-static int
-hex_value(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* RFC 3986, 2.3: the characters an escape need not hide. */
 static bool
 unreserved(unsigned char ch)
@@ -210,8 +199,8 @@ policy_request_path_canonical(const char *path, size_t len, char *out, size_t ca
 		size_t n = 1;
 
 		if (ch == '%') {
-			int hi = i + 2 < len ? hex_value(path[i + 1]) : -1;
-			int lo = i + 2 < len ? hex_value(path[i + 2]) : -1;
+			int hi = i + 2 < len ? gw_hex_digit(path[i + 1]) : -1;
+			int lo = i + 2 < len ? gw_hex_digit(path[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0) {
 				*why = "a malformed percent-escape in the path";
@@ -244,17 +233,16 @@ policy_request_path_canonical(const char *path, size_t len, char *out, size_t ca
 			out[o] = (char)ch;
 		}
 		o += n;
-		if (n == 1 && ch == '/') {
-			if (dot_segment(out + seg, o - 1 - seg)) {
+		/* A segment ends at an unescaped '/' or at the path's end. */
+		if ((n == 1 && ch == '/') || i + 1 >= len) {
+			size_t end = n == 1 && ch == '/' ? o - 1 : o;
+
+			if (dot_segment(out + seg, end - seg)) {
 				*why = "a dot segment (\".\" or \"..\") in the path";
 				return -EINVAL;
 			}
 			seg = o;
 		}
-	}
-	if (dot_segment(out + seg, o - seg)) {
-		*why = "a dot segment (\".\" or \"..\") in the path";
-		return -EINVAL;
 	}
 	out[o] = '\0';
 	*outlen = o;
