@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "exec/sandbox/exec.h"
+#include "exec/sandbox/runsc.h"
 #include "gateway/cli/cli.h"
+#include "gateway/secrets.h"
 #include "gateway/setup.h"
 
 int
@@ -95,6 +97,7 @@ gw_image_spec(const struct gw_image *img, struct exec_spec *spec)
 	spec->image_cwd = img->cfg.workdir;
 	spec->image_uid = img->uid;
 	spec->image_gid = img->gid;
+	spec->runsc = img->runsc;
 }
 
 void
@@ -164,4 +167,64 @@ gw_image_langs_clear(struct gw_image_langs *l)
 {
 	for (int i = 0; i < EXEC_LANG_COUNT; i++)
 		gw_image_clear(&l->img[i]);
+}
+
+int
+gw_image_flag(const char *cmd, struct gw_image_flags *f, struct gw_setup_flags *gw, int c,
+              const char *value)
+{
+	switch (c) {
+	case GW_IMAGE_OPT_SECRET:
+		return gw_secrets_flag(f->secrets, gw, value) != 0 ? GW_EXIT_FAILURE : 0;
+	case GW_IMAGE_OPT_IMAGE:
+		if (f->langs != NULL)
+			return gw_image_lang_flag(cmd, f->langs, value);
+		if (f->image != NULL)
+			return gw_fail(cmd, "--image: given twice (%s, %s)", f->image, value);
+		f->image = value;
+		return 0;
+	case GW_IMAGE_OPT_ALLOW_UNPINNED:
+		f->allow_unpinned = true;
+		if (f->langs != NULL)
+			f->langs->allow_unpinned = true;
+		return 0;
+	case GW_IMAGE_OPT_RUNTIME:
+		f->runtime = value;
+		return 0;
+	default:
+		return GW_SETUP_NOT_MINE;
+	}
+}
+
+/*
+ * "runsc" runs an image's command in gVisor inside the sandbox
+ * (docs/images.md, "gVisor"), found on PATH now, so that a missing runsc is
+ * a flag's error and not a failed start; "native" is tollgate's own
+ * containment alone, the default.
+ */
+int
+gw_image_flags_check(const char *cmd, struct gw_image_flags *f, struct gw_setup_flags *gw)
+{
+	bool images = f->image != NULL;
+
+	for (int i = 0; f->langs != NULL && i < EXEC_LANG_COUNT; i++)
+		images = images || f->langs->ref[i] != NULL;
+	if (f->runtime == NULL || strcmp(f->runtime, "native") == 0)
+		return 0;
+	if (strcmp(f->runtime, "runsc") != 0)
+		return gw_fail(cmd, "--runtime: '%s' is not native or runsc", f->runtime);
+	if (!images)
+		return gw_fail(cmd, "--runtime runsc runs an image: give --image %s",
+		               f->langs != NULL ? "LANG=REF" : "REF");
+	if (exec_runsc_find(f->runsc, sizeof(f->runsc)) != 0)
+		return gw_fail(cmd, "--runtime runsc: runsc is not installed (Debian's runsc "
+		                    "package; see 'tollgate runtimes')");
+	gw->sandbox_runsc = f->runsc;
+	return 0;
+}
+
+const char *
+gw_image_flags_runsc(const struct gw_image_flags *f)
+{
+	return f->runsc[0] != '\0' ? f->runsc : NULL;
 }

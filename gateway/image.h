@@ -16,6 +16,8 @@
 
 struct exec_spec;
 struct gw_sandbox_flags;
+struct gw_secrets;
+struct gw_setup_flags;
 
 /* All zero to start with; gw_image_clear frees it. */
 struct gw_image {
@@ -25,6 +27,9 @@ struct gw_image {
 	uint32_t uid, gid;                /* User resolved in the root; 0: none */
 	/* gw_image_argv's: the Entrypoint, then the command or the Cmd */
 	char *argv[2 * EXEC_IMAGE_ARGS_MAX + 2];
+	/* --runtime runsc: the binary its sandboxes run their command in
+	 * (exec/sandbox/runsc.h); NULL: tollgate's containment alone. */
+	const char *runsc;
 };
 
 /*
@@ -44,7 +49,8 @@ int gw_image_env(const char *cmd, const struct gw_image *img, struct gw_sandbox_
  * words).
  */
 int gw_image_argv(const char *cmd, const char *ref, struct gw_image *img, char *const *argv);
-/* The sandbox's / is the image's; it starts in its WorkingDir (else /work). */
+/* The sandbox's / is the image's; it starts in its WorkingDir (else /work),
+ * under the image's runsc when --runtime runsc. */
 void gw_image_spec(const struct gw_image *img, struct exec_spec *spec);
 /*
  * A sandbox start's audit detail names the image spec runs: "image":
@@ -71,5 +77,50 @@ int gw_image_langs_open(const char *cmd, struct gw_image_langs *l);
 /* LANG's image, or NULL (none given, or not opened). */
 const struct gw_image *gw_image_lang(const struct gw_image_langs *l, enum exec_lang lang);
 void gw_image_langs_clear(struct gw_image_langs *l);
+
+/* ---- --secret, --image, --allow-unpinned, --runtime: run, wrap, serve ---- */
+
+/* getopt values: above the sandbox flags' (gateway/setup.h), below 0x300. */
+enum {
+	GW_IMAGE_OPT_BASE = 0x2c0,
+	GW_IMAGE_OPT_SECRET = GW_IMAGE_OPT_BASE,
+	GW_IMAGE_OPT_IMAGE,
+	GW_IMAGE_OPT_ALLOW_UNPINNED,
+	GW_IMAGE_OPT_RUNTIME,
+};
+
+/* clang-format off */
+#define GW_IMAGE_OPTIONS \
+	{"secret", required_argument, NULL, GW_IMAGE_OPT_SECRET}, \
+	{"image", required_argument, NULL, GW_IMAGE_OPT_IMAGE}, \
+	{"allow-unpinned", no_argument, NULL, GW_IMAGE_OPT_ALLOW_UNPINNED}, \
+	{"runtime", required_argument, NULL, GW_IMAGE_OPT_RUNTIME}
+/* clang-format on */
+
+/* What those flags said. All zero to start with, but langs (below). */
+struct gw_image_flags {
+	struct gw_secrets *secrets; /* --secret goes there (gw_secrets_flag) */
+	/* serve: --image LANG=REF goes there; NULL: --image REF, once */
+	struct gw_image_langs *langs;
+	const char *image; /* --image REF (run, wrap) */
+	bool allow_unpinned;
+	const char *runtime; /* --runtime as given; NULL: native */
+	char runsc[PATH_MAX]; /* --runtime runsc: the binary found; "": none */
+};
+
+/*
+ * One getopt result, as gw_sandbox_flag: 0, GW_SETUP_NOT_MINE or
+ * GW_EXIT_FAILURE after printing "tollgate: CMD: ...".
+ */
+int gw_image_flag(const char *cmd, struct gw_image_flags *f, struct gw_setup_flags *gw, int c,
+                  const char *value);
+/*
+ * Once every flag is read: --runtime checked ("native", or "runsc" with an
+ * --image and a runsc on PATH, which becomes the privileged parent's
+ * ceiling in gw). 0 or GW_EXIT_FAILURE after printing.
+ */
+int gw_image_flags_check(const char *cmd, struct gw_image_flags *f, struct gw_setup_flags *gw);
+/* The runsc binary --runtime runsc chose, or NULL. */
+const char *gw_image_flags_runsc(const struct gw_image_flags *f);
 
 #endif

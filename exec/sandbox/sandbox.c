@@ -679,6 +679,13 @@ start_plan(struct exec_sandbox *s, const struct exec_spec *spec, uid_t work_uid,
 			snprintf(err, errlen, "runsc runs an image: --runtime runsc needs --image");
 			return -EINVAL;
 		}
+		/* A kept sandbox's agent forks each command itself: runsc would
+		 * run the agent, and the commands would have neither gVisor nor
+		 * the filter and Landlock that runsc replaces. */
+		if (spec->keep_alive) {
+			snprintf(err, errlen, "a kept sandbox (a session) does not run under runsc");
+			return -EOPNOTSUPP;
+		}
 		rc = exec_runsc_plan(&s->plan, spec->runsc, err, errlen);
 		if (rc != 0)
 			return rc;

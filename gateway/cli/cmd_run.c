@@ -26,7 +26,6 @@
 #include "exec/job.h"
 #include "exec/net/netns.h"
 #include "exec/sandbox/pty.h"
-#include "exec/sandbox/runsc.h"
 #include "exec/services/redact.h"
 #include "exec/services/runtime.h"
 #include "exec/services/vault.h"
@@ -59,16 +58,12 @@ enum {
 	OPT_TRANSPARENT,
 	OPT_NO_TRANSPARENT,
 	OPT_NO_NETWORK,
-	OPT_SECRET,
 	OPT_OUT,
 	OPT_LANG,
 	OPT_CODE,
 	OPT_FILE,
 	OPT_MAX_OUTPUT,
 	OPT_QUIET,
-	OPT_IMAGE,
-	OPT_ALLOW_UNPINNED,
-	OPT_RUNTIME,
 };
 
 static const struct option run_options[] = {
@@ -84,16 +79,13 @@ static const struct option run_options[] = {
     {"transparent", no_argument, NULL, OPT_TRANSPARENT},
     {"no-transparent", no_argument, NULL, OPT_NO_TRANSPARENT},
     {"no-network", no_argument, NULL, OPT_NO_NETWORK},
-    {"secret", required_argument, NULL, OPT_SECRET},
     {"out", required_argument, NULL, OPT_OUT},
     {"lang", required_argument, NULL, OPT_LANG},
     {"code", required_argument, NULL, OPT_CODE},
     {"file", required_argument, NULL, OPT_FILE},
     {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
     {"quiet", no_argument, NULL, OPT_QUIET},
-    {"image", required_argument, NULL, OPT_IMAGE},
-    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
-    {"runtime", required_argument, NULL, OPT_RUNTIME},
+    GW_IMAGE_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -116,13 +108,9 @@ struct run_flags {
 	long max_output; /* per stream; 0: unbounded */
 	bool max_output_set;
 	bool quiet; /* --quiet: no refusal lines (gateway/refusals.h) */
-	/* --image REF (docs/images.md): its digest, root, config and argv. */
-	const char *image;
-	bool allow_unpinned;
-	struct gw_image img;
-	/* --runtime runsc: the image's command runs in gVisor (exec/sandbox/runsc.h). */
-	const char *runtime;
-	char runsc[PATH_MAX];
+	/* --secret, --image REF, --allow-unpinned, --runtime (gateway/image.h) */
+	struct gw_image_flags imf;
+	struct gw_image img; /* --image's digest, root, config and argv (docs/images.md) */
 };
 
 /* The loop's state. */
@@ -236,28 +224,6 @@ lang_argv(struct run_flags *f, int rest)
 }
 
 /* 0, GW_OPT_HELP (done, exit 0) or GW_EXIT_FAILURE. */
-/*
- * --runtime: "runsc" runs the image's command in gVisor inside the sandbox
- * (docs/images.md, "gVisor"), found on PATH now, so that a missing runsc is
- * a flag's error and not a failed start; "native" is tollgate's own
- * containment alone, the default.
- */
-static int
-runtime_choose(struct run_flags *f)
-{
-	if (strcmp(f->runtime, "native") == 0)
-		return 0;
-	if (strcmp(f->runtime, "runsc") != 0)
-		return gw_fail(CMD, "--runtime: '%s' is not native or runsc", f->runtime);
-	if (f->image == NULL)
-		return gw_fail(CMD, "--runtime runsc runs an image: give --image REF");
-	if (exec_runsc_find(f->runsc, sizeof(f->runsc)) != 0)
-		return gw_fail(CMD, "--runtime runsc: runsc is not installed (Debian's runsc "
-		                    "package; see 'tollgate runtimes')");
-	f->gw.sandbox_runsc = f->runsc;
-	return 0;
-}
-
 static int
 parse_flags(int argc, char **argv, struct run_flags *f)
 {
@@ -297,9 +263,6 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_OUT:
 			f->out_dir = optarg;
 			break;
-		case OPT_SECRET:
-			rc = gw_secrets_flag(&f->secrets, &f->gw, optarg);
-			break;
 		case OPT_LANG:
 			f->lang = optarg;
 			break;
@@ -316,17 +279,10 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		case OPT_QUIET:
 			f->quiet = true;
 			break;
-		case OPT_IMAGE:
-			f->image = optarg;
-			break;
-		case OPT_ALLOW_UNPINNED:
-			f->allow_unpinned = true;
-			break;
-		case OPT_RUNTIME:
-			f->runtime = optarg;
-			break;
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
+				rc = gw_image_flag(CMD, &f->imf, &f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
@@ -335,14 +291,14 @@ parse_flags(int argc, char **argv, struct run_flags *f)
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
-	if (f->image != NULL && (f->lang != NULL || f->code != NULL || f->code_file != NULL))
+	if (f->imf.image != NULL && (f->lang != NULL || f->code != NULL || f->code_file != NULL))
 		return gw_fail(CMD, "--lang runs this host's interpreters: with --image, name the "
 		                    "image's after -- (e.g. -- python3 -c CODE)");
-	if (f->runtime != NULL && runtime_choose(f) != 0)
+	if (gw_image_flags_check(CMD, &f->imf, &f->gw) != 0)
 		return GW_EXIT_FAILURE;
 	if (f->lang != NULL || f->code != NULL || f->code_file != NULL)
 		return lang_argv(f, argc - optind);
-	if (optind >= argc && f->image != NULL)
+	if (optind >= argc && f->imf.image != NULL)
 		return 0; /* the image's Entrypoint and Cmd (image_prepare) */
 	if (optind >= argc)
 		return gw_fail(CMD,
@@ -483,11 +439,12 @@ write_json_status(const char *path, struct run_state *st, const struct exec_resu
 static int
 image_prepare(struct run_flags *f)
 {
-	if (gw_image_open(CMD, "--image", f->image, f->allow_unpinned, &f->img) != 0 ||
+	if (gw_image_open(CMD, "--image", f->imf.image, f->imf.allow_unpinned, &f->img) != 0 ||
 	    gw_image_env(CMD, &f->img, &f->sb) != 0 ||
-	    gw_image_argv(CMD, f->image, &f->img, f->argv) != 0)
+	    gw_image_argv(CMD, f->imf.image, &f->img, f->argv) != 0)
 		return GW_EXIT_FAILURE;
 	f->argv = f->img.argv;
+	f->img.runsc = gw_image_flags_runsc(&f->imf);
 	f->gw.sandbox_image_root = f->img.root;
 	return 0;
 }
@@ -617,10 +574,8 @@ build_spec(struct run_state *st, struct run_flags *f, char *home, size_t homelen
 	spec->env = f->sb.nenv > 0 ? f->sb.env : NULL;
 	spec->limits = f->sb.limits;
 	spec->hide_path = gw_home_dir(home, homelen) == 0 ? home : NULL;
-	if (f->image != NULL) {
+	if (f->imf.image != NULL)
 		gw_image_spec(&f->img, spec);
-		spec->runsc = f->runsc[0] != '\0' ? f->runsc : NULL;
-	}
 	if (gw_sandbox_binds(CMD, &f->sb, st->gw.policy, NULL, spec) != 0)
 		return -1;
 	/* --out DIR: bound at EXEC_OUTDIR, signed by the job after the run (exec/services/artifact.h). */
@@ -698,6 +653,7 @@ run_run(int argc, char **argv)
 	st.json_fd = -1;
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
+	f.imf.secrets = &f.secrets;
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
@@ -709,7 +665,7 @@ run_run(int argc, char **argv)
 	/* Inherited SIG_IGN would have the kernel reap the sandbox's init before
 	 * we read its status. */
 	signal(SIGCHLD, SIG_DFL);
-	if (f.image != NULL && image_prepare(&f) != 0)
+	if (f.imf.image != NULL && image_prepare(&f) != 0)
 		goto out;
 	if (setup_gateway(&st, &f) != 0)
 		goto out;

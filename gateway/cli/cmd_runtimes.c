@@ -22,7 +22,7 @@ extern const struct gw_command gw_command_runtimes;
 
 enum { OPT_JSON = 0x100 };
 
-/* The sandbox runtime `run --runtime runsc` would use, or that there is none. */
+/* The sandbox runtime `--runtime runsc` (run, wrap, serve) would use, or that there is none. */
 static void
 print_runsc(void)
 {
@@ -118,9 +118,10 @@ const struct gw_command gw_command_runtimes = {
              "the sandbox sees at the same path (under /usr, /bin, /etc, /opt, ...: the\n"
              "path shown is the one the sandbox runs), with the first line of its\n"
              "--version ('unknown' when that fails or takes over 5 s). Languages with\n"
-             "nothing on PATH are left out. Then gVisor's runsc, which 'run --runtime\n"
-             "runsc' would use (the first on PATH), with the platform tollgate gives it,\n"
-             "or that it is not on PATH. --json lists the languages only.\n"
+             "nothing on PATH are left out. Then gVisor's runsc, which '--runtime runsc'\n"
+             "of run, wrap and serve would use with --image (the first on PATH), with\n"
+             "the platform tollgate gives it, or that it is not on PATH. --json lists\n"
+             "the languages only.\n"
              "\n"
              "  --json    one JSON array of {\"lang\", \"path\", \"version\"}\n",
     .run = run_runtimes,

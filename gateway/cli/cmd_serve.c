@@ -66,9 +66,6 @@ enum {
 	OPT_HTTP_SESSIONS,
 	OPT_PACKAGE_INDEX,
 	OPT_HOST_ACCESS,
-	OPT_SECRET,
-	OPT_IMAGE,
-	OPT_ALLOW_UNPINNED,
 };
 
 #define SERVE_TOOLS_FLAG_MAX 64
@@ -103,9 +100,7 @@ static const struct option serve_options[] = {
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"package-index", required_argument, NULL, OPT_PACKAGE_INDEX},
     {"host-access", required_argument, NULL, OPT_HOST_ACCESS},
-    {"secret", required_argument, NULL, OPT_SECRET},
-    {"image", required_argument, NULL, OPT_IMAGE},
-    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
+    GW_IMAGE_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -139,6 +134,7 @@ struct serve_flags {
 	bool pkg_index_set[SERVE_PKG_COUNT];
 	char token_path[PATH_MAX];    /* --token-file's default */
 	struct gw_image_langs images; /* --image LANG=REF (docs/images.md) */
+	struct gw_image_flags imf;    /* --secret, --image, --allow-unpinned, --runtime */
 };
 
 struct serve_state {
@@ -311,13 +307,6 @@ parse_serve_flag(struct serve_flags *f, int c, char *arg)
 	case OPT_HOST_ACCESS:
 		f->host_access = arg;
 		return 0;
-	case OPT_SECRET:
-		return gw_secrets_flag(&f->secrets, &f->gw, arg);
-	case OPT_IMAGE:
-		return gw_image_lang_flag(CMD, &f->images, arg);
-	case OPT_ALLOW_UNPINNED:
-		f->images.allow_unpinned = true;
-		return 0;
 	case OPT_NO_NETWORK:
 		f->no_network = true;
 		return 0;
@@ -342,7 +331,7 @@ parse_serve_flag(struct serve_flags *f, int c, char *arg)
 	case GW_SANDBOX_OPT_DISK:
 		return gw_sandbox_flag(CMD, &f->sb, c, arg);
 	default:
-		return GW_SETUP_NOT_MINE;
+		return gw_image_flag(CMD, &f->imf, &f->gw, c, arg);
 	}
 }
 
@@ -373,6 +362,8 @@ parse_flags(int argc, char **argv, struct serve_flags *f)
 	}
 	if (optind < argc)
 		return gw_fail(CMD, "unexpected argument '%s'", argv[optind]);
+	if (gw_image_flags_check(CMD, &f->imf, &f->gw) != 0)
+		return GW_EXIT_FAILURE;
 	if (f->listen == NULL && (f->token_file != NULL || f->listen_remote))
 		return gw_fail(CMD, "--token-file and --listen-remote go with --listen");
 	if (f->listen != NULL &&
@@ -408,6 +399,8 @@ setup_gateway(struct serve_state *st, struct serve_flags *f)
 	/* --image LANG=REF: resolved now; the privileged parent mounts those roots alone. */
 	if (gw_image_langs_open(CMD, &f->images) != 0)
 		return GW_EXIT_FAILURE;
+	for (int i = 0; i < EXEC_LANG_COUNT; i++)
+		f->images.img[i].runsc = gw_image_flags_runsc(&f->imf);
 	f->gw.sandbox_image_roots = f->images.roots;
 	return gw_setup_start(&st->gw, &st->setup, &f->gw, parts);
 }
@@ -590,6 +583,8 @@ run_serve(int argc, char **argv)
 
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
+	f.imf.secrets = &f.secrets;
+	f.imf.langs = &f.images;
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
@@ -730,6 +725,9 @@ const struct gw_command gw_command_serve = {
              "                           Env (repeatable; REF needs @sha256:DIGEST;\n"
              "                           docs/images.md); not in sessions\n"
              "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
+             "  --runtime runsc          run the --image languages' code in gVisor (runsc,\n"
+             "                           ptrace platform) inside the same sandbox and gate;\n"
+             "                           their sessions do not run then\n"
              "  --learn                  let through what no rule refuses, audited as\n"
              "                           would-deny (not past --deny, --deny-cidr or the\n"
              "                           non-public-address rule); then `tollgate policy\n"

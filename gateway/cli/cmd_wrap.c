@@ -60,9 +60,6 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_HTTP_SESSIONS,
 	OPT_HTTP_IDLE,
-	OPT_SECRET,
-	OPT_IMAGE,
-	OPT_ALLOW_UNPINNED,
 };
 
 static const struct option wrap_options[] = {
@@ -85,9 +82,7 @@ static const struct option wrap_options[] = {
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"max-http-sessions", required_argument, NULL, OPT_HTTP_SESSIONS},
     {"http-idle", required_argument, NULL, OPT_HTTP_IDLE},
-    {"secret", required_argument, NULL, OPT_SECRET},
-    {"image", required_argument, NULL, OPT_IMAGE},
-    {"allow-unpinned", no_argument, NULL, OPT_ALLOW_UNPINNED},
+    GW_IMAGE_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -109,9 +104,9 @@ struct wrap_flags {
 	char name_home[PATH_MAX];
 	struct gw_wrap_listen_flags http; /* --listen and its flags (wrap_listen.c) */
 	struct gw_secrets secrets;        /* --secret NAME@HOST, the policy's (gateway/secrets.h) */
-	const char *image;                /* --image REF (docs/images.md) */
-	bool allow_unpinned;
-	struct gw_image img;
+	/* --secret, --image REF, --allow-unpinned, --runtime (gateway/image.h) */
+	struct gw_image_flags imf;
+	struct gw_image img; /* --image's digest, root, config and argv (docs/images.md) */
 };
 
 struct wrap_state {
@@ -298,15 +293,6 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		case OPT_QUIET:
 			f->quiet = true;
 			break;
-		case OPT_SECRET:
-			rc = gw_secrets_flag(&f->secrets, &f->gw, optarg);
-			break;
-		case OPT_IMAGE:
-			f->image = optarg;
-			break;
-		case OPT_ALLOW_UNPINNED:
-			f->allow_unpinned = true;
-			break;
 		case OPT_LISTEN:
 		case OPT_LISTEN_REMOTE:
 		case OPT_TOKEN_FILE:
@@ -317,6 +303,8 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		default:
 			rc = gw_sandbox_flag(CMD, &f->sb, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
+				rc = gw_image_flag(CMD, &f->imf, &f->gw, c, optarg);
+			if (rc == GW_SETUP_NOT_MINE)
 				rc = gw_setup_flag(&f->gw, c, optarg);
 			if (rc == GW_SETUP_NOT_MINE)
 				return gw_fail(CMD, "unexpected flag");
@@ -324,6 +312,8 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 		if (rc != 0)
 			return GW_EXIT_FAILURE;
 	}
+	if (gw_image_flags_check(CMD, &f->imf, &f->gw) != 0)
+		return GW_EXIT_FAILURE;
 	/* A profile is a policy file: the same parser, the flags add to it. */
 	if (f->profile != NULL && f->gw.policy_path != NULL)
 		return gw_fail(CMD,
@@ -333,7 +323,7 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 	if (f->name != NULL && f->sb.home != NULL)
 		return gw_fail(CMD,
 		               "--name keeps a home of its own: give --name or --home, not both");
-	if (optind >= argc && f->image != NULL)
+	if (optind >= argc && f->imf.image != NULL)
 		return gw_wrap_listen_check(CMD, &f->http) != 0 ? GW_EXIT_FAILURE : 0;
 	if (optind >= argc)
 		return gw_fail(CMD, "no server command given (usage: tollgate wrap [FLAGS] -- CMD "
@@ -355,12 +345,13 @@ parse_flags(int argc, char **argv, struct wrap_flags *f)
 static int
 wrap_image(struct wrap_flags *f)
 {
-	if (gw_image_open(CMD, "--image", f->image, f->allow_unpinned, &f->img) != 0 ||
-	    gw_image_argv(CMD, f->image, &f->img, f->argv) != 0)
+	if (gw_image_open(CMD, "--image", f->imf.image, f->imf.allow_unpinned, &f->img) != 0 ||
+	    gw_image_argv(CMD, f->imf.image, &f->img, f->argv) != 0)
 		return GW_EXIT_FAILURE;
 	f->argv = f->img.argv;
 	for (f->argc = 0; f->argv[f->argc] != NULL; f->argc++)
 		;
+	f->img.runsc = gw_image_flags_runsc(&f->imf);
 	f->gw.sandbox_image_root = f->img.root;
 	return 0;
 }
@@ -555,6 +546,7 @@ run_wrap(int argc, char **argv)
 
 	if (gw_setup_flags_init(&f.gw, CMD) != 0)
 		return gw_fail(CMD, "out of memory");
+	f.imf.secrets = &f.secrets;
 	rc = parse_flags(argc, argv, &f);
 	if (rc == GW_OPT_HELP) {
 		exit_code = GW_EXIT_OK;
@@ -564,7 +556,7 @@ run_wrap(int argc, char **argv)
 	if (rc != 0)
 		goto out;
 	st.flags = &f;
-	if (f.image != NULL && wrap_image(&f) != 0)
+	if (f.imf.image != NULL && wrap_image(&f) != 0)
 		goto out;
 	/* The control socket at $TOLLGATE_CONTROL_DIR or /run/tollgate/PID.sock:
 	 * without it the wrapped server still works, so a failure is only a warning. */
@@ -590,14 +582,14 @@ run_wrap(int argc, char **argv)
 	if (add_secrets(&st, &f) != 0)
 		goto out;
 	/* The image's Env, under --env's and the secrets'. */
-	if (f.image != NULL && gw_image_env(CMD, &f.img, &f.sb) != 0)
+	if (f.imf.image != NULL && gw_image_env(CMD, &f.img, &f.sb) != 0)
 		goto out;
 	spec.argv = f.argv;
 	spec.workdir = f.sb.workdir;
 	spec.env = f.sb.nenv > 0 ? f.sb.env : NULL;
 	spec.limits = f.sb.limits;
 	spec.hide_path = gw_home_dir(home, sizeof(home)) == 0 ? home : NULL;
-	if (f.image != NULL)
+	if (f.imf.image != NULL)
 		gw_image_spec(&f.img, &spec);
 	if (gw_sandbox_binds(CMD, &f.sb, st.gw.policy, f.name != NULL ? f.name_home : NULL,
 	                     &spec) != 0)
@@ -728,6 +720,8 @@ const struct gw_command gw_command_wrap = {
              "                           the server is its Entrypoint and CMD (else its\n"
              "                           Cmd); REF needs @sha256:DIGEST (docs/images.md)\n"
              "  --allow-unpinned         take an --image REF without a digest (prints it)\n"
+             "  --runtime runsc          run the --image's server in gVisor (runsc, ptrace\n"
+             "                           platform) inside the same sandbox and gate\n"
              "  --env K=V, --env K       set a variable (K alone: tollgate's value of K)\n"
              "  --secret NAME@HOST[,HOST...]  the server's NAME holds a placeholder; the gate\n"
              "                           puts the vault's NAME (NAME=env:VAR@...: tollgate's\n"

@@ -426,6 +426,7 @@ start_job(struct mcp_call *c, json_t *args, struct mcp_serve_ctx *ctx, bool vali
 		spec.image_root = gw_image_lang(ctx->images, lng)->root;
 		spec.image_uid = gw_image_lang(ctx->images, lng)->uid;
 		spec.image_gid = gw_image_lang(ctx->images, lng)->gid;
+		spec.runsc = gw_image_lang(ctx->images, lng)->runsc;
 	}
 	if (ctx->files != NULL) {
 		spec.binds = ctx->files->binds;

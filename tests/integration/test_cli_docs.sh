@@ -11,7 +11,8 @@ man_src=$TOLLGATE_SRC/docs/man
 
 # ---- every flag of every getopt table is in its command's page ----------------------
 # The flags of a source file: its long options, and the gateway's shared ones
-# (gateway/setup.h's GW_SETUP_OPTIONS) where it takes them.
+# (gateway/setup.h's GW_SETUP_OPTIONS, gateway/image.h's GW_IMAGE_OPTIONS)
+# where it takes them.
 flags_of() {
 	grep -o '{"[a-z][a-z0-9-]*", *\(no\|required\|optional\)_argument' "$1" | sed 's/^{"\([^"]*\)".*/\1/'
 	if grep -q 'GW_SETUP_OPTIONS' "$1"; then
@@ -21,6 +22,10 @@ flags_of() {
 	fi
 	if grep -q 'GW_SETUP_OPTIONS_FLEET' "$1"; then
 		awk '/#define GW_SETUP_OPTIONS_FLEET/{f=1} f{print} f && !/\\$/{exit}' "$TOLLGATE_SRC/gateway/setup.h" |
+			grep -o '{"[a-z][a-z0-9-]*", *\(no\|required\|optional\)_argument' | sed 's/^{"\([^"]*\)".*/\1/'
+	fi
+	if grep -q 'GW_IMAGE_OPTIONS' "$1"; then
+		awk '/#define GW_IMAGE_OPTIONS/{f=1} f{print} f && !/\\$/{exit}' "$TOLLGATE_SRC/gateway/image.h" |
 			grep -o '{"[a-z][a-z0-9-]*", *\(no\|required\|optional\)_argument' | sed 's/^{"\([^"]*\)".*/\1/'
 	fi
 	for one in DEFAULT POOL CONTROL; do

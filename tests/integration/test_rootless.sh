@@ -171,7 +171,7 @@ suite() {
 	fi
 }
 # ROOTLESS_SUITES="" leaves them out (when working on this file's own checks).
-for t in ${ROOTLESS_SUITES-test_run_contain test_net_containment test_run_leaks test_mcp_wrap test_mcp_serve test_run_binds test_image_store test_image_run test_image_pull test_image_wrap test_image_serve test_image_node test_image_runsc test_image_user}; do
+for t in ${ROOTLESS_SUITES-test_run_contain test_net_containment test_run_leaks test_mcp_wrap test_mcp_serve test_run_binds test_image_store test_image_run test_image_pull test_image_wrap test_image_serve test_image_node test_image_runsc test_image_runsc_mcp test_image_user}; do
 	suite "$t"
 done
 # And in one process (TOLLGATE_PRIVSEP=0, for debugging): still contained.
