@@ -103,6 +103,9 @@ start_sandbox(struct exec_session *s, char *err, size_t errlen)
 		spec.nbinds = s->opts.files->nbinds;
 		spec.home = s->opts.files->home;
 	}
+	spec.image_root = s->opts.image_root;
+	spec.image_uid = s->opts.image_uid;
+	spec.image_gid = s->opts.image_gid;
 	rc =
 	    exec_sandbox_start(&spec, s->opts.attach, s->opts.attach_arg, &s->sandbox, err, errlen);
 	close(null_fd);
@@ -177,6 +180,8 @@ exec_session_new(struct event_base *base, const struct exec_session_opts *opts,
 		if (detail != NULL && opts->policy != NULL &&
 		    policy_digest(opts->policy, digest) == 0)
 			json_object_set_new(detail, "policy_sha256", json_string(digest));
+		if (detail != NULL && opts->image_digest != NULL)
+			json_object_set_new(detail, "image", json_string(opts->image_digest));
 		exec_job_audit_sandbox(s->opts.audit, "sandbox.start", s->sandbox_id, detail);
 		json_decref(detail);
 		s->started = true;

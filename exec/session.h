@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "exec/sandbox/exec.h"
 
@@ -31,6 +32,14 @@ struct exec_session_opts {
 	const char *hide_path;     /* as exec_spec.hide_path */
 	/* binds, nbinds and home as exec_spec's, borrowed; may be NULL */
 	const struct exec_spec *files;
+	/* An image's root as the sandbox's / (exec_spec.image_root), with its
+	 * user's ids; NULL: the host's. The sandbox's writable layer over it
+	 * is the session's: kept between its executions, gone with it. */
+	const char *image_root;
+	uint32_t image_uid, image_gid;
+	/* Its digest, "sha256:...", for the sandbox.start row; read by
+	 * exec_session_new only. NULL: none. */
+	const char *image_digest;
 	exec_attach_fn attach;     /* network, as for run, once; NULL: no network at all */
 	void *attach_arg;
 	struct gw_events *bus; /* session.created / session.killed; may be NULL */

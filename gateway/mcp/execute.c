@@ -93,13 +93,6 @@ job_args_valid(struct mcp_call *c, const json_t *args, const struct mcp_serve_ct
 		mcp_call_fail(c, "session_id: a string from create_session, or null");
 		return false;
 	}
-	if (json_is_string(session) && gw_image_lang(ctx->images, *lng) != NULL) {
-		mcp_call_fail(c,
-		              "session_id: %s runs in an image here (serve --image), which "
-		              "sessions do not have; call without session_id",
-		              exec_runtime_lang_name(*lng));
-		return false;
-	}
 	if (secrets != NULL &&
 	    (!json_is_array(secrets) || json_array_size(secrets) > VAULT_INJECT_MAX ||
 	     (validate && json_array_size(secrets) > 0))) {
@@ -124,6 +117,44 @@ job_args_valid(struct mcp_call *c, const json_t *args, const struct mcp_serve_ct
 }
 
 /*
+ * Whether a call in lang, whose image is img (NULL: the host's root), can run
+ * in ms, whose sandbox has the root of create_session's language. false
+ * after failing c, naming the session to make instead.
+ */
+static bool
+session_root_fits(struct mcp_call *c, const struct mcp_session *ms, const struct gw_image *img,
+                  enum exec_lang lang)
+{
+	const char *name = exec_runtime_lang_name(lang);
+
+	if (img == NULL && ms->image == NULL)
+		return true;
+	if (img != NULL && ms->image != NULL && strcmp(img->root, ms->image->root) == 0)
+		return true;
+	if (img != NULL && img->runsc != NULL) {
+		mcp_call_fail(c,
+		              "session_id: %s runs in an image under runsc here (serve --runtime "
+		              "runsc), which keeps no session's sandbox; call without session_id",
+		              name);
+		return false;
+	}
+	if (img != NULL)
+		mcp_call_fail(c,
+		              "session_id: %s runs in its image here (serve --image), and this "
+		              "session's sandbox has %s; make one with create_session "
+		              "{\"language\": \"%s\"}",
+		              name, ms->image != NULL ? "another image's root" : "this host's root",
+		              name);
+	else
+		mcp_call_fail(c,
+		              "session_id: %s runs on this host's root here, and this session's "
+		              "sandbox has an image's; make one with create_session without "
+		              "language (or with \"language\": \"%s\")",
+		              name, name);
+	return false;
+}
+
+/*
  * The call's session (session_id), taken for this job: false after failing
  * j's call (none such, busy, or asked for what a session does not have).
  */
@@ -143,6 +174,9 @@ job_take_session(struct mcp_job *j, const json_t *args)
 		                         : "an execution of it is running; one at a time");
 		return false;
 	}
+	/* The session's sandbox has one root, its language's image's or the host's. */
+	if (!session_root_fits(j->call, ms, gw_image_lang(j->ctx->images, j->lang), j->lang))
+		return false;
 	/* The session's sandbox has its limits and no /out. */
 	if (limits != NULL || json_is_true(json_object_get(args, "out"))) {
 		mcp_call_fail(j->call, "%s",

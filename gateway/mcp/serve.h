@@ -19,6 +19,7 @@
 
 struct policy;
 struct exec_session;
+struct gw_image;
 struct exec_gate;
 struct exec_limits;
 
@@ -47,6 +48,9 @@ struct mcp_session {
 	unsigned long executions;
 	struct exec_limits limits; /* create_session's, for its whole life */
 	json_t *secret_names;      /* vault names its calls were given (NULL: none) */
+	/* create_session's language's image (serve --image), whose root its
+	 * sandbox has as /; NULL: the host's. */
+	const struct gw_image *image;
 	struct mcp_session *next;
 };
 

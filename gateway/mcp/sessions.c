@@ -17,6 +17,7 @@
 #include "gateway/core/clock.h"
 #include "gateway/core/gateway.h"
 #include "gateway/core/log.h"
+#include "gateway/image.h"
 #include "gateway/mcp/call.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/serve.h"
@@ -96,9 +97,13 @@ session_json(const struct mcp_session *ms)
 		json_decref(egress);
 		egress = NULL;
 	}
-	return json_pack("{s:s, s:b, s:O, s:o?, s:f, s:I}", "session_id", exec_session_id(ms->es),
-	                 "busy", ms->busy, "allowed_domains", ms->allowed, "egress", egress,
-	                 "created", ms->created, "executions", (json_int_t)ms->executions);
+	char image[EXEC_IMAGE_HEX_LEN + 8];
+
+	snprintf(image, sizeof(image), "sha256:%s", ms->image != NULL ? ms->image->hex : "");
+	return json_pack("{s:s, s:b, s:O, s:o?, s:f, s:I, s:s*}", "session_id",
+	                 exec_session_id(ms->es), "busy", ms->busy, "allowed_domains", ms->allowed,
+	                 "egress", egress, "created", ms->created, "executions",
+	                 (json_int_t)ms->executions, "image", ms->image != NULL ? image : NULL);
 }
 
 /* Frees the sessions that ended and run nothing. */
@@ -169,6 +174,36 @@ session_free_unstarted(struct mcp_session *ms)
 	free(ms);
 }
 
+/*
+ * create_session's language: the image serve --image gave it, whose root
+ * the session's sandbox gets as / (*image; NULL without a language, or for
+ * one that runs on this host). false after failing c.
+ */
+static bool
+session_image(struct mcp_call *c, const struct mcp_serve_ctx *ctx, const json_t *language,
+              const struct gw_image **image)
+{
+	enum exec_lang lang;
+
+	*image = NULL;
+	if (language == NULL || json_is_null(language))
+		return true;
+	if (!json_is_string(language) ||
+	    exec_runtime_lang_parse(json_string_value(language), &lang) != 0) {
+		mcp_call_fail(c, "language: one of python, node, sh (list_runtimes), or null");
+		return false;
+	}
+	*image = gw_image_lang(ctx->images, lang);
+	if (*image != NULL && (*image)->runsc != NULL) {
+		mcp_call_fail(c,
+		              "language %s: its image runs under runsc here (serve --runtime "
+		              "runsc), which keeps no session's sandbox; call without session_id",
+		              exec_runtime_lang_name(lang));
+		return false;
+	}
+	return true;
+}
+
 void
 serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 {
@@ -179,8 +214,9 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	struct exec_session_opts opts = {0};
 	struct mcp_session *ms;
 	struct policy *check, *rules;
+	const struct gw_image *image;
 	size_t n = 0;
-	char err[512];
+	char err[512], digest[EXEC_IMAGE_HEX_LEN + 8];
 
 	sessions_reap(ctx);
 	for (ms = ctx->sessions; ms != NULL; ms = ms->next)
@@ -198,6 +234,8 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		mcp_call_fail(c, "limits must be an object");
 		return;
 	}
+	if (!session_image(c, ctx, json_object_get(args, "language"), &image))
+		return;
 	check = policy_new();
 	if (check == NULL || !serve_allowed_domains(c, ctx, domains, check)) {
 		if (check == NULL)
@@ -212,6 +250,7 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 		return;
 	}
 	ms->ctx = ctx;
+	ms->image = image;
 	ms->allowed = domains != NULL ? json_deep_copy(domains) : json_array();
 	ms->created = gw_clock_real();
 	rules = ms->allowed != NULL ? policy_new() : NULL;
@@ -226,6 +265,13 @@ serve_tool_create_session(struct mcp_call *c, json_t *args, void *arg)
 	opts.idle_ms = ttl != NULL ? (unsigned)json_integer_value(ttl) * 1000u : 0;
 	opts.hide_path = ctx->hide_path;
 	opts.files = ctx->files;
+	snprintf(digest, sizeof(digest), "sha256:%s", image != NULL ? image->hex : "");
+	if (image != NULL) {
+		opts.image_digest = digest;
+		opts.image_root = image->root;
+		opts.image_uid = image->uid;
+		opts.image_gid = image->gid;
+	}
 	if (!serve_call_limits(c, ctx, limits, &opts.limits)) {
 		session_free_unstarted(ms);
 		return;

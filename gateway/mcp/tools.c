@@ -657,7 +657,7 @@ tool_deny_egress(struct mcp_call *c, json_t *args, void *arg)
 	"{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"               \
 	"\"busy\":{\"type\":\"boolean\"},\"allowed_domains\":{\"type\":\"array\",\"items\":{"      \
 	"\"type\":\"string\"}},\"created\":{\"type\":\"number\"},\"executions\":{\"type\":"        \
-	"\"integer\"}},\"required\":[\"session_id\"]}"
+	"\"integer\"},\"image\":{\"type\":\"string\"}},\"required\":[\"session_id\"]}"
 
 /* fetch_webpage's and browser_fetch's answer. */
 #define FETCH_OUTPUT_SCHEMA                                                                        \
@@ -848,9 +848,14 @@ const struct mcp_tool mcp_serve_tools[] = {
                        "for execute_code) hold for all of its calls, limits (ram_mb, "
                        "cpu_seconds, pids) for its whole life. "
                        "Ends after ttl_seconds without a call (default 900) or "
-                       "terminate_session.",
+                       "terminate_session. language (python, node, sh): where the "
+                       "operator gave that language an image, the session's sandbox runs "
+                       "in it, its writes over the image kept for the session's life only; "
+                       "its calls are then in that language.",
         .input_schema = "{\"type\":\"object\",\"properties\":{\"allowed_domains\":{"
                         "\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+                        "\"language\":{\"type\":\"string\",\"enum\":[\"python\","
+                        "\"node\",\"sh\"]},"
                         "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":1,"
                         "\"maximum\":86400},\"limits\":{\"type\":\"object\"}}}",
         .output_schema = SESSION_SCHEMA,

@@ -4,8 +4,9 @@
 # Entrypoint is a small MCP stdio server) and execute_code's code run inside
 # gVisor (runsc, ptrace platform) in the sandbox tollgate made: an allowed
 # origin on loopback answers through the gate, a refused host is refused by
-# it and audited, the kernel the code sees is gVisor's; `tollgate runtimes`
-# names the three commands.
+# it and audited, the kernel the code sees is gVisor's; a session in the
+# image is refused under runsc, naming why; `tollgate runtimes` names the
+# three commands.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mcp/setup.sh"
 
@@ -70,7 +71,7 @@ for u in ['http://origin.test:$port/hello.txt', 'http://refused.test:$port/hello
     except Exception as e:
         print('failed:', e)"
 set +e
-out=$(cd "$MCP_DIR" && timeout 180 node client.mjs lang-code python "$fetch" '' session -- \
+out=$(cd "$MCP_DIR" && timeout 180 node client.mjs lang-code python "$fetch" '' session-lang -- \
 	"$TOLLGATE" serve --image "python=py:3@$pydigest" --runtime runsc "${gate[@]}" \
 	2>"$TEST_TMP/err"); rc=$?
 set -e
@@ -95,8 +96,10 @@ else
 		"$(jq_py "$(step code)" 'd["structured"]["stdout"].splitlines()[2]')" \
 		"failed: HTTP Error 403: Forbidden"
 fi
-expect_eq "... a session's call in python (an image's language) is a tool error" \
-	"$(jq_py "$(step session-code)" 'd["isError"]')" True
+expect_eq "... create_session for python, in its image under runsc, is a tool error" \
+	"$(jq_py "$(step session-create)" 'd["isError"]')" True
+expect_match "... saying why" "$(jq_py "$(step session-create)" 'd["text"]')" \
+	"language python: its image runs under runsc here \\(serve --runtime runsc\\), which keeps no session's sandbox"
 expect_eq "the audit log has the refusals, and the allowed fetches" \
 	"$("$TOLLGATE" audit --json | python3 -c '
 import json, sys

@@ -278,16 +278,42 @@ if (scenario === "everything") {
   out("call", await call(client, extra[0], JSON.parse(extra[1] ?? "{}")));
 } else if (scenario === "lang-code") {
   // extra: a language and code for execute_code, then (when not "") code
-  // for validate_code, then "session": the code again, in a session.
+  // for validate_code, then "session": the code again, in a session
+  // ("session-lang": one made with create_session's language).
   const [language, code, check, session] = extra;
   out("code", await call(client, "execute_code", { language, code }));
   if (check) out("validate", await call(client, "validate_code", { language, code: check }));
-  if (session === "session") {
-    const s = await call(client, "create_session", {});
+  if (session === "session" || session === "session-lang") {
+    const s = await call(client, "create_session", session === "session-lang" ? { language } : {});
+    out("session-create", s);
     const session_id = s.structured?.session_id ?? "none";
     out("session-code", await call(client, "execute_code", { language, code, session_id }));
     await call(client, "terminate_session", { session_id });
   }
+} else if (scenario === "image-sessions") {
+  // extra: a language with an image (serve --image), code that writes over
+  // the image, code that reads it back. Two sessions in the image, a fresh
+  // call, a session made after the first ended, a host session, and a call
+  // in another language in the image's session.
+  const [language, write, read] = extra;
+  const a = await call(client, "create_session", { language });
+  const b = await call(client, "create_session", { language });
+  out("session-a", a);
+  const sa = a.structured?.session_id ?? "none";
+  const sb = b.structured?.session_id ?? "none";
+  out("a-write", await call(client, "execute_code", { language, code: write, session_id: sa }));
+  out("a-read", await call(client, "execute_code", { language, code: read, session_id: sa }));
+  out("b-read", await call(client, "execute_code", { language, code: read, session_id: sb }));
+  out("fresh-read", await call(client, "execute_code", { language, code: read }));
+  out("a-end", await call(client, "terminate_session", { session_id: sa }));
+  const c = await call(client, "create_session", { language });
+  const sc = c.structured?.session_id ?? "none";
+  out("c-read", await call(client, "execute_code", { language, code: read, session_id: sc }));
+  out("c-other", await call(client, "execute_code", { language: "sh", code: "true", session_id: sc }));
+  const h = await call(client, "create_session", {});
+  const sh = h.structured?.session_id ?? "none";
+  out("host-session", await call(client, "execute_code", { language, code: read, session_id: sh }));
+  for (const id of [sb, sc, sh]) await call(client, "terminate_session", { session_id: id });
 } else if (scenario === "code") {
   // extra: sh code, each run by execute_code in a fresh sandbox.
   for (const code of extra) out("code", await call(client, "execute_code", { language: "sh", code }));
