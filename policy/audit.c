@@ -533,8 +533,9 @@ open_store(struct audit *a, char *err, size_t errlen)
 	if (!a->opt.unchained &&
 	    audit_gap_open(a->dirfd, strrchr(a->open_path, '/') + 1, a->db, &a->gap, &recovered, msg,
 	                   sizeof(msg)) != 0)
-		log_warnx("audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
-		          a->path, msg);
+		log_warnx(
+		    "audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
+		    a->path, msg);
 	if (recovered > 0) {
 		pthread_mutex_lock(&a->mu);
 		a->lost_unrecorded += recovered;

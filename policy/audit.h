@@ -129,8 +129,8 @@ int audit_open_with(const char *path, const struct audit_options *o, struct audi
  * (audit_admits says true meanwhile): the gate waits before it reads a
  * request.
  */
-int audit_open_start(const char *path, const struct audit_options *o, struct audit **out,
-                     char *err, size_t errlen);
+int audit_open_start(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                     size_t errlen);
 int audit_open_wait(struct audit *a, char *err, size_t errlen);
 
 struct audit_stats {
