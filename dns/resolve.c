@@ -52,7 +52,15 @@ struct dns_query {
 
 struct dns_resolver {
 	struct event_base *base;
+	/*
+	 * Made at the first lookup (channel_open) when the servers are the
+	 * system's: c-ares reads resolv.conf and seeds its ids then, not at every
+	 * start (a sandbox that never asks a name never pays for it). With
+	 * --upstream-dns, at once, so that a bad server list fails the start.
+	 */
 	ares_channel channel;
+	bool channel_failed; /* tried and failed: every lookup fails */
+	char *servers;       /* --upstream-dns as c-ares's CSV, or NULL */
 	bool use_hosts_file;
 	double timeout;
 	struct dns_pin *pins;
@@ -440,6 +448,55 @@ resolve_locally(struct dns_resolver *r, struct dns_query *q, const char *host)
 	return true;
 }
 
+/*
+ * r's c-ares channel: no search domains, our socket callbacks, and the
+ * --upstream-dns servers when given. 0, or negative errno with err set.
+ */
+static int
+channel_open(struct dns_resolver *r, char *err, size_t errlen)
+{
+	struct ares_options opts;
+	char lookups[] = "b";
+	int optmask, arc;
+
+	memset(&opts, 0, sizeof(opts));
+	/*
+	 * No search domains: the policy judged the name as asked, and only that
+	 * name may be resolved. /etc/hosts is read by us (its answers get a
+	 * fixed TTL), so c-ares itself only asks DNS servers.
+	 */
+	opts.flags = ARES_FLAG_NOSEARCH;
+	opts.ndomains = 0;
+	opts.domains = NULL;
+	opts.lookups = lookups;
+	opts.sock_state_cb = sock_state_cb;
+	opts.sock_state_cb_data = r;
+	/* Two tries per server; the overall deadline is ours (deliver_cb). */
+	opts.timeout = (int)(r->timeout * 1000 / 3);
+	if (opts.timeout < 100)
+		opts.timeout = 100;
+	opts.tries = 2;
+	optmask = ARES_OPT_FLAGS | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB |
+	          ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
+	arc = ares_init_options(&r->channel, &opts, optmask);
+	if (arc != ARES_SUCCESS) {
+		r->channel = NULL;
+		snprintf(err, errlen, "%s", ares_strerror(arc));
+		return -EIO;
+	}
+	ares_set_socket_configure_callback(r->channel, sock_config_cb, NULL);
+	if (r->servers != NULL) {
+		arc = ares_set_servers_ports_csv(r->channel, r->servers);
+		if (arc != ARES_SUCCESS) {
+			snprintf(err, errlen, "%s", ares_strerror(arc));
+			ares_destroy(r->channel);
+			r->channel = NULL;
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 struct dns_query *
 dns_resolve_flags(struct dns_resolver *r, const char *host, int family, unsigned flags,
                   dns_resolve_cb cb, void *arg)
@@ -447,6 +504,7 @@ dns_resolve_flags(struct dns_resolver *r, const char *host, int family, unsigned
 	struct ares_addrinfo_hints hints;
 	struct dns_query *q;
 	struct timeval tv;
+	char err[256];
 
 	if (r == NULL || host == NULL || cb == NULL || r->destroying)
 		return NULL;
@@ -455,6 +513,17 @@ dns_resolve_flags(struct dns_resolver *r, const char *host, int family, unsigned
 	q = query_new(r, family, flags, cb, arg);
 	if (q == NULL)
 		return NULL;
+	if (r->channel == NULL && channel_open(r, err, sizeof(err)) != 0) {
+		if (!r->channel_failed)
+			log_warnx("resolver: %s", err);
+		r->channel_failed = true;
+		q->status = -EIO; /* answered as a server failure, on the next turn */
+		q->ttl = 0;
+		tv.tv_sec = 0;
+		tv.tv_usec = 0;
+		evtimer_add(q->deliver, &tv);
+		return q;
+	}
 	if (resolve_locally(r, q, host)) {
 		tv.tv_sec = 0;
 		tv.tv_usec = 0;
@@ -576,10 +645,8 @@ dns_resolver_new(struct event_base *base, const struct dns_resolver_config *cfg,
                  struct dns_resolver **out, char *err, size_t errlen)
 {
 	struct dns_resolver *r = NULL;
-	struct ares_options opts;
-	char servers[1024];
-	char lookups[] = "b";
-	int optmask, arc, rc;
+	char servers[1024], msg[256];
+	int arc, rc;
 	double timeout;
 
 	*out = NULL;
@@ -626,39 +693,16 @@ dns_resolver_new(struct event_base *base, const struct dns_resolver_config *cfg,
 		goto fail;
 	}
 
-	memset(&opts, 0, sizeof(opts));
-	/*
-	 * No search domains: the policy judged the name as asked, and only that
-	 * name may be resolved. /etc/hosts is read by us (its answers get a
-	 * fixed TTL), so c-ares itself only asks DNS servers.
-	 */
-	opts.flags = ARES_FLAG_NOSEARCH;
-	opts.ndomains = 0;
-	opts.domains = NULL;
-	opts.lookups = lookups;
-	opts.sock_state_cb = sock_state_cb;
-	opts.sock_state_cb_data = r;
-	/* Two tries per server; the overall deadline is ours (deliver_cb). */
-	opts.timeout = (int)(timeout * 1000 / 3);
-	if (opts.timeout < 100)
-		opts.timeout = 100;
-	opts.tries = 2;
-	optmask = ARES_OPT_FLAGS | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB |
-	          ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES;
-	arc = ares_init_options(&r->channel, &opts, optmask);
-	if (arc != ARES_SUCCESS) {
-		r->channel = NULL;
-		rc = -EIO;
-		snprintf(err, errlen, "resolver: %s", ares_strerror(arc));
-		goto fail;
-	}
-	ares_set_socket_configure_callback(r->channel, sock_config_cb, NULL);
 	if (cfg->upstream != NULL) {
-		arc = ares_set_servers_ports_csv(r->channel, servers);
-		if (arc != ARES_SUCCESS) {
-			rc = -EINVAL;
-			snprintf(err, errlen, "--upstream-dns '%s': %s", cfg->upstream,
-			         ares_strerror(arc));
+		r->servers = strdup(servers);
+		if (r->servers == NULL) {
+			rc = -ENOMEM;
+			snprintf(err, errlen, "resolver: out of memory");
+			goto fail;
+		}
+		rc = channel_open(r, msg, sizeof(msg));
+		if (rc != 0) {
+			snprintf(err, errlen, "--upstream-dns '%s': %s", cfg->upstream, msg);
 			goto fail;
 		}
 	}
@@ -704,6 +748,7 @@ dns_resolver_free(struct dns_resolver *r)
 	if (r->timer != NULL)
 		event_free(r->timer);
 	free(r->pins);
+	free(r->servers);
 	free(r);
 	ares_library_cleanup();
 }

@@ -29,6 +29,12 @@ struct dns_resolver_config {
 /* Parses "HOST:ADDR" (ADDR may be "[V6]") into a pin. 0 or -EINVAL. */
 int dns_pin_parse(const char *s, struct dns_pin *out);
 
+/*
+ * 0, or negative errno with err set. With the system's servers, c-ares reads
+ * resolv.conf at the first lookup, not here (a start that resolves nothing
+ * skips it; a failure then is logged once and every lookup fails with -EIO);
+ * with cfg->upstream, here, so that a bad server fails the start.
+ */
 int dns_resolver_new(struct event_base *base, const struct dns_resolver_config *cfg,
                      struct dns_resolver **out, char *err, size_t errlen);
 /* Cancels every query (their callbacks are not called). Accepts NULL. */

@@ -137,10 +137,16 @@ gw_setup_flag(struct gw_setup_flags *f, int c, const char *value)
 	return gw_setup_fleet_flag(f, c, value);
 }
 
-/* The audit store at --audit or $TOLLGATE_HOME/audit.db, then the bus that feeds it. */
+/*
+ * The audit store at --audit or $TOLLGATE_HOME/audit.db, then the bus that
+ * feeds it. The store opens in its writer thread while the other parts are
+ * made (and, split, while the privileged parent builds the hub);
+ * wait_audit waits for it before anything could act on a row.
+ */
 static int
 start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
 {
+	struct audit_options o;
 	char err[512];
 
 	s->audit_path = f->audit_path;
@@ -150,13 +156,25 @@ start_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_fla
 			               "cannot find TOLLGATE_HOME for the audit log (use --audit)");
 		s->audit_path = s->audit_buf;
 	}
-	if (audit_open(s->audit_path, &gw->audit, err, sizeof(err)) != 0)
+	audit_options_default(&o);
+	if (audit_open_start(s->audit_path, &o, &gw->audit, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
 	audit_set_fail_open(gw->audit, f->audit_fail_open);
 	/* The event bus (docs/sessions.md): its audited types become rows, and
 	 * control-socket subscribers listen to it. */
 	if (gw_bridge_start_bus(&gw->events, gw->audit) != 0)
 		return gw_fail(f->cmd, "cannot create the event bus");
+	return 0;
+}
+
+/* The store's open, started by start_audit, has ended: 0, or its failure printed. */
+static int
+wait_audit(struct gw_context *gw, struct gw_setup *s, const struct gw_setup_flags *f)
+{
+	char err[512];
+
+	if (audit_open_wait(gw->audit, err, sizeof(err)) != 0)
+		return gw_fail(f->cmd, "audit log %s: %s", s->audit_path, err);
 	return 0;
 }
 
@@ -334,7 +352,6 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (geteuid() != 0 && enter_rootless(f) != 0)
 			return GW_EXIT_FAILURE;
 		signal(SIGPIPE, SIG_IGN);
-		exec_cleanup_stale();
 	}
 	if (gw_setup_fleet_prepare(s, f) != 0)
 		return GW_EXIT_FAILURE;
@@ -351,6 +368,10 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	/* Before any thread exists: the audit writer starts below. */
 	if ((parts & GW_SETUP_SANDBOXES) && split(f, gw->policy) != 0)
 		return GW_EXIT_FAILURE;
+	/* What a killed tollgate left behind: split, the privileged parent
+	 * clears it while the gate builds its parts (exec/priv/priv.h). */
+	if ((parts & GW_SETUP_SANDBOXES) && !split_gate)
+		exec_cleanup_stale();
 	gw->base = event_base_new();
 	if (gw->base == NULL)
 		return gw_fail(f->cmd, "cannot create the event loop");
@@ -404,6 +425,10 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	           exec_warm_hub_new(f->pool, f->warm_pool, &s->hub, err, sizeof(err)) != 0) {
 		return gw_fail(f->cmd, "network hub: %s", err);
 	}
+	/* Before the fleet's shipper reads the log, and before the command's
+	 * loop reads a request whose row the store must take. */
+	if (wait_audit(gw, s, f) != 0)
+		return GW_EXIT_FAILURE;
 	return gw_setup_fleet_start(gw, s, f, !split_gate);
 }
 

@@ -200,7 +200,8 @@ enum {
 	GW_SETUP_HUB = 1 << 6, /* the sandboxes' hub namespace, at --pool */
 	/* This process runs sandboxes: it needs root, ignores SIGPIPE (a
 	 * sandbox that closes its end mid-write costs an EPIPE) and first
-	 * clears what a killed tollgate left behind (exec_cleanup_stale). */
+	 * clears what a killed tollgate left behind (exec_cleanup_stale; split,
+	 * the privileged parent does, beside the gate's set-up). */
 	GW_SETUP_SANDBOXES = 1 << 7,
 };
 #define GW_SETUP_GATE                                                                              \

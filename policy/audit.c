@@ -157,6 +157,16 @@ struct audit {
 	 * counts move under mu, its marker in the thread that writes. */
 	struct audit_gapfile gap;
 
+	/*
+	 * The open runs in the writer thread (audit_open_start), beside the
+	 * caller's other set-up: opening is true until it ends, with writing
+	 * held so that no flusher touches db meanwhile; open_rc and open_err
+	 * are its result (under mu).
+	 */
+	bool opening;
+	int open_rc;
+	char open_err[512];
+
 	/* Read without the lock by audit_admits (any thread). */
 	atomic_bool unavailable;
 	atomic_bool fail_open;
@@ -499,36 +509,33 @@ prepare_statements(struct audit *a, char *err, size_t errlen)
 }
 
 /*
- * The loss counter (rows an earlier process lost, queued as a gap row) and
- * the writer thread. 0, or -errno with err set.
+ * The file, SQLite's connection, the statements and the loss counter (rows
+ * an earlier process lost, queued as a gap row): the writer thread's first
+ * work. 0, or -errno with err set.
  */
 static int
-start_writer(struct audit *a, const char *path, char *err, size_t errlen)
+open_store(struct audit *a, char *err, size_t errlen)
 {
-	sigset_t all, old_mask;
+	struct stat wal_before;
 	uint64_t recovered = 0;
 	char msg[512];
 	int rc;
 
+	rc = open_file(a, a->path, &wal_before, err, errlen);
+	if (rc == 0)
+		rc = open_db(a, a->path, &wal_before, err, errlen);
+	if (rc == 0)
+		rc = prepare_statements(a, err, errlen);
+	if (rc != 0)
+		return rc;
 	/* The loss counter: without it (a directory that refuses the file) the
 	 * log still works, but rows lost at a kill are not counted. */
 	if (!a->opt.unchained &&
 	    audit_gap_open(a->dirfd, strrchr(a->open_path, '/') + 1, a->db, &a->gap, &recovered, msg,
 	                   sizeof(msg)) != 0)
-		log_warnx("audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
-		          path, msg);
-
-	/* The writer takes no signals: they belong to the event loop's thread
-	 * (a signalfd or libevent's handler there must see every one). */
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
-	rc = -pthread_create(&a->writer, NULL, writer_main, a);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
-	if (rc != 0) {
-		gw_set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
-		return rc;
-	}
-	a->writer_started = true;
+		log_warnx(
+		    "audit: %s: no loss counter (rows lost at a crash will not be counted): %s",
+		    a->path, msg);
 	if (recovered > 0) {
 		pthread_mutex_lock(&a->mu);
 		a->lost_unrecorded += recovered;
@@ -539,11 +546,11 @@ start_writer(struct audit *a, const char *path, char *err, size_t errlen)
 }
 
 int
-audit_open_with(const char *path, const struct audit_options *o, struct audit **out, char *err,
-                size_t errlen)
+audit_open_start(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                 size_t errlen)
 {
 	struct audit *a = NULL;
-	struct stat wal_before;
+	sigset_t all, old_mask;
 	int rc;
 
 	*out = NULL;
@@ -556,23 +563,60 @@ audit_open_with(const char *path, const struct audit_options *o, struct audit **
 		gw_set_err(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
-	rc = open_file(a, path, &wal_before, err, errlen);
-	if (rc == 0)
-		rc = open_db(a, path, &wal_before, err, errlen);
-	if (rc == 0)
-		rc = prepare_statements(a, err, errlen);
-	if (rc != 0)
-		goto out;
 	/* The hasher is made by whoever writes the first batch. */
 	a->ts_cache_sec = -1;
-	rc = start_writer(a, path, err, errlen);
-	if (rc != 0)
-		goto out;
+	a->opening = true;
+	a->writing = true; /* the writer's, until the open ends */
+	/* The writer takes no signals: they belong to the event loop's thread
+	 * (a signalfd or libevent's handler there must see every one). */
+	gw_thread_helper_mask(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
+	rc = -pthread_create(&a->writer, NULL, writer_main, a);
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	if (rc != 0) {
+		gw_set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
+		a->opening = a->writing = false;
+		audit_free(a);
+		return rc;
+	}
+	a->writer_started = true;
 	*out = a;
-	a = NULL;
-out:
-	audit_free(a);
+	return 0;
+}
+
+int
+audit_open_wait(struct audit *a, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&a->mu);
+	while (a->opening)
+		pthread_cond_wait(&a->done, &a->mu);
+	rc = a->open_rc;
+	if (rc != 0)
+		gw_set_err(err, errlen, "%s", a->open_err);
+	pthread_mutex_unlock(&a->mu);
 	return rc;
+}
+
+int
+audit_open_with(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                size_t errlen)
+{
+	struct audit *a;
+	int rc;
+
+	*out = NULL;
+	rc = audit_open_start(path, o, &a, err, errlen);
+	if (rc != 0)
+		return rc;
+	rc = audit_open_wait(a, err, errlen);
+	if (rc != 0) {
+		audit_free(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
 }
 
 /* ---- appending ----------------------------------------------------------- */
@@ -814,6 +858,10 @@ audit_flush(struct audit *a)
 	pthread_mutex_lock(&a->mu);
 	target = a->seq_queued;
 	while (a->seq_done < target) {
+		if (!a->opening && a->open_rc != 0) {
+			rc = a->open_rc; /* no store: nothing can be written */
+			break;
+		}
 		if (a->down && tried) {
 			rc = -EIO;
 			break;
@@ -832,6 +880,8 @@ audit_flush(struct audit *a)
 		pthread_cond_wait(&a->done, &a->mu);
 		tried = true;
 	}
+	if (rc == 0 && !a->opening && a->open_rc != 0)
+		rc = a->open_rc; /* its rows were lost with the open */
 	pthread_mutex_unlock(&a->mu);
 	return rc;
 }
@@ -1247,8 +1297,20 @@ writer_main(void *arg)
 	uint64_t lost;
 	bool last_try;
 	size_t n;
+	int rc;
 
+	rc = open_store(a, a->open_err, sizeof(a->open_err));
 	pthread_mutex_lock(&a->mu);
+	a->open_rc = rc;
+	a->opening = false;
+	a->writing = false;
+	pthread_cond_broadcast(&a->done);
+	if (rc != 0) {
+		/* No store: what was queued meanwhile is lost (the caller fails). */
+		lose_queued(a);
+		pthread_mutex_unlock(&a->mu);
+		return NULL;
+	}
 	for (;;) {
 		while ((a->count == 0 || a->writing) && !a->stopping)
 			pthread_cond_wait(&a->wake, &a->mu);
@@ -1376,6 +1438,12 @@ audit_free(struct audit *a)
 		pthread_cond_signal(&a->wake);
 		pthread_mutex_unlock(&a->mu);
 		pthread_join(a->writer, NULL);
+		if (a->open_rc != 0) {
+			/* Rows appended after a failed open: never written. */
+			pthread_mutex_lock(&a->mu);
+			lose_queued(a);
+			pthread_mutex_unlock(&a->mu);
+		}
 		if (a->stats.dropped != 0)
 			log_warnx("audit: %s: %llu events were dropped (queue full)", a->path,
 			          (unsigned long long)a->stats.dropped);

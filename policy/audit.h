@@ -117,6 +117,21 @@ struct audit_options {
 void audit_options_default(struct audit_options *o);
 int audit_open_with(const char *path, const struct audit_options *o, struct audit **out, char *err,
                     size_t errlen);
+/*
+ * audit_open_with in two halves, so that the open (SQLite's load of the
+ * file, a migration, the loss counter: a few milliseconds at a start) runs in
+ * the writer thread beside the caller's other set-up. audit_open_start
+ * returns the store at once (0, or negative errno with err set when no thread
+ * could start); rows appended meanwhile wait in the queue. audit_open_wait
+ * waits for the open and returns its result: 0, or negative errno with err
+ * set, and then the store only takes audit_free (its queued rows are lost).
+ * Until audit_open_wait said 0, nothing may act on a row's being queued
+ * (audit_admits says true meanwhile): the gate waits before it reads a
+ * request.
+ */
+int audit_open_start(const char *path, const struct audit_options *o, struct audit **out, char *err,
+                     size_t errlen);
+int audit_open_wait(struct audit *a, char *err, size_t errlen);
 
 struct audit_stats {
 	uint64_t queued;        /* accepted by audit_append */

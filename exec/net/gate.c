@@ -37,26 +37,19 @@ struct exec_gate {
 };
 
 /*
- * A listening socket made inside the hub, bound to addr:port on the veth
- * ifname only. SOCK_NONBLOCK: the event loop serves it.
+ * A socket fd made inside the hub (exec_hub_sockets) made a listener bound to
+ * addr:port on the veth ifname only. SOCK_NONBLOCK: the event loop serves it.
+ * fd, or negative errno with fd closed.
  */
 static int
-hub_listener(struct exec_hub *hub, const char *ifname, struct in_addr addr, int type, int port,
-             char *err, size_t errlen)
+hub_listener(int fd, const char *ifname, struct in_addr addr, int type, int port, char *err,
+             size_t errlen)
 {
 	struct sockaddr_in sin = {
 	    .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr = addr};
 	const char *proto = type == SOCK_STREAM ? "TCP" : "UDP";
-	int fd = -1, rc = 0, one = 1;
+	int rc = 0, one = 1;
 
-	fd = exec_hub_socket(hub, AF_INET, type | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		rc = fd;
-		fd = -1;
-		gw_set_err(err, errlen, "listener %s %d: socket in the hub: %s", proto, port,
-		           strerror(-rc));
-		goto out;
-	}
 	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname, (socklen_t)strlen(ifname)) < 0 ||
 	    (type == SOCK_STREAM &&
 	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)) {
@@ -79,8 +72,7 @@ hub_listener(struct exec_hub *hub, const char *ifname, struct in_addr addr, int 
 	}
 out:
 	if (rc < 0) {
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return rc;
 	}
 	return fd;
@@ -110,15 +102,35 @@ exec_gate_listeners_new(struct exec_hub *hub, const struct exec_veth *veth, bool
 	    {&out->http, SOCK_STREAM, EXEC_GATE_HTTP_PORT, transparent},
 	    {&out->https, SOCK_STREAM, EXEC_GATE_HTTPS_PORT, transparent},
 	};
-	*out = (struct exec_gate_fds){-1, -1, -1, -1, -1};
-	for (size_t i = 0; i < sizeof(listeners) / sizeof(listeners[0]); i++) {
-		int fd;
+	enum { NLISTENERS = sizeof(listeners) / sizeof(listeners[0]) };
+	int types[NLISTENERS], fds[NLISTENERS], idx[NLISTENERS];
+	size_t n = 0;
+	int rc;
 
+	*out = (struct exec_gate_fds){-1, -1, -1, -1, -1};
+	/* Every socket in one visit to the hub: a thread and a setns each cost
+	 * more than the socket. */
+	for (size_t i = 0; i < NLISTENERS; i++) {
 		if (!listeners[i].want)
 			continue;
-		fd = hub_listener(hub, veth->ifname, veth->hub_addr, listeners[i].type,
+		types[n] = listeners[i].type | SOCK_NONBLOCK;
+		idx[n++] = (int)i;
+	}
+	rc = exec_hub_sockets(hub, AF_INET, types, n, fds);
+	if (rc < 0) {
+		gw_set_err(err, errlen, "listeners: socket in the hub: %s", strerror(-rc));
+		return rc;
+	}
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)idx[k];
+		int fd;
+
+		fd = hub_listener(fds[k], veth->ifname, veth->hub_addr, listeners[i].type,
 		                  listeners[i].port, err, errlen);
+		fds[k] = -1;
 		if (fd < 0) {
+			for (size_t j = k + 1; j < n; j++)
+				close(fds[j]);
 			close_fd(&out->proxy);
 			close_fd(&out->dns_udp);
 			close_fd(&out->dns_tcp);

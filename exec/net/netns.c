@@ -720,6 +720,45 @@ exec_hub_socket(struct exec_hub *h, int domain, int type, int protocol)
 	return a.fd;
 }
 
+struct hub_sockets_args {
+	int domain;
+	const int *types;
+	size_t n;
+	int *fds;
+};
+
+static int
+hub_sockets_inside(void *arg)
+{
+	struct hub_sockets_args *a = arg;
+
+	for (size_t i = 0; i < a->n; i++) {
+		a->fds[i] = socket(a->domain, a->types[i] | SOCK_CLOEXEC, 0);
+		if (a->fds[i] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+int
+exec_hub_sockets(struct exec_hub *h, int domain, const int *types, size_t n, int *fds)
+{
+	struct hub_sockets_args a = {.domain = domain, .types = types, .n = n, .fds = fds};
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	rc = exec_netns_run(h->hub_fd, hub_sockets_inside, &a);
+	if (rc < 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (fds[i] >= 0)
+				close(fds[i]);
+			fds[i] = -1;
+		}
+	}
+	return rc;
+}
+
 int
 exec_hub_netns_fd(const struct exec_hub *h)
 {

@@ -98,6 +98,12 @@ bool exec_hub_warm_take(struct exec_hub *h, int sandbox_netns_fd, struct exec_ve
  * the namespace it was made in. fd or negative errno.
  */
 int exec_hub_socket(struct exec_hub *h, int domain, int type, int protocol);
+/*
+ * n sockets of domain with types[i] (protocol 0) made inside the hub in one
+ * visit (one thread, one setns, where exec_hub_socket costs one each) into
+ * fds[i]. 0, or negative errno with none left open and every fds[i] -1.
+ */
+int exec_hub_sockets(struct exec_hub *h, int domain, const int *types, size_t n, int *fds);
 /* The hub's namespace fd (owned by the hub), for tests and diagnostics. */
 int exec_hub_netns_fd(const struct exec_hub *h);
 /*

@@ -192,9 +192,11 @@ int exec_priv_start_check(const struct exec_priv_start *st, const struct exec_pr
 /* ---- the split (gateway/setup.c) ----------------------------------------- */
 
 /*
- * Forks into the privileged parent and the gate. In the parent it serves
- * the gate until the gate exits and then exits with its status (never
- * returns). In the gate it returns 0 with the client set up and the
+ * Forks into the privileged parent and the gate. In the parent it clears
+ * what a killed tollgate left behind (exec_cleanup_stale, beside the gate's
+ * set-up and before the first request), then serves the gate until the gate
+ * exits and then exits with its status (never returns). In the gate it
+ * returns 0 with the client set up and the
  * services' remote ops installed (exec_priv_gate_install: every
  * exec_sandbox_* call goes to the parent from now on), the bounding set,
  * inheritable and ambient capabilities emptied, no_new_privs set and core

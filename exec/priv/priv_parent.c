@@ -23,6 +23,7 @@
 #include "exec/net/gate.h"
 #include "exec/services/host.h"
 #include "exec/net/netns.h"
+#include "exec/sandbox/exec.h"
 #include "exec/sandbox/pty.h"
 #include "exec/services/vault.h"
 #include "exec/net/warm.h"
@@ -930,5 +931,8 @@ exec_priv_split(const struct exec_priv_ceiling *ceiling, const char *pool)
 	sa.sa_sigaction = job_control_signal;
 	sigaction(SIGTSTP, &sa, NULL);
 	sigaction(SIGCONT, &sa, NULL);
+	/* What a killed tollgate left behind, cleared while the gate builds its
+	 * parts: before the first request, so before any directory of this run. */
+	exec_cleanup_stale();
 	parent_main();
 }

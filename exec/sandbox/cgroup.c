@@ -278,36 +278,76 @@ make_dir(const char *parent, const char *name, char *out, size_t len)
 		out[0] = '\0';
 }
 
+/*
+ * A v2 directory's cgroup.subtree_control and cgroup.controllers, each read
+ * once whatever the number of controllers asked about (a start asks about
+ * memory and pids, and the shared parent's too).
+ */
+struct v2_dir {
+	char path[PATH_MAX];
+	bool subtree_read, controllers_read;
+	char subtree[512];     /* "" when unreadable */
+	char controllers[512]; /* "" when unreadable */
+};
+
+static void
+v2_dir_init(struct v2_dir *d, const char *path)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->path, sizeof(d->path), "%s", path);
+}
+
+static const char *
+v2_dir_file(struct v2_dir *d, bool controllers)
+{
+	char path[PATH_MAX + 32];
+	bool *done = controllers ? &d->controllers_read : &d->subtree_read;
+	char *buf = controllers ? d->controllers : d->subtree;
+
+	if (!*done) {
+		*done = true;
+		snprintf(path, sizeof(path), "%s/%s", d->path,
+		         controllers ? "cgroup.controllers" : "cgroup.subtree_control");
+		if (gw_read_text(path, buf, sizeof(d->subtree)) != 0)
+			buf[0] = '\0';
+	}
+	return buf;
+}
+
 /* Enables a v2 controller for our children, if the parent offers it. */
 static bool
-v2_enable(const char *parent, const char *controller)
+v2_enable(struct v2_dir *parent, const char *controller)
 {
-	char buf[512], path[PATH_MAX], text[64];
+	char text[64];
 
-	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", parent);
-	if (gw_read_text(path, buf, sizeof(buf)) == 0 && has_word(buf, controller, ' '))
+	if (has_word(v2_dir_file(parent, false), controller, ' '))
 		return true;
-	snprintf(path, sizeof(path), "%s/cgroup.controllers", parent);
-	if (gw_read_text(path, buf, sizeof(buf)) != 0 || !has_word(buf, controller, ' '))
+	if (!has_word(v2_dir_file(parent, true), controller, ' '))
 		return false;
 	snprintf(text, sizeof(text), "+%s", controller);
-	return write_small(parent, "cgroup.subtree_control", text) == 0;
+	return write_small(parent->path, "cgroup.subtree_control", text) == 0;
 }
 
 /*
  * MOUNT/tollgate, made when the hierarchy's root offers memory or pids to
  * its children and our own cgroup cannot. false when it cannot be used.
+ * known: a directory already read (the own parent, often the same one).
  */
 static bool
-v2_shared_parent(struct cg_layout *lay)
+v2_shared_parent(struct cg_layout *lay, struct v2_dir *known)
 {
-	char base[PATH_MAX], buf[512], path[PATH_MAX];
+	char base[PATH_MAX];
+	struct v2_dir other, *d = &other;
+	const char *subtree;
 
 	if (!shared_base(lay, base, sizeof(base)))
 		return false;
-	if (snprintf(path, sizeof(path), "%s/cgroup.subtree_control", base) >= (int)sizeof(path) ||
-	    gw_read_text(path, buf, sizeof(buf)) != 0 ||
-	    (!has_word(buf, "memory", ' ') && !has_word(buf, "pids", ' ')))
+	if (strcmp(base, known->path) == 0)
+		d = known;
+	else
+		v2_dir_init(&other, base);
+	subtree = v2_dir_file(d, false);
+	if (!has_word(subtree, "memory", ' ') && !has_word(subtree, "pids", ' '))
 		return false;
 	if (snprintf(lay->v2_shared, sizeof(lay->v2_shared), "%s/" V2_SHARED, base) >=
 	    (int)sizeof(lay->v2_shared))
@@ -375,11 +415,17 @@ exec_cgroup_new(const char *name, const struct exec_limits *l, struct exec_cgrou
 	layout_get(&lay);
 	v2_parent = lay.v2_parent;
 	if (v2_parent[0] != '\0') {
-		cg->v2_memory = v2_enable(v2_parent, "memory");
-		cg->v2_pids = v2_enable(v2_parent, "pids");
-		if ((!cg->v2_memory || !cg->v2_pids) && v2_shared_parent(&lay)) {
-			bool m = v2_enable(lay.v2_shared, "memory");
-			bool p = v2_enable(lay.v2_shared, "pids");
+		struct v2_dir own, shared;
+
+		v2_dir_init(&own, v2_parent);
+		cg->v2_memory = v2_enable(&own, "memory");
+		cg->v2_pids = v2_enable(&own, "pids");
+		if ((!cg->v2_memory || !cg->v2_pids) && v2_shared_parent(&lay, &own)) {
+			bool m, p;
+
+			v2_dir_init(&shared, lay.v2_shared);
+			m = v2_enable(&shared, "memory");
+			p = v2_enable(&shared, "pids");
 
 			if ((int)m + (int)p > (int)cg->v2_memory + (int)cg->v2_pids) {
 				v2_parent = lay.v2_shared;

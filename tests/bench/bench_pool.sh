@@ -13,7 +13,8 @@
 # against the pool rows' runs: fewer means some runs found the pool empty and made
 # their own network (the figures then mix both). The pool refills while the other
 # rows run: its CPU is part of the machine's load in those rounds, as it would be
-# in use. Knobs: POOL_BENCH_ROUNDS (60), POOL_BENCH_SECONDS (120), POOL_BENCH_SIZE (8).
+# in use. Ends with `ratio run/bwrap: X` and `ratio run_pool/bwrap: X`
+# (medians), for scripts. Knobs: POOL_BENCH_ROUNDS (60), POOL_BENCH_SECONDS (120), POOL_BENCH_SIZE (8).
 # Only loopback and the namespaces tollgate makes are touched; the pool, its socket
 # and the temporary directory go at exit. Not a test: nothing passes or fails here.
 set -euo pipefail
@@ -88,3 +89,10 @@ awk '{
 }' "$tmp/timing.txt"
 echo "slots handed out: $(grep -c 'handed out' "$tmp/pool.log" || true)"
 echo "== uptime after: $(uptime)"
+# One line per goal, last, for scripts (medians; goals: run_pool/bwrap <= 1.5,
+# run/bwrap <= 2, the split tollgate as by default).
+awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1]] = kv[2] } }
+END {
+	printf "ratio run/bwrap: %.2f\n", v["no-pool", "median_ms"] / v["bwrap", "median_ms"]
+	printf "ratio run_pool/bwrap: %.2f\n", v["pool", "median_ms"] / v["bwrap", "median_ms"]
+}' "$tmp/timing.txt"

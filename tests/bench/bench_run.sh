@@ -21,6 +21,8 @@
 # RUN_BENCH_TRACES (7), RUN_BENCH_BEFORE=PATH (another build's tollgate, timed in the
 # same rounds as a "tollgate-before" row, with the ratio of this build's median to
 # its: a change's cost measured before and after in one invocation).
+# Ends with `ratio run/bwrap: X` (and `ratio run/run_before: X` with
+# RUN_BENCH_BEFORE), section 1's medians, for scripts.
 # Not a test: nothing here passes or fails on speed.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -118,6 +120,13 @@ awk '{
 			v["tollgate", "median_ms"] / v["tollgate-before", "median_ms"],
 			v["tollgate", "p90_ms"] / v["tollgate-before", "p90_ms"]
 }' "$tmp/timing.txt"
+# The goal's figure, repeated as the script's last line (see the end).
+final_ratios=$(awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1]] = kv[2] } }
+END {
+	if (v["tollgate-before", "median_ms"] != "")
+		printf "ratio run/run_before: %.2f\n", v["tollgate", "median_ms"] / v["tollgate-before", "median_ms"]
+	printf "ratio run/bwrap: %.2f\n", v["tollgate", "median_ms"] / v["bwrap", "median_ms"]
+}' "$tmp/timing.txt")
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- 2. where the time goes -------------------------------------------------------
@@ -269,3 +278,6 @@ residue "$tmp/parallel.pids"
 [[ $fail == 0 ]] || sort "$tmp/parallel.err" | uniq -c | head -5
 echo
 echo "== done: $(date -u '+%H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+# One line per goal, last, for scripts: the median of section 1's rounds
+# (goal: run/bwrap <= 2); with RUN_BENCH_BEFORE, this build against that one.
+echo "$final_ratios"

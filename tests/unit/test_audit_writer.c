@@ -147,6 +147,49 @@ test_free_flushes(void **state)
 	audit_free(NULL);
 }
 
+/*
+ * The open in two halves: rows appended before audit_open_wait are queued,
+ * then committed once the store is open; an open that fails reports why at
+ * audit_open_wait, and the store then only frees (its rows lost, no crash).
+ */
+static void
+test_open_in_writer(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit_options o;
+	struct audit *a = NULL;
+	char err[512], bad[160];
+
+	audit_options_default(&o);
+	assert_int_equal(audit_open_start(fx->path, &o, &a, err, sizeof(err)), 0);
+	assert_non_null(a);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(audit_append(a, &ev_sample), 0);
+	assert_int_equal(audit_open_wait(a, err, sizeof(err)), 0);
+	assert_int_equal(audit_open_wait(a, err, sizeof(err)), 0); /* answers again */
+	assert_int_equal(audit_flush(a), 0);
+	assert_int_equal(fixture_audit_rows_on_disk(fx->path), 3);
+	audit_free(a);
+	fixture_audit_verify_rows(fx->path, 3);
+
+	/* A directory that does not exist: the open fails in the writer. */
+	snprintf(bad, sizeof(bad), "%s/missing/audit.db", fx->dir);
+	a = NULL;
+	assert_int_equal(audit_open_start(bad, &o, &a, err, sizeof(err)), 0);
+	assert_non_null(a);
+	(void)audit_append(a, &ev_sample);
+	err[0] = '\0';
+	assert_true(audit_open_wait(a, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "missing"));
+	assert_true(audit_flush(a) < 0);
+	audit_free(a);
+
+	/* audit_open_with is both halves: the same failure, no store. */
+	a = (struct audit *)1;
+	assert_true(audit_open_with(bad, &o, &a, err, sizeof(err)) < 0);
+	assert_null(a);
+}
+
 static void
 test_queue_bound(void **state)
 {
@@ -576,6 +619,8 @@ main(void)
 	    cmocka_unit_test_setup_teardown(test_batch_by_timer, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_free_flushes, fixture_audit_setup,
+	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_open_in_writer, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_queue_bound, fixture_audit_setup,
 	                                    fixture_audit_teardown),
