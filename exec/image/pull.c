@@ -33,6 +33,7 @@
 #define SMALL_ANSWER_S 120L /* a manifest's or a token's whole answer */
 #define RECV_BUFFER (512L << 10)
 #define WRITEBACK_STEP (8u << 20) /* a blob's writeback started every 8 MiB */
+#define WRITE_BATCH (1u << 20)    /* a blob written to its file 1 MiB at a time */
 
 struct registry {
 	const struct exec_image_pull_opts *o;
@@ -43,11 +44,15 @@ struct registry {
 	char *authz; /* "Authorization: ..." once a challenge was answered */
 };
 
-/* Where one answer goes: memory (bounded) or a file, hashed as it comes. */
+/*
+ * Where one answer goes: memory (bounded) or a file, hashed as it comes. A
+ * file's bytes gather in buf (WRITE_BATCH) and go to it in one write: TLS
+ * hands them over a record (8-16 KiB) at a time.
+ */
 struct sink {
 	CURL *curl;
 	char *buf;
-	size_t len, max; /* memory: at most max bytes */
+	size_t len, max; /* memory: at most max bytes; file: what buf holds */
 	int fd;          /* file: -1 for memory */
 	uint64_t written, limit;
 	EVP_MD_CTX *md;
@@ -72,6 +77,41 @@ sink_reset(struct sink *k)
 	if (k->fd >= 0 && (ftruncate(k->fd, 0) != 0 || lseek(k->fd, 0, SEEK_SET) != 0))
 		return -errno;
 	return EVP_DigestInit_ex(k->md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+}
+
+static bool
+write_all(struct sink *k, const char *data, size_t n)
+{
+	for (size_t at = 0; at < n;) {
+		ssize_t w = write(k->fd, data + at, n - at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			k->write_failed = true;
+			return false;
+		}
+		at += (size_t)w;
+	}
+	return true;
+}
+
+/* A file sink's gathered bytes written out; false when the store refused them. */
+static bool
+sink_flush(struct sink *k)
+{
+	uint64_t done = k->written - k->len; /* on disk before this write */
+
+	if (k->len == 0)
+		return true;
+	if (!write_all(k, k->buf, k->len))
+		return false;
+	k->len = 0;
+	/* Start the disk writing what came so far, so that the fsync before the
+	 * blob's rename waits for the last few MiB only. */
+	if (k->written / WRITEBACK_STEP != done / WRITEBACK_STEP)
+		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return true;
 }
 
 static size_t
@@ -100,28 +140,14 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 		k->too_big = true;
 		return 0;
 	}
+	if (k->fd >= 0 && k->len + n > WRITE_BATCH && !sink_flush(k))
+		return 0;
 	k->written += n;
 	EVP_DigestUpdate(k->md, data, n);
-	if (k->fd < 0) {
-		memcpy(k->buf + k->len, data, n);
-		k->len += n;
-		return n;
-	}
-	for (size_t at = 0; at < n;) {
-		ssize_t w = write(k->fd, data + at, n - at);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			k->write_failed = true;
-			return 0;
-		}
-		at += (size_t)w;
-	}
-	/* Start the disk writing what came so far, so that the fsync before the
-	 * blob's rename waits for the last few MiB only. */
-	if (k->written / WRITEBACK_STEP != (k->written - n) / WRITEBACK_STEP)
-		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	if (k->fd >= 0 && n > WRITE_BATCH)
+		return write_all(k, data, n) ? n : 0;
+	memcpy(k->buf + k->len, data, n);
+	k->len += n;
 	return n;
 }
 
@@ -222,6 +248,8 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &k->status);
+	if (cc == CURLE_OK && k->fd >= 0)
+		(void)sink_flush(k);
 	if (k->too_big) {
 		rc = -EFBIG;
 		gw_set_err(err, errlen, "%s: the registry sent more than %llu bytes", url,
@@ -491,8 +519,12 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 	int rc;
 
 	k.md = EVP_MD_CTX_new();
-	if (k.md == NULL)
+	k.buf = malloc(WRITE_BATCH);
+	if (k.md == NULL || k.buf == NULL) {
+		EVP_MD_CTX_free(k.md);
+		free(k.buf);
 		return -ENOMEM;
+	}
 	snprintf(path, sizeof(path), "blobs/sha256:%s", j->d->hex);
 	rc = registry_get(j->r, path, NULL, &k, err, errlen);
 	if (rc == -EFBIG)
@@ -506,6 +538,7 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 	if (rc == 0)
 		md_hex(k.md, got);
 	EVP_MD_CTX_free(k.md);
+	free(k.buf);
 	return rc;
 }
 
