@@ -26,6 +26,7 @@
 
 #define WHITEOUT ".wh."
 #define OPAQUE ".wh..wh..opq"
+#define UNPACK_READ_BLOCK (1 << 20) /* a layer read 1 MiB at a time */
 
 static int
 open_beneath(int rootfd, const char *rel, int flags)
@@ -364,7 +365,7 @@ exec_image_unpack_layer(int fd, int rootfd, size_t *entries, char *err, size_t e
 	archive_read_support_filter_zstd(a);
 	archive_read_support_filter_none(a);
 	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
+	if (archive_read_open_fd(a, fd, UNPACK_READ_BLOCK) != ARCHIVE_OK) {
 		gw_set_err(err, errlen, "not a tar archive: %s", archive_error_string(a));
 		rc = -EINVAL;
 		goto out;
