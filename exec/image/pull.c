@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +46,27 @@ struct registry {
 };
 
 /*
+ * A file's writer: a thread that hashes and writes one batch while libcurl
+ * receives and decrypts the next (two buffers, handed over in turn), so
+ * that a blob's SHA-256 and its copy into the page cache run beside the
+ * TLS decryption rather than after it.
+ */
+struct writer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *spare;     /* the buffer the thread does not hold */
+	const char *job; /* handed over, not written yet: NULL when idle */
+	size_t joblen;
+	uint64_t ondisk; /* bytes written to the file */
+	bool quit, failed;
+};
+
+/*
  * Where one answer goes: memory (bounded) or a file, hashed as it comes. A
  * file's bytes gather in buf (WRITE_BATCH) and go to it in one write: TLS
- * hands them over a record (8-16 KiB) at a time.
+ * hands them over a record (8-16 KiB) at a time. With a writer (w), the
+ * hashing and writing are its; without, they are done here.
  */
 struct sink {
 	CURL *curl;
@@ -56,6 +75,7 @@ struct sink {
 	int fd;          /* file: -1 for memory */
 	uint64_t written, limit;
 	EVP_MD_CTX *md;
+	struct writer *w;
 	bool too_big, write_failed, error_cut;
 	long status;
 	char challenge[2048];
@@ -64,6 +84,118 @@ struct sink {
 	char errbody[ERROR_BODY_MAX + 1];
 	size_t errlen;
 };
+
+static bool
+write_all(int fd, const char *data, size_t n)
+{
+	for (size_t at = 0; at < n;) {
+		ssize_t w = write(fd, data + at, n - at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		at += (size_t)w;
+	}
+	return true;
+}
+
+/* One batch hashed and written; *ondisk counts what the file holds. */
+static bool
+batch_out(struct sink *k, const char *data, size_t n, uint64_t *ondisk)
+{
+	uint64_t before = *ondisk;
+
+	EVP_DigestUpdate(k->md, data, n);
+	if (!write_all(k->fd, data, n))
+		return false;
+	*ondisk += n;
+	/* Start the disk writing what came so far, so that the fsync before the
+	 * blob's rename waits for the last few MiB only. */
+	if (*ondisk / WRITEBACK_STEP != before / WRITEBACK_STEP)
+		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return true;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct sink *k = arg;
+	struct writer *w = k->w;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		const char *job;
+		size_t len;
+		bool ok;
+
+		while (w->job == NULL && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->job == NULL)
+			break;
+		job = w->job;
+		len = w->joblen;
+		pthread_mutex_unlock(&w->mu);
+		ok = batch_out(k, job, len, &w->ondisk);
+		pthread_mutex_lock(&w->mu);
+		if (!ok)
+			w->failed = true;
+		w->spare = (char *)job;
+		w->job = NULL;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Waits until the writer holds no batch; false when one failed. */
+static bool
+writer_idle(struct writer *w)
+{
+	bool ok;
+
+	pthread_mutex_lock(&w->mu);
+	while (w->job != NULL)
+		pthread_cond_wait(&w->cv, &w->mu);
+	ok = !w->failed;
+	pthread_mutex_unlock(&w->mu);
+	return ok;
+}
+
+/*
+ * A file sink's gathered bytes hashed and written out (by the writer, which
+ * takes them as they are while buf becomes its other buffer); wait: until
+ * they are on their way to the disk. false when the store refused them.
+ */
+static bool
+sink_flush(struct sink *k, bool wait)
+{
+	struct writer *w = k->w;
+	bool ok = true;
+
+	if (k->len > 0 && w == NULL) {
+		ok = batch_out(k, k->buf, k->len, &(uint64_t){k->written - k->len});
+	} else if (k->len > 0) {
+		pthread_mutex_lock(&w->mu);
+		while (w->job != NULL)
+			pthread_cond_wait(&w->cv, &w->mu);
+		ok = !w->failed;
+		if (ok) {
+			w->job = k->buf;
+			w->joblen = k->len;
+			k->buf = w->spare;
+			w->spare = NULL;
+			pthread_cond_broadcast(&w->cv);
+		}
+		pthread_mutex_unlock(&w->mu);
+	}
+	k->len = 0;
+	if (ok && wait && w != NULL)
+		ok = writer_idle(w);
+	if (!ok)
+		k->write_failed = true;
+	return ok;
+}
 
 static int
 sink_reset(struct sink *k)
@@ -74,44 +206,53 @@ sink_reset(struct sink *k)
 	k->challenge[0] = k->digest[0] = k->ctype[0] = '\0';
 	k->errlen = 0;
 	k->errbody[0] = '\0';
+	if (k->w != NULL) {
+		(void)writer_idle(k->w);
+		k->w->ondisk = 0;
+		k->w->failed = false;
+	}
 	if (k->fd >= 0 && (ftruncate(k->fd, 0) != 0 || lseek(k->fd, 0, SEEK_SET) != 0))
 		return -errno;
 	return EVP_DigestInit_ex(k->md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
 }
 
-static bool
-write_all(struct sink *k, const char *data, size_t n)
+/*
+ * A writer for the file sink k, whose buf is the first of its two buffers
+ * (WRITE_BATCH each, spare the second); without one (no thread to be had),
+ * k hashes and writes by itself.
+ */
+static void
+writer_start(struct sink *k, struct writer *w, char *spare)
 {
-	for (size_t at = 0; at < n;) {
-		ssize_t w = write(k->fd, data + at, n - at);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			k->write_failed = true;
-			return false;
-		}
-		at += (size_t)w;
+	memset(w, 0, sizeof(*w));
+	w->spare = spare;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	k->w = w;
+	if (pthread_create(&w->thread, NULL, writer_main, k) != 0) {
+		k->w = NULL;
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
 	}
-	return true;
 }
 
-/* A file sink's gathered bytes written out; false when the store refused them. */
-static bool
-sink_flush(struct sink *k)
+static void
+writer_stop(struct sink *k)
 {
-	uint64_t done = k->written - k->len; /* on disk before this write */
+	struct writer *w = k->w;
 
-	if (k->len == 0)
-		return true;
-	if (!write_all(k, k->buf, k->len))
-		return false;
-	k->len = 0;
-	/* Start the disk writing what came so far, so that the fsync before the
-	 * blob's rename waits for the last few MiB only. */
-	if (k->written / WRITEBACK_STEP != done / WRITEBACK_STEP)
-		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	return true;
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->job != NULL)
+		pthread_cond_wait(&w->cv, &w->mu);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	k->w = NULL;
 }
 
 static size_t
@@ -140,14 +281,23 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 		k->too_big = true;
 		return 0;
 	}
-	if (k->fd >= 0 && k->len + n > WRITE_BATCH && !sink_flush(k))
-		return 0;
 	k->written += n;
-	EVP_DigestUpdate(k->md, data, n);
-	if (k->fd >= 0 && n > WRITE_BATCH)
-		return write_all(k, data, n) ? n : 0;
-	memcpy(k->buf + k->len, data, n);
-	k->len += n;
+	if (k->fd < 0) {
+		EVP_DigestUpdate(k->md, data, n);
+		memcpy(k->buf + k->len, data, n);
+		k->len += n;
+		return n;
+	}
+	for (size_t left = n; left > 0;) {
+		size_t c = WRITE_BATCH - k->len < left ? WRITE_BATCH - k->len : left;
+
+		memcpy(k->buf + k->len, data, c);
+		k->len += c;
+		data += c;
+		left -= c;
+		if (k->len == WRITE_BATCH && !sink_flush(k, false))
+			return 0;
+	}
 	return n;
 }
 
@@ -248,8 +398,13 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &k->status);
-	if (cc == CURLE_OK && k->fd >= 0)
-		(void)sink_flush(k);
+	/* A file's last batch written (a failed transfer's dropped), and the
+	 * writer idle again: the hash and the file are whole. */
+	if (k->fd >= 0) {
+		if (cc != CURLE_OK)
+			k->len = 0;
+		(void)sink_flush(k, true);
+	}
 	if (k->too_big) {
 		rc = -EFBIG;
 		gw_set_err(err, errlen, "%s: the registry sent more than %llu bytes", url,
@@ -518,13 +673,17 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 	char path[100];
 	int rc;
 
+	struct writer w;
+	char *bufs = malloc(2 * (size_t)WRITE_BATCH);
+
 	k.md = EVP_MD_CTX_new();
-	k.buf = malloc(WRITE_BATCH);
-	if (k.md == NULL || k.buf == NULL) {
+	if (k.md == NULL || bufs == NULL) {
 		EVP_MD_CTX_free(k.md);
-		free(k.buf);
+		free(bufs);
 		return -ENOMEM;
 	}
+	k.buf = bufs;
+	writer_start(&k, &w, bufs + WRITE_BATCH);
 	snprintf(path, sizeof(path), "blobs/sha256:%s", j->d->hex);
 	rc = registry_get(j->r, path, NULL, &k, err, errlen);
 	if (rc == -EFBIG)
@@ -535,10 +694,11 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 		gw_set_err(err, errlen, "%s sha256:%s: %llu bytes of %lld (truncated)", j->what,
 		           j->d->hex, (unsigned long long)k.written, (long long)j->d->size);
 	}
+	writer_stop(&k);
 	if (rc == 0)
 		md_hex(k.md, got);
 	EVP_MD_CTX_free(k.md);
-	free(k.buf);
+	free(bufs);
 	return rc;
 }
 
