@@ -380,9 +380,6 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 		curl_easy_setopt(c, CURLOPT_TIMEOUT, SMALL_ANSWER_S);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, RECV_BUFFER);
-	/* HTTP/1.1, kept alive: the requests go one after another, and a
-	 * blob's bytes come faster without HTTP/2's framing and flow control. */
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "tollgate/" TOLLGATE_VERSION);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curlerr);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
