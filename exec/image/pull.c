@@ -670,11 +670,9 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 {
 	struct blob_job *j = arg;
 	struct sink k = {.fd = fd, .limit = (uint64_t)j->d->size};
-	char path[100];
-	int rc;
-
 	struct writer w;
-	char *bufs = malloc(2 * (size_t)WRITE_BATCH);
+	char path[100], *bufs = malloc(2 * (size_t)WRITE_BATCH);
+	int rc;
 
 	k.md = EVP_MD_CTX_new();
 	if (k.md == NULL || bufs == NULL) {
