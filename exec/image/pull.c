@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #define SMALL_ANSWER_S 120L /* a manifest's or a token's whole answer */
 #define RECV_BUFFER (512L << 10)
 #define WRITEBACK_STEP (8u << 20) /* a blob's writeback started every 8 MiB */
+#define WRITE_BATCH (1u << 20)    /* a blob written to its file 1 MiB at a time */
 
 struct registry {
 	const struct exec_image_pull_opts *o;
@@ -43,14 +45,37 @@ struct registry {
 	char *authz; /* "Authorization: ..." once a challenge was answered */
 };
 
-/* Where one answer goes: memory (bounded) or a file, hashed as it comes. */
+/*
+ * A file's writer: a thread that hashes and writes one batch while libcurl
+ * receives and decrypts the next (two buffers, handed over in turn), so
+ * that a blob's SHA-256 and its copy into the page cache run beside the
+ * TLS decryption rather than after it.
+ */
+struct writer {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *spare;     /* the buffer the thread does not hold */
+	const char *job; /* handed over, not written yet: NULL when idle */
+	size_t joblen;
+	uint64_t ondisk; /* bytes written to the file */
+	bool quit, failed;
+};
+
+/*
+ * Where one answer goes: memory (bounded) or a file, hashed as it comes. A
+ * file's bytes gather in buf (WRITE_BATCH) and go to it in one write: TLS
+ * hands them over a record (8-16 KiB) at a time. With a writer (w), the
+ * hashing and writing are its; without, they are done here.
+ */
 struct sink {
 	CURL *curl;
 	char *buf;
-	size_t len, max; /* memory: at most max bytes */
+	size_t len, max; /* memory: at most max bytes; file: what buf holds */
 	int fd;          /* file: -1 for memory */
 	uint64_t written, limit;
 	EVP_MD_CTX *md;
+	struct writer *w;
 	bool too_big, write_failed, error_cut;
 	long status;
 	char challenge[2048];
@@ -59,6 +84,118 @@ struct sink {
 	char errbody[ERROR_BODY_MAX + 1];
 	size_t errlen;
 };
+
+static bool
+write_all(int fd, const char *data, size_t n)
+{
+	for (size_t at = 0; at < n;) {
+		ssize_t w = write(fd, data + at, n - at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		at += (size_t)w;
+	}
+	return true;
+}
+
+/* One batch hashed and written; *ondisk counts what the file holds. */
+static bool
+batch_out(struct sink *k, const char *data, size_t n, uint64_t *ondisk)
+{
+	uint64_t before = *ondisk;
+
+	EVP_DigestUpdate(k->md, data, n);
+	if (!write_all(k->fd, data, n))
+		return false;
+	*ondisk += n;
+	/* Start the disk writing what came so far, so that the fsync before the
+	 * blob's rename waits for the last few MiB only. */
+	if (*ondisk / WRITEBACK_STEP != before / WRITEBACK_STEP)
+		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return true;
+}
+
+static void *
+writer_main(void *arg)
+{
+	struct sink *k = arg;
+	struct writer *w = k->w;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		const char *job;
+		size_t len;
+		bool ok;
+
+		while (w->job == NULL && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (w->job == NULL)
+			break;
+		job = w->job;
+		len = w->joblen;
+		pthread_mutex_unlock(&w->mu);
+		ok = batch_out(k, job, len, &w->ondisk);
+		pthread_mutex_lock(&w->mu);
+		if (!ok)
+			w->failed = true;
+		w->spare = (char *)job;
+		w->job = NULL;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Waits until the writer holds no batch; false when one failed. */
+static bool
+writer_idle(struct writer *w)
+{
+	bool ok;
+
+	pthread_mutex_lock(&w->mu);
+	while (w->job != NULL)
+		pthread_cond_wait(&w->cv, &w->mu);
+	ok = !w->failed;
+	pthread_mutex_unlock(&w->mu);
+	return ok;
+}
+
+/*
+ * A file sink's gathered bytes hashed and written out (by the writer, which
+ * takes them as they are while buf becomes its other buffer); wait: until
+ * they are on their way to the disk. false when the store refused them.
+ */
+static bool
+sink_flush(struct sink *k, bool wait)
+{
+	struct writer *w = k->w;
+	bool ok = true;
+
+	if (k->len > 0 && w == NULL) {
+		ok = batch_out(k, k->buf, k->len, &(uint64_t){k->written - k->len});
+	} else if (k->len > 0) {
+		pthread_mutex_lock(&w->mu);
+		while (w->job != NULL)
+			pthread_cond_wait(&w->cv, &w->mu);
+		ok = !w->failed;
+		if (ok) {
+			w->job = k->buf;
+			w->joblen = k->len;
+			k->buf = w->spare;
+			w->spare = NULL;
+			pthread_cond_broadcast(&w->cv);
+		}
+		pthread_mutex_unlock(&w->mu);
+	}
+	k->len = 0;
+	if (ok && wait && w != NULL)
+		ok = writer_idle(w);
+	if (!ok)
+		k->write_failed = true;
+	return ok;
+}
 
 static int
 sink_reset(struct sink *k)
@@ -69,9 +206,53 @@ sink_reset(struct sink *k)
 	k->challenge[0] = k->digest[0] = k->ctype[0] = '\0';
 	k->errlen = 0;
 	k->errbody[0] = '\0';
+	if (k->w != NULL) {
+		(void)writer_idle(k->w);
+		k->w->ondisk = 0;
+		k->w->failed = false;
+	}
 	if (k->fd >= 0 && (ftruncate(k->fd, 0) != 0 || lseek(k->fd, 0, SEEK_SET) != 0))
 		return -errno;
 	return EVP_DigestInit_ex(k->md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
+}
+
+/*
+ * A writer for the file sink k, whose buf is the first of its two buffers
+ * (WRITE_BATCH each, spare the second); without one (no thread to be had),
+ * k hashes and writes by itself.
+ */
+static void
+writer_start(struct sink *k, struct writer *w, char *spare)
+{
+	memset(w, 0, sizeof(*w));
+	w->spare = spare;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	k->w = w;
+	if (pthread_create(&w->thread, NULL, writer_main, k) != 0) {
+		k->w = NULL;
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+	}
+}
+
+static void
+writer_stop(struct sink *k)
+{
+	struct writer *w = k->w;
+
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&w->mu);
+	while (w->job != NULL)
+		pthread_cond_wait(&w->cv, &w->mu);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	k->w = NULL;
 }
 
 static size_t
@@ -101,27 +282,22 @@ on_body(char *data, size_t size, size_t nmemb, void *arg)
 		return 0;
 	}
 	k->written += n;
-	EVP_DigestUpdate(k->md, data, n);
 	if (k->fd < 0) {
+		EVP_DigestUpdate(k->md, data, n);
 		memcpy(k->buf + k->len, data, n);
 		k->len += n;
 		return n;
 	}
-	for (size_t at = 0; at < n;) {
-		ssize_t w = write(k->fd, data + at, n - at);
+	for (size_t left = n; left > 0;) {
+		size_t c = WRITE_BATCH - k->len < left ? WRITE_BATCH - k->len : left;
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			k->write_failed = true;
+		memcpy(k->buf + k->len, data, c);
+		k->len += c;
+		data += c;
+		left -= c;
+		if (k->len == WRITE_BATCH && !sink_flush(k, false))
 			return 0;
-		}
-		at += (size_t)w;
 	}
-	/* Start the disk writing what came so far, so that the fsync before the
-	 * blob's rename waits for the last few MiB only. */
-	if (k->written / WRITEBACK_STEP != (k->written - n) / WRITEBACK_STEP)
-		(void)sync_file_range(k->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return n;
 }
 
@@ -222,6 +398,13 @@ http_get(struct registry *r, const char *url, const char *accept, const char *au
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &k->status);
+	/* A file's last batch written (a failed transfer's dropped), and the
+	 * writer idle again: the hash and the file are whole. */
+	if (k->fd >= 0) {
+		if (cc != CURLE_OK)
+			k->len = 0;
+		(void)sink_flush(k, true);
+	}
 	if (k->too_big) {
 		rc = -EFBIG;
 		gw_set_err(err, errlen, "%s: the registry sent more than %llu bytes", url,
@@ -487,12 +670,18 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 {
 	struct blob_job *j = arg;
 	struct sink k = {.fd = fd, .limit = (uint64_t)j->d->size};
-	char path[100];
+	struct writer w;
+	char path[100], *bufs = malloc(2 * (size_t)WRITE_BATCH);
 	int rc;
 
 	k.md = EVP_MD_CTX_new();
-	if (k.md == NULL)
+	if (k.md == NULL || bufs == NULL) {
+		EVP_MD_CTX_free(k.md);
+		free(bufs);
 		return -ENOMEM;
+	}
+	k.buf = bufs;
+	writer_start(&k, &w, bufs + WRITE_BATCH);
 	snprintf(path, sizeof(path), "blobs/sha256:%s", j->d->hex);
 	rc = registry_get(j->r, path, NULL, &k, err, errlen);
 	if (rc == -EFBIG)
@@ -503,9 +692,11 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 		gw_set_err(err, errlen, "%s sha256:%s: %llu bytes of %lld (truncated)", j->what,
 		           j->d->hex, (unsigned long long)k.written, (long long)j->d->size);
 	}
+	writer_stop(&k);
 	if (rc == 0)
 		md_hex(k.md, got);
 	EVP_MD_CTX_free(k.md);
+	free(bufs);
 	return rc;
 }
 

@@ -395,6 +395,14 @@ unpack_root(struct exec_image_store *s, const char *hex, const struct exec_image
 		           rc == -EXDEV ? "not a directory" : strerror(-rc));
 		goto out;
 	}
+	/* The root's files on disk before its name is: after a crash, roots/
+	 * holds whole roots only (the layers' writeback was started as each
+	 * file was written; this waits for the rest, in one journal commit). */
+	if (syncfs(rootfd) != 0) {
+		rc = -errno;
+		gw_set_err(err, errlen, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
 	if (rename(tmp, dst) != 0 && errno != ENOTEMPTY && errno != EEXIST) {
 		rc = -errno;
 		gw_set_err(err, errlen, "%s: %s", dst, strerror(errno));

@@ -26,6 +26,8 @@
 
 #define WHITEOUT ".wh."
 #define OPAQUE ".wh..wh..opq"
+#define UNPACK_READ_BLOCK (1 << 20) /* a layer read 1 MiB at a time */
+#define WRITEBACK_STEP (8u << 20)   /* a file's writeback started every 8 MiB */
 
 static int
 open_beneath(int rootfd, const char *rel, int flags)
@@ -173,11 +175,12 @@ empty_dir(int dirfd, int depth)
 	return rc;
 }
 
+/* A file's bytes written out, its writeback started every WRITEBACK_STEP. */
 static int
 write_data(struct archive *a, int fd)
 {
 	const void *buf;
-	size_t size;
+	size_t size, unsynced = 0;
 	la_int64_t offset;
 	int r;
 
@@ -197,6 +200,11 @@ write_data(struct archive *a, int fd)
 			buf = (const char *)buf + n;
 			size -= (size_t)n;
 			offset += n;
+			unsynced += (size_t)n;
+		}
+		if (unsynced >= WRITEBACK_STEP) {
+			(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+			unsynced = 0;
 		}
 	}
 	/* A sparse file's end is its size, not its last data block. */
@@ -314,6 +322,10 @@ apply_entry(struct archive *a, struct archive_entry *e, int rootfd, char *why, s
 			rc = -errno;
 		if (rc == 0 && fchmod(fd, perm) != 0)
 			rc = -errno;
+		/* Its writeback started now: the sync before the root's rename
+		 * then waits for little. */
+		if (rc == 0)
+			(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 		close(fd);
 		goto check;
 	case S_IFLNK:
@@ -364,7 +376,7 @@ exec_image_unpack_layer(int fd, int rootfd, size_t *entries, char *err, size_t e
 	archive_read_support_filter_zstd(a);
 	archive_read_support_filter_none(a);
 	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, fd, 64 * 1024) != ARCHIVE_OK) {
+	if (archive_read_open_fd(a, fd, UNPACK_READ_BLOCK) != ARCHIVE_OK) {
 		gw_set_err(err, errlen, "not a tar archive: %s", archive_error_string(a));
 		rc = -EINVAL;
 		goto out;

@@ -18,7 +18,8 @@
 # Goals: image start <= 1.2 x `run -- true`, <= 0.3 x podman's.
 # Knobs: IMAGE_BENCH_ROUNDS (60), IMAGE_BENCH_SECONDS (120, the timing's cap),
 # IMAGE_BENCH_TRACES (5), IMAGE_BENCH_PULL (1; 0 leaves the pull out, or run
-# tests/bench/bench_image_pull.sh alone). Loopback only: no packet leaves the host.
+# tests/bench/bench_image_pull.sh alone; its PULL_BENCH_* knobs, PULL_BENCH_BEFORE
+# among them, pass through). Loopback only: no packet leaves the host.
 # Each first run of a command is bounded in time (timeout), so one that hangs here
 # stops the bench before the timed rounds.
 # Not a test: nothing here passes or fails on speed.

@@ -7,7 +7,10 @@
 #
 #   tests/bench/bench_image_pull.sh [BUILD_DIR]     (default: build)
 #
-# PULL_BENCH_RUNS (default 5) runs of each; PULL_BENCH_MB (default 100).
+# PULL_BENCH_RUNS (default 5) runs of each; PULL_BENCH_MB (default 100);
+# PULL_BENCH_BEFORE=DIR: another build directory (the base commit's, say)
+# whose tollgate is timed in the same rounds, so that a change's effect shows
+# on a loaded machine. Each round runs the pulls in a rotated order.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build}
@@ -15,6 +18,9 @@ tollgate=$build/tollgate
 runs=${PULL_BENCH_RUNS:-5}
 mb=${PULL_BENCH_MB:-100}
 [[ -x $tollgate ]] || { echo "bench_image_pull: build tollgate first ($tollgate)" >&2; exit 1; }
+before=${PULL_BENCH_BEFORE:+$PULL_BENCH_BEFORE/tollgate}
+[[ -z $before || -x $before ]] ||
+	{ echo "bench_image_pull: PULL_BENCH_BEFORE: $before is not an executable" >&2; exit 1; }
 command -v docker-registry >/dev/null && command -v skopeo >/dev/null ||
 	"$src/scripts/install-deps" >/dev/null
 
@@ -96,22 +102,40 @@ skopeo copy --quiet --dest-cert-dir "$tmp/certs" "oci:$tmp/layout:latest" "docke
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-: >"$tmp/tollgate.times"
-: >"$tmp/skopeo.times"
-for ((i = 0; i < runs; i++)); do
+# One pull into an empty store or directory, its seconds appended to NAME.times.
+pull_one() {
+	local name=$1 t0 t1
 	rm -rf "$tmp/home" "$tmp/oci"
 	sync
 	t0=$(now)
-	TOLLGATE_HOME=$tmp/home "$tollgate" image pull "$ref" --registry-ca "$tmp/ca.crt" >/dev/null
+	case $name in
+	tollgate) TOLLGATE_HOME=$tmp/home "$tollgate" image pull "$ref" --registry-ca "$tmp/ca.crt" >/dev/null ;;
+	before) TOLLGATE_HOME=$tmp/home "$before" image pull "$ref" --registry-ca "$tmp/ca.crt" >/dev/null ;;
+	skopeo) skopeo copy --quiet --src-cert-dir "$tmp/certs" "docker://$ref" "oci:$tmp/oci:latest" ;;
+	esac
 	t1=$(now)
-	skopeo copy --quiet --src-cert-dir "$tmp/certs" "docker://$ref" "oci:$tmp/oci:latest"
-	t2=$(now)
-	echo "$t1 - $t0" | bc -l >>"$tmp/tollgate.times"
-	echo "$t2 - $t1" | bc -l >>"$tmp/skopeo.times"
+	echo "$t1 - $t0" | bc -l >>"$tmp/$name.times"
+}
+kinds=(tollgate skopeo)
+[[ -n $before ]] && kinds+=(before)
+for k in "${kinds[@]}"; do : >"$tmp/$k.times"; done
+for ((i = 0; i < runs; i++)); do
+	for ((j = 0; j < ${#kinds[@]}; j++)); do
+		pull_one "${kinds[(i + j) % ${#kinds[@]}]}"
+	done
 done
 tg=$(median <"$tmp/tollgate.times")
 sk=$(median <"$tmp/skopeo.times")
-printf 'image pull of a %d MB layer, median of %d runs\n' "$mb" "$runs"
+printf 'image pull of a %d MB layer, median of %d runs (load average %s)\n' "$mb" "$runs" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '  tollgate image pull (fetch, check, unpack) %.3f s\n' "$tg"
+if [[ -n $before ]]; then
+	bf=$(median <"$tmp/before.times")
+	printf '  PULL_BENCH_BEFORE (%s) pull %.3f s\n' "$PULL_BENCH_BEFORE" "$bf"
+fi
 printf '  skopeo copy docker:// oci: (fetch, check)  %.3f s\n' "$sk"
-printf 'ratio pull_vs_skopeo: %.2f\n' "$(echo "$tg / $sk" | bc -l)"
+printf 'ratio pull/skopeo: %.2f\n' "$(echo "$tg / $sk" | bc -l)"
+if [[ -n $before ]]; then
+	printf 'ratio pull_before/skopeo: %.2f\n' "$(echo "$bf / $sk" | bc -l)"
+	printf 'ratio pull/pull_before: %.2f\n' "$(echo "$tg / $bf" | bc -l)"
+fi

@@ -56,7 +56,7 @@ def auth_layer():
 
 
 AUTH_LAYER = auth_layer()
-SLOW = b"\x1f\x8b" + b"s" * (256 << 10)
+SLOW = b"\x1f\x8b" + b"s" * (4 << 20)  # half of it more than a pull gathers before a write
 BLOBS = {sha(CONFIG): CONFIG, sha(LAYER): LAYER, sha(SLOW): SLOW}
 
 

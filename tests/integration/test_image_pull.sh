@@ -6,7 +6,8 @@
 # platform; a blob tampered with in the registry's storage refused;
 # --registry-ca needed; plain HTTP only to the registry --insecure-registry
 # names; bearer-token auth through a token issuer the test runs, with basic
-# credentials from the vault (--registry-secret).
+# credentials from the vault (--registry-secret); a store on a full
+# filesystem.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry_lib.sh"
 
@@ -200,6 +201,24 @@ expect_eq "... nothing of it stored, nothing in tmp/" \
 	"$(ls "$store/blobs/sha256" | sort) $(ls "$store/tmp" | wc -l)" "$before 0"
 expect_eq "... no name for it" "$("$TOLLGATE" image ls | grep -c small || true)" 0
 expect_eq "... the other image untouched" "$("$TOLLGATE" run --image "$digest" -- /bin/cat /srv/added 2>&1)" "second layer"
+
+# ---- a store on a full filesystem ----------------------------------------------------
+# A store on a tmpfs of 256 KiB: the manifest and the config fit, the
+# busybox layer (about 1 MB) does not. Its batches are written by the
+# pull's writer thread: the refusal must still end the pull with one line,
+# and leave nothing.
+full=$TEST_TMP/full
+mkdir -p "$full"
+mount -t tmpfs -o size=256k tollgate-test-full "$full"
+defer "umount $full"
+set +e
+out=$(TOLLGATE_HOME=$full "$TOLLGATE" image pull "$reg/test/busybox:1" "${ca[@]}" 2>&1); rc=$?
+set -e
+expect_eq "a pull into a full filesystem fails" "$rc" 125
+expect_match "... in one line" "$out" \
+	"^tollgate: image pull: https://$reg/v2/test/busybox/blobs/sha256:[0-9a-f]{64}: cannot write it to the store$"
+expect_eq "... nothing left in its store (blobs, roots, tmp)" \
+	"$(ls "$full/images/blobs/sha256" "$full/images/roots" "$full/images/tmp" | grep -v -e '^$' -e ':$' | wc -l)" 0
 
 # ---- bearer-token auth ----------------------------------------------------------------
 # The same storage behind a registry with `auth: token:`, whose tokens are
