@@ -19,6 +19,7 @@
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/outreq.h"
+#include "gateway/mcp/scan.h"
 #include "policy/audit.h"
 
 /* Past this many bytes queued towards one side, stop reading the other. */
@@ -139,21 +140,31 @@ pending_free(struct pending *p)
 	free(p);
 }
 
+/* The link to the pending request with this id, or NULL. */
+static struct pending **
+pending_link(struct mcp_wrap *w, const json_t *id)
+{
+	struct pending **pp;
+
+	for (pp = &w->pending; *pp != NULL; pp = &(*pp)->next) {
+		if (json_equal((*pp)->id, id))
+			return pp;
+	}
+	return NULL;
+}
+
 /* Removes and returns the pending request with this id, or NULL. */
 static struct pending *
 pending_take(struct mcp_wrap *w, const json_t *id)
 {
-	struct pending **pp, *p;
+	struct pending **pp = pending_link(w, id), *p;
 
-	for (pp = &w->pending; *pp != NULL; pp = &(*pp)->next) {
-		p = *pp;
-		if (json_equal(p->id, id)) {
-			*pp = p->next;
-			w->npending--;
-			return p;
-		}
-	}
-	return NULL;
+	if (pp == NULL)
+		return NULL;
+	p = *pp;
+	*pp = p->next;
+	w->npending--;
+	return p;
 }
 
 static void
@@ -428,6 +439,40 @@ filter_tool_list(struct mcp_wrap *w, json_t *msg)
 	return changed ? 0 : -1;
 }
 
+/*
+ * The common answer, relayed without its tree: a response (mcp_scan_response
+ * finds its id and isError in its bytes) to anything but initialize and
+ * tools/list, whose answers are read whole. true when relayed; false
+ * leaves the line to the parse of server_on_line.
+ */
+static bool
+server_response_scanned(struct mcp_wrap *w, const char *line, size_t len)
+{
+	struct mcp_scan sc;
+	struct pending **pp, *p = NULL;
+	json_t *id;
+
+	if (w->init_id != NULL || mcp_scan_response(line, len, &sc) != 1)
+		return false;
+	id = json_loadb(sc.id, sc.id_len, JSON_DECODE_ANY, NULL);
+	if (id == NULL)
+		return false;
+	pp = pending_link(w, id);
+	json_decref(id);
+	if (pp != NULL && (*pp)->kind == PENDING_LIST)
+		return false;
+	if (pp != NULL) {
+		p = *pp;
+		*pp = p->next;
+		w->npending--;
+		audit_call(w, p->tool, p->args_hash, gw_clock_ms_since(&p->started),
+		           sc.error || sc.is_error, "allow", NULL);
+		pending_free(p);
+	}
+	forward_to_client(w, line, len);
+	return true;
+}
+
 static void
 server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
@@ -439,6 +484,8 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 	int is_error;
 
 	(void)ch;
+	if (server_response_scanned(w, line, len))
+		return;
 	if (mcp_parse_line(line, len, &msg, &kind) != 0 || kind == MCP_KIND_INVALID) {
 		/* Only MCP messages reach the client's stdout, whatever the server
 		 * prints; what it meant as a log line shows on our stderr. */

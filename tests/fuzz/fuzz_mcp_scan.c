@@ -1,0 +1,59 @@
+/*
+ * libFuzzer harness for the scan of a wrapped server's answers
+ * (gateway/mcp/scan.c), checked against jansson, which wrap used to read
+ * every answer whole and still reads all others with:
+ *
+ * - what the scanner takes for a response, jansson loads (repeated names
+ *   allowed: the scanner compares only the names it reads) and classifies
+ *   as one, with the same id, error and isError;
+ * - what jansson takes for a response the scanner takes too, unless a
+ *   backslash is in it or an object it reads has more names than it
+ *   tracks (it leaves those to jansson).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "gateway/mcp/mcp.h"
+#include "gateway/mcp/scan.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *line = (const char *)data;
+	struct mcp_scan sc;
+	json_t *msg = NULL, *loose, *id, *result;
+	enum mcp_kind kind = MCP_KIND_INVALID;
+	int fast;
+
+	if (size > MCP_LINE_MAX)
+		return 0;
+	fast = mcp_scan_response(line, size, &sc);
+	if (mcp_parse_line(line, size, &msg, &kind) != 0)
+		kind = MCP_KIND_INVALID;
+	if (fast == 1) {
+		loose = json_loadb(line, size, JSON_DECODE_ANY, NULL);
+		if (loose == NULL || mcp_classify(loose) != MCP_KIND_RESPONSE)
+			abort();
+		id = json_loadb(sc.id, sc.id_len, JSON_DECODE_ANY, NULL);
+		result = json_object_get(loose, "result");
+		if (id == NULL || !json_equal(id, json_object_get(loose, "id")) ||
+		    sc.error != (json_object_get(loose, "error") != NULL) ||
+		    sc.is_error != json_is_true(json_object_get(result, "isError")))
+			abort();
+		json_decref(id);
+		json_decref(loose);
+	} else if (fast != 0) {
+		abort();
+	} else if (msg != NULL && kind == MCP_KIND_RESPONSE && memchr(line, '\\', size) == NULL &&
+	           json_object_size(msg) <= 32 &&
+	           json_object_size(json_object_get(msg, "result")) <= 32) {
+		abort();
+	}
+	json_decref(msg);
+	return 0;
+}
