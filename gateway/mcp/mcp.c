@@ -190,10 +190,21 @@ hash_feed(const char *buf, size_t len, void *arg)
 	return EVP_DigestUpdate(arg, buf, len) == 1 ? 0 : -1;
 }
 
+static void
+hash_hex(const unsigned char md[32], char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < 32; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	hex[64] = '\0';
+}
+
 int
 mcp_hash_canonical(const json_t *v, char hex[65])
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char md[32];
 	unsigned int mdlen = 0;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -210,15 +221,23 @@ mcp_hash_canonical(const json_t *v, char hex[65])
 		goto out;
 	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
 		goto out;
-	for (size_t i = 0; i < 32; i++) {
-		hex[2 * i] = digits[md[i] >> 4];
-		hex[2 * i + 1] = digits[md[i] & 0xf];
-	}
-	hex[64] = '\0';
+	hash_hex(md, hex);
 	rc = 0;
 out:
 	EVP_MD_CTX_free(ctx);
 	return rc;
+}
+
+int
+mcp_hash_text(const char *text, size_t len, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
+	if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		return -EIO;
+	hash_hex(md, hex);
+	return 0;
 }
 
 /* ---- approvals asked by elicitation ------------------------------------------ */

@@ -500,11 +500,12 @@ envelope(const char *line, size_t len, struct envelope *e)
 static bool
 id_valid(const unsigned char *v, size_t len)
 {
-	struct scan t = {v, v + len, 0, false, false};
+	struct scan t = {v, NULL, 0, false, false};
 	bool integer;
 
 	if (v == NULL)
 		return false;
+	t.end = v + len;
 	if (*v == '"')
 		return true;
 	return (*v == '-' || (*v >= '0' && *v <= '9')) && number(&t, &integer) == 0 && integer;

@@ -8,8 +8,12 @@
  *   as one, with the same id, error and isError;
  * - what jansson takes for a response the scanner takes too, unless a
  *   backslash is in it or an object it reads has more names than it
- *   tracks (it leaves those to jansson).
+ *   tracks (it leaves those to jansson);
+ * - the same for a client's tools/call (mcp_scan_call): same id, name and
+ *   arguments, and arguments it calls canonical hash as mcp_hash_canonical
+ *   hashes what jansson loaded.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,60 @@
 #include "gateway/mcp/scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* json_equal, NULL equal only to NULL. */
+static bool
+same(const json_t *a, const json_t *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && json_equal(a, b));
+}
+
+static json_t *
+load(const char *at, size_t len)
+{
+	return at != NULL ? json_loadb(at, len, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+static void
+check_call(const char *line, size_t size, const json_t *msg, enum mcp_kind kind)
+{
+	struct mcp_scan_call sc;
+	json_t *loose, *params, *id, *name, *args;
+	char want[65], got[65];
+	int fast = mcp_scan_call(line, size, &sc);
+
+	if (fast == 1) {
+		loose = json_loadb(line, size, JSON_DECODE_ANY, NULL);
+		if (loose == NULL || mcp_classify(loose) != MCP_KIND_REQUEST ||
+		    strcmp(json_string_value(json_object_get(loose, "method")), "tools/call") != 0)
+			abort();
+		params = json_object_get(loose, "params");
+		id = load(sc.id, sc.id_len);
+		name = load(sc.name, sc.name_len);
+		args = load(sc.args, sc.args_len);
+		if (!json_is_object(params) || !same(id, json_object_get(loose, "id")) ||
+		    !same(name, json_object_get(params, "name")) ||
+		    !same(args, json_object_get(params, "arguments")))
+			abort();
+		if (sc.args_canonical &&
+		    (mcp_hash_text(sc.args, sc.args_len, got) != 0 ||
+		     mcp_hash_canonical(json_object_get(params, "arguments"), want) != 0 ||
+		     strcmp(got, want) != 0))
+			abort();
+		json_decref(id);
+		json_decref(name);
+		json_decref(args);
+		json_decref(loose);
+	} else if (fast != 0) {
+		abort();
+	} else if (msg != NULL && kind == MCP_KIND_REQUEST &&
+	           strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") == 0 &&
+	           json_is_object(json_object_get(msg, "params")) &&
+	           memchr(line, '\\', size) == NULL && json_object_size(msg) <= 32 &&
+	           json_object_size(json_object_get(msg, "params")) <= 32) {
+		abort();
+	}
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -54,6 +112,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	           json_object_size(json_object_get(msg, "result")) <= 32) {
 		abort();
 	}
+	check_call(line, size, msg, kind);
 	json_decref(msg);
 	return 0;
 }

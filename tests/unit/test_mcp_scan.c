@@ -1,7 +1,8 @@
 /*
- * The scan of a wrapped server's answers (gateway/mcp/scan.c), as a table:
- * what it takes for a response and what it finds in one, what it refuses
- * as jansson would, and what it leaves to jansson.
+ * The scan of a wrapped server's answers and a client's tools/call
+ * (gateway/mcp/scan.c), as tables: what it takes for one and what it finds
+ * in it (arguments already canonical or not), what it refuses as jansson
+ * would, and what it leaves to jansson.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,6 +87,86 @@ test_cases(void **state)
 	}
 }
 
+struct call_case {
+	const char *in;
+	int rc;
+	const char *name, *args; /* as they came; NULL: absent */
+	bool canonical;
+};
+
+static const struct call_case call_cases[] = {
+    {"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\","
+     "\"arguments\":{\"message\":\"hi\"}}}",
+     1, "\"echo\"", "{\"message\":\"hi\"}", true},
+    {"{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\":[1,true,null,{},\"\xc3\xa9\"],\"ab\":{\"x\":-3},\"b\":false}}}",
+     1, "\"e\"", "{\"a\":[1,true,null,{},\"\xc3\xa9\"],\"ab\":{\"x\":-3},\"b\":false}", true},
+    /* Not as mcp_hash_canonical writes them: loaded and hashed the long way. */
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"b\":1,\"a\":2}}}",
+     1, "\"e\"", "{\"b\":1,\"a\":2}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\": 2}}}",
+     1, "\"e\"", "{\"a\": 2}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\":1.5}}}",
+     1, "\"e\"", "{\"a\":1.5}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\":-0}}}",
+     1, "\"e\"", "{\"a\":-0}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\":\"x\\ny\"}}}",
+     1, "\"e\"", "{\"a\":\"x\\ny\"}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"e\","
+     "\"arguments\":{\"a\":1,\"a\":1}}}",
+     1, "\"e\"", "{\"a\":1,\"a\":1}", false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":7}}", 1, "7",
+     NULL, false},
+    /* Not a tools/call the scan reads. */
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{}}", 0, NULL, NULL,
+     false},
+    {"{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"e\"}}", 0, NULL, NULL,
+     false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":[]}", 0, NULL, NULL,
+     false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"a\","
+     "\"name\":\"b\"}}",
+     0, NULL, NULL, false},
+    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools\\/call\",\"params\":{}}", 0, NULL, NULL,
+     false},
+};
+
+static void
+test_calls(void **state)
+{
+	struct mcp_scan_call sc;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(call_cases) / sizeof(call_cases[0]); i++) {
+		const struct call_case *c = &call_cases[i];
+		int rc = mcp_scan_call(c->in, strlen(c->in), &sc);
+
+		if (rc != c->rc)
+			fail_msg("case %zu: %d, not %d: %s", i, rc, c->rc, c->in);
+		if (rc != 1)
+			continue;
+		if (c->name == NULL)
+			assert_null(sc.name);
+		else {
+			assert_int_equal(sc.name_len, strlen(c->name));
+			assert_memory_equal(sc.name, c->name, sc.name_len);
+		}
+		if (c->args == NULL)
+			assert_null(sc.args);
+		else {
+			assert_int_equal(sc.args_len, strlen(c->args));
+			assert_memory_equal(sc.args, c->args, sc.args_len);
+		}
+		if (sc.args_canonical != c->canonical)
+			fail_msg("case %zu: canonical %d: %s", i, sc.args_canonical, c->in);
+	}
+}
+
 /* A NUL inside the bytes ends nothing: the scan reads all len of them. */
 static void
 test_nul(void **state)
@@ -130,6 +211,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cases),
+	    cmocka_unit_test(test_calls),
 	    cmocka_unit_test(test_nul),
 	    cmocka_unit_test(test_depth),
 	};
