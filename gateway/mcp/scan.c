@@ -7,6 +7,7 @@
 #include "gateway/mcp/scan.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,31 @@ utf8_seq(struct scan *s)
 	return 0;
 }
 
+#define BYTES_1 0x0101010101010101ULL
+#define BYTES_80 0x8080808080808080ULL
+
+/* Whether a byte of w is 0 (exact as a test for any; which one, not needed). */
+static inline uint64_t
+zero_byte(uint64_t w)
+{
+	return (w - BYTES_1) & ~w & BYTES_80;
+}
+
+/*
+ * Whether one of the eight bytes at p ends a run of plain string bytes: a
+ * control character, a quote, a backslash or a byte of 0x80 and above.
+ * Exact, so that the bytewise loop after it stops within these eight.
+ */
+static inline bool
+word_special(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return ((w & BYTES_80) | ((w - BYTES_1 * 0x20) & ~w & BYTES_80) |
+	        zero_byte(w ^ (BYTES_1 * '"')) | zero_byte(w ^ (BYTES_1 * '\\'))) != 0;
+}
+
 /* A string at s->p (its opening quote); *escaped when it holds a backslash. */
 static int
 string(struct scan *s, bool *escaped)
@@ -134,7 +160,9 @@ string(struct scan *s, bool *escaped)
 	*escaped = false;
 	s->p++;
 	for (;;) {
-		/* The common case first: printable ASCII. */
+		/* The common case first: printable ASCII, eight bytes at a time. */
+		while (s->end - s->p >= 8 && !word_special(s->p))
+			s->p += 8;
 		while (s->p < s->end && *s->p >= 0x20 && *s->p < 0x80 && *s->p != '"' && *s->p != '\\')
 			s->p++;
 		if (s->p >= s->end)

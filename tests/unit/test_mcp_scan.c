@@ -167,6 +167,43 @@ test_calls(void **state)
 	}
 }
 
+/* A long string is read eight bytes at a time: whatever the place of a
+ * byte that ends its plain run, it is seen. */
+static void
+test_long_strings(void **state)
+{
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"";
+	static const struct {
+		const char *bytes;
+		int rc;
+	} marks[] = {
+	    {"\x01", 0}, {"\x1f", 0}, {"\x7f", 1}, {"\x80", 0}, {"\xff", 0},
+	    {"\"", 0},   {"\\", 0},  {"\\n", 1}, {"\xc3\xa9", 1}, {" ", 1},
+	};
+	struct mcp_scan sc;
+	char line[256];
+	size_t len, n;
+
+	(void)state;
+	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+		for (size_t at = 0; at < 40; at++) {
+			len = sizeof(head) - 1;
+			memcpy(line, head, len);
+			memset(line + len, 'x', at);
+			len += at;
+			n = strlen(marks[m].bytes);
+			memcpy(line + len, marks[m].bytes, n);
+			len += n;
+			memset(line + len, 'y', 40 - at);
+			len += 40 - at;
+			memcpy(line + len, "\"}}", 3);
+			len += 3;
+			if (mcp_scan_response(line, len, &sc) != marks[m].rc)
+				fail_msg("mark %zu at %zu: not %d", m, at, marks[m].rc);
+		}
+	}
+}
+
 /* A NUL inside the bytes ends nothing: the scan reads all len of them. */
 static void
 test_nul(void **state)
@@ -212,6 +249,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_cases),
 	    cmocka_unit_test(test_calls),
+	    cmocka_unit_test(test_long_strings),
 	    cmocka_unit_test(test_nul),
 	    cmocka_unit_test(test_depth),
 	};
