@@ -7,8 +7,8 @@
  *   allowed: the scanner compares only the names it reads) and classifies
  *   as one, with the same id, error and isError;
  * - what jansson takes for a response the scanner takes too, unless a
- *   backslash is in it or an object it reads has more names than it
- *   tracks (it leaves those to jansson);
+ *   backslash or a NUL byte is in it or an object it reads has more names
+ *   than it tracks (it leaves those to jansson);
  * - the same for a client's tools/call (mcp_scan_call): same id, name and
  *   arguments, and arguments it calls canonical hash as mcp_hash_canonical
  *   hashes what jansson loaded.
@@ -24,6 +24,18 @@
 #include "gateway/mcp/scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * A line the scan must not leave to jansson when jansson takes it: no
+ * backslash, and no NUL byte (jansson skips a NUL right after a number or
+ * a word such as null, which the scan refuses; such a line goes to
+ * jansson, which relays it as before).
+ */
+static bool
+plain(const char *line, size_t size)
+{
+	return memchr(line, '\\', size) == NULL && memchr(line, '\0', size) == NULL;
+}
 
 /* json_equal, NULL equal only to NULL. */
 static bool
@@ -73,7 +85,7 @@ check_call(const char *line, size_t size, const json_t *msg, enum mcp_kind kind)
 	} else if (msg != NULL && kind == MCP_KIND_REQUEST &&
 	           strcmp(json_string_value(json_object_get(msg, "method")), "tools/call") == 0 &&
 	           json_is_object(json_object_get(msg, "params")) &&
-	           memchr(line, '\\', size) == NULL && json_object_size(msg) <= 32 &&
+	           plain(line, size) && json_object_size(msg) <= 32 &&
 	           json_object_size(json_object_get(msg, "params")) <= 32) {
 		abort();
 	}
@@ -107,7 +119,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(loose);
 	} else if (fast != 0) {
 		abort();
-	} else if (msg != NULL && kind == MCP_KIND_RESPONSE && memchr(line, '\\', size) == NULL &&
+	} else if (msg != NULL && kind == MCP_KIND_RESPONSE && plain(line, size) &&
 	           json_object_size(msg) <= 32 &&
 	           json_object_size(json_object_get(msg, "result")) <= 32) {
 		abort();
