@@ -1,17 +1,18 @@
 /*
  * The socket reader of sockread.h: one persistent read event on the
- * bufferevent's fd, a readv into space reserved in its input evbuffer,
- * then the bufferevent's callbacks through bufferevent_trigger and
- * bufferevent_trigger_event.
+ * bufferevent's fd, a readv into space reserved in its input evbuffer
+ * (gateway/core/evread.h), then the bufferevent's callbacks through
+ * bufferevent_trigger and bufferevent_trigger_event.
  */
 #include "proxy/sockread.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+
+#include "gateway/core/evread.h"
 
 /*
  * The most one read asks for, below the bufferevent's max single read.
@@ -89,10 +90,9 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_sockread *r = arg;
 	struct evbuffer *in = bufferevent_get_input(r->bev);
-	struct evbuffer_iovec v[2];
-	size_t room = read_room(r, in), left;
+	size_t room = read_room(r, in);
 	ssize_t n;
-	int nv, saved;
+	int saved;
 
 	(void)what;
 	if (room == 0) {
@@ -101,30 +101,8 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 	}
 	/* A bufferevent keeps its input's end frozen but while it reads. */
 	evbuffer_unfreeze(in, 0);
-	nv = evbuffer_reserve_space(in, (ev_ssize_t)room, v, 2);
-	if (nv <= 0) {
-		errno = ENOMEM;
-		n = -1;
-	} else {
-		/* The reserve may offer more than asked: the watermark's bound holds. */
-		left = room;
-		for (int i = 0; i < nv; i++) {
-			if (v[i].iov_len > left)
-				v[i].iov_len = left;
-			left -= v[i].iov_len;
-		}
-		do
-			n = readv(fd, (struct iovec *)v, nv);
-		while (n < 0 && errno == EINTR);
-	}
+	n = gw_evbuffer_readv(in, fd, room);
 	if (n > 0) {
-		left = (size_t)n;
-		for (int i = 0; i < nv; i++) {
-			if (v[i].iov_len > left)
-				v[i].iov_len = left;
-			left -= v[i].iov_len;
-		}
-		evbuffer_commit_space(in, v, nv);
 		evbuffer_freeze(in, 0);
 		/* Last: the callback may free the bufferevent and this reader. */
 		bufferevent_trigger(r->bev, EV_READ, 0);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -17,13 +18,19 @@
 #include <openssl/evp.h>
 
 #include "gateway/core/clock.h"
+#include "gateway/core/evread.h"
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/outreq.h"
 #include "policy/approval.h"
 
-/* Read at most this much per wake-up so one busy peer cannot starve the loop. */
+/* A wake-up reads MCP_READ_FIRST, then MCP_READ_CHUNK at a time, at most
+ * MCP_READS_MAX times, so one busy peer cannot starve the loop. */
+#define MCP_READ_FIRST (16 * 1024)
 #define MCP_READ_CHUNK (256 * 1024)
+#define MCP_READS_MAX 8
+/* The buffer asked for each pipe a channel reads or writes (pipe_widen). */
+#define MCP_PIPE_SIZE (1024 * 1024)
 
 const char *const mcp_versions[] = {
     "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", MCP_VERSION_STATELESS, NULL,
@@ -176,28 +183,61 @@ mcp_request_meta_version(const json_t *msg)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* json_dump_callback's sink: the canonical text into the digest, never whole in memory. */
+static int
+hash_feed(const char *buf, size_t len, void *arg)
+{
+	return EVP_DigestUpdate(arg, buf, len) == 1 ? 0 : -1;
+}
+
+static void
+hash_hex(const unsigned char md[32], char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < 32; i++) {
+		hex[2 * i] = digits[md[i] >> 4];
+		hex[2 * i + 1] = digits[md[i] & 0xf];
+	}
+	hex[64] = '\0';
+}
+
 int
 mcp_hash_canonical(const json_t *v, char hex[65])
 {
 	unsigned char md[32];
 	unsigned int mdlen = 0;
-	char *text;
-	int rc = -ENOMEM;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int rc = -EIO;
 
-	text = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY)
-	                 : strdup("null");
-	if (text == NULL)
+	if (ctx == NULL)
+		return -ENOMEM;
+	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		goto out;
-	if (EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32) {
-		rc = -EIO;
+	/* The same bytes json_dumps would give, fed to the digest as they are made. */
+	if (v != NULL ? json_dump_callback(v, hash_feed, ctx,
+	                                   JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) != 0
+	              : hash_feed("null", 4, ctx) != 0)
 		goto out;
-	}
-	for (size_t i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32)
+		goto out;
+	hash_hex(md, hex);
 	rc = 0;
 out:
-	free(text);
+	EVP_MD_CTX_free(ctx);
 	return rc;
+}
+
+int
+mcp_hash_text(const char *text, size_t len, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+
+	if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != 32)
+		return -EIO;
+	hash_hex(md, hex);
+	return 0;
 }
 
 /* ---- approvals asked by elicitation ------------------------------------------ */
@@ -303,6 +343,21 @@ struct mcp_chan {
 	void *drained_arg;
 };
 
+/*
+ * A pipe's buffer grown to MCP_PIPE_SIZE, so that a large message crosses
+ * in a few reads rather than one per 64 KiB-or-less the default holds.
+ * Where the system's limits refuse it (fs.pipe-max-size, the user's pipe
+ * pages), the pipe stays as it was: only the count of reads differs.
+ */
+static void
+pipe_widen(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) && fcntl(fd, F_GETPIPE_SZ) < MCP_PIPE_SIZE)
+		(void)fcntl(fd, F_SETPIPE_SZ, MCP_PIPE_SIZE);
+}
+
 static int
 set_nonblock(int fd, int *saved)
 {
@@ -362,22 +417,31 @@ chan_deliver(struct mcp_chan *ch)
 	}
 }
 
+/*
+ * Reads what the fd holds without FIONREAD (gateway/core/evread.h): a first
+ * read of MCP_READ_FIRST, enough for most messages; one that fills it is
+ * followed by reads of MCP_READ_CHUNK, MCP_READS_MAX in all, until one
+ * comes back short. Small space first: a reserved chunk is allocated
+ * whole, and a 100-byte message should not cost 256 KiB.
+ */
 static void
 chan_on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcp_chan *ch = arg;
-	int n, err;
+	size_t want = MCP_READ_FIRST;
+	ssize_t n = -1;
+	int err, reads = 0;
 
-	(void)fd;
 	(void)what;
-	for (;;) {
-		n = evbuffer_read(ch->in, ch->in_fd, MCP_READ_CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		break;
+	while (reads < MCP_READS_MAX) {
+		n = gw_evbuffer_readv(ch->in, fd, want);
+		reads++;
+		if (n < (ssize_t)want)
+			break;
+		want = MCP_READ_CHUNK;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return;
+		n = 1; /* nothing more for now: deliver what came before */
 	if (n <= 0) {
 		err = n < 0 ? -errno : 0;
 		ch->eof = true;
@@ -466,6 +530,7 @@ mcp_chan_new(struct event_base *base, int in_fd, int out_fd, size_t max_line,
 	if (ch->in == NULL || ch->out == NULL)
 		goto out;
 	if (in_fd >= 0) {
+		pipe_widen(in_fd);
 		rc = set_nonblock(in_fd, &ch->in_flags);
 		if (rc != 0)
 			goto out;
@@ -475,6 +540,7 @@ mcp_chan_new(struct event_base *base, int in_fd, int out_fd, size_t max_line,
 			goto out;
 	}
 	if (out_fd >= 0) {
+		pipe_widen(out_fd);
 		rc = set_nonblock(out_fd, &ch->out_flags);
 		if (rc != 0)
 			goto out;

@@ -81,6 +81,9 @@ const char *mcp_request_meta_version(const json_t *msg);
  * key order. NULL hashes as "null".
  */
 int mcp_hash_canonical(const json_t *v, char hex[65]);
+/* SHA-256 of len bytes as 64 hex digits: mcp_hash_canonical's digest when
+ * they are already that canonical text (gateway/mcp/scan.h). 0 or -EIO. */
+int mcp_hash_text(const char *text, size_t len, char hex[65]);
 
 /* ---- approvals asked by elicitation (serve and wrap) ------------------------------ */
 

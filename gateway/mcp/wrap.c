@@ -19,6 +19,7 @@
 #include "gateway/core/log.h"
 #include "gateway/mcp/mcp.h"
 #include "gateway/mcp/outreq.h"
+#include "gateway/mcp/scan.h"
 #include "policy/audit.h"
 
 /* Past this many bytes queued towards one side, stop reading the other. */
@@ -139,21 +140,31 @@ pending_free(struct pending *p)
 	free(p);
 }
 
+/* The link to the pending request with this id, or NULL. */
+static struct pending **
+pending_link(struct mcp_wrap *w, const json_t *id)
+{
+	struct pending **pp;
+
+	for (pp = &w->pending; *pp != NULL; pp = &(*pp)->next) {
+		if (json_equal((*pp)->id, id))
+			return pp;
+	}
+	return NULL;
+}
+
 /* Removes and returns the pending request with this id, or NULL. */
 static struct pending *
 pending_take(struct mcp_wrap *w, const json_t *id)
 {
-	struct pending **pp, *p;
+	struct pending **pp = pending_link(w, id), *p;
 
-	for (pp = &w->pending; *pp != NULL; pp = &(*pp)->next) {
-		p = *pp;
-		if (json_equal(p->id, id)) {
-			*pp = p->next;
-			w->npending--;
-			return p;
-		}
-	}
-	return NULL;
+	if (pp == NULL)
+		return NULL;
+	p = *pp;
+	*pp = p->next;
+	w->npending--;
+	return p;
 }
 
 static void
@@ -237,19 +248,16 @@ forward_to_client(struct mcp_wrap *w, const char *line, size_t len)
 	}
 }
 
-/* A tools/call from the client: answered here, or remembered and forwarded. */
+/* A tools/call from the client, its arguments' digest in hash: answered
+ * here, or remembered and forwarded. */
 static void
-client_tools_call(struct mcp_wrap *w, const json_t *msg, const char *line, size_t len)
+client_tools_call(struct mcp_wrap *w, const json_t *id, const json_t *name, const char *hash,
+                  const char *line, size_t len)
 {
-	const json_t *id = json_object_get(msg, "id");
-	const json_t *params = json_object_get(msg, "params");
-	const json_t *name = json_object_get(params, "name");
 	const char *tool = json_is_string(name) ? json_string_value(name) : "";
 	struct pending *p;
-	char hash[65], text[256];
+	char text[256];
 
-	if (mcp_hash_canonical(json_object_get(params, "arguments"), hash) != 0)
-		snprintf(hash, sizeof(hash), "unavailable");
 	if (json_is_string(name) && !mcp_wrap_tool_visible(&w->cfg, tool)) {
 		/* As the server answers a tool it does not have (MCP: -32602), so a
 		 * hidden tool looks absent rather than forbidden-but-present. */
@@ -315,16 +323,61 @@ mcp_wrap_client_elicits(const struct mcp_wrap *w)
 	return w != NULL && w->client_elicits && !w->client_ended;
 }
 
+/*
+ * The common request, read without its tree: a tools/call (mcp_scan_call
+ * finds its id, name and arguments in its bytes), its arguments hashed as
+ * they came when they are already in canonical form, else loaded alone
+ * for mcp_hash_canonical. true when handled; false leaves the line to the
+ * parse of client_on_line.
+ */
+static bool
+client_call_scanned(struct mcp_wrap *w, const char *line, size_t len)
+{
+	struct mcp_scan_call sc;
+	json_t *id, *name = NULL, *args;
+	char hash[65];
+	int rc;
+
+	if (mcp_scan_call(line, len, &sc) != 1)
+		return false;
+	if (sc.args != NULL && !sc.args_canonical) {
+		/* Repeated names refused, as the whole parse would. */
+		args = json_loadb(sc.args, sc.args_len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+		if (args == NULL)
+			return false;
+		rc = mcp_hash_canonical(args, hash);
+		json_decref(args);
+	} else if (sc.args != NULL) {
+		rc = mcp_hash_text(sc.args, sc.args_len, hash);
+	} else {
+		rc = mcp_hash_canonical(NULL, hash);
+	}
+	if (rc != 0)
+		snprintf(hash, sizeof(hash), "unavailable");
+	id = json_loadb(sc.id, sc.id_len, JSON_DECODE_ANY, NULL);
+	if (id == NULL)
+		return false;
+	if (sc.name != NULL)
+		name = json_loadb(sc.name, sc.name_len, JSON_DECODE_ANY, NULL);
+	client_tools_call(w, id, name, hash, line, len);
+	json_decref(name);
+	json_decref(id);
+	return true;
+}
+
 static void
 client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
 	struct mcp_wrap *w = arg;
 	enum mcp_kind kind;
 	const char *method;
-	json_t *msg;
+	json_t *msg, *params;
 	struct pending *p;
+	char hash[65];
 
 	(void)ch;
+	if (client_call_scanned(w, line, len))
+		return;
 	if (mcp_parse_line(line, len, &msg, &kind) != 0) {
 		/* The server never sees what is not JSON. */
 		send_client(w, mcp_error_new(NULL, MCP_ERR_PARSE, "Parse error", NULL));
@@ -357,7 +410,11 @@ client_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 		w->init_id = json_deep_copy(json_object_get(msg, "id"));
 	}
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "tools/call") == 0) {
-		client_tools_call(w, msg, line, len);
+		params = json_object_get(msg, "params");
+		if (mcp_hash_canonical(json_object_get(params, "arguments"), hash) != 0)
+			snprintf(hash, sizeof(hash), "unavailable");
+		client_tools_call(w, json_object_get(msg, "id"), json_object_get(params, "name"), hash,
+		                  line, len);
 		goto out;
 	}
 	if (kind == MCP_KIND_REQUEST && strcmp(method, "tools/list") == 0) {
@@ -428,6 +485,40 @@ filter_tool_list(struct mcp_wrap *w, json_t *msg)
 	return changed ? 0 : -1;
 }
 
+/*
+ * The common answer, relayed without its tree: a response (mcp_scan_response
+ * finds its id and isError in its bytes) to anything but initialize and
+ * tools/list, whose answers are read whole. true when relayed; false
+ * leaves the line to the parse of server_on_line.
+ */
+static bool
+server_response_scanned(struct mcp_wrap *w, const char *line, size_t len)
+{
+	struct mcp_scan sc;
+	struct pending **pp, *p = NULL;
+	json_t *id;
+
+	if (w->init_id != NULL || mcp_scan_response(line, len, &sc) != 1)
+		return false;
+	id = json_loadb(sc.id, sc.id_len, JSON_DECODE_ANY, NULL);
+	if (id == NULL)
+		return false;
+	pp = pending_link(w, id);
+	json_decref(id);
+	if (pp != NULL && (*pp)->kind == PENDING_LIST)
+		return false;
+	if (pp != NULL) {
+		p = *pp;
+		*pp = p->next;
+		w->npending--;
+		audit_call(w, p->tool, p->args_hash, gw_clock_ms_since(&p->started),
+		           sc.error || sc.is_error, "allow", NULL);
+		pending_free(p);
+	}
+	forward_to_client(w, line, len);
+	return true;
+}
+
 static void
 server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 {
@@ -439,6 +530,8 @@ server_on_line(struct mcp_chan *ch, char *line, size_t len, void *arg)
 	int is_error;
 
 	(void)ch;
+	if (server_response_scanned(w, line, len))
+		return;
 	if (mcp_parse_line(line, len, &msg, &kind) != 0 || kind == MCP_KIND_INVALID) {
 		/* Only MCP messages reach the client's stdout, whatever the server
 		 * prints; what it meant as a log line shows on our stderr. */

@@ -4,15 +4,18 @@
 // their calls interleaved (the order swaps every call, so load on a shared machine
 // hits both alike). A call is timed at the client, from callTool to its result.
 //
-//   node tests/bench/bench_mcp.mjs MCP_DIR CALLS SECONDS stdio TOLLGATE AUDIT
-//   node tests/bench/bench_mcp.mjs MCP_DIR CALLS SECONDS http DIRECT_URL WRAP_URL TOKEN_FILE
+//   node tests/bench/bench_mcp.mjs MCP_DIR CALLS SECONDS stdio TOLLGATE AUDIT [BEFORE AUDIT2]
+//   node tests/bench/bench_mcp.mjs MCP_DIR CALLS SECONDS http DIRECT_URL WRAP_URL TOKEN_FILE \
+//       [BEFORE_URL TOKEN_FILE2]
 //
 // MCP_DIR: tests/integration/mcp (its node_modules has the SDK and the server).
 // CALLS: calls of each size on each path; SECONDS caps each size's loop (at least 20
 // calls each). stdio: the client starts both servers itself, the wrapped one as
 // `tollgate wrap --audit AUDIT --workdir MCP_DIR -- node /work/node_modules/...`
 // (the sandbox binds the work directory at /work). http: both already listen;
-// wrap's bearer token is read from TOKEN_FILE.
+// wrap's bearer token is read from TOKEN_FILE. With the bracketed arguments, a third
+// path: the wrap of a before build (tollgate binary BEFORE, or listening at BEFORE_URL),
+// interleaved with the other two, and `ratio wrap/wrap-before SIZE` besides.
 // Prints per path and size the median, p90, p99 and min in microseconds, then
 // `ratio wrap/direct SIZE: R` (medians) and `added_us wrap SIZE: U` (median
 // difference), prefixed by "http " for the HTTP pair.
@@ -37,27 +40,33 @@ async function connect(transport) {
   return client;
 }
 
-let direct, wrapped, prefix;
+// The paths, each a client: "direct", "wrap" and, with a before build given,
+// "wrap-before" (the same wrap from that build, in the same run).
+const paths = [];
+let prefix;
 if (mode === "stdio") {
-  const [tollgate, audit] = rest;
+  const [tollgate, audit, beforeTollgate, beforeAudit] = rest;
   const { StdioClientTransport } = await sdk("client/stdio.js");
-  direct = await connect(new StdioClientTransport({
-    command: "node", args: [join(mcpDir, everything), "stdio"], env: process.env, stderr: "ignore",
-  }));
-  wrapped = await connect(new StdioClientTransport({
-    command: tollgate,
-    args: ["wrap", "--audit", audit, "--workdir", mcpDir, "--", "node", `/work/${everything}`, "stdio"],
+  const wrapOf = (bin, db) => new StdioClientTransport({
+    command: bin,
+    args: ["wrap", "--audit", db, "--workdir", mcpDir, "--", "node", `/work/${everything}`, "stdio"],
     env: process.env, stderr: "inherit",
-  }));
+  });
+  paths.push(["direct", await connect(new StdioClientTransport({
+    command: "node", args: [join(mcpDir, everything), "stdio"], env: process.env, stderr: "ignore",
+  }))]);
+  paths.push(["wrap", await connect(wrapOf(tollgate, audit))]);
+  if (beforeTollgate) paths.push(["wrap-before", await connect(wrapOf(beforeTollgate, beforeAudit))]);
   prefix = "";
 } else {
-  const [directUrl, wrapUrl, tokenFile] = rest;
+  const [directUrl, wrapUrl, tokenFile, beforeUrl, beforeTokenFile] = rest;
   const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
-  const token = readFileSync(tokenFile, "utf8").trim();
-  direct = await connect(new StreamableHTTPClientTransport(new URL(directUrl)));
-  wrapped = await connect(new StreamableHTTPClientTransport(new URL(wrapUrl), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  }));
+  const wrapAt = (url, file) => new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${readFileSync(file, "utf8").trim()}` } },
+  });
+  paths.push(["direct", await connect(new StreamableHTTPClientTransport(new URL(directUrl)))]);
+  paths.push(["wrap", await connect(wrapAt(wrapUrl, tokenFile))]);
+  if (beforeUrl) paths.push(["wrap-before", await connect(wrapAt(beforeUrl, beforeTokenFile))]);
   prefix = "http ";
 }
 
@@ -89,25 +98,26 @@ const ratios = [];
 for (const [label, n] of sizes) {
   // A message of n bytes of printable ASCII (JSON carries it as is).
   const message = "x".repeat(n);
-  // Warm both paths (JIT, page cache, the sandbox's first calls); not counted.
-  for (let i = 0; i < 20; i++) { await call(direct, message); await call(wrapped, message); }
-  const t = { direct: [], wrap: [] };
+  // Warm every path (JIT, page cache, the sandbox's first calls); not counted.
+  for (let i = 0; i < 20; i++) for (const [, c] of paths) await call(c, message);
+  const t = Object.fromEntries(paths.map(([name]) => [name, []]));
   const until = performance.now() + seconds * 1000;
   for (let i = 0; i < calls && (i < 20 || performance.now() < until); i++) {
-    if (i % 2 === 0) {
-      t.direct.push(await call(direct, message));
-      t.wrap.push(await call(wrapped, message));
-    } else {
-      t.wrap.push(await call(wrapped, message));
-      t.direct.push(await call(direct, message));
+    // Each call in turn starts the round, so load hits every path alike.
+    for (let k = 0; k < paths.length; k++) {
+      const [name, c] = paths[(i + k) % paths.length];
+      t[name].push(await call(c, message));
     }
   }
-  row(`${prefix}direct echo ${label}`, t.direct);
-  row(`${prefix}wrap   echo ${label}`, t.wrap);
-  ratios.push(`ratio ${prefix}wrap/direct ${label}: ${(median(t.wrap) / median(t.direct)).toFixed(2)}`);
-  ratios.push(`added_us ${prefix}wrap ${label}: ${(median(t.wrap) - median(t.direct)).toFixed(0)}`);
-  ratios.push(`ratio ${prefix}wrap/direct p99 ${label}: ${(pct(t.wrap, 0.99) / pct(t.direct, 0.99)).toFixed(2)}`);
+  for (const [name] of paths) row(`${prefix}${name.padEnd(11)} echo ${label}`, t[name]);
+  for (const [name] of paths.slice(1)) {
+    ratios.push(`ratio ${prefix}${name}/direct ${label}: ${(median(t[name]) / median(t.direct)).toFixed(2)}`);
+    ratios.push(`added_us ${prefix}${name} ${label}: ${(median(t[name]) - median(t.direct)).toFixed(0)}`);
+    ratios.push(`ratio ${prefix}${name}/direct p99 ${label}: ${(pct(t[name], 0.99) / pct(t.direct, 0.99)).toFixed(2)}`);
+  }
+  if (t["wrap-before"]) {
+    ratios.push(`ratio ${prefix}wrap/wrap-before ${label}: ${(median(t.wrap) / median(t["wrap-before"])).toFixed(2)}`);
+  }
 }
-await direct.close();
-await wrapped.close();
+for (const [, c] of paths) await c.close();
 for (const r of ratios) console.log(r);

@@ -14,6 +14,12 @@
 #    (tests/bench/bench_serve.sh with BENCH_SERVE_BWRAP=1).
 #
 #   tests/bench/bench_mcp.sh [BUILD_DIR]     (default: build; run as root)
+#   MCP_BEFORE=build-before tests/bench/bench_mcp.sh build
+#
+# With MCP_BEFORE (a build of an earlier commit), phases 1 and 2 run a third path,
+# the wrap of that build, interleaved with the other two, and print
+# `ratio wrap-before/direct SIZE`, `added_us wrap-before SIZE` and
+# `ratio wrap/wrap-before SIZE` besides.
 #
 # Ends with the `ratio NAME: VALUE` lines of all three (and `added_us wrap SIZE: U`,
 # the median microseconds wrap adds to a call). Goals: wrap/direct <= 1.1, at most
@@ -29,6 +35,11 @@ mcp=$src/tests/integration/mcp
 calls=${MCP_CALLS:-2000}
 seconds=${MCP_SECONDS:-60}
 phases=${PHASES:-stdio http serve}
+before=
+if [[ -n ${MCP_BEFORE:-} ]]; then
+	before=$(cd "$MCP_BEFORE" && pwd)/tollgate
+	[[ -x $before ]] || { echo "bench_mcp: no tollgate in MCP_BEFORE ($MCP_BEFORE)" >&2; exit 1; }
+fi
 
 [[ -x $tollgate && -x $build/bench_run_timer ]] || {
 	echo "bench_mcp: build tollgate and bench_run_timer first ($build)" >&2
@@ -74,16 +85,19 @@ has_phase() { [[ " $phases " == *" $1 "* ]]; }
 
 echo "bench_mcp: $(nproc) cores, $(date -u +%FT%TZ), load:$(uptime | sed 's/.*load average://')"
 echo "bench_mcp: $calls calls of each size on each path (at most ${seconds}s per size), node $(node --version)"
+[[ -z $before ]] || echo "bench_mcp: before build: $before"
 
 if has_phase stdio; then
 	echo "== stdio: echo directly against through tollgate wrap"
 	timeout $((seconds * 2 + 300)) node "$src/tests/bench/bench_mcp.mjs" "$mcp" "$calls" "$seconds" \
-		stdio "$tollgate" "$tmp/wrap.db" | tee -a "$log"
+		stdio "$tollgate" "$tmp/wrap.db" ${before:+"$before" "$tmp/wrap-before.db"} | tee -a "$log"
 fi
 
 if has_phase http; then
 	echo "== Streamable HTTP: echo on server-everything's own HTTP server against through tollgate wrap --listen"
-	if ! "$tollgate" wrap --help 2>&1 | grep -q -- '--listen'; then
+	# The help whole first: grep -q stops reading, and under pipefail the
+	# writer's SIGPIPE would read as "no --listen".
+	if [[ $("$tollgate" wrap --help 2>&1) != *--listen* ]]; then
 		echo "bench_mcp: skipped: this tollgate's wrap has no --listen (tollgate wrap --help does not list it)"
 	else
 		dport=$(free_port)
@@ -96,10 +110,23 @@ if has_phase http; then
 			--workdir "$mcp" -- node /work/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio \
 			>/dev/null 2>"$tmp/wrap-http.err" </dev/null &
 		pids+=($!)
+		bargs=()
+		if [[ -n $before && $("$before" wrap --help 2>&1) == *--listen* ]]; then
+			bport=$(free_port)
+			"$before" wrap --listen "127.0.0.1:$bport" --token-file "$tmp/token-before" \
+				--audit "$tmp/wrap-http-before.db" --workdir "$mcp" \
+				-- node /work/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio \
+				>/dev/null 2>"$tmp/wrap-http-before.err" </dev/null &
+			pids+=($!)
+			wait_up "http://127.0.0.1:$bport/mcp" || { echo "bench_mcp: the before build's wrap --listen did not start: $(tail -3 "$tmp/wrap-http-before.err")" >&2; exit 1; }
+			bargs=("http://127.0.0.1:$bport/mcp" "$tmp/token-before")
+		elif [[ -n $before ]]; then
+			echo "bench_mcp: the before build's wrap has no --listen: no wrap-before path over HTTP"
+		fi
 		wait_up "http://127.0.0.1:$dport/mcp" || { echo "bench_mcp: the direct HTTP server did not start: $(tail -3 "$tmp/direct-http.err")" >&2; exit 1; }
 		wait_up "http://127.0.0.1:$wport/mcp" || { echo "bench_mcp: wrap --listen did not start: $(tail -3 "$tmp/wrap-http.err")" >&2; exit 1; }
 		timeout $((seconds * 2 + 300)) node "$src/tests/bench/bench_mcp.mjs" "$mcp" "$calls" "$seconds" \
-			http "http://127.0.0.1:$dport/mcp" "http://127.0.0.1:$wport/mcp" "$tmp/token" | tee -a "$log"
+			http "http://127.0.0.1:$dport/mcp" "http://127.0.0.1:$wport/mcp" "$tmp/token" "${bargs[@]}" | tee -a "$log"
 	fi
 fi
 
