@@ -58,7 +58,7 @@ struct proxy_config {
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
  * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, no parent,
- * enforce mode. */
+ * enforce mode, one loop. */
 void proxy_config_defaults(struct proxy_config *cfg);
 
 /*

@@ -53,7 +53,13 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->quiet_asks = false;
 	cfg->log_caps = false;
 	cfg->learn_mode = false;
+	cfg->loops = 1;
+	cfg->resolver_cfg = NULL;
 }
+
+static int listener_bind_addr(struct proxy *p, struct sockaddr_storage *ss, int sslen,
+                              const char *addrport, bool reuseport, struct proxy_listener **out,
+                              char *err, size_t errlen);
 
 /* ---- connection lifecycle ----------------------------------------------- */
 
@@ -783,48 +789,49 @@ proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *sslen
 int
 proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 {
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
 	struct proxy_listener *l;
+	int rc;
 
-	return proxy_listener_bind(p, addrport, &l, err, errlen);
+	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
+		return -EINVAL;
+	rc = listener_bind_addr(p, &ss, sslen, addrport, p->loops != NULL, &l, err, errlen);
+	/* More loops: a copy on each (SO_REUSEPORT), the port loop 0 got. */
+	for (unsigned int k = 1; rc == 0 && k < proxy_loop_count(p); k++)
+		rc = listener_bind_addr(proxy_loops_worker(p, k), &ss, sslen, addrport, true, &l,
+		                        err, errlen);
+	return rc;
 }
 
-/*
- * One listener of p on ss. With more loops every loop gets one on the same
- * address, SO_REUSEPORT set on each, so that the kernel spreads the clients;
- * loop 0's is first (a port 0 is chosen there, then asked for by the rest).
- */
-static int listener_bind_addr(struct proxy *p, struct sockaddr_storage *ss, int sslen,
-                              const char *addrport, struct proxy_listener **out, char *err,
-                              size_t errlen);
-
+/* A listener on loop 0 alone (a TLS listener: tls.c). */
 int
 proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener **out, char *err,
                     size_t errlen)
 {
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
-	struct proxy_listener *wl;
-	int rc;
 
 	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
 		return -EINVAL;
-	rc = listener_bind_addr(p, &ss, sslen, addrport, out, err, errlen);
-	for (unsigned int k = 1; rc == 0 && k < proxy_loop_count(p); k++)
-		rc = listener_bind_addr(proxy_loops_worker(p, k), &ss, sslen, addrport, &wl, err,
-		                        errlen);
-	return rc;
+	return listener_bind_addr(p, &ss, sslen, addrport, false, out, err, errlen);
 }
 
+/*
+ * One listener of p on ss; with reuseport, SO_REUSEPORT, so that every loop
+ * may have one on the same address and the kernel spreads the clients.
+ * ssp gets the port bound (a port 0 chosen by loop 0, asked for by the rest).
+ */
 static int
 listener_bind_addr(struct proxy *p, struct sockaddr_storage *ssp, int sslen,
-                   const char *addrport, struct proxy_listener **out, char *err, size_t errlen)
+                   const char *addrport, bool reuseport, struct proxy_listener **out, char *err,
+                   size_t errlen)
 {
 	struct sockaddr_storage ss = *ssp;
 	struct proxy_listener *l;
 	struct evconnlistener *lev;
 	char bound[80];
 	int rc = 0;
-	unsigned int reuseport = p->loops != NULL || p->main != NULL ? LEV_OPT_REUSEABLE_PORT : 0;
 
 	l = calloc(1, sizeof(*l));
 	if (l == NULL || gw_accept_pause_new(p->gw->base, &l->pause) != 0) {
@@ -834,7 +841,8 @@ listener_bind_addr(struct proxy *p, struct sockaddr_storage *ssp, int sslen,
 	}
 	lev = evconnlistener_new_bind(p->gw->base, on_accept, l,
 	                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-	                                  LEV_OPT_REUSEABLE | reuseport,
+	                                  LEV_OPT_REUSEABLE |
+	                                  (reuseport ? LEV_OPT_REUSEABLE_PORT : 0),
 	                              1024, (struct sockaddr *)&ss, sslen);
 	if (lev == NULL) {
 		rc = -errno;
