@@ -163,7 +163,7 @@ proxy_loops_start(struct proxy *p, char *err, size_t errlen)
 	pthread_sigmask(SIG_SETMASK, &mask, &old);
 	for (unsigned int i = 1; i < ls->n; i++) {
 		struct proxy_loop *lp = &ls->loop[i];
-		char name[16];
+		char name[24]; /* at most 15 bytes used: i < PROXY_LOOPS_MAX */
 		int rc = pthread_create(&lp->thread, NULL, loop_main, lp);
 
 		if (rc != 0) {
