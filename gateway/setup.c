@@ -338,6 +338,11 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 {
 	struct proxy_config pcfg;
 	struct dns_server_config dnscfg;
+	struct dns_resolver_config dcfg = {
+	    .upstream = f->upstream_dns,
+	    .pins = f->pins,
+	    .npins = f->npins,
+	};
 	char err[512];
 
 	if (parts & GW_SETUP_SANDBOXES) {
@@ -378,12 +383,6 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 	if (start_audit(gw, s, f) != 0)
 		return GW_EXIT_FAILURE;
 	if (parts & GW_SETUP_RESOLVER) {
-		struct dns_resolver_config dcfg = {
-		    .upstream = f->upstream_dns,
-		    .pins = f->pins,
-		    .npins = f->npins,
-		};
-
 		if (dns_resolver_new(gw->base, &dcfg, &gw->resolver, err, sizeof(err)) != 0)
 			return gw_fail(f->cmd, "resolver: %s", err);
 	}
@@ -400,6 +399,12 @@ gw_setup_start(struct gw_context *gw, struct gw_setup *s, struct gw_setup_flags 
 		if (f->proxy_cfg != NULL)
 			pcfg = *f->proxy_cfg;
 		pcfg.learn_mode = f->learn;
+		pcfg.resolver_cfg = &dcfg;
+		/* Inspection's CA, leaf cache and bound secrets are one loop's. */
+		if (f->ninspect > 0 && pcfg.loops > 1) {
+			log_info("%s: --inspect: serving on one event loop", f->cmd);
+			pcfg.loops = 1;
+		}
 		if (f->learn)
 			log_warnx("%s: --learn: requests no rule refuses go through, audited as "
 			          "would-deny (for trusted code and sample runs)",

@@ -106,7 +106,7 @@ access_log_write(struct proxy_access_log *l)
 		if (n <= 0) {
 			int err = n < 0 ? errno : EIO;
 
-			l->dropped += count_lines(l->buf, l->len);
+			__atomic_add_fetch(&l->dropped, count_lines(l->buf, l->len), __ATOMIC_RELAXED);
 			l->len = 0;
 			if (err != l->err_told)
 				log_warnx("proxy: access log %s: %s: lines lost",
@@ -234,6 +234,13 @@ proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t errle
 	proxy_access_log_close(p);
 	p->access_log = l;
 	l = NULL;
+	/* Every loop writes its own lines to the same path (O_APPEND: whole
+	 * batches of whole lines, never one cut by another loop's). */
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++) {
+		rc = proxy_access_log_open(proxy_loops_worker(p, k), path, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
 out:
 	if (rc != 0 && !said)
 		gw_set_err(err, errlen, "%s: %s", path, strerror(-rc));
@@ -256,14 +263,23 @@ proxy_access_log_reopen(struct proxy *p, char *err, size_t errlen)
 		return rc; /* the old file (renamed or not) keeps the lines: none is lost */
 	close(l->fd);
 	l->fd = fd;
+	if (p->loops != NULL)
+		proxy_loops_reopen_log(p);
 	return 0;
 }
 
 void
 proxy_access_log_counts(const struct proxy *p, uint64_t *written, uint64_t *dropped)
 {
-	*written = p->access_log != NULL ? p->access_log->written : 0;
-	*dropped = p->access_log != NULL ? p->access_log->dropped : 0;
+	*written = *dropped = 0;
+	for (unsigned int k = 0; k < proxy_loop_count(p); k++) {
+		const struct proxy *w = k == 0 ? p : proxy_loops_worker(p, k);
+
+		if (w->access_log == NULL)
+			continue;
+		*written += __atomic_load_n(&w->access_log->written, __ATOMIC_RELAXED);
+		*dropped += __atomic_load_n(&w->access_log->dropped, __ATOMIC_RELAXED);
+	}
 }
 
 void
@@ -421,7 +437,7 @@ proxy_access_log_request(struct proxy_conn *c)
 		goto lost;
 	l->buf[l->len + n] = '\n';
 	l->len += n + 1;
-	l->written++;
+	__atomic_add_fetch(&l->written, 1, __ATOMIC_RELAXED);
 	if (l->len >= ACCESS_LOG_FLUSH_AT && l->flush_armed) {
 		/* A full batch does not wait out the delay. */
 		evtimer_del(l->flush_ev);
@@ -430,6 +446,6 @@ proxy_access_log_request(struct proxy_conn *c)
 	access_log_arm(l, l->len >= ACCESS_LOG_FLUSH_AT ? 0 : ACCESS_LOG_FLUSH_DELAY);
 	return;
 lost:
-	l->dropped++;
+	__atomic_add_fetch(&l->dropped, 1, __ATOMIC_RELAXED);
 	access_log_arm(l, ACCESS_LOG_FLUSH_DELAY); /* it tells of the drop */
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/queue.h>
 #include <time.h>
 
@@ -16,6 +17,7 @@
 #include <openssl/types.h>
 
 #include "dns/resolve.h"
+#include "policy/approval.h"
 #include "policy/policy.h"
 #include "proxy/head.h"
 #include "proxy/proxy.h"
@@ -106,6 +108,22 @@ struct proxy {
 	struct proxy_inspect *inspect; /* NULL: every tunnel is blind (inspect.c) */
 	struct proxy_secret *secrets[PROXY_SECRETS_MAX]; /* bound to hosts (secrets.c) */
 	size_t nsecrets;
+	/*
+	 * More than one loop (loops.c): loop 0's proxy holds the others in
+	 * loops; each other loop's proxy names loop 0's in main. stats_mu
+	 * guards stats, total and metrics, which loop 0 reads for every loop.
+	 */
+	struct proxy_loops *loops;
+	struct proxy *main;
+	unsigned int loop_index;
+	unsigned int id_step; /* connection ids: loop_index + 1, then + id_step */
+	pthread_mutex_t stats_mu;
+	/* Loop 0 with more loops: counts (every loop's) under counts_mu, and
+	 * admitted, the connections open on every loop (atomic). */
+	pthread_mutex_t counts_mu;
+	unsigned int admitted;
+	uint64_t accepted; /* connections accepted on this loop (atomic) */
+	struct proxy_metrics metrics_sum; /* loop 0: every loop's, for proxy_get_metrics */
 };
 
 enum proxy_conn_state {
@@ -189,6 +207,7 @@ struct proxy_conn {
 	bool stats_refused; /* ... or as refused */
 	struct dns_query *query;
 	struct approval_wait *wait;
+	struct proxy_remote_ask *rask; /* held on a worker loop: the ask loop 0 holds (loops.c) */
 	struct policy_addr addrs[DNS_RESOLVE_MAX_ADDRS];
 	size_t naddrs;
 	struct proxy_upstream *connecting;
@@ -271,6 +290,33 @@ void proxy_stats_refused(struct proxy_conn *c);
  * and closes once the answer is written.
  */
 void proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *why);
+/* An approval's answer for c (connect.c); the registry's callback form. */
+void proxy_target_on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg);
+
+/*
+ * More than one loop (loops.c). The worker loops' proxies are made by
+ * proxy_loops_new (from proxy_new) and freed by proxy_loops_free (from
+ * proxy_free); every other call here is made on loop 0, but the ask and
+ * publish calls, made on a worker loop.
+ */
+struct dns_resolver_config;
+struct json_t;
+int proxy_loops_new(struct proxy *p, unsigned int n, const struct dns_resolver_config *dcfg);
+void proxy_loops_free(struct proxy *p);
+/* The loop a listener made from an fd goes to (round-robin before start). */
+struct proxy *proxy_loops_pick(struct proxy *p);
+/* Worker loop k's proxy (1 <= k < n), else NULL. */
+struct proxy *proxy_loops_worker(const struct proxy *p, unsigned int k);
+void proxy_loops_set_config(struct proxy *p, const struct proxy_config *cfg);
+void proxy_loops_reopen_log(struct proxy *p);
+void proxy_loops_stop_accepting(struct proxy *p);
+/* Every worker loop drained (true with one loop). */
+bool proxy_loops_drained(const struct proxy *p);
+/* On a worker loop: hold c for loop 0's registry. 0 or -ENOMEM. */
+int proxy_loops_ask(struct proxy_conn *c, const char *context, double timeout);
+void proxy_loops_ask_cancel(struct proxy_conn *c);
+/* On a worker loop: payload (a reference handed over) for loop 0's bus. */
+void proxy_loops_publish(struct proxy *w, int type, const char *client, struct json_t *payload);
 /* The 503 for a connection over a limit, written straight to fd before closing it. */
 void proxy_refuse_fd(int fd, int status, const char *reason, const char *why);
 

@@ -55,6 +55,8 @@ proxy_target_cancel(struct proxy_conn *c)
 		dns_query_cancel(c->query);
 		c->query = NULL;
 	}
+	if (c->rask != NULL)
+		proxy_loops_ask_cancel(c);
 	if (c->wait != NULL) {
 		/* approvals: a client gone while waiting takes its approval with it. */
 		approval_wait_cancel(c->wait);
@@ -242,8 +244,8 @@ target_resolve(struct proxy_conn *c)
 		proxy_refuse(c, 502, "resolve-failed", "cannot start a query");
 }
 
-static void
-on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
+void
+proxy_target_on_approval(enum approval_outcome outcome, enum approval_scope scope, void *arg)
 {
 	struct proxy_conn *c = arg;
 	char rule[96];
@@ -296,8 +298,16 @@ target_ask(struct proxy_conn *c)
 	         : proxy_conn_transparent(c) ? "TLS"
 	                                     : "CONNECT",
 	         c->host.text, c->port, c->peer);
+	if (c->proxy->main != NULL) {
+		/* A worker loop: the registry is loop 0's (loops.c). */
+		if (proxy_loops_ask(c, context, policy_ask_timeout(c->policy)) != 0) {
+			proxy_refuse(c, 403, "approval-denied", "cannot create an approval");
+			return;
+		}
+		goto held;
+	}
 	c->wait = approval_request(a, c->client, c->host.text, c->port, context,
-	                           policy_ask_timeout(c->policy), on_approval, c);
+	                           policy_ask_timeout(c->policy), proxy_target_on_approval, c);
 	if (c->wait == NULL && errno == ENOSPC) {
 		char why[128];
 
@@ -311,6 +321,7 @@ target_ask(struct proxy_conn *c)
 		proxy_refuse(c, 403, "approval-denied", "cannot create an approval");
 		return;
 	}
+held:
 	if (c->proxy->cfg.quiet_asks)
 		log_debug("%s: proxy: %s: %s -> %s:%d waits for approval", __func__, c->peer,
 		          c->client, c->host.text, c->port);

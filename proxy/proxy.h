@@ -17,6 +17,7 @@ struct gw_context;
 struct policy;
 struct proxy;
 struct proxy_parent;
+struct dns_resolver_config;
 
 struct proxy_config {
 	unsigned int max_conns;            /* client connections in all (503 past it) */
@@ -46,11 +47,18 @@ struct proxy_config {
 	/* Learn mode (run, wrap, serve --learn): as report mode, but an explicit
 	 * deny rule (host or CIDR) and the address checks still refuse. */
 	bool learn_mode;
+	/* Event loops (tollgate proxy --loops): 1 serves on gw's loop alone;
+	 * more start worker threads (proxy_loops_start), each with its own
+	 * resolver made from resolver_cfg (read in proxy_new only). At most
+	 * PROXY_LOOPS_MAX. */
+	unsigned int loops;
+	const struct dns_resolver_config *resolver_cfg;
 };
+#define PROXY_LOOPS_MAX 8
 
 /* The defaults: 4096 connections, 256 per client, 10 s head, 300 s idle,
  * 10 s connect, 5 s SNI, no SNI-less TLS to a named host, no parent,
- * enforce mode. */
+ * enforce mode, one loop. */
 void proxy_config_defaults(struct proxy_config *cfg);
 
 /*
@@ -296,6 +304,20 @@ int proxy_access_log_open(struct proxy *p, const char *path, char *err, size_t e
 int proxy_access_log_reopen(struct proxy *p, char *err, size_t errlen);
 /* Lines written so far, and lines dropped (buffer full, write error). */
 void proxy_access_log_counts(const struct proxy *p, uint64_t *written, uint64_t *dropped);
+
+/*
+ * With cfg.loops > 1: starts the worker loops' threads, once every
+ * listener is open (each proxy_listen address is opened on every loop with
+ * SO_REUSEPORT; listeners from fds are dealt round-robin until now, and to
+ * loop 0 after). 0, or negative errno with err set. Nothing with one loop.
+ */
+int proxy_loops_start(struct proxy *p, char *err, size_t errlen);
+/* Loops in all (1 without workers), and the connections loop k accepted. */
+unsigned int proxy_loop_count(const struct proxy *p);
+uint64_t proxy_loop_accepted(const struct proxy *p, unsigned int k);
+/* gw->policy was replaced (a reload): the worker loops take the new one
+ * for their next requests. Nothing with one loop. */
+void proxy_policy_changed(struct proxy *p);
 
 /* Called (once per drain) when the last connection closes after proxy_stop_accepting. */
 void proxy_set_drained_cb(struct proxy *p, void (*cb)(void *arg), void *arg);

@@ -67,17 +67,36 @@ stats_get(struct proxy *p, const char *key)
 	return &cs->s;
 }
 
+/* A worker loop's counters are read from loop 0: they change under
+ * stats_mu. Loop 0's are read only on loop 0 and need no lock. */
+static void
+stats_lock(struct proxy *p)
+{
+	if (p->main != NULL)
+		pthread_mutex_lock(&p->stats_mu);
+}
+
+static void
+stats_unlock(struct proxy *p)
+{
+	if (p->main != NULL)
+		pthread_mutex_unlock(&p->stats_mu);
+}
+
 static void
 stats_add(struct proxy_conn *c, bool allowed, int delta)
 {
 	struct proxy *p = c->proxy;
-	struct proxy_stats *s = stats_get(p, c->client);
+	struct proxy_stats *s;
 	uint64_t *total = allowed ? &p->total.connections_allowed : &p->total.connections_refused;
 
+	stats_lock(p);
+	s = stats_get(p, c->client);
 	*total += (uint64_t)(int64_t)delta;
 	if (s != NULL)
 		*(allowed ? &s->connections_allowed : &s->connections_refused) +=
 		    (uint64_t)(int64_t)delta;
+	stats_unlock(p);
 }
 
 /* Each request counts once, by its outcome: "ask" is not one yet, and a
@@ -111,14 +130,27 @@ static void
 stats_count_bytes(struct proxy_conn *c)
 {
 	struct proxy *p = c->proxy;
-	struct proxy_stats *s = stats_get(p, c->client);
+	struct proxy_stats *s;
 
+	stats_lock(p);
+	s = stats_get(p, c->client);
 	p->total.bytes_up += c->bytes_up;
 	p->total.bytes_down += c->bytes_down;
 	if (s != NULL) {
 		s->bytes_up += c->bytes_up;
 		s->bytes_down += c->bytes_down;
 	}
+	gw_hist_observe(&p->metrics.duration, gw_clock_since(&c->started));
+	stats_unlock(p);
+}
+
+static void
+stats_add_to(struct proxy_stats *to, const struct proxy_stats *s)
+{
+	to->connections_allowed += s->connections_allowed;
+	to->connections_refused += s->connections_refused;
+	to->bytes_up += s->bytes_up;
+	to->bytes_down += s->bytes_down;
 }
 
 int
@@ -142,6 +174,18 @@ proxy_client_stats(const struct proxy *p, const char *client_id, struct proxy_st
 			out->bytes_down += c->bytes_down;
 		}
 	}
+	/* Other loops: what their closed connections counted. */
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++) {
+		struct proxy *w = proxy_loops_worker(p, k);
+
+		pthread_mutex_lock(&w->stats_mu);
+		cs = stats_find(w, client_id);
+		if (cs != NULL) {
+			stats_add_to(out, &cs->s);
+			rc = 0;
+		}
+		pthread_mutex_unlock(&w->stats_mu);
+	}
 	return rc;
 }
 
@@ -158,6 +202,53 @@ proxy_total_stats(const struct proxy *p, struct proxy_stats *out)
 			out->bytes_down += c->bytes_down;
 		}
 	}
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++) {
+		struct proxy *w = proxy_loops_worker(p, k);
+
+		pthread_mutex_lock(&w->stats_mu);
+		stats_add_to(out, &w->total);
+		pthread_mutex_unlock(&w->stats_mu);
+	}
+}
+
+/* Every loop's counters for one client, in a list made for one reading. */
+struct stats_sum {
+	char key[64];
+	struct proxy_stats s;
+};
+
+static void
+stats_foreach_loops(const struct proxy *p,
+                    void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
+                    void *arg)
+{
+	size_t cap = PROXY_STATS_CLIENTS, n = 0;
+	struct stats_sum *sum = calloc(cap, sizeof(*sum));
+
+	if (sum == NULL)
+		return;
+	for (unsigned int k = 0; k < proxy_loop_count(p); k++) {
+		struct proxy *w = k == 0 ? (struct proxy *)p : proxy_loops_worker(p, k);
+
+		if (k > 0)
+			pthread_mutex_lock(&w->stats_mu);
+		for (const struct proxy_client_stats *cs = w->stats; cs != NULL; cs = cs->next) {
+			size_t i;
+
+			for (i = 0; i < n && strcmp(sum[i].key, cs->key) != 0; i++)
+				;
+			if (i == n && n == cap)
+				continue; /* past the cap: counted in the total only */
+			if (i == n)
+				memcpy(sum[n++].key, cs->key, sizeof(cs->key));
+			stats_add_to(&sum[i].s, &cs->s);
+		}
+		if (k > 0)
+			pthread_mutex_unlock(&w->stats_mu);
+	}
+	for (size_t i = n; i-- > 0;)
+		cb(sum[i].key, &sum[i].s, arg);
+	free(sum);
 }
 
 void
@@ -165,6 +256,10 @@ proxy_stats_foreach(const struct proxy *p,
                     void (*cb)(const char *client_id, const struct proxy_stats *s, void *arg),
                     void *arg)
 {
+	if (proxy_loop_count(p) > 1) {
+		stats_foreach_loops(p, cb, arg);
+		return;
+	}
 	for (const struct proxy_client_stats *cs = p->stats; cs != NULL; cs = cs->next)
 		cb(cs->key, &cs->s, arg);
 }
@@ -200,11 +295,17 @@ publish_decision(struct proxy_conn *c, const char *decision, const char *reason,
 		type = GW_EV_EGRESS_DENIED;
 	else
 		return;
-	if (!gw_events_wants(bus, type))
+	if (c->proxy->main != NULL)
+		bus = c->proxy->main->gw->events; /* published on loop 0 (loops.c) */
+	if (bus == NULL || (c->proxy->main == NULL && !gw_events_wants(bus, type)))
 		return;
 	p = json_pack("{s:s, s:i, s:s, s:s, s:s, s:s, s:s}", "host", c->host.text, "port",
 	              c->port > 0 ? c->port : 0, "decision", decision, "reason", reason, "via",
 	              conn_via(c), "rule", rule != NULL ? rule : "", "peer", c->peer);
+	if (p != NULL && c->proxy->main != NULL) {
+		proxy_loops_publish(c->proxy, (int)type, c->client, p);
+		return;
+	}
 	if (p == NULL || gw_events_publish(bus, type, c->client, p) != 0)
 		log_warnx("proxy: a decision was not published on the event bus");
 	json_decref(p);
@@ -265,10 +366,50 @@ metrics_count_request(struct proxy_metrics *m, const char *decision, const char 
 	rc->n = 1;
 }
 
+static void
+metrics_add_to(struct proxy_metrics *to, const struct proxy_metrics *m)
+{
+	for (size_t i = 0; i < m->nrequests; i++) {
+		const struct proxy_request_count *rc = &m->requests[i];
+		size_t j;
+
+		for (j = 0; j < to->nrequests; j++)
+			if (strcmp(to->requests[j].reason, rc->reason) == 0 &&
+			    strcmp(to->requests[j].decision, rc->decision) == 0)
+				break;
+		if (j == to->nrequests && j == PROXY_METRICS_REASONS) {
+			to->requests_other += rc->n;
+			continue;
+		}
+		if (j == to->nrequests)
+			to->requests[to->nrequests++] = *rc;
+		else
+			to->requests[j].n += rc->n;
+	}
+	to->requests_other += m->requests_other;
+	for (size_t b = 0; b <= m->duration.nbounds && b <= GW_HIST_MAX_BOUNDS; b++)
+		to->duration.counts[b] += m->duration.counts[b];
+	to->duration.count += m->duration.count;
+	to->duration.sum += m->duration.sum;
+}
+
 const struct proxy_metrics *
 proxy_get_metrics(const struct proxy *p)
 {
-	return &p->metrics;
+	struct proxy *mp = (struct proxy *)p;
+
+	if (proxy_loop_count(p) == 1)
+		return &p->metrics;
+	/* Every loop's, summed into loop 0's copy for this reading. */
+	mp->metrics_sum = p->metrics;
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++) {
+		struct proxy *w = proxy_loops_worker(p, k);
+
+		pthread_mutex_lock(&w->stats_mu);
+		metrics_add_to(&mp->metrics_sum, &w->metrics);
+		pthread_mutex_unlock(&w->stats_mu);
+	}
+	return &mp->metrics_sum;
 }
 
 size_t
@@ -299,7 +440,9 @@ audit_decision_row(struct proxy_conn *c, const char *decision, const char *reaso
 	struct gw_jsonbuf j;
 	char detail[1536];
 
+	stats_lock(c->proxy);
 	metrics_count_request(&c->proxy->metrics, decision, reason);
+	stats_unlock(c->proxy);
 	proxy_access_log_note(c, decision, reason, rule);
 	if (a == NULL)
 		return;
@@ -439,7 +582,6 @@ proxy_audit_connection(struct proxy_conn *c, const char *reason)
 	proxy_access_log_request(c); /* it reads connection_pending */
 	c->connection_pending = false;
 	stats_count_bytes(c);
-	gw_hist_observe(&c->proxy->metrics.duration, gw_clock_since(&c->started));
 	if (a == NULL)
 		return;
 	gw_jsonbuf_begin(&j, detail, sizeof(detail));

@@ -53,9 +53,31 @@ proxy_config_defaults(struct proxy_config *cfg)
 	cfg->quiet_asks = false;
 	cfg->log_caps = false;
 	cfg->learn_mode = false;
+	cfg->loops = 1;
+	cfg->resolver_cfg = NULL;
 }
 
+static int listener_bind_addr(struct proxy *p, struct sockaddr_storage *ss, int sslen,
+                              const char *addrport, bool reuseport, struct proxy_listener **out,
+                              char *err, size_t errlen);
+
 /* ---- connection lifecycle ----------------------------------------------- */
+
+/*
+ * The caps are the whole proxy's: with more loops every loop counts in
+ * loop 0's table under its lock, and in its admitted counter.
+ */
+static struct proxy *
+caps_owner(struct proxy *p)
+{
+	return p->main != NULL ? p->main : p;
+}
+
+static bool
+caps_shared(const struct proxy *p)
+{
+	return p->main != NULL || p->loops != NULL;
+}
 
 static struct proxy_client_count *
 count_get(struct proxy *p, const char *key)
@@ -76,7 +98,7 @@ count_get(struct proxy *p, const char *key)
 }
 
 static void
-count_put(struct proxy *p, struct proxy_client_count *cc)
+count_put_locked(struct proxy *p, struct proxy_client_count *cc)
 {
 	struct proxy_client_count **pp;
 
@@ -89,6 +111,69 @@ count_put(struct proxy *p, struct proxy_client_count *cc)
 			return;
 		}
 	}
+}
+
+static void
+count_put(struct proxy *p, struct proxy_client_count *cc)
+{
+	struct proxy *o = caps_owner(p);
+
+	if (!caps_shared(p)) {
+		count_put_locked(p, cc);
+		return;
+	}
+	pthread_mutex_lock(&o->counts_mu);
+	count_put_locked(o, cc);
+	pthread_mutex_unlock(&o->counts_mu);
+}
+
+/* One more connection of key: 0 (*out counts it), -EBUSY past the
+ * per-client cap, -ENOMEM. */
+static int
+count_admit(struct proxy *p, const char *key, struct proxy_client_count **out)
+{
+	struct proxy *o = caps_owner(p);
+	struct proxy_client_count *cc;
+	int rc = 0;
+
+	if (caps_shared(p))
+		pthread_mutex_lock(&o->counts_mu);
+	cc = count_get(o, key);
+	if (cc == NULL) {
+		rc = -ENOMEM;
+	} else if (cc->n >= p->cfg.max_conns_per_client) {
+		cc->n++;
+		count_put_locked(o, cc);
+		rc = -EBUSY;
+	} else {
+		cc->n++;
+		*out = cc;
+	}
+	if (caps_shared(p))
+		pthread_mutex_unlock(&o->counts_mu);
+	return rc;
+}
+
+/* Room for one more connection in all (the caller counted it in nconns
+ * or admitted when true). */
+static bool
+conn_admit(struct proxy *p)
+{
+	struct proxy *o = caps_owner(p);
+
+	if (!caps_shared(p))
+		return p->nconns < p->cfg.max_conns;
+	if (__atomic_add_fetch(&o->admitted, 1, __ATOMIC_RELAXED) <= p->cfg.max_conns)
+		return true;
+	__atomic_sub_fetch(&o->admitted, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+static void
+conn_unadmit(struct proxy *p)
+{
+	if (caps_shared(p))
+		__atomic_sub_fetch(&caps_owner(p)->admitted, 1, __ATOMIC_RELAXED);
 }
 
 void
@@ -135,7 +220,8 @@ proxy_check_drained(struct proxy *p)
 {
 	/* A TLS client's session outlives its connection while it still
 	 * writes the last bytes out (tls.c). */
-	if (!p->stopping || p->nconns > 0 || p->ntls > 0 || p->drained_cb == NULL || p->drained)
+	if (!p->stopping || p->nconns > 0 || p->ntls > 0 || p->drained_cb == NULL || p->drained ||
+	    !proxy_loops_drained(p))
 		return;
 	p->drained = true;
 	p->drained_cb(p->drained_arg);
@@ -182,9 +268,10 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	policy_free(c->inspect_policy);
 	free(c->tls);
 	count_put(p, c->count);
+	conn_unadmit(p);
 	listener_put(c->listener);
 	TAILQ_REMOVE(&p->conns, c, entry);
-	p->nconns--;
+	__atomic_sub_fetch(&p->nconns, 1, __ATOMIC_RELAXED);
 	free(c);
 	proxy_check_drained(p);
 }
@@ -431,8 +518,9 @@ proxy_conn_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa,
                   struct proxy_tls_peer *tls)
 {
 	struct proxy *p = l->proxy;
-	struct proxy_client_count *cc;
+	struct proxy_client_count *cc = NULL;
 	struct proxy_conn *c;
+	int rc;
 
 	if (p->stopping) {
 		close(fd);
@@ -445,6 +533,7 @@ proxy_conn_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa,
 		free(tls);
 		return -1;
 	}
+	__atomic_add_fetch(&p->accepted, 1, __ATOMIC_RELAXED);
 	c->proxy = p;
 	c->listener = l;
 	c->cfd = fd;
@@ -454,35 +543,34 @@ proxy_conn_accept(struct proxy_listener *l, int fd, const struct sockaddr *sa,
 	if (l->client_id != NULL)
 		snprintf(c->client, sizeof(c->client), "%s", l->client_id);
 
-	if (p->nconns >= p->cfg.max_conns) {
+	if (!conn_admit(p)) {
 		log_warnx("proxy: %s: over the limit of %u connections", c->peer, p->cfg.max_conns);
 		proxy_refuse_fd(fd, 503, "too-many-connections",
 		                "the proxy is at its connection limit");
 		goto refuse;
 	}
-	cc = count_get(p, c->client);
-	if (cc == NULL)
-		goto refuse;
-	if (cc->n >= p->cfg.max_conns_per_client) {
+	rc = count_admit(p, c->client, &cc);
+	if (rc == -EBUSY) {
 		log_warnx("proxy: %s: over the limit of %u connections per client", c->peer,
 		          p->cfg.max_conns_per_client);
 		proxy_refuse_fd(fd, 503, "too-many-connections",
 		                "this client is at its connection limit");
-		cc->n++;
-		count_put(p, cc);
+	}
+	if (rc != 0) {
+		conn_unadmit(p);
 		goto refuse;
 	}
-	cc->n++;
 	c->count = cc;
 	c->timer = evtimer_new(p->gw->base, on_conn_timer, c);
 	if (c->timer == NULL) {
 		count_put(p, cc);
+		conn_unadmit(p);
 		goto refuse;
 	}
-	c->id = ++p->next_id;
+	c->id = p->next_id += p->id_step;
 	l->refs++; /* the listener outlives its removal while c runs */
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
-	p->nconns++;
+	__atomic_add_fetch(&p->nconns, 1, __ATOMIC_RELAXED);
 	log_debug("%s: %s (%s)", __func__, c->peer, c->client);
 	if (l->kind == PROXY_LISTENER_TRANSPARENT_TLS)
 		proxy_transparent_tls_start(c);
@@ -533,10 +621,10 @@ proxy_conn_inner_new(struct proxy_conn *outer, int fd)
 	}
 	c->count->n++;
 	c->inspect_policy = policy_ref(outer->policy);
-	c->id = ++p->next_id;
+	c->id = p->next_id += p->id_step;
 	c->listener->refs++;
 	TAILQ_INSERT_TAIL(&p->conns, c, entry);
-	p->nconns++;
+	__atomic_add_fetch(&p->nconns, 1, __ATOMIC_RELAXED);
 	proxy_conn_read_head(c);
 	return 0;
 }
@@ -602,6 +690,9 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 	if (p == NULL)
 		return -ENOMEM;
 	p->gw = gw;
+	p->id_step = 1;
+	pthread_mutex_init(&p->stats_mu, NULL);
+	pthread_mutex_init(&p->counts_mu, NULL);
 	if (cfg == NULL) {
 		proxy_config_defaults(&defaults);
 		cfg = &defaults;
@@ -612,6 +703,14 @@ proxy_new(struct gw_context *gw, const struct proxy_config *cfg, struct proxy **
 	gw_hist_init(&p->metrics.duration, duration_bounds,
 	             sizeof(duration_bounds) / sizeof(duration_bounds[0]));
 	TAILQ_INIT(&p->tls_sessions);
+	if (cfg->loops > 1) {
+		int rc = proxy_loops_new(p, cfg->loops, cfg->resolver_cfg);
+
+		if (rc != 0) {
+			proxy_free(p);
+			return rc;
+		}
+	}
 	*out = p;
 	return 0;
 }
@@ -620,6 +719,10 @@ void
 proxy_set_config(struct proxy *p, const struct proxy_config *cfg)
 {
 	set_config(p, cfg);
+	if (p->loops != NULL) {
+		p->cfg.loops = proxy_loop_count(p);
+		proxy_loops_set_config(p, cfg);
+	}
 }
 
 static void
@@ -686,24 +789,50 @@ proxy_listen_parse(const char *addrport, struct sockaddr_storage *ss, int *sslen
 int
 proxy_listen(struct proxy *p, const char *addrport, char *err, size_t errlen)
 {
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
 	struct proxy_listener *l;
+	int rc;
 
-	return proxy_listener_bind(p, addrport, &l, err, errlen);
+	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
+		return -EINVAL;
+	rc = listener_bind_addr(p, &ss, sslen, addrport, p->loops != NULL, &l, err, errlen);
+	/* More loops: a copy on each (SO_REUSEPORT), the port loop 0 got. */
+	for (unsigned int k = 1; rc == 0 && k < proxy_loop_count(p); k++)
+		rc = listener_bind_addr(proxy_loops_worker(p, k), &ss, sslen, addrport, true, &l,
+		                        err, errlen);
+	return rc;
 }
 
+/* A listener on loop 0 alone (a TLS listener: tls.c). */
 int
 proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener **out, char *err,
                     size_t errlen)
 {
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
+
+	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
+		return -EINVAL;
+	return listener_bind_addr(p, &ss, sslen, addrport, false, out, err, errlen);
+}
+
+/*
+ * One listener of p on ss; with reuseport, SO_REUSEPORT, so that every loop
+ * may have one on the same address and the kernel spreads the clients.
+ * ssp gets the port bound (a port 0 chosen by loop 0, asked for by the rest).
+ */
+static int
+listener_bind_addr(struct proxy *p, struct sockaddr_storage *ssp, int sslen,
+                   const char *addrport, bool reuseport, struct proxy_listener **out, char *err,
+                   size_t errlen)
+{
+	struct sockaddr_storage ss = *ssp;
 	struct proxy_listener *l;
 	struct evconnlistener *lev;
 	char bound[80];
 	int rc = 0;
 
-	if (proxy_listen_parse(addrport, &ss, &sslen, err, errlen) != 0)
-		return -EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (l == NULL || gw_accept_pause_new(p->gw->base, &l->pause) != 0) {
 		free(l);
@@ -712,7 +841,8 @@ proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener
 	}
 	lev = evconnlistener_new_bind(p->gw->base, on_accept, l,
 	                              LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-	                                  LEV_OPT_REUSEABLE,
+	                                  LEV_OPT_REUSEABLE |
+	                                  (reuseport ? LEV_OPT_REUSEABLE_PORT : 0),
 	                              1024, (struct sockaddr *)&ss, sslen);
 	if (lev == NULL) {
 		rc = -errno;
@@ -730,9 +860,18 @@ proxy_listener_bind(struct proxy *p, const char *addrport, struct proxy_listener
 		int port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
 		                                    : ntohs(((struct sockaddr_in *)&ss)->sin_port);
 
-		if (policy_addr_from_sockaddr((struct sockaddr *)&ss, &a) == 0) {
+		/* The loops after loop 0 ask for the port loop 0 got. */
+		if (ssp->ss_family == AF_INET6)
+			((struct sockaddr_in6 *)ssp)->sin6_port = htons((uint16_t)port);
+		else
+			((struct sockaddr_in *)ssp)->sin_port = htons((uint16_t)port);
+		if (p->main == NULL && policy_addr_from_sockaddr((struct sockaddr *)&ss, &a) == 0) {
 			proxy_format_hostport(&a, port, bound, sizeof(bound));
-			log_info("proxy: listening on %s", bound);
+			if (p->loops != NULL)
+				log_info("proxy: listening on %s (%u loops)", bound,
+				         proxy_loop_count(p));
+			else
+				log_info("proxy: listening on %s", bound);
 		}
 	}
 	return 0;
@@ -762,6 +901,7 @@ listener_add_fd(struct proxy *p, int fd, enum proxy_listener_kind kind, int port
 		rc = -EINVAL;
 		goto out;
 	}
+	p = proxy_loops_pick(p); /* more loops: dealt round-robin */
 	l = calloc(1, sizeof(*l));
 	if (l == NULL) {
 		rc = -ENOMEM;
@@ -862,6 +1002,8 @@ proxy_stop_accepting(struct proxy *p)
 	struct proxy_listener *l;
 
 	p->stopping = true;
+	if (p->loops != NULL)
+		proxy_loops_stop_accepting(p);
 	/* The sockets close now, so new clients are refused by the kernel rather
 	 * than queued; the structs stay until they are removed (or proxy_free),
 	 * and while connections still read them. */
@@ -880,7 +1022,11 @@ proxy_stop_accepting(struct proxy *p)
 size_t
 proxy_conn_count(const struct proxy *p)
 {
-	return p->nconns;
+	size_t n = __atomic_load_n(&p->nconns, __ATOMIC_RELAXED);
+
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++)
+		n += __atomic_load_n(&proxy_loops_worker(p, k)->nconns, __ATOMIC_RELAXED);
+	return n;
 }
 
 void
@@ -897,6 +1043,8 @@ proxy_free(struct proxy *p)
 
 	if (p == NULL)
 		return;
+	/* The worker loops first: their threads end, then their connections. */
+	proxy_loops_free(p);
 	p->drained_cb = NULL;
 	while ((c = TAILQ_FIRST(&p->conns)) != NULL)
 		proxy_conn_close(c, "shutdown");
@@ -918,5 +1066,7 @@ proxy_free(struct proxy *p)
 	proxy_relay_pool_free(p);
 	proxy_inspect_free(p->inspect);
 	proxy_secrets_free(p);
+	pthread_mutex_destroy(&p->stats_mu);
+	pthread_mutex_destroy(&p->counts_mu);
 	free(p);
 }

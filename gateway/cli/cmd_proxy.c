@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -83,6 +84,7 @@ enum {
 	OPT_FLEET_PASSWORD_SECRET,
 	OPT_INSPECT_CA,
 	OPT_INSPECT_KEY,
+	OPT_LOOPS,
 };
 
 /* clang-format off */
@@ -131,6 +133,7 @@ static const struct option proxy_options[] = {
     {"fleet-password-secret", required_argument, NULL, OPT_FLEET_PASSWORD_SECRET},
     {"inspect-ca", required_argument, NULL, OPT_INSPECT_CA},
     {"inspect-key", required_argument, NULL, OPT_INSPECT_KEY},
+    {"loops", required_argument, NULL, OPT_LOOPS},
     {NULL, 0, NULL, 0},
 };
 
@@ -419,6 +422,15 @@ proxy_flag(struct proxy_flags *f, int c)
 		case OPT_MAX_CONNS:
 			rc = parse_count("--max-conns", optarg, &f->cfg.max_conns);
 			break;
+		case OPT_LOOPS: {
+			long v;
+
+			if (gw_parse_long(optarg, 1, PROXY_LOOPS_MAX, &v) != 0)
+				return gw_fail("proxy", "--loops: '%s' is not a number from 1 to %d",
+				               optarg, PROXY_LOOPS_MAX);
+			f->cfg.loops = (unsigned int)v;
+			break;
+		}
 		case OPT_MAX_CONNS_PER_CLIENT:
 			rc = parse_count("--max-conns-per-client", optarg,
 			                 &f->cfg.max_conns_per_client);
@@ -655,6 +667,26 @@ parse_flags(int argc, char **argv, struct proxy_flags *f)
 	return parse_parent(f);
 }
 
+/* --loops not given: one loop per online core, at most PROXY_LOOPS_MAX. */
+static unsigned int
+default_loops(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > PROXY_LOOPS_MAX ? PROXY_LOOPS_MAX : (unsigned int)n;
+}
+
+/* A reload replaced the policy: the proxy's other loops take it. */
+static void
+on_policy_changed(void *arg)
+{
+	struct proxy_run *run = arg;
+
+	proxy_policy_changed(run->setup.proxy);
+}
+
 /* Defaults, before the command line and --config. 0 or GW_EXIT_FAILURE. */
 static int
 flags_init(struct proxy_flags *f)
@@ -663,6 +695,7 @@ flags_init(struct proxy_flags *f)
 	 * and says so. */
 	proxy_config_defaults(&f->cfg);
 	f->cfg.log_caps = true;
+	f->cfg.loops = 0; /* not given: default_loops() */
 	f->grace = 10;
 	dns_server_config_defaults(&f->dns);
 	if (gw_setup_flags_init(&f->gw, "proxy") != 0)
@@ -770,6 +803,7 @@ reload_config(struct proxy_run *run)
 	run->gw.policy = policy;
 	run->gw.policy_path = nf->gw.policy_path;
 	run->gw.flags_policy = nf->gw.rules;
+	proxy_policy_changed(run->setup.proxy);
 	proxy_set_config(run->setup.proxy, &nf->cfg);
 	log_set_verbosity(nf->verbosity > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	run->grace = nf->grace;
@@ -1073,6 +1107,10 @@ run_proxy(int argc, char **argv)
 		goto out;
 	if (inspect_ca(&f, ca_cert, ca_key) != 0)
 		goto out;
+	if (f.cfg.loops == 0)
+		f.cfg.loops = default_loops();
+	run.gw.policy_changed = on_policy_changed;
+	run.gw.policy_changed_arg = &run;
 	/* approvals: the control socket through which people list and decide them. */
 	if (gw_setup_start(&run.gw, &run.setup, &f.gw,
 	                   GW_SETUP_RESOLVER | GW_SETUP_APPROVALS | GW_SETUP_CONTROL |
@@ -1139,6 +1177,11 @@ run_proxy(int argc, char **argv)
 		gw_fail("proxy", "out of memory");
 		goto out;
 	}
+	/* The last listener is open: the other loops may serve now. */
+	if (proxy_loops_start(run.setup.proxy, err, sizeof(err)) != 0) {
+		gw_fail("proxy", "--loops: %s", err);
+		goto out;
+	}
 	if (event_base_dispatch(run.gw.base) != 0) {
 		gw_fail("proxy", "event loop failed");
 		goto out;
@@ -1192,6 +1235,8 @@ const struct gw_command gw_command_proxy = {
         "  --mode enforce|report    report: let what the policy refuses through,\n"
         "                           audited as would-deny (enforce)\n"
         "names:\n" GW_SETUP_USAGE_NAMES GW_SETUP_USAGE_INSPECT PROXY_USAGE_INSPECT_CA "limits:\n"
+        "  --loops N                event loops (threads) serving the listeners: 1 to 8\n"
+        "                           (one per online core, at most 8)\n"
         "  --max-conns N            client connections in all (4096; always\n"
         "                           lowered to what the open-file limit allows)\n"
         "  --max-conns-per-client N  per client address (256; at most a quarter\n"

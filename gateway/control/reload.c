@@ -71,6 +71,8 @@ gw_policy_reload(struct gw_context *ctx, char *err, size_t errlen)
 	/* Requests in flight hold their own references to the old policy. */
 	policy_free(ctx->policy);
 	ctx->policy = fresh;
+	if (ctx->policy_changed != NULL)
+		ctx->policy_changed(ctx->policy_changed_arg);
 	return 0;
 }
 

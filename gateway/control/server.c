@@ -394,6 +394,17 @@ gw_control_stats_json(const struct proxy *p, const struct dns_server *dns,
 		                    json_pack("{s:o, s:o}", "total", proxy_stats_obj(&total),
 		                              "clients",
 		                              clients != NULL ? clients : json_object()));
+		/* Connections each event loop accepted (docs/proxy.md, "Event loops"). */
+		if (proxy_loop_count(p) > 1) {
+			json_t *loops = json_array();
+
+			for (unsigned int k = 0; loops != NULL && k < proxy_loop_count(p); k++)
+				json_array_append_new(
+				    loops, json_pack("{s:i, s:I}", "loop", (int)k, "accepted",
+				                     (json_int_t)proxy_loop_accepted(p, k)));
+			if (loops != NULL)
+				json_object_set_new(json_object_get(o, "proxy"), "loops", loops);
+		}
 	}
 	if (dns != NULL) {
 		struct dns_stats total;

@@ -18,8 +18,10 @@ struct gw_accept_pause {
 	struct evconnlistener *lev; /* the one paused, set at the failure */
 };
 
-/* The loop is single-threaded: one clock for every listener's warnings, so
- * a thousand listeners out of fds still write one line a second. */
+/* One clock for every listener's warnings, so a thousand listeners out of
+ * fds still write one line a second. The proxy's loops may be threads
+ * (proxy --loops): the clock is read and set atomically, and two loops
+ * racing may each write their line. */
 static double last_warn = -1e9;
 
 static void
@@ -59,9 +61,11 @@ gw_accept_failed(struct gw_accept_pause *ap, struct evconnlistener *lev, const c
 	int saved = errno;
 	double now = gw_clock_mono();
 	struct timeval tv = gw_clock_timeval(GW_ACCEPT_PAUSE);
+	double last;
 
-	if (now - last_warn >= GW_ACCEPT_WARN_EVERY) {
-		last_warn = now;
+	__atomic_load(&last_warn, &last, __ATOMIC_RELAXED);
+	if (now - last >= GW_ACCEPT_WARN_EVERY) {
+		__atomic_store(&last_warn, &now, __ATOMIC_RELAXED);
 		errno = saved;
 		log_warn("%s: accept (pausing %.0f ms; at most one warning a second)", what,
 		         GW_ACCEPT_PAUSE * 1e3);

@@ -32,6 +32,10 @@ struct gw_context {
 	 * NULL when nothing listens (publishing to NULL is a no-op). */
 	struct gw_events *events;
 	bool stopping;             /* SIGTERM: accept nothing new */
+	/* Told after a reload replaced policy (the proxy's other loops take
+	 * it: proxy_policy_changed); NULL: nobody. */
+	void (*policy_changed)(void *arg);
+	void *policy_changed_arg;
 };
 
 #endif

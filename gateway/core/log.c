@@ -25,10 +25,11 @@ log_init(enum log_level verbosity, bool json)
 	log_json = json;
 }
 
+/* SIGHUP on loop 0 while the proxy's other loops log: one atomic word. */
 void
 log_set_verbosity(enum log_level verbosity)
 {
-	log_verbosity = verbosity;
+	__atomic_store_n(&log_verbosity, verbosity, __ATOMIC_RELAXED);
 }
 
 void
@@ -46,7 +47,7 @@ log_eol(void)
 enum log_level
 log_get_verbosity(void)
 {
-	return log_verbosity;
+	return __atomic_load_n(&log_verbosity, __ATOMIC_RELAXED);
 }
 
 static const char *
@@ -88,7 +89,7 @@ vlog(enum log_level level, int errnum, const char *fmt, va_list ap)
 	char raw[2048], msg[sizeof(raw) * GW_TEXT_SAFE_GROWTH];
 	size_t len;
 
-	if (level > log_verbosity)
+	if (level > __atomic_load_n(&log_verbosity, __ATOMIC_RELAXED))
 		return;
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	if (errnum != 0) {

@@ -11,7 +11,9 @@
 # per 1000 requests come from /proc/PID/stat of each proxy before and after each phase.
 # Knobs: WRK_SECONDS (10), CHURN_SECONDS (5), ROUNDS (2: wrk and churn runs per target),
 # FETCH_RUNS (3), IDLE_TUNNELS (10000, capped by the fd limit), PHASES ("fetch wrk churn
-# idle": a subset runs only those), BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and
+# idle": a subset runs only those; "loops", not in the default set: kept-alive wrk load on
+# tollgate --loops 1 pinned to core 0 and --loops 2 on cores 0-1, and on Squid with
+# workers 1 and workers 2 pinned alike, the clients and origin unpinned), BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and
 # its logs), LATENCY_REQS (2000 per target and round), BENCH_PERF_DIR=DIR (`perf record -g`
 # of tollgate per phase into DIR/tollgate-PHASE.data; the figures then carry perf's cost),
 # TOLLGATE_BENCH_EXTRA_FLAGS="FLAGS" (added to tollgate proxy's command line, split at
@@ -139,7 +141,7 @@ printf '127.0.0.1 origin.test\n' >"$tmp/hosts"
 # from eight loopback addresses (bench_proxy_client idle), so each holds an eighth.
 read -r -a tg_extra <<<"${TOLLGATE_BENCH_EXTRA_FLAGS:-}"
 tp=$(port)
-TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \
+TOLLGATE_HOME=$tmp/home "$tollgate" proxy --loops 1 --listen "127.0.0.1:$tp" \
 	--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8 \
 	--audit "$tmp/audit.db" --control "$tmp/tollgate.ctl" \
 	--max-conns $((idle_n + 1000)) --max-conns-per-client $((idle_n + 1000)) \
@@ -395,6 +397,65 @@ for _ in $(seq "$lat_rounds"); do
 	done
 done
 
+# --- loops: kept-alive wrk load (as the wrk phase) on one event loop pinned to core 0
+# against two loops on cores 0 and 1, and on Squid's workers 1 against workers 2, pinned
+# alike. The client (wrk) and the origin run wherever they can: on a two-core machine
+# they share the proxies' cores. ---
+declare -A r_loops
+if phase loops; then
+	for w in 1 2; do
+		cpus=0
+		((w == 2)) && cpus=0,1
+		lp=$(port)
+		TOLLGATE_HOME=$tmp/home-loops$w taskset -c "$cpus" "$tollgate" proxy --loops "$w" \
+			--listen "127.0.0.1:$lp" --resolve origin.test:127.0.0.1 --allow "origin.test:$op" \
+			--allow-cidr 127.0.0.0/8 --audit "$tmp/audit-loops$w.db" --control "$tmp/loops$w.ctl" \
+			--idle-timeout 600s "${tg_extra[@]}" 2>"$tmp/loops$w.log" &
+		pids+=("$!")
+		pport[loops$w]=$lp
+		# Squid's SMP mode needs its daemon mode (not -N) and its IPC directory,
+		# /run/squid: a private /run in a mount namespace of its own, so the
+		# machine's is left alone. The pid file names the master; its kids follow.
+		qp=$(port)
+		mkdir -p "$tmp/squid$w"
+		chown proxy:proxy "$tmp/squid$w"
+		sed -e "s|^http_port .*|http_port 127.0.0.1:$qp|" \
+			-e "s|$tmp/squid/|$tmp/squid$w/|g" -e "s|^coredump_dir .*|coredump_dir $tmp/squid$w|" \
+			"$tmp/squid/squid.conf" >"$tmp/squid$w/squid.conf"
+		printf 'workers %s\npinger_enable off\n' "$w" >>"$tmp/squid$w/squid.conf"
+		# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+		unshare -m sh -c 'mount -t tmpfs -o mode=755 tmpfs /run && mkdir /run/squid &&
+			chown proxy:proxy /run/squid && exec taskset -c "$1" squid -f "$2"' sh \
+			"$cpus" "$tmp/squid$w/squid.conf" 2>"$tmp/squid$w/stderr.log"
+		for _ in $(seq 100); do [[ -s $tmp/squid$w/squid.pid ]] && break; sleep 0.1; done
+		mpid=$(cat "$tmp/squid$w/squid.pid" 2>/dev/null || true)
+		[[ -n $mpid ]] || { echo "bench_proxy: squid workers $w did not start" >&2; exit 1; }
+		pids+=("$mpid")
+		pport[squid_workers$w]=$qp
+	done
+	for n in loops1 loops2 squid_workers1 squid_workers2; do
+		ready "${pport[$n]}"
+		refused "${pport[$n]}"
+	done
+	for m in $(pgrep -P "$(cat "$tmp/squid1/squid.pid")") $(pgrep -P "$(cat "$tmp/squid2/squid.pid")"); do
+		pids+=("$m")
+	done
+	cat >"$tmp/wrk-loops.lua" <<EOF
+local req = "GET http://origin.test:$op/small HTTP/1.1\r\nHost: origin.test:$op\r\n\r\n"
+request = function() return req end
+EOF
+	for _ in $(seq "$rounds"); do
+		for n in loops1 loops2 squid_workers1 squid_workers2; do
+			out=$(wrk -c16 -t2 -d"${wrk_secs}s" --timeout 5s -s "$tmp/wrk-loops.lua" \
+				"http://127.0.0.1:${pport[$n]}/" 2>&1)
+			rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+			errs=$(awk '/Socket errors|Non-2xx/ {printf "%s; ", $0}' <<<"$out")
+			echo "loops $n: $rps req/s ${errs}" >&2
+			if better "$rps" "${r_loops[$n]:-}"; then r_loops[$n]=$rps; fi
+		done
+	done
+fi
+
 # --- idle tunnels: RSS before and after, per tunnel (tinyproxy: a thread per
 # client and MaxClients-bound, so it is left out) ---
 idle_names=(tollgate squid)
@@ -490,6 +551,12 @@ echo "ratio keepalive/squid: $(ratio "${r_wrk[tollgate]:--}" "${r_wrk[squid]:--}
 echo "ratio keepalive_cpu/squid: $(ratio "${r_wrk_cpu[tollgate]:--}" "${r_wrk_cpu[squid]:--}")"
 echo "ratio tunnel/squid: $(ratio "${r_churn[tollgate]:--}" "${r_churn[squid]:--}")"
 echo "ratio added_p50_us: $(added "${r_lka50[tollgate]:--}" "${r_lka50[direct]:--}")"
+if phase loops; then
+	echo "loops: tollgate --loops 1 ${r_loops[loops1]:--}, --loops 2 ${r_loops[loops2]:--}, squid workers 1 ${r_loops[squid_workers1]:--}, workers 2 ${r_loops[squid_workers2]:--} req/s (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "ratio loops2/loops1: $(ratio "${r_loops[loops2]:--}" "${r_loops[loops1]:--}")"
+	echo "ratio squid_workers2/workers1: $(ratio "${r_loops[squid_workers2]:--}" "${r_loops[squid_workers1]:--}")"
+	echo "ratio keepalive_loops2/squid_workers2: $(ratio "${r_loops[loops2]:--}" "${r_loops[squid_workers2]:--}")"
+fi
 if [[ -n $before ]]; then
 	echo "ratio keepalive/before: $(ratio "${r_wrk[tollgate]:--}" "${r_wrk[before]:--}")"
 	echo "ratio keepalive_cpu/before: $(ratio "${r_wrk_cpu[tollgate]:--}" "${r_wrk_cpu[before]:--}")"
