@@ -123,6 +123,7 @@ struct proxy {
 	pthread_mutex_t counts_mu;
 	unsigned int admitted;
 	uint64_t accepted; /* connections accepted on this loop (atomic) */
+	size_t ntunnels;   /* tunnels open on this loop, in PEEK or RELAY (atomic) */
 	struct proxy_metrics metrics_sum; /* loop 0: every loop's, for proxy_get_metrics */
 };
 
@@ -143,6 +144,13 @@ enum proxy_audit_state {
 	PROXY_AUDIT_HELD,  /* allowed: the row waits for the outcome */
 	PROXY_AUDIT_DONE,  /* the final decision row is written */
 };
+
+/*
+ * Moves c to state s. The one place a connection's state changes, so that
+ * the loop's count of open tunnels (PEEK and RELAY) stays true for readers
+ * on other loops (proxy_tunnel_count).
+ */
+void proxy_conn_set_state(struct proxy_conn *c, enum proxy_conn_state s);
 
 /* Called when the upstream connection for the current request is open. */
 typedef void (*proxy_target_cb)(struct proxy_conn *c, int fd);

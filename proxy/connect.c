@@ -575,7 +575,7 @@ peek_judge(struct proxy_conn *c, bool eof)
 		if (shrunk != NULL)
 			c->peek = shrunk;
 	}
-	c->state = PROXY_CONN_RELAY;
+	proxy_conn_set_state(c, PROXY_CONN_RELAY);
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
 	/* It takes the client's fd over from peek_ev and frees that. */
 	proxy_relay_start_up(c->relay); /* may close c: nothing after this */
@@ -663,7 +663,7 @@ on_tunnel_open(struct proxy_conn *c, int fd)
 		proxy_conn_close(c, "out of memory");
 		return;
 	}
-	c->state = PROXY_CONN_PEEK;
+	proxy_conn_set_state(c, PROXY_CONN_PEEK);
 	c->head_started = false;
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
 	if (c->peek_len > 0)

@@ -668,7 +668,7 @@ on_forward_target(struct proxy_conn *c, int fd)
 		c->bytes_up = c->bytes_down = 0;
 		c->connection_pending = true;
 	}
-	c->state = PROXY_CONN_FORWARD;
+	proxy_conn_set_state(c, PROXY_CONN_FORWARD);
 	proxy_conn_touch(c);
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
 	send_request(f);
@@ -935,7 +935,7 @@ retry_on_fresh_connection(struct proxy_forward *f)
 		f->replay = NULL;
 	}
 	c->connection_pending = false;
-	c->state = PROXY_CONN_DECIDING;
+	proxy_conn_set_state(c, PROXY_CONN_DECIDING);
 	/* Decided again (a second decision row), then a fresh connection. */
 	proxy_forward_start(c);
 }

@@ -412,17 +412,32 @@ proxy_get_metrics(const struct proxy *p)
 	return &mp->metrics_sum;
 }
 
+static bool
+state_is_tunnel(enum proxy_conn_state s)
+{
+	return s == PROXY_CONN_PEEK || s == PROXY_CONN_RELAY;
+}
+
+void
+proxy_conn_set_state(struct proxy_conn *c, enum proxy_conn_state s)
+{
+	bool was = state_is_tunnel(c->state);
+	bool now = state_is_tunnel(s);
+
+	if (now && !was)
+		__atomic_add_fetch(&c->proxy->ntunnels, 1, __ATOMIC_RELAXED);
+	else if (was && !now)
+		__atomic_sub_fetch(&c->proxy->ntunnels, 1, __ATOMIC_RELAXED);
+	c->state = s;
+}
+
 size_t
 proxy_tunnel_count(const struct proxy *p)
 {
-	const struct proxy_conn *c;
-	size_t n = 0;
+	size_t n = __atomic_load_n(&p->ntunnels, __ATOMIC_RELAXED);
 
-	TAILQ_FOREACH(c, &p->conns, entry)
-	{
-		if (c->state == PROXY_CONN_PEEK || c->state == PROXY_CONN_RELAY)
-			n++;
-	}
+	for (unsigned int k = 1; k < proxy_loop_count(p); k++)
+		n += __atomic_load_n(&proxy_loops_worker(p, k)->ntunnels, __ATOMIC_RELAXED);
 	return n;
 }
 

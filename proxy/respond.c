@@ -95,7 +95,7 @@ on_refusal_written(struct bufferevent *bev, void *arg)
 
 	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0)
 		return;
-	c->state = PROXY_CONN_LINGER;
+	proxy_conn_set_state(c, PROXY_CONN_LINGER);
 	shutdown(c->cfd, SHUT_WR);
 	bufferevent_setwatermark(bev, EV_READ, 0, 0);
 	bufferevent_setcb(bev, on_linger_read, NULL, on_refusal_event, c);
@@ -164,7 +164,7 @@ proxy_refuse(struct proxy_conn *c, int status, const char *reason, const char *w
 		return;
 	}
 	c->client_status = status;
-	c->state = PROXY_CONN_REFUSING;
+	proxy_conn_set_state(c, PROXY_CONN_REFUSING);
 	/* Whatever else the client sends is not read: it is not going anywhere. */
 	proxy_read_set(c->cbev, c->crd, false);
 	bufferevent_setwatermark(c->cbev, EV_WRITE, 0, 0);

@@ -270,6 +270,7 @@ proxy_conn_close(struct proxy_conn *c, const char *reason)
 	count_put(p, c->count);
 	conn_unadmit(p);
 	listener_put(c->listener);
+	proxy_conn_set_state(c, PROXY_CONN_HEAD); /* out of the tunnel count */
 	TAILQ_REMOVE(&p->conns, c, entry);
 	__atomic_sub_fetch(&p->nconns, 1, __ATOMIC_RELAXED);
 	free(c);
@@ -401,7 +402,7 @@ dispatch_head(struct proxy_conn *c, size_t end)
 		return;
 	if (secret_misdirected(c))
 		return;
-	c->state = PROXY_CONN_DECIDING;
+	proxy_conn_set_state(c, PROXY_CONN_DECIDING);
 	event_del(c->timer);
 	if (c->head->form == PROXY_FORM_CONNECT)
 		proxy_connect_start(c);
@@ -467,7 +468,7 @@ proxy_conn_read_head(struct proxy_conn *c)
 		proxy_conn_close(c, "stopping");
 		return;
 	}
-	c->state = PROXY_CONN_HEAD;
+	proxy_conn_set_state(c, PROXY_CONN_HEAD);
 	proxy_audit_reset(c);
 	c->stats_allowed = false;
 	c->stats_refused = false;

@@ -83,7 +83,7 @@ on_tls_target(struct proxy_conn *c, int fd)
 		proxy_conn_close(c, "out of memory");
 		return;
 	}
-	c->state = PROXY_CONN_RELAY;
+	proxy_conn_set_state(c, PROXY_CONN_RELAY);
 	proxy_conn_timer(c, c->proxy->cfg.idle_timeout);
 	proxy_audit_outcome(c, "allow", NULL, NULL);
 	/* The held ClientHello goes first: the upstream sees the client's own bytes. */
@@ -143,7 +143,7 @@ hello_judge(struct proxy_conn *c, bool eof)
 		return;
 	}
 	snprintf(c->sni, sizeof(c->sni), "%s", sni.text);
-	c->state = PROXY_CONN_DECIDING;
+	proxy_conn_set_state(c, PROXY_CONN_DECIDING);
 	event_del(c->timer);
 	c->inspecting = sni.kind == POLICY_HOST_NAME && proxy_inspect_wants(c->proxy, sni.text);
 	/* The client's socket is still read while deciding, to see it leave. */
@@ -194,7 +194,7 @@ proxy_transparent_tls_start(struct proxy_conn *c)
 {
 	struct proxy *p = c->proxy;
 
-	c->state = PROXY_CONN_HELLO;
+	proxy_conn_set_state(c, PROXY_CONN_HELLO);
 	proxy_audit_reset(c);
 	c->stats_allowed = false;
 	c->stats_refused = false;

@@ -12,7 +12,8 @@
 # a tunnel per request, then a quiet second after which the proxy's RSS (VmRSS) and open
 # fds are read; CPU per request is the proxy's utime+stime over a load phase divided by
 # the requests that phase completed. Knobs: SOAK_MINUTES (60), WRK_SECONDS (20),
-# CHURN_SECONDS (20), IDLE_TUNNELS (10000), IDLE_LOAD_SECONDS (20), SOAK_KEEP=1 (keep the
+# CHURN_SECONDS (20), IDLE_TUNNELS (10000), IDLE_LOAD_SECONDS (20), SOAK_LOOPS (the proxy's
+# --loops; one per core, at most 8), SOAK_KEEP=1 (keep the
 # temp dir), SOAK_ASSERT=1 (exit 1 unless the bounds below hold), SOAK_OUT=FILE (the
 # per-minute lines as TSV too).
 #
@@ -86,8 +87,12 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # fds come and go while they are listed: ls, not find (which fails on one gone).
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # The relay keeps up to 64 empty pipes (128 fds) for the next tunnels (proxy/conn.h,
-# PROXY_PIPE_POOL): fds other than pipes are what must come back to where they were.
-PIPE_POOL_FDS=128
+# PROXY_PIPE_POOL), one pool per event loop: fds other than pipes are what must come
+# back to where they were. The proxy runs its default loop count (one per core, at
+# most 8), named on its command line so the bound knows it.
+LOOPS=${SOAK_LOOPS:-$(nproc)}
+((LOOPS > 8)) && LOOPS=8
+PIPE_POOL_FDS=$((128 * LOOPS))
 pipe_fds() { # shellcheck disable=SC2010 # the links' targets, not names, are matched
 	ls -l "/proc/$1/fd" 2>/dev/null | grep -c ' -> pipe:' || true; }
 hz=$(getconf CLK_TCK)
@@ -129,7 +134,7 @@ pids+=("$!")
 
 # --- the proxy: the origin's name on its port, nothing else ---
 tp=$(port)
-TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" \
+TOLLGATE_HOME=$tmp/home "$tollgate" proxy --listen "127.0.0.1:$tp" --loops "$LOOPS" \
 	--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8 \
 	--audit "$tmp/audit.db" --control "$tmp/tollgate.ctl" \
 	--max-conns $((idle_n + 1000)) --max-conns-per-client $((idle_n + 1000)) \
