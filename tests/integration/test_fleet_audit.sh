@@ -180,9 +180,10 @@ checks=$((checks + 1))
 if wait_for 10 copy_waits; then pass "gw-c's shipper waits for the table"; else fail "gw-c's shipper did not come"; fi
 local_has() { [[ $(sqlite3 "$TEST_TMP/gw-c.db" "select count(*) from events where id = $1") == 1 ]]; }
 wait_for 10 local_has $((head_c + 1)) || fail "gw-c did not write row $((head_c + 1))"
-sqlite3 -separator $'\t' -nullvalue '\N' "$TEST_TMP/gw-c.db" "select 'gw-c', id, ts, kind, sandbox, host,
+sqlite3 -cmd '.timeout 5000' -separator $'\t' -nullvalue '\N' "$TEST_TMP/gw-c.db" "select 'gw-c', id, ts, kind, sandbox, host,
 	port, decision, reason, detail, prev_hash, hash from events where id = $((head_c + 1))" >"$TEST_TMP/ahead.tsv"
 echo "\\copy tollgate_audit (node, seq, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash) from '$TEST_TMP/ahead.tsv'" >&3
+expect_eq "the row to store ahead was read from gw-c's log" "$(wc -l <"$TEST_TMP/ahead.tsv")" 1
 echo "COMMIT;" >&3
 exec 3>&-
 wait "$lock_pid" || fail "the locking session failed: $(cat "$TEST_TMP/lock.out")"
@@ -194,7 +195,7 @@ checks=$((checks + 1))
 if grep -q 'duplicate key value violates unique constraint "tollgate_audit_pkey"' "$PG_DIR/server.log"; then
 	pass "the COPY straight into the table met the row (and the batch went again, staged)"
 else
-	fail "no conflict in the server's log: the batch did not go straight in"
+	fail "no conflict in the server's log: the batch did not go straight in ($(grep -E 'ERROR|STATEMENT' "$PG_DIR/server.log" | tail -4); $(tail -3 "$TEST_TMP/gw-c.log"))"
 fi
 expect_eq "gw-c kept its connection (the batch went again, no reconnection)" \
 	"$(grep -c "shipping paused" "$TEST_TMP/gw-c.log" || true)" "$pauses_c"
