@@ -156,8 +156,12 @@ expect_eq "no row shipped before it was written" \
 # and the COPY then meets it. (The first of the new rows: a real shipper's rows
 # at the centre never skip one, and shipping resumes after the newest.)
 # gw-c's connection died with the crash above: one row shipped makes a new one.
+reconnects_c() { grep -c "shipping again" "$TEST_TMP/gw-c.log" || true; }
+again_c=$(reconnects_c)
 requests gw-c 1
-wait_shipped gw-c "$TEST_TMP/gw-c.db" || fail "gw-c did not reconnect"
+reconnected_c() { (($(reconnects_c) > again_c)); }
+wait_for 15 reconnected_c || fail "gw-c did not reconnect: $(tail -3 "$TEST_TMP/gw-c.log")"
+wait_shipped gw-c "$TEST_TMP/gw-c.db" || fail "gw-c did not ship after reconnecting"
 mkfifo "$TEST_TMP/lock.fifo"
 psql -X -q "$FLEET" -v ON_ERROR_STOP=1 <"$TEST_TMP/lock.fifo" >"$TEST_TMP/lock.out" 2>&1 &
 lock_pid=$!
