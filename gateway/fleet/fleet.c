@@ -187,6 +187,10 @@ static const char *const migrations[] = {
     " pushed_at timestamptz NOT NULL DEFAULT now());"
     "CREATE INDEX tollgate_policy_revisions_group ON tollgate_policy_revisions"
     " (node_group, rev DESC);",
+    /* 2: a batch is a COPY straight into the table, whose rows take shipped_at
+     * from the default: the time each row is stored, not the transaction's
+     * start (which precedes the rows' read at the node). */
+    "ALTER TABLE tollgate_audit ALTER COLUMN shipped_at SET DEFAULT clock_timestamp();",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FLEET_SCHEMA_VERSION,
                "one migration per schema version");

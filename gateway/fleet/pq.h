@@ -15,6 +15,7 @@
 /* Every libpq function tollgate calls: a new one is a line here and below. */
 #define FLEET_PQ_FUNCS(X)                                                                          \
 	X(PQclear)                                                                                 \
+	X(PQcmdTuples)                                                                             \
 	X(PQconndefaults)                                                                          \
 	X(PQconnectdbParams)                                                                       \
 	X(PQconninfoFree)                                                                          \
@@ -35,6 +36,7 @@
 	X(PQputCopyEnd)                                                                            \
 	X(PQresultErrorField)                                                                      \
 	X(PQresultStatus)                                                                          \
+	X(PQsendQuery)                                                                             \
 	X(PQsendQueryParams)                                                                       \
 	X(PQsetNoticeProcessor)                                                                    \
 	X(PQsetSingleRowMode)                                                                      \
@@ -56,6 +58,7 @@ extern struct fleet_pq_table fleet_pq;
 int fleet_pq_load(char *err, size_t errlen);
 
 #define PQclear (fleet_pq.p_PQclear)
+#define PQcmdTuples (fleet_pq.p_PQcmdTuples)
 #define PQconndefaults (fleet_pq.p_PQconndefaults)
 #define PQconnectdbParams (fleet_pq.p_PQconnectdbParams)
 #define PQconninfoFree (fleet_pq.p_PQconninfoFree)
@@ -76,6 +79,7 @@ int fleet_pq_load(char *err, size_t errlen);
 #define PQputCopyEnd (fleet_pq.p_PQputCopyEnd)
 #define PQresultErrorField (fleet_pq.p_PQresultErrorField)
 #define PQresultStatus (fleet_pq.p_PQresultStatus)
+#define PQsendQuery (fleet_pq.p_PQsendQuery)
 #define PQsendQueryParams (fleet_pq.p_PQsendQueryParams)
 #define PQsetNoticeProcessor (fleet_pq.p_PQsetNoticeProcessor)
 #define PQsetSingleRowMode (fleet_pq.p_PQsetSingleRowMode)

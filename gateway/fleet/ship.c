@@ -2,10 +2,19 @@
  * The shipper: a thread of its own that copies a node's committed audit rows
  * from the local SQLite log (the source of truth, read through a connection
  * of its own) into the fleet's table, in batches. Blocking libpq is fine
- * here: the event loop never waits on it. Each batch is a COPY into a
- * temporary table and one INSERT ... ON CONFLICT DO NOTHING, so a batch sent
- * twice (a lost COMMIT answer) lands once; after a restart of either side it
- * resumes from the centre's newest seq for the node.
+ * here: the event loop never waits on it.
+ *
+ * A batch is normally one COPY straight into the table, in a transaction of
+ * its own: the shipper resumed from the centre's newest seq for its node on
+ * this connection, so it knows the rows are new. When that is not known (a
+ * COPY met a row already there, say a commit an old connection made late)
+ * or the server refuses COPY into the table (row-level security), a batch is
+ * a COPY into a temporary table and one INSERT ... ON CONFLICT DO NOTHING:
+ * a row sent twice lands once. Either way, a failed batch lands nothing.
+ *
+ * The next batch is read from the local log while the current one is in
+ * flight, and a batch takes up to SHIP_BATCH_MAX of the rows waiting: a
+ * backlog goes in large batches, a trickle in small ones, without a wait.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,13 +30,30 @@
 #include "gateway/fleet/fleet.h"
 #include "gateway/fleet/pq.h"
 
-/* Rows per COPY; what an idle poll waits; the backoff's bounds while the database is away. */
-#define SHIP_BATCH 2000
-#define SHIP_POLL_MS 200
+/* Rows and bytes per batch at most; what an idle poll waits; the backoff's
+ * bounds while the database is away. */
+#define SHIP_BATCH_MAX 10000
+#define SHIP_BATCH_BYTES (8u << 20)
+#define SHIP_POLL_MS 100
 #define SHIP_RETRY_MIN_MS 250
 #define SHIP_RETRY_MAX_MS 5000
 /* What stopping may spend on a last batch. */
 #define SHIP_STOP_TIMEOUT_S 3
+
+/* The columns a batch carries, in COPY's text format, in this order. */
+#define SHIP_COLUMNS                                                                               \
+	"node, seq, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"
+
+/* A batch read from the local log: the rows after `after`, up to `last`. */
+struct batch {
+	char *buf; /* COPY text, one line a row */
+	size_t len, cap;
+	int64_t after, last;
+	size_t rows;
+	bool ready; /* read, and not yet shipped or dropped */
+	int rc;     /* while reading: 0, -EINVAL (a NUL byte), -ENOMEM */
+	const char *node;
+};
 
 struct fleet_shipper {
 	char *url, *node, *audit_path;
@@ -37,12 +63,13 @@ struct fleet_shipper {
 	bool stopping; /* under lock */
 	PGconn *pg;
 	struct audit_reader *reader;
-	int64_t shipped; /* the centre's newest seq for node, once known */
-	bool resumed;    /* shipped was read from the centre on this connection */
-	bool staged;     /* the temporary table exists on this connection */
-	bool warned;     /* the database is away: said once until it answers */
-	char copy[1 << 16];
-	size_t copy_len;
+	int64_t shipped;   /* the centre's newest seq for node, once known */
+	bool resumed;      /* shipped was read from the centre on this connection */
+	bool direct;       /* rows after shipped are new at the centre: COPY into the table */
+	bool copy_refused; /* the server refuses COPY into the table: always stage */
+	bool staged;       /* the temporary table exists on this connection */
+	bool warned;       /* the database is away: said once until it answers */
+	struct batch cur, next;
 };
 
 /* Sleeps ms or until stopped. True when stopping. */
@@ -76,30 +103,41 @@ drop_connection(struct fleet_shipper *s, const char *why)
 	fleet_disconnect(s->pg);
 	s->pg = NULL;
 	s->resumed = false;
+	s->direct = false;
 	s->staged = false;
+	s->next.ready = false;
 }
 
-/* Flushes the COPY buffer to the server. 0 or -EIO. */
+/* Room for n more bytes in b's buffer. 0 or -ENOMEM. */
 static int
-copy_flush(struct fleet_shipper *s)
+batch_room(struct batch *b, size_t n)
 {
-	if (s->copy_len == 0)
+	size_t cap;
+	char *p;
+
+	if (b->len + n <= b->cap)
 		return 0;
-	if (PQputCopyData(s->pg, s->copy, (int)s->copy_len) != 1)
-		return -EIO;
-	s->copy_len = 0;
+	cap = b->cap != 0 ? b->cap : 1 << 16;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->buf, cap);
+	if (p == NULL)
+		return -ENOMEM;
+	b->buf = p;
+	b->cap = cap;
 	return 0;
 }
 
 /* One field in COPY's text format: NULL as \N, backslash escapes for the rest. */
 static int
-copy_field(struct fleet_shipper *s, const char *v, size_t len, bool last)
+copy_field(struct batch *b, const char *v, size_t len, bool last)
 {
-	if (s->copy_len + 4 > sizeof(s->copy) && copy_flush(s) != 0)
-		return -EIO;
+	/* Each byte takes two at most, and the separator one. */
+	if (batch_room(b, (v != NULL ? 2 * len : 2) + 1) != 0)
+		return -ENOMEM;
 	if (v == NULL) {
-		memcpy(s->copy + s->copy_len, "\\N", 2);
-		s->copy_len += 2;
+		memcpy(b->buf + b->len, "\\N", 2);
+		b->len += 2;
 	}
 	for (size_t i = 0; v != NULL && i < len; i++) {
 		const char *esc = NULL;
@@ -122,86 +160,98 @@ copy_field(struct fleet_shipper *s, const char *v, size_t len, bool last)
 			 * tampered with, which its own verify reports. */
 			return -EINVAL;
 		}
-		if (s->copy_len + 3 > sizeof(s->copy) && copy_flush(s) != 0)
-			return -EIO;
 		if (esc != NULL) {
-			memcpy(s->copy + s->copy_len, esc, 2);
-			s->copy_len += 2;
+			memcpy(b->buf + b->len, esc, 2);
+			b->len += 2;
 		} else {
-			s->copy[s->copy_len++] = v[i];
+			b->buf[b->len++] = v[i];
 		}
 	}
-	s->copy[s->copy_len++] = last ? '\n' : '\t';
+	b->buf[b->len++] = last ? '\n' : '\t';
 	return 0;
 }
-
-struct batch {
-	struct fleet_shipper *s;
-	int64_t last;
-	size_t rows;
-	int rc;
-};
 
 static int
 copy_row(const struct audit_row *r, void *arg)
 {
 	struct batch *b = arg;
-	struct fleet_shipper *s = b->s;
+	size_t len = b->len;
 	char seq[24], port[24];
+	int rc;
 
+	if (b->len >= SHIP_BATCH_BYTES)
+		return 1; /* full: the rest goes in the next batch */
 	snprintf(seq, sizeof(seq), "%lld", (long long)r->id);
 	snprintf(port, sizeof(port), "%lld", (long long)r->port);
-	b->rc = copy_field(s, seq, strlen(seq), false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->ts, r->ts_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->kind, r->kind_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->sandbox, r->sandbox_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->host, r->host_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, port, strlen(port), false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->decision, r->decision_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->reason, r->reason_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->detail, r->detail_len, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->prev_hash, r->prev_hash ? strlen(r->prev_hash) : 0, false);
-	if (b->rc == 0)
-		b->rc = copy_field(s, r->hash, r->hash ? strlen(r->hash) : 0, true);
-	if (b->rc != 0)
+	rc = copy_field(b, b->node, strlen(b->node), false);
+	if (rc == 0)
+		rc = copy_field(b, seq, strlen(seq), false);
+	if (rc == 0)
+		rc = copy_field(b, r->ts, r->ts_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->kind, r->kind_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->sandbox, r->sandbox_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->host, r->host_len, false);
+	if (rc == 0)
+		rc = copy_field(b, port, strlen(port), false);
+	if (rc == 0)
+		rc = copy_field(b, r->decision, r->decision_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->reason, r->reason_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->detail, r->detail_len, false);
+	if (rc == 0)
+		rc = copy_field(b, r->prev_hash, r->prev_hash ? strlen(r->prev_hash) : 0, false);
+	if (rc == 0)
+		rc = copy_field(b, r->hash, r->hash ? strlen(r->hash) : 0, true);
+	if (rc != 0) {
+		/* The batch ends before this row. */
+		b->len = len;
+		b->rc = rc;
 		return 1;
+	}
 	b->last = r->id;
 	b->rows++;
 	return 0;
 }
 
-/* A row of the query that only asks whether there is one. */
-static int
-row_seen(const struct audit_row *r, void *arg)
-{
-	return 0;
-}
-
 /*
- * Whether the local log holds a row after s->shipped: an idle gateway then
- * costs the database nothing (no transaction every poll). 1, 0 or -EIO.
+ * Reads the committed rows after `after` into b: up to SHIP_BATCH_MAX, or
+ * SHIP_BATCH_BYTES of COPY text. b->rows is 0 when there are none. The rows
+ * before one that cannot be shipped (a NUL byte) make the batch; that row
+ * is named when it would come first. 0 or -EIO.
  */
 static int
-local_rows_waiting(struct fleet_shipper *s)
+batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 {
-	struct audit_filter f = {.after_id = s->shipped, .until_id = s->shipped + 1};
-	int64_t newest = 0;
+	struct audit_filter f = {.after_id = after, .until_id = after + SHIP_BATCH_MAX};
 	char err[512];
 
-	if (audit_query(s->reader, &f, row_seen, NULL, &newest, err, sizeof(err)) != 0) {
+	b->len = 0;
+	b->rows = 0;
+	b->rc = 0;
+	b->after = after;
+	b->last = after;
+	b->node = s->node;
+	b->ready = false;
+	if (audit_query(s->reader, &f, copy_row, b, NULL, err, sizeof(err)) < 0) {
 		log_warnx("fleet: cannot read the local log: %s", err);
 		return -EIO;
 	}
-	return newest > s->shipped;
+	if (b->rows == 0 && b->rc == -EINVAL) {
+		log_warnx("fleet: row %lld of the local log cannot be shipped (a NUL byte): "
+		          "run 'tollgate audit verify'",
+		          (long long)(after + 1));
+		return -EIO;
+	}
+	if (b->rows == 0 && b->rc != 0) {
+		log_warnx("fleet: cannot read the local log: %s", strerror(-b->rc));
+		return -EIO;
+	}
+	b->ready = true;
+	return 0;
 }
 
 static bool
@@ -228,6 +278,8 @@ resume_point(struct fleet_shipper *s)
 	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
 		s->shipped = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 		s->resumed = true;
+		s->direct = !s->copy_refused;
+		s->next.ready = false;
 		rc = 0;
 	}
 	PQclear(res);
@@ -235,18 +287,136 @@ resume_point(struct fleet_shipper *s)
 }
 
 /*
- * Ships the committed rows after s->shipped, up to SHIP_BATCH of them, in
- * one transaction. The number shipped, or negative errno (the connection is
- * then dropped by the caller).
+ * Starts a COPY of the columns into table and sends b. 0 when the COPY is
+ * under way and the server's answer is for collect(); -EIO when it never
+ * started (its SQLSTATE in state) or the connection failed. *partial is set
+ * when not every byte reached libpq: the batch must then not count as sent
+ * whatever the answer.
+ */
+static int
+copy_send(struct fleet_shipper *s, const char *table, const struct batch *b, char state[6],
+          bool *partial)
+{
+	char sql[256];
+	PGresult *res;
+	size_t off;
+
+	state[0] = '\0';
+	*partial = true;
+	snprintf(sql, sizeof(sql), "COPY %s (" SHIP_COLUMNS ") FROM STDIN", table);
+	res = PQexec(s->pg, sql);
+	if (PQresultStatus(res) != PGRES_COPY_IN) {
+		const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		snprintf(state, 6, "%s", st != NULL ? st : "");
+		PQclear(res);
+		return -EIO;
+	}
+	PQclear(res);
+	/* In steps, so libpq's own buffer stays small. A server that failed the
+	 * COPY meanwhile (a row already there) ends it: libpq then takes no
+	 * more, and the error is collect()'s to read. */
+	for (off = 0; off < b->len; off += 1u << 18) {
+		size_t n = b->len - off < (1u << 18) ? b->len - off : 1u << 18;
+
+		if (PQputCopyData(s->pg, b->buf + off, (int)n) != 1)
+			break;
+	}
+	if (off >= b->len && PQputCopyEnd(s->pg, NULL) == 1)
+		*partial = false;
+	return PQstatus(s->pg) == CONNECTION_OK ? 0 : -EIO;
+}
+
+/*
+ * While the server stores the batch in flight: the next one, from the rows
+ * after it. A failure here is left to the next step, which reads again.
+ */
+static void
+read_ahead(struct fleet_shipper *s)
+{
+	if (batch_read(s, &s->next, s->cur.last) != 0)
+		s->next.ready = false;
+}
+
+/*
+ * The results of what was sent, till the last: the first failure's
+ * SQLSTATE in state ("" when none), and the last command's result kept in
+ * *last (the caller clears it). 0 when every command succeeded, else -EIO.
+ */
+static int
+collect(struct fleet_shipper *s, char state[6], PGresult **last)
+{
+	PGresult *res;
+	int rc = 0;
+
+	state[0] = '\0';
+	*last = NULL;
+	while ((res = PQgetResult(s->pg)) != NULL) {
+		if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0) {
+			const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+			snprintf(state, 6, "%s", st != NULL ? st : "");
+			rc = -EIO;
+		}
+		PQclear(*last);
+		*last = res;
+	}
+	return rc;
+}
+
+/* The current batch straight into the table. The rows stored, or negative errno. */
+static long
+ship_direct(struct fleet_shipper *s)
+{
+	char state[6];
+	PGresult *last = NULL;
+	bool partial;
+	int rc;
+
+	/* One statement, one transaction: its rows land together or not at all.
+	 * shipped_at is each row's clock_timestamp(), taken as the server stores
+	 * it, after the row was read here. */
+	rc = copy_send(s, "tollgate_audit", &s->cur, state, &partial);
+	if (rc == 0) {
+		read_ahead(s);
+		rc = collect(s, state, &last);
+		PQclear(last);
+		if (rc == 0 && !partial)
+			return (long)s->cur.rows;
+		if (rc == 0)
+			return -EIO; /* not all sent, yet no error: not known what landed */
+	}
+	if (PQstatus(s->pg) != CONNECTION_OK)
+		return -EIO;
+	if (strcmp(state, "23505") == 0) {
+		/* A row of the batch is there already (which ones is not known):
+		 * nothing of the batch landed; it goes again, staged. */
+		s->direct = false;
+		s->next.ready = false;
+		return 0;
+	}
+	if (strcmp(state, "0A000") == 0) {
+		/* COPY into a table with row-level security: not supported. */
+		log_info("fleet: the server takes no COPY into tollgate_audit for this login: "
+		         "batches go through a staging table");
+		s->copy_refused = true;
+		s->direct = false;
+		s->next.ready = false;
+		return 0;
+	}
+	return -EIO;
+}
+
+/*
+ * The current batch through the temporary table, in one transaction: rows
+ * already at the centre are skipped. The rows sent, or negative errno.
  */
 static long
-ship_batch(struct fleet_shipper *s)
+ship_staged(struct fleet_shipper *s)
 {
-	struct audit_filter f = {.after_id = s->shipped, .until_id = s->shipped + SHIP_BATCH};
-	struct batch b = {.s = s, .last = s->shipped};
-	const char *params[] = {s->node};
-	char err[512];
-	PGresult *res;
+	char state[6];
+	PGresult *res, *last = NULL;
+	bool partial, clean;
 	int rc;
 
 	/* The staging table is made once per connection (in the first batch's
@@ -255,67 +425,50 @@ ship_batch(struct fleet_shipper *s)
 	if (!command_ok(s->pg, "BEGIN") ||
 	    (!s->staged &&
 	     !command_ok(s->pg, "CREATE TEMP TABLE IF NOT EXISTS ship_in"
-	                        " (seq bigint, ts text, kind text, sandbox text, host text,"
-	                        " port bigint, decision text, reason text, detail text,"
-	                        " prev_hash text, hash text) ON COMMIT DELETE ROWS")))
+	                        " (node text, seq bigint, ts text, kind text, sandbox text,"
+	                        " host text, port bigint, decision text, reason text,"
+	                        " detail text, prev_hash text, hash text) ON COMMIT DELETE ROWS")))
 		return -EIO;
-	res = PQexec(s->pg, "COPY ship_in FROM STDIN");
-	rc = PQresultStatus(res) == PGRES_COPY_IN ? 0 : -EIO;
-	PQclear(res);
-	if (rc != 0)
-		return rc;
-	s->copy_len = 0;
-	rc = audit_query(s->reader, &f, copy_row, &b, NULL, err, sizeof(err));
-	if (rc == 0 && b.rc == 0)
-		rc = copy_flush(s);
-	if (rc != 0 || b.rc != 0) {
-		if (b.rc == -EINVAL)
-			log_warnx(
-			    "fleet: row %lld of the local log cannot be shipped (a NUL byte): "
-			    "run 'tollgate audit verify'",
-			    (long long)(b.last + 1));
-		else if (rc < 0)
-			log_warnx("fleet: cannot read the local log: %s", err);
-		PQputCopyEnd(s->pg, "tollgate: batch abandoned");
-		PQclear(PQgetResult(s->pg));
+	rc = copy_send(s, "ship_in", &s->cur, state, &partial);
+	if (rc == 0)
+		rc = collect(s, state, &last);
+	PQclear(last);
+	if (rc != 0 || partial)
 		return -EIO;
-	}
-	if (PQputCopyEnd(s->pg, NULL) != 1)
+	/* shipped_at: its default, each row's clock_timestamp() as it is stored,
+	 * after every row of the batch was read. */
+	if (PQsendQuery(s->pg, "INSERT INTO tollgate_audit (" SHIP_COLUMNS ")"
+	                       " SELECT " SHIP_COLUMNS " FROM ship_in"
+	                       " ON CONFLICT (node, seq) DO NOTHING;"
+	                       " COMMIT") != 1)
 		return -EIO;
+	read_ahead(s);
 	res = PQgetResult(s->pg);
-	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
-	PQclear(res);
-	while ((res = PQgetResult(s->pg)) != NULL)
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		PQclear(res);
-	if (rc != 0)
-		return rc;
-	if (b.rows == 0) {
-		command_ok(s->pg, "ROLLBACK");
-		return 0;
+		while ((res = PQgetResult(s->pg)) != NULL)
+			PQclear(res);
+		return -EIO;
 	}
-	/* shipped_at: this statement's start, after every row of the batch was
-	 * read, not the transaction's (now() precedes the read): shipped_at - ts
-	 * is then the rows' shipping lag, never less. */
-	res = PQexecParams(s->pg,
-	                   "INSERT INTO tollgate_audit (node, seq, ts, kind, sandbox, host, port,"
-	                   " decision, reason, detail, prev_hash, hash, shipped_at)"
-	                   " SELECT $1, seq, ts, kind, sandbox, host, port, decision, reason,"
-	                   " detail, prev_hash, hash, statement_timestamp() FROM ship_in"
-	                   " ON CONFLICT (node, seq) DO NOTHING",
-	                   1, NULL, params, NULL, NULL, 0);
-	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
+	/* A batch that met no row already there leaves the state known again:
+	 * the next goes straight in. */
+	clean = strtoll(PQcmdTuples(res), NULL, 10) == (long long)s->cur.rows;
 	PQclear(res);
-	if (rc != 0 || !command_ok(s->pg, "COMMIT"))
+	rc = collect(s, state, &last); /* COMMIT's */
+	PQclear(last);
+	if (rc != 0)
 		return -EIO;
 	s->staged = true;
-	s->shipped = b.last;
-	return (long)b.rows;
+	if (clean && !s->copy_refused)
+		s->direct = true;
+	return (long)s->cur.rows;
 }
 
 /* One step: connect if needed, resume, ship a batch. Returns ms to wait before the next. */
 static unsigned
 ship_step(struct fleet_shipper *s, unsigned *backoff, int timeout_s)
 {
+	struct batch tmp;
 	char err[512];
 	long n;
 
@@ -350,21 +503,32 @@ ship_step(struct fleet_shipper *s, unsigned *backoff, int timeout_s)
 		log_info("fleet: shipping again (rows up to %lld at the centre)",
 		         (long long)s->shipped);
 	s->warned = false;
-	switch (local_rows_waiting(s)) {
-	case 0:
-		return SHIP_POLL_MS;
-	case 1:
-		break;
-	default:
+	/* The local log first: an idle gateway costs the database nothing (no
+	 * transaction every poll). A batch read ahead is used when it holds rows
+	 * and follows what is shipped; else the log is asked now. */
+	if ((!s->next.ready || s->next.rows == 0 || s->next.after != s->shipped) &&
+	    batch_read(s, &s->next, s->shipped) != 0)
 		return SHIP_RETRY_MAX_MS;
+	if (s->next.rows == 0) {
+		s->next.ready = false;
+		return SHIP_POLL_MS;
 	}
-	n = ship_batch(s);
+	/* The batch read becomes the one in flight; the next is read meanwhile. */
+	tmp = s->cur;
+	s->cur = s->next;
+	s->next = tmp;
+	s->next.ready = false;
+	n = s->direct ? ship_direct(s) : ship_staged(s);
 	if (n < 0) {
 		drop_connection(s, PQerrorMessage(s->pg));
 		goto retry;
 	}
 	*backoff = SHIP_RETRY_MIN_MS;
-	return n == SHIP_BATCH ? 0 : SHIP_POLL_MS;
+	if (n == 0)
+		return 0; /* the same rows again, staged */
+	s->shipped = s->cur.last;
+	/* Rows read ahead go at once; else the log is asked again after a poll. */
+	return s->next.ready && s->next.rows > 0 ? 0 : SHIP_POLL_MS;
 retry:
 	*backoff = *backoff * 2 > SHIP_RETRY_MAX_MS ? SHIP_RETRY_MAX_MS : *backoff * 2;
 	return *backoff;
@@ -393,6 +557,8 @@ static void
 shipper_free(struct fleet_shipper *s)
 {
 	fleet_disconnect(s->pg);
+	free(s->cur.buf);
+	free(s->next.buf);
 	audit_reader_free(s->reader);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->wake);

@@ -11,15 +11,19 @@
 #   ingest  rows per second one PostgreSQL takes from N gateways (N in NODES): each
 #           gateway starts on a local log already holding ROWS/N chained rows
 #           (bench_fleet_fill) and ships its backlog; the rate is the rows over the
-#           span of the batches' shipped_at (and, for the record, over the wall time
-#           from the gateways' start to the last row at the centre).
+#           span of their shipped_at (each row's time of storing at the centre), and,
+#           for the record, over the wall time from the gateways' start to the last
+#           row at the centre. A CHECKPOINT after each N, so that the next phase does
+#           not pay for this one's writes.
 #   proxy   a new CONNECT tunnel per request from 16 clients (bench_proxy_client churn,
 #           as in bench_proxy.sh) to an nginx origin on loopback, through a proxy
 #           without --fleet and one with it, ROUNDS times each in turn, best of each;
 #           then the shipping lag of the --fleet proxy's rows (p50, p99 of shipped_at
-#           - ts: from the row's local write to the statement that stored it), rows per
-#           request and bytes per row at the centre; then the lag again under one client
-#           (one new tunnel at a time), a load that leaves the machine room.
+#           - ts: from the row's local write to its storing at the centre), rows per
+#           request and bytes per row at the centre, and side by side the rows per
+#           second the --fleet proxy wrote during its runs and those its shipper
+#           stored in the same seconds; then the lag again under one client (one new
+#           tunnel at a time), a load that leaves the machine room.
 # Knobs: NODES ("1 4 16"), ROWS (400000 in all per N), CHURN_SECONDS (5), ROUNDS (3),
 # PG_FSYNC (on: the server as it would run; off for a figure without the disk),
 # BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and its logs), PG_BIN.
@@ -179,17 +183,17 @@ for n in $nodes_list; do
 	r_pg_cpu[$n]=$(calc "round(($(pg_cpu) - $pg0) / $hz / $want * 100000, 2)")
 	r_gw_cpu[$n]=$(calc "round($(cpu_ticks "${gw_pids[@]}") / $hz / $want * 100000, 2)")
 	((got >= want)) || { echo "bench_fleet: N=$n: $got of $want rows at the centre after 180 s or more; logs in $tmp/gw" >&2; exit 1; }
-	# The rows of the batches that began before the last one, over the span from the
-	# first batch to the last: the centre's own clock, no start-up or polling in it.
+	# The rows stored after the first, over the span from the first row's storing to
+	# the last's: the centre's own clock, no start-up or polling in it.
 	list=$(printf "'%s'," "${names[@]}")
-	read -r span early < <(psql_q "with r as (select shipped_at from tollgate_audit
-		where node in (${list%,})) select extract(epoch from max(shipped_at) - min(shipped_at)),
-		count(*) filter (where shipped_at < (select max(shipped_at) from r)) from r" | tr '|' ' ')
+	read -r span early < <(psql_q "select extract(epoch from max(shipped_at) - min(shipped_at)),
+		count(*) - 1 from tollgate_audit where node in (${list%,})" | tr '|' ' ')
 	r_ingest[$n]=$(calc "round($early / max($span, 1e-3))")
 	r_ingest_wall[$n]=$(calc "round($want / ($t1 - $t0))")
 	echo "ingest N=$n: $want rows ($per per gateway): ${r_ingest[$n]} rows/s between batches, ${r_ingest_wall[$n]} rows/s from start; CPU s per 100k rows: server ${r_pg_cpu[$n]}, gateways ${r_gw_cpu[$n]}" >&2
 	stop_pids "${gw_pids[@]}"
 	rm -f "$tmpl" "$tmpl"-*
+	psql_q "checkpoint" >/dev/null
 done
 rows_in_table=$(psql_q "select count(*) from tollgate_audit")
 table_bytes=$(psql_q "select pg_table_size('tollgate_audit')")
@@ -246,14 +250,19 @@ done
 seq0=$(node_heads load)
 declare -A r_churn
 reqs_fleet=0
+windows=() # each --fleet run's start and end (epoch seconds) and its local head at each
+psql_q "checkpoint" >/dev/null
 for round in $(seq "$rounds"); do
 	# Alternate which goes first, so neither always meets the other's leftovers.
 	order=(plain fleet)
 	((round % 2)) || order=(fleet plain)
 	for which in "${order[@]}"; do
 		if [[ $which == plain ]]; then p=$plain_port; else p=$fleet_port; fi
+		w0=$(now)
+		h0=$(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')
 		out=$("$client" churn -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
 			-x "127.0.0.1:$p" -c 16 -n 1000000 -t "$churn_secs")
+		[[ $which == fleet ]] && windows+=("$w0 $(now) $h0 $(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')")
 		rps=$(kv rps <<<"$out")
 		reqs=$(kv requests <<<"$out")
 		failed=$(kv failed <<<"$out")
@@ -288,6 +297,20 @@ lag() {
 caught_up
 read -r lag50 lag99 lagmax < <(lag "$seq0" "$local_head")
 seq1=$local_head
+# Side by side, over the --fleet runs' seconds: the rows the proxy wrote to its log and
+# the rows its shipper stored at the centre (the centre's clock: the same machine's).
+written=0
+stored=0
+secs=0
+for w in "${windows[@]}"; do
+	read -r w0 w1 h0 h1 <<<"$w"
+	written=$((written + h1 - h0))
+	stored=$((stored + $(psql_q "select count(*) from tollgate_audit where node = 'load'
+		and shipped_at >= to_timestamp($w0) and shipped_at < to_timestamp($w1)")))
+	secs=$(calc "$secs + $w1 - $w0")
+done
+r_written=$(calc "round($written / $secs)")
+r_stored=$(calc "round($stored / $secs)")
 # The lag again at a load that leaves the machine room: one client, one new tunnel at a
 # time (the 16 clients above keep both cores busy, the shipper's thread and the server
 # among them).
@@ -299,8 +322,9 @@ caught_up
 read -r lag1_50 lag1_99 lag1_max < <(lag "$seq1" "$local_head")
 rows_per_req=$(calc "round(($seq1 - $seq0) / max($reqs_fleet, 1), 2)")
 row_bytes=$(psql_q "select round(avg(pg_column_size(t.*))) from tollgate_audit t where node = 'load' and seq > $seq0 and seq <= $seq1")
+# A batch is one transaction: its rows share their xmin.
 batch_rows=$(psql_q "select round(avg(c)) from (select count(*) c from tollgate_audit
-	where node = 'load' and seq > $seq0 and seq <= $seq1 group by shipped_at) x")
+	where node = 'load' and seq > $seq0 and seq <= $seq1 group by xmin::text) x")
 
 echo
 echo "bench_fleet: $(nproc) cores, PostgreSQL $(psql_q 'show server_version'), fsync=$pg_fsync"
@@ -316,6 +340,7 @@ echo "proxy churn (new tunnel per request, 16 clients), best of $rounds:"
 echo "  without --fleet: ${r_churn[plain]} req/s"
 echo "  with --fleet:    ${r_churn[fleet]} req/s"
 echo "shipping under that load: lag p50 $lag50 ms, p99 $lag99 ms, max $lagmax ms; $rows_per_req rows per request; $row_bytes bytes per row (tuple); $batch_rows rows per batch"
+echo "  during the --fleet runs: the proxy wrote $r_written rows/s, its shipper stored $r_stored rows/s"
 echo "shipping under one client ($rps1 req/s): lag p50 $lag1_50 ms, p99 $lag1_99 ms, max $lag1_max ms"
 last_n=${nodes_list##* }
 first_n=${nodes_list%% *}
@@ -323,6 +348,8 @@ for n in $nodes_list; do
 	echo "ingest_rows_per_s_N$n: ${r_ingest[$n]}"
 done
 echo "ingest_rows_per_server_cpu_s_N$first_n: $(calc "round(100000 / max(${r_pg_cpu[$first_n]}, 0.01))")"
+echo "load_rows_written_per_s: $r_written"
+echo "load_rows_shipped_per_s: $r_stored"
 echo "lag_p50_ms: $lag50"
 echo "lag_p99_ms: $lag99"
 echo "lag_one_client_p50_ms: $lag1_50"
@@ -332,6 +359,9 @@ for n in $nodes_list; do
 	echo "ratio ingest_N${n}_vs_one_insert: $(calc "round(${r_ingest[$n]} / $r_bulk, 3)")"
 done
 echo "ratio ingest_N${last_n}_vs_N${first_n}: $(calc "round(${r_ingest[$last_n]} / ${r_ingest[$first_n]}, 3)")"
-echo "ratio ingest_N${first_n}_vs_goal_50000: $(calc "round(${r_ingest[$first_n]} / 50000, 3)")"
+for n in $nodes_list; do
+	echo "ratio ingest_rows_per_s_N${n}_vs_goal_50000: $(calc "round(${r_ingest[$n]} / 50000, 3)")"
+done
+echo "ratio load_shipped_vs_written: $(calc "round($r_stored / max($r_written, 1), 3)")"
 echo "ratio lag_p99_vs_goal_1s: $(calc "round($lag99 / 1000, 3)")"
 echo "ratio lag_one_client_p99_vs_goal_1s: $(calc "round($lag1_99 / 1000, 3)")"
