@@ -17,7 +17,7 @@
 // path: the wrap of a before build (tollgate binary BEFORE, or listening at BEFORE_URL),
 // interleaved with the other two, and `ratio wrap/wrap-before SIZE` besides.
 // Prints per path and size the median, p90, p99 and min in microseconds, then
-// `ratio wrap/direct SIZE: R` (medians) and `added_us wrap SIZE: U` (median
+// `ratio wrap/direct SIZE: R` (medians) and `ratio added_us wrap SIZE: U` (median
 // difference), prefixed by "http " for the HTTP pair.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -112,7 +112,7 @@ for (const [label, n] of sizes) {
   for (const [name] of paths) row(`${prefix}${name.padEnd(11)} echo ${label}`, t[name]);
   for (const [name] of paths.slice(1)) {
     ratios.push(`ratio ${prefix}${name}/direct ${label}: ${(median(t[name]) / median(t.direct)).toFixed(2)}`);
-    ratios.push(`added_us ${prefix}${name} ${label}: ${(median(t[name]) - median(t.direct)).toFixed(0)}`);
+    ratios.push(`ratio added_us ${prefix}${name} ${label}: ${(median(t[name]) - median(t.direct)).toFixed(0)}`);
     ratios.push(`ratio ${prefix}${name}/direct p99 ${label}: ${(pct(t[name], 0.99) / pct(t.direct, 0.99)).toFixed(2)}`);
   }
   if (t["wrap-before"]) {
