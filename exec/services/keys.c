@@ -298,13 +298,17 @@ out:
 /*
  * TOLLGATE_HOME, walked once by gw_safepath (another user's symlink on the
  * way is refused); the key files are then opened in it by name, never
- * through a link.
+ * through a link. path gets the private key's path under home.
  */
 static int
-open_home(const char *home, int *hfd, char *err, size_t errlen)
+open_home(const char *home, char *path, size_t pathlen, int *hfd, char *err, size_t errlen)
 {
 	char why[4200];
 
+	if (key_path(path, pathlen, home, EXEC_KEY_PRIVATE_NAME) != 0) {
+		snprintf(err, errlen, "TOLLGATE_HOME path too long");
+		return -ENAMETOOLONG;
+	}
 	*hfd = gw_safepath_open(home, O_RDONLY | O_DIRECTORY, 0, why, sizeof(why));
 	if (*hfd < 0) {
 		snprintf(err, errlen, "TOLLGATE_HOME %s", why);
@@ -320,11 +324,7 @@ exec_key_load_private(const char *home, struct exec_key **out, char *err, size_t
 	int hfd, rc;
 
 	*out = NULL;
-	if (key_path(path, sizeof(path), home, EXEC_KEY_PRIVATE_NAME) != 0) {
-		snprintf(err, errlen, "TOLLGATE_HOME path too long");
-		return -ENAMETOOLONG;
-	}
-	rc = open_home(home, &hfd, err, errlen);
+	rc = open_home(home, path, sizeof(path), &hfd, err, errlen);
 	if (rc != 0)
 		return rc;
 	rc = load_private_file(hfd, path, out, err, errlen);
@@ -339,11 +339,7 @@ exec_key_load_or_create(const char *home, struct exec_key **out, char *err, size
 	int hfd, rc;
 
 	*out = NULL;
-	if (key_path(path, sizeof(path), home, EXEC_KEY_PRIVATE_NAME) != 0) {
-		snprintf(err, errlen, "TOLLGATE_HOME path too long");
-		return -ENAMETOOLONG;
-	}
-	rc = open_home(home, &hfd, err, errlen);
+	rc = open_home(home, path, sizeof(path), &hfd, err, errlen);
 	if (rc != 0)
 		return rc;
 	rc = load_private_file(hfd, path, out, err, errlen);
