@@ -101,6 +101,11 @@ expect_match() {
 	checks=$((checks + 1))
 	if [[ "$2" =~ $3 ]]; then pass "$1"; else fail "$1: '$2' does not match /$3/"; fi
 }
+# step NAME [K]: the K-th (default the first) line of an MCP client's output in $out
+# (tests/integration/mcp/client.mjs prints one JSON object a step) whose step is NAME.
+step() { grep "\"step\":\"$1\"" <<<"$out" | sed -n "${2:-1}p"; }
+# jq_py JSON EXPR: prints the Python expression EXPR over the JSON text JSON, bound as d.
+jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 # A free TCP port on loopback (the kernel picks; a race is possible but rare).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_for SECONDS COMMAND...: polls every 0.1 s, bounded.

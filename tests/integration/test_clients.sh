@@ -176,7 +176,6 @@ out=$(cd "$MCP_DIR" && timeout 180 node "$MCP_DIR/clients.mjs" "$TEST_TMP/steps.
 	--control "$SOCK" --audit "$TEST_TMP/serve.db" 2>>"$TEST_TMP/err"); rc=$?
 set -e
 echo "$out"
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 expect_eq "serve: the SDK client session ends cleanly" "$rc" 0
 expect_eq "serve: serverInfo.version is tollgate's one version" \
 	"tollgate $(py "$(step initialize)" 'd["server"]["version"]')" "$("$TOLLGATE" --version)"

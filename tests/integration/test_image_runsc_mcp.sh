@@ -18,8 +18,6 @@ probe=$(cd "$TEST_TMP" && timeout 60 runsc --root="$TEST_TMP/runsc-probe" --plat
 set -e
 [[ $probe == *probe* ]] || skip "runsc --platform=ptrace cannot run here: ${probe:0:200}"
 
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
-jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 mcpdigest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/mcp" mcp)
 "$TOLLGATE" image import "oci:$TEST_TMP/mcp" --name mcpimg:1 >/dev/null

@@ -10,8 +10,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 
 digest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/py" python3)
 "$TOLLGATE" image import "oci:$TEST_TMP/py" --name py:3 >/dev/null
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
-jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 serve=("$TOLLGATE" serve --no-network --image "python=py:3@$digest")
 
 set +e

@@ -11,8 +11,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 digest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/mcp" mcp)
 "$TOLLGATE" image import "oci:$TEST_TMP/mcp" --name mcpimg:1 >/dev/null
 img="mcpimg:1@$digest"
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
-jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 start_origin
 gate=(--allow "origin.test:$port" --resolve origin.test:127.0.0.1 --resolve refused.test:127.0.0.1

@@ -7,7 +7,6 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mcp/setup.sh"
 command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 # q DB SQL: one sqlite3 answer.
 q() { sqlite3 "$1" "$2"; }

@@ -8,7 +8,6 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mcp/setup.sh"
 
 AUDIT=$TEST_TMP/audit.db
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 reply() { grep "\"id\": \"$1\"" <<<"$raw" | head -1; }
 

@@ -10,8 +10,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 AUDIT=$TEST_TMP/audit.db
 wrap=("$TOLLGATE" wrap --audit "$AUDIT" --workdir "$MCP_DIR")
 # step NAME: that step's JSON line from the client's output in $out.
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
-jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # ---- CLI misuse ----------------------------------------------------------------
 set +e

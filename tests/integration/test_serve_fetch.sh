@@ -14,7 +14,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 /usr/bin/python3 -c 'import html2text' 2>/dev/null || skip "Debian's python3-html2text (scripts/install-deps)"
 
 AUDIT=$TEST_TMP/audit.db
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 # Debian's python3 (needed anyway): a version manager's shim on PATH can cost
 # most of a second per check.
 py() { /usr/bin/python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }

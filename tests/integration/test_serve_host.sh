@@ -21,7 +21,6 @@ command -v sqlite3 >/dev/null || skip "sqlite3 (the CLI) to read the audit back"
 PY=python3
 [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
 py() { "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 
 # The person serve runs for (SUDO_UID, as sudo would set it) and a stranger
 # whose symlink must not be followed; both go at the end.

@@ -13,7 +13,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 
 AUDIT=$TEST_TMP/audit.db
 TOKEN_FILE=$TEST_TMP/token
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 mcp_origin

@@ -11,7 +11,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 AUDIT=$TEST_TMP/audit.db
 export TOLLGATE_CONTROL_DIR=$TEST_TMP/run
 mkdir -p "$TOLLGATE_CONTROL_DIR"
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # ---- flags --------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ python3 -c 'import pip' 2>/dev/null || /usr/bin/python3 -m pip --version >/dev/n
 
 # Many small checks: the system's python3 starts faster than a version manager's shim.
 PY=python3; [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # ---- the index on loopback ------------------------------------------------------------

@@ -18,7 +18,6 @@ out=$(cd "$MCP_DIR" && timeout 240 node unanswered.mjs "$port" -- "$TOLLGATE" se
 set -e
 expect_eq "the SDK client session ends cleanly" "$rc" 0
 [[ $rc -eq 0 ]] || cat "$TEST_TMP/err" >&2
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 un() { py "$(step "$1")" "[(u['host'], u['port'], u['status']) for u in d['structured']['unanswered']]"; }
 

@@ -13,7 +13,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 
 PY=python3
 [[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 # Whether a file holds U+009B, U+202E (as UTF-8) or a raw 0x9b byte.
 raw_bytes() { "$PY" -c 'import sys; b=open(sys.argv[1],"rb").read(); print("raw" if b"\xc2\x9b" in b or b"\xe2\x80\xae" in b or b"\x9b" in b.replace(b"\xc2\x9b", b"") else "none")' "$1"; }
 

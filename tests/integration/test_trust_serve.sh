@@ -13,7 +13,6 @@ source "$(dirname "$0")/mcp/setup.sh"
 command -v python3 >/dev/null || skip "python3"
 
 AUDIT=$TEST_TMP/audit.db
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # An origin on loopback whose access log shows when a fetch reached it.

@@ -14,8 +14,6 @@ command -v python3 >/dev/null || skip "python3"
 command -v sqlite3 >/dev/null || skip "sqlite3"
 
 AUDIT=$TEST_TMP/audit.db
-jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
-step() { grep "\"step\":\"$1\"" <<<"$out" | head -1; }
 
 mcp_origin
 set +e

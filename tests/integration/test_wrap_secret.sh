@@ -34,7 +34,6 @@ DB=$TEST_TMP/audit.db
 NET=(--allow origin.test --allow other.test --resolve origin.test:127.0.0.1
 	--resolve other.test:127.0.0.1 --allow-cidr 127.0.0.1/32 --upstream-ca "$ORIGIN_CA"
 	--inspect other.test)
-step() { grep "\"step\":\"$1\"" <<<"$out" | sed -n "${2:-1}p"; }
 py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
 
 # ---- wrap --secret NAME=env:VAR@HOST ----------------------------------------------
