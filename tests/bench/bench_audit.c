@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "policy/audit.h"
+#include "tests/bench/bench_row.h"
 
 #define ROUNDS 3
 
@@ -79,20 +80,9 @@ run_one(const char *path, long rows, bool unchained)
 	t0 = now_s();
 	c0 = cpu_s();
 	for (long i = 0; i < rows; i++) {
-		/* A typical decision row: ~200 bytes, varied so nothing compresses. */
-		snprintf(host, sizeof(host), "h%ld.pypi.example.org", i % 5000);
-		snprintf(detail, sizeof(detail),
-		         "{\"upstream\":\"192.0.2.%ld:443\",\"bytes_up\":%ld,\"bytes_down\":%ld}",
-		         i % 250, i * 7 % 100000, i * 13 % 1000000);
-		struct audit_event ev = {
-		    .kind = "connection",
-		    .sandbox = "sb-7f3a9c",
-		    .host = host,
-		    .port = 443,
-		    .decision = i % 10 ? "allow" : "deny",
-		    .reason = "allow *.example.org (policy.json:4:7)",
-		    .detail = detail,
-		};
+		struct audit_event ev;
+
+		bench_row(i, "sb-7f3a9c", host, sizeof(host), detail, sizeof(detail), &ev);
 		rc = audit_append(a, &ev);
 		if (rc != 0) {
 			fprintf(stderr, "bench_audit: append: %s\n", strerror(-rc));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "policy/audit.h"
+#include "tests/bench/bench_row.h"
 
 int
 main(int argc, char **argv)
@@ -40,19 +41,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	for (long i = 0; i < rows; i++) {
-		snprintf(host, sizeof(host), "h%ld.pypi.example.org", i % 5000);
-		snprintf(detail, sizeof(detail),
-		         "{\"upstream\":\"192.0.2.%ld:443\",\"bytes_up\":%ld,\"bytes_down\":%ld}",
-		         i % 250, i * 7 % 100000, i * 13 % 1000000);
-		struct audit_event ev = {
-		    .kind = "connection",
-		    .sandbox = "127.0.0.1",
-		    .host = host,
-		    .port = 443,
-		    .decision = i % 10 ? "allow" : "deny",
-		    .reason = "allow *.example.org (policy.json:4:7)",
-		    .detail = detail,
-		};
+		struct audit_event ev;
+
+		bench_row(i, "127.0.0.1", host, sizeof(host), detail, sizeof(detail), &ev);
 		rc = audit_append(a, &ev);
 		if (rc != 0) {
 			fprintf(stderr, "bench_fleet_fill: append: %s\n", strerror(-rc));
