@@ -37,6 +37,17 @@ pg_stop() {
 # psql_q SQL: one value, unaligned.
 psql_q() { psql -X -A -t -q "$FLEET" -c "$1"; }
 
+# fleet_with_http_origin: a database with tollgate's schema (pg_setup, fleet init)
+# and an HTTP origin on loopback serving hello.txt (proxy_lib.sh's start_http_origin:
+# HTTP_PORT).
+fleet_with_http_origin() {
+	pg_setup
+	"$TOLLGATE" fleet init "$FLEET" >/dev/null
+	mkdir -p "$TEST_TMP/www"
+	echo "hello from the origin" >"$TEST_TMP/www/hello.txt"
+	start_http_origin "$TEST_TMP/www"
+}
+
 # wait_shipped NODE DB: until the centre holds as many rows of NODE as the local log (bounded).
 wait_shipped() {
 	local node=$1 db=$2 want got

@@ -13,11 +13,7 @@ source "$(dirname "$0")/fleet_lib.sh"
 command -v curl >/dev/null || skip "curl is not installed"
 command -v psql >/dev/null || skip "psql is missing (Debian's postgresql-client)"
 
-pg_setup
-"$TOLLGATE" fleet init "$FLEET" >/dev/null
-mkdir -p "$TEST_TMP/www"
-echo "hello from the origin" >"$TEST_TMP/www/hello.txt"
-start_http_origin "$TEST_TMP/www"
+fleet_with_http_origin
 
 declare -A PORT PID
 start_node() {

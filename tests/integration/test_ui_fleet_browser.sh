@@ -14,11 +14,7 @@ command -v curl >/dev/null || skip "curl is not installed"
 command -v psql >/dev/null || skip "psql is missing (Debian's postgresql-client)"
 source "$(dirname "$0")/ui/setup.sh"
 
-pg_setup
-"$TOLLGATE" fleet init "$FLEET" >/dev/null
-mkdir -p "$TEST_TMP/www"
-echo "hello from the origin" >"$TEST_TMP/www/hello.txt"
-start_http_origin "$TEST_TMP/www"
+fleet_with_http_origin
 pins=(--allow-cidr 127.0.0.1/32 --resolve "origin.test:127.0.0.1")
 start_proxy gw-a --fleet "$FLEET" --node gw-a --ask "origin.test:$HTTP_PORT" "${pins[@]}" --ask-timeout 90s
 A=$PROXY_PORT
