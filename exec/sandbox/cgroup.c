@@ -596,15 +596,15 @@ exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid)
 	return rc;
 }
 
-static void
-kill_listed(const char *dir)
+void
+exec_cgroup_kill_listed(const char *dir)
 {
 	char path[PATH_MAX], buf[8192];
 	char *p, *end;
 	long pid;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	if (gw_read_text(path, buf, sizeof(buf)) != 0)
+	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path) ||
+	    gw_read_text(path, buf, sizeof(buf)) != 0)
 		return;
 	for (p = buf; *p != '\0'; p = end) {
 		pid = strtol(p, &end, 10);
@@ -625,9 +625,9 @@ exec_cgroup_kill(struct exec_cgroup *cg)
 	if (cg->v2[0] != '\0' && write_small(cg->v2, "cgroup.kill", "1") == 0)
 		return;
 	if (cg->v1_pids[0] != '\0')
-		kill_listed(cg->v1_pids);
+		exec_cgroup_kill_listed(cg->v1_pids);
 	else if (cg->v1_mem[0] != '\0')
-		kill_listed(cg->v1_mem);
+		exec_cgroup_kill_listed(cg->v1_mem);
 }
 
 double

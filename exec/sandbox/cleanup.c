@@ -145,29 +145,7 @@ exec_remove_tree(const char *path)
 static void
 kill_and_rmdir_cgroup(const char *dir)
 {
-	char path[PATH_MAX], buf[4096];
-	char *p, *end;
-	long pid;
-	ssize_t n;
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
-		return;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		buf[n > 0 ? n : 0] = '\0';
-		for (p = buf; *p != '\0'; p = end) {
-			pid = strtol(p, &end, 10);
-			if (end == p)
-				break;
-			if (pid > 1)
-				kill((pid_t)pid, SIGKILL);
-			while (*end == '\n')
-				end++;
-		}
-	}
+	exec_cgroup_kill_listed(dir);
 	for (int i = 0; i < 50; i++) {
 		if (rmdir(dir) == 0 || errno != EBUSY)
 			return;

@@ -391,6 +391,8 @@ int exec_cgroup_join_self(struct exec_cgroup *cg);
 /* Parent side, after clone(): the v2 cgroup, if one is used. */
 int exec_cgroup_attach(struct exec_cgroup *cg, pid_t pid);
 void exec_cgroup_kill(struct exec_cgroup *cg);
+/* SIGKILL to every process the cgroup directory dir's cgroup.procs lists (never pid 1). */
+void exec_cgroup_kill_listed(const char *dir);
 double exec_cgroup_cpu_seconds(struct exec_cgroup *cg);   /* -1: unknown */
 uint64_t exec_cgroup_peak_memory(struct exec_cgroup *cg); /* 0: unknown */
 /* Processes the OOM killer killed in the memory cgroup: 0, or -ENOENT when
