@@ -268,21 +268,10 @@ int
 exec_sysctl_write(const char *path, const char *value)
 {
 	char full[256];
-	size_t len = strlen(value);
-	int fd = -1, rc = 0;
 
 	if (snprintf(full, sizeof(full), "/proc/sys/%s", path) >= (int)sizeof(full))
 		return -ENAMETOOLONG;
-	fd = open(full, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = gw_write_all(fd, value, len);
-out:
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	return gw_write_text(full, value);
 }
 
 int

@@ -64,22 +64,10 @@ static int
 write_small(const char *dir, const char *file, const char *text)
 {
 	char path[PATH_MAX];
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd, rc = 0;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	do {
-		n = write(fd, text, len);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	return gw_write_text(path, text);
 }
 
 static bool

@@ -498,16 +498,10 @@ static int
 write_map(pid_t pid, const char *which, unsigned int inside, unsigned int outside)
 {
 	char path[64], map[64];
-	int fd, rc;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
 	snprintf(map, sizeof(map), "%u %u 1\n", inside, outside);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, map, strlen(map));
-	close(fd);
-	return rc;
+	return gw_write_text(path, map);
 }
 
 /*

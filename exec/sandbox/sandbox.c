@@ -40,6 +40,7 @@
 #include "exec/sandbox/runsc.h"
 #include "exec/sandbox/seccomp_bpf.h"
 #include "exec/sandbox/userns.h"
+#include "gateway/core/fdio.h"
 #include "gateway/core/log.h"
 #include "gateway/core/safepath.h"
 
@@ -76,27 +77,6 @@ struct exec_sandbox {
 
 /* ---- the parent ---------------------------------------------------------- */
 
-static int
-write_file(const char *path, const char *text)
-{
-	size_t len = strlen(text);
-	ssize_t n;
-	int fd, rc = 0;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	do {
-		n = write(fd, text, len);
-	} while (n < 0 && errno == EINTR);
-	if (n < 0)
-		rc = -errno;
-	else if ((size_t)n != len)
-		rc = -EIO;
-	close(fd);
-	return rc;
-}
-
 /*
  * The command's ids inside (plan uid/gid: EXEC_SANDBOX_UID/GID or the
  * image's User, never 0) map to the sandbox's host ids, whichever they are,
@@ -116,7 +96,7 @@ write_id_maps(pid_t pid, const struct exec_plan *p, uid_t work_uid, gid_t work_g
 		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, (unsigned)p->uid,
 		         (unsigned)work_uid);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	rc = write_file(path, map);
+	rc = gw_write_text(path, map);
 	if (rc != 0)
 		return rc;
 	if (exec_rootless())
@@ -125,7 +105,7 @@ write_id_maps(pid_t pid, const struct exec_plan *p, uid_t work_uid, gid_t work_g
 		snprintf(map, sizeof(map), "0 %u 1\n%u %u 1\n", EXEC_HOST_ID_BASE, (unsigned)p->gid,
 		         (unsigned)work_gid);
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	return write_file(path, map);
+	return gw_write_text(path, map);
 }
 
 static const char *const env_passed[] = {"TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ", NULL};

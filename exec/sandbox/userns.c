@@ -58,19 +58,6 @@ exec_sandbox_host_gid(void)
 	return geteuid() != 0 ? getegid() : EXEC_HOST_ID_BASE + EXEC_SANDBOX_GID;
 }
 
-static int
-write_proc(const char *path, const char *text)
-{
-	int fd, rc;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	rc = gw_write_all(fd, text, strlen(text));
-	close(fd);
-	return rc;
-}
-
 /* One line: what failed, why, and the fix (exec/sandbox/diagnose.c). */
 static void
 explain_refusal(const char *step, int rc, char *err, size_t errlen)
@@ -121,16 +108,16 @@ exec_rootless_enter(char *err, size_t errlen)
 	/* Unprivileged, a gid map may only be written once setgroups is off:
 	 * the user's supplementary groups stay as they are (docs/threat-model.md). */
 	step = "setgroups";
-	rc = write_proc("/proc/self/setgroups", "deny");
+	rc = gw_write_text("/proc/self/setgroups", "deny");
 	if (rc == 0) {
 		step = "uid_map";
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
-		rc = write_proc("/proc/self/uid_map", map);
+		rc = gw_write_text("/proc/self/uid_map", map);
 	}
 	if (rc == 0) {
 		step = "gid_map";
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
-		rc = write_proc("/proc/self/gid_map", map);
+		rc = gw_write_text("/proc/self/gid_map", map);
 	}
 	if (rc != 0) {
 		explain_refusal(step, rc, err, errlen);

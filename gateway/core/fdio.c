@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 int
@@ -73,4 +74,17 @@ gw_read_text(const char *path, char *buf, size_t len)
 	buf[got] = '\0';
 	close(fd);
 	return 0;
+}
+
+int
+gw_write_text(const char *path, const char *text)
+{
+	int fd, rc;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = gw_write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
 }

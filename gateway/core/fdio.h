@@ -26,4 +26,11 @@ int gw_read_capped(int fd, void *buf, size_t cap, size_t *len);
  */
 int gw_read_text(const char *path, char *buf, size_t len);
 
+/*
+ * text written whole to the existing file path (a /proc or /sys entry, a
+ * cgroup's control file, a sysctl), opened write-only and closed again. 0 or
+ * negative errno.
+ */
+int gw_write_text(const char *path, const char *text);
+
 #endif
