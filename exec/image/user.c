@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gateway/core/err.h"
+#include "gateway/core/fdio.h"
 
 /* Decimal digits only, 0..EXEC_IMAGE_ID_MAX; anything else is not a number. */
 static bool
@@ -242,7 +243,6 @@ read_idfile(int rootfd, const char *rel, char **out, size_t *len)
 	struct stat st;
 	char *buf = NULL;
 	size_t got = 0;
-	ssize_t n;
 	int fd, rc = 0;
 
 	*out = NULL;
@@ -273,22 +273,10 @@ read_idfile(int rootfd, const char *rel, char **out, size_t *len)
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (;;) {
-		n = read(fd, buf + got, EXEC_IMAGE_IDFILE_MAX + 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got > EXEC_IMAGE_IDFILE_MAX) {
-			rc = -EFBIG;
-			goto out;
-		}
-	}
+	/* One byte past the cap: a longer file is -EFBIG. */
+	rc = gw_read_capped(fd, buf, EXEC_IMAGE_IDFILE_MAX + 1, &got);
+	if (rc != 0)
+		goto out;
 	*out = buf;
 	*len = got;
 	buf = NULL;

@@ -1044,7 +1044,6 @@ read_manifest(int dfd, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	size_t at = 0;
-	ssize_t n;
 	char *buf = NULL;
 	int fd, rc = 0;
 
@@ -1074,23 +1073,15 @@ read_manifest(int dfd, char **text, size_t *len, char *err, size_t errlen)
 		goto out;
 	}
 	/* One byte past the cap tells "too large" from "exactly the cap". */
-	while (at <= EXEC_ARTIFACT_MANIFEST_MAX) {
-		n = read(fd, buf + at, EXEC_ARTIFACT_MANIFEST_MAX + 1 - at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "%s: %s", EXEC_ARTIFACT_MANIFEST, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		at += (size_t)n;
-	}
-	if (at > EXEC_ARTIFACT_MANIFEST_MAX) {
+	rc = gw_read_capped(fd, buf, EXEC_ARTIFACT_MANIFEST_MAX + 1, &at);
+	if (rc == -EFBIG) {
 		snprintf(err, errlen, "%s: larger than %u bytes", EXEC_ARTIFACT_MANIFEST,
 		         EXEC_ARTIFACT_MANIFEST_MAX);
 		rc = -EBADMSG;
+		goto out;
+	}
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", EXEC_ARTIFACT_MANIFEST, strerror(-rc));
 		goto out;
 	}
 	*text = buf;
