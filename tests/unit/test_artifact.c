@@ -631,6 +631,18 @@ test_garbage_manifest(void **state)
 		assert_true(strncmp(err, EXEC_ARTIFACT_MANIFEST ": ", 15) == 0);
 		assert_null(strchr(err, '\n'));
 	}
+	/* One byte past the cap: refused before any of it is parsed. */
+	{
+		char *big = malloc(EXEC_ARTIFACT_MANIFEST_MAX + 2);
+
+		assert_non_null(big);
+		memset(big, ' ', EXEC_ARTIFACT_MANIFEST_MAX + 1);
+		big[EXEC_ARTIFACT_MANIFEST_MAX + 1] = '\0';
+		write_manifest_text(fx, big);
+		free(big);
+		assert_int_equal(verify(fx, NULL, NULL, &s, &sum, err, sizeof(err)), -EBADMSG);
+		assert_non_null(strstr(err, "larger than"));
+	}
 	/* No manifest at all. */
 	{
 		char path[256];
