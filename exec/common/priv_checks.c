@@ -7,6 +7,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "gateway/core/safepath.h"
+
 static bool
 is_alpha(char c)
 {
@@ -62,23 +64,12 @@ exec_workdir_name_ok(const char *name)
 	       n;
 }
 
-/* A "." "." component anywhere in path. */
-static bool
-has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2) {
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	}
-	return false;
-}
-
 bool
 exec_host_path_ok(const char *path)
 {
 	size_t n = path != NULL ? strnlen(path, PATH_MAX) : PATH_MAX;
 
-	return n > 0 && n < PATH_MAX && path[0] == '/' && !has_dotdot(path);
+	return n > 0 && n < PATH_MAX && path[0] == '/' && !gw_path_has_dotdot(path);
 }
 
 bool

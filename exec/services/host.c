@@ -29,8 +29,6 @@
 
 static struct exec_host_person person;
 
-static bool has_dotdot(const char *path);
-
 /* ---- the person ------------------------------------------------------------ */
 
 void
@@ -98,16 +96,6 @@ open_path(int dirfd, const char *name, int flags)
 		fd = openat(dirfd, name, flags | O_CLOEXEC);
 	while (fd < 0 && errno == EINTR);
 	return fd < 0 ? -errno : fd;
-}
-
-static bool
-has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2) {
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return true;
-	}
-	return false;
 }
 
 static const char *
@@ -261,7 +249,7 @@ exec_host_walk(const char *path, uid_t person_uid, bool strict, enum exec_host_o
 		gw_set_err(err, errlen, "'%s' is not an absolute path", path != NULL ? path : "");
 		return -EINVAL;
 	}
-	if (has_dotdot(path)) {
+	if (gw_path_has_dotdot(path)) {
 		gw_set_err(err, errlen, "'%s': '..' is not allowed in a host path", path);
 		return -EINVAL;
 	}

@@ -20,6 +20,16 @@
 #include "gateway/core/fdio.h"
 
 bool
+gw_path_has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2) {
+		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return true;
+	}
+	return false;
+}
+
+bool
 gw_safepath_owner_ok(uid_t uid)
 {
 	const char *sudo = getenv("SUDO_UID");

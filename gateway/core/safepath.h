@@ -21,6 +21,9 @@
  */
 bool gw_safepath_owner_ok(uid_t uid);
 
+/* Whether path has a ".." component anywhere. */
+bool gw_path_has_dotdot(const char *path);
+
 /*
  * One walk, for a caller that judges symlinks its own way (host access, for
  * the person serve runs for) or wants the last object itself.
