@@ -267,10 +267,28 @@ test_named_file(void **state)
 	}
 }
 
+/* A ".." component anywhere, and nothing else that holds two dots. */
+static void
+test_dotdot(void **state)
+{
+	(void)state;
+	assert_true(gw_path_has_dotdot(".."));
+	assert_true(gw_path_has_dotdot("/.."));
+	assert_true(gw_path_has_dotdot("/a/../b"));
+	assert_true(gw_path_has_dotdot("../a"));
+	assert_true(gw_path_has_dotdot("/a/.."));
+	assert_false(gw_path_has_dotdot("/a/..b/c"));
+	assert_false(gw_path_has_dotdot("/a/b../c"));
+	assert_false(gw_path_has_dotdot("/a/.../c"));
+	assert_false(gw_path_has_dotdot("/a/./c"));
+	assert_false(gw_path_has_dotdot(""));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dotdot),
 	    cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sudo_uid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open, setup, teardown),
