@@ -550,7 +550,6 @@ audit_open_start(const char *path, const struct audit_options *o, struct audit *
                  size_t errlen)
 {
 	struct audit *a = NULL;
-	sigset_t all, old_mask;
 	int rc;
 
 	*out = NULL;
@@ -569,10 +568,7 @@ audit_open_start(const char *path, const struct audit_options *o, struct audit *
 	a->writing = true; /* the writer's, until the open ends */
 	/* The writer takes no signals: they belong to the event loop's thread
 	 * (a signalfd or libevent's handler there must see every one). */
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
-	rc = -pthread_create(&a->writer, NULL, writer_main, a);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	rc = gw_thread_start(&a->writer, writer_main, a);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "%s: cannot start the writer: %s", path, strerror(-rc));
 		a->opening = a->writing = false;

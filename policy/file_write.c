@@ -451,14 +451,10 @@ policy_file_writer_fd(const struct policy_file_writer *w)
 static int
 writer_start(struct policy_file_writer *w)
 {
-	sigset_t all, old_mask;
 	int rc;
 
 	/* The worker takes no signals: they belong to the event loop's thread. */
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old_mask);
-	rc = -pthread_create(&w->worker, NULL, writer_main, w);
-	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	rc = gw_thread_start(&w->worker, writer_main, w);
 	if (rc == 0)
 		w->started = true;
 	return rc;

@@ -155,27 +155,22 @@ int
 proxy_loops_start(struct proxy *p, char *err, size_t errlen)
 {
 	struct proxy_loops *ls = p->loops;
-	sigset_t mask, old;
 
 	if (ls == NULL || ls->started)
 		return 0;
-	gw_thread_helper_mask(&mask);
-	pthread_sigmask(SIG_SETMASK, &mask, &old);
 	for (unsigned int i = 1; i < ls->n; i++) {
 		struct proxy_loop *lp = &ls->loop[i];
 		char name[24]; /* at most 15 bytes used: i < PROXY_LOOPS_MAX */
-		int rc = pthread_create(&lp->thread, NULL, loop_main, lp);
+		int rc = gw_thread_start(&lp->thread, loop_main, lp);
 
 		if (rc != 0) {
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			snprintf(err, errlen, "cannot start loop %u: %s", i, strerror(rc));
-			return -rc;
+			snprintf(err, errlen, "cannot start loop %u: %s", i, strerror(-rc));
+			return rc;
 		}
 		lp->running = true;
 		snprintf(name, sizeof(name), "tollgate-loop%u", i);
 		pthread_setname_np(lp->thread, name);
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ls->started = true;
 	return 0;
 }

@@ -21,6 +21,7 @@
 
 #include "exec/image/libcurl.h"
 #include "gateway/core/err.h"
+#include "gateway/core/thread.h"
 
 #define ACCEPT_MANIFESTS                                                                           \
 	"Accept: application/vnd.oci.image.index.v1+json, "                                        \
@@ -229,7 +230,7 @@ writer_start(struct sink *k, struct writer *w, char *spare)
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	k->w = w;
-	if (pthread_create(&w->thread, NULL, writer_main, k) != 0) {
+	if (gw_thread_start(&w->thread, writer_main, k) != 0) {
 		k->w = NULL;
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);

@@ -367,15 +367,11 @@ int
 exec_netns_run(int ns_fd, int (*fn)(void *arg), void *arg)
 {
 	struct netns_job job = {.ns_fd = ns_fd, .fn = fn, .arg = arg, .rc = 0};
-	sigset_t all, old;
 	pthread_t t;
 	int rc;
 
 	/* Signals stay with the gateway's own threads. */
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, NULL, netns_thread, &job);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = -gw_thread_start(&t, netns_thread, &job);
 	if (rc != 0)
 		return -rc;
 	rc = pthread_join(t, NULL);

@@ -261,8 +261,8 @@ run_pool(int argc, char **argv)
 	};
 	const char *path = EXEC_WARM_SOCKET;
 	size_t size = POOL_SIZE_DEFAULT;
+	sigset_t stop, waiting;
 	struct sigaction sa;
-	sigset_t all, old, stop, waiting;
 	pthread_t maker;
 	long v;
 	int c, lfd, rc;
@@ -316,10 +316,7 @@ run_pool(int argc, char **argv)
 	P.size = size;
 	P.path = path;
 	/* The maker takes no signal: they end the main thread's poll. */
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&maker, NULL, maker_main, &P);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = -gw_thread_start(&maker, maker_main, &P);
 	if (rc != 0) {
 		close(lfd);
 		(void)unlink(path);

@@ -394,7 +394,6 @@ fleet_hold_start(struct gw_context *ctx, const char *url, const char *node, stru
 {
 	struct fleet_hold *h;
 	struct timespec now;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -424,10 +423,7 @@ fleet_hold_start(struct gw_context *ctx, const char *url, const char *node, stru
 		rc = -ENOMEM;
 		goto fail;
 	}
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&h->thread, NULL, hold_main, h);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = gw_thread_start(&h->thread, hold_main, h);
 	if (rc != 0)
 		goto fail;
 	h->started = true;

@@ -305,7 +305,6 @@ fleet_policy_watch_start(const char *url, const char *group, const char *cache, 
                          int notify_fd, struct fleet_policy_watch **out, char *err, size_t errlen)
 {
 	struct fleet_policy_watch *w;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -323,10 +322,7 @@ fleet_policy_watch_start(const char *url, const char *group, const char *cache, 
 		watch_free(w);
 		return -ENOMEM;
 	}
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&w->thread, NULL, watch_main, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = gw_thread_start(&w->thread, watch_main, w);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "cannot start the policy watcher: %s", strerror(-rc));
 		watch_free(w);

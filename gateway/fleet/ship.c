@@ -573,7 +573,6 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
                     struct fleet_shipper **out, char *err, size_t errlen)
 {
 	struct fleet_shipper *s;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -602,10 +601,7 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
 	 * that fails here). */
 	if (audit_reader_open(s->audit_path, &s->reader, err, errlen) != 0)
 		log_warnx("fleet: cannot read the local log yet: %s", err);
-	gw_thread_helper_mask(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&s->thread, NULL, shipper_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = gw_thread_start(&s->thread, shipper_main, s);
 	if (rc != 0) {
 		gw_set_err(err, errlen, "cannot start the shipper: %s", strerror(-rc));
 		shipper_free(s);
