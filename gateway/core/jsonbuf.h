@@ -49,4 +49,12 @@ const char *gw_jsonbuf_end(struct gw_jsonbuf *j);
  * no surrogate, nothing past U+10FFFF). */
 bool gw_utf8_valid(const char *s);
 
+/*
+ * The length (2 to 4) of the valid multi-byte UTF-8 sequence at p, by the
+ * same rules, of the at most avail bytes there; 0 when there is none (an
+ * ASCII byte, a stray or missing continuation byte). Reads no byte past
+ * the first that fails, so a NUL-terminated string may pass avail 4.
+ */
+size_t gw_utf8_seq(const unsigned char *p, size_t avail);
+
 #endif

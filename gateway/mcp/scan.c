@@ -13,6 +13,9 @@
 
 #include <jansson.h>
 
+#include "gateway/core/hex.h"
+#include "gateway/core/jsonbuf.h"
+
 /* The names one object may have whose repeats are looked for; past it, declined. */
 #define SCAN_NAMES_MAX 32
 
@@ -50,18 +53,11 @@ hex4(const unsigned char *p, unsigned *v)
 {
 	*v = 0;
 	for (int i = 0; i < 4; i++) {
-		unsigned char c = p[i];
-		unsigned d;
+		int d = gw_hex_digit((char)p[i]);
 
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
+		if (d < 0)
 			return -1;
-		*v = *v << 4 | d;
+		*v = *v << 4 | (unsigned)d;
 	}
 	return 0;
 }
@@ -90,38 +86,14 @@ unicode_escape(struct scan *s)
 }
 
 /* One UTF-8 sequence of two or more bytes at s->p, strictly: no overlong
- * forms, no surrogates, nothing past U+10FFFF. */
+ * forms, no surrogates, nothing past U+10FFFF (gw_utf8_seq). */
 static int
 utf8_seq(struct scan *s)
 {
-	const unsigned char *p = s->p;
-	unsigned char c = p[0], lo = 0x80, hi = 0xBF;
-	ptrdiff_t n;
+	size_t n = gw_utf8_seq(s->p, (size_t)(s->end - s->p));
 
-	if (c >= 0xC2 && c <= 0xDF)
-		n = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		n = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		n = 4;
-	else
+	if (n == 0)
 		return SCAN_BAD;
-	if (s->end - p < n)
-		return SCAN_BAD;
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	if (p[1] < lo || p[1] > hi)
-		return SCAN_BAD;
-	for (ptrdiff_t i = 2; i < n; i++) {
-		if (p[i] < 0x80 || p[i] > 0xBF)
-			return SCAN_BAD;
-	}
 	s->p += n;
 	return 0;
 }
