@@ -77,6 +77,18 @@ test_utf8(void **state)
 	assert_true(gw_utf8_valid(""));
 	assert_true(gw_utf8_valid("\xf4\x8f\xbf\xbf")); /* U+10FFFF */
 	assert_false(gw_utf8_valid("\xe2\x82"));
+	/* One sequence, within the bytes there are. */
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xe2\x82\xac", 3), 3);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xf0\x9f\x98\x80", 3), 0);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xc3\xa9", 1), 0);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"a", 1), 0);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xed\x9f\xbf", 3), 3); /* U+D7FF */
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xee\x80\x80", 3), 3); /* U+E000 */
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xe0\xa0\x80", 3), 3); /* U+0800 */
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xf0\x90\x80\x80", 4), 4);
+	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xf0\x8f\xbf\xbf", 4), 0);
 }
 
 static void
