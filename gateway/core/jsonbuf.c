@@ -8,66 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway/core/utf8.h"
+
 /* Always kept free for the end: ,"truncated":true} and the NUL. */
 static const char cut_tail[] = ",\"truncated\":true}";
 #define RESERVE sizeof(cut_tail)
-
-size_t
-gw_utf8_seq(const unsigned char *p, size_t avail)
-{
-	unsigned char c, lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (avail < 2)
-		return 0;
-	c = p[0];
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	/* The second byte's range is narrower after some leads: that is what
-	 * keeps out overlong forms (E0, F0), surrogates (ED) and code points
-	 * past U+10FFFF (F4). */
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++) {
-		if (i >= avail || p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	}
-	return n;
-}
-
-bool
-gw_utf8_valid(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
-
-	while (*p != '\0') {
-		if (*p < 0x80) {
-			p++;
-			continue;
-		}
-		/* A NUL ends the string and fails as a continuation byte. */
-		n = gw_utf8_seq(p, 4);
-		if (n == 0)
-			return false;
-		p += n;
-	}
-	return true;
-}
 
 void
 gw_jsonbuf_begin(struct gw_jsonbuf *j, char *buf, size_t cap)

@@ -45,16 +45,4 @@ void gw_jsonbuf_round(struct gw_jsonbuf *j, const char *key, double v);
 /* Ends the object; returns its text (NUL-terminated, in the caller's buffer). */
 const char *gw_jsonbuf_end(struct gw_jsonbuf *j);
 
-/* Whether the NUL-terminated s is valid UTF-8 (RFC 3629: no overlong form,
- * no surrogate, nothing past U+10FFFF). */
-bool gw_utf8_valid(const char *s);
-
-/*
- * The length (2 to 4) of the valid multi-byte UTF-8 sequence at p, by the
- * same rules, of the at most avail bytes there; 0 when there is none (an
- * ASCII byte, a stray or missing continuation byte). Reads no byte past
- * the first that fails, so a NUL-terminated string may pass avail 4.
- */
-size_t gw_utf8_seq(const unsigned char *p, size_t avail);
-
 #endif

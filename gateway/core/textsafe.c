@@ -1,7 +1,7 @@
 /*
- * Escaping of text from the guarded side (see gateway/core/textsafe.h): a
- * strict UTF-8 decoder (RFC 3629's table of well-formed sequences) and the
- * code points no person should have to see raw.
+ * Escaping of text from the guarded side (see gateway/core/textsafe.h): its
+ * UTF-8 decoded strictly (gateway/core/utf8.h), and the code points no person
+ * should have to see raw.
  */
 #include "gateway/core/textsafe.h"
 
@@ -9,47 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway/core/utf8.h"
+
 /*
- * The length (1-4) of the well-formed UTF-8 sequence at p, its code point
- * in *cp; 0 when the byte at p starts none (it is then escaped alone).
+ * The length (1-4) of the well-formed UTF-8 sequence at p (gw_utf8_seq), its
+ * code point in *cp; 0 when the byte at p starts none (it is then escaped
+ * alone).
  */
 static size_t
 utf8_decode(const unsigned char *p, size_t len, uint32_t *cp)
 {
-	unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+	static const unsigned char lead_bits[5] = {0, 0, 0x1f, 0x0f, 0x07};
 	size_t n;
 
-	if (c < 0x80) {
-		*cp = c;
+	if (p[0] < 0x80) {
+		*cp = p[0];
 		return 1;
 	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		*cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		*cp = c & 0x0f;
-		if (c == 0xe0)
-			lo = 0xa0; /* no overlong form */
-		else if (c == 0xed)
-			hi = 0x9f; /* no surrogate */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		*cp = c & 0x07;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f; /* nothing past U+10FFFF */
-	} else {
+	n = gw_utf8_seq(p, len);
+	if (n == 0)
 		return 0;
-	}
-	if (len < n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if (i > 1 && (p[i] < 0x80 || p[i] > 0xbf))
-			return 0;
+	*cp = p[0] & lead_bits[n];
+	for (size_t i = 1; i < n; i++)
 		*cp = (*cp << 6) | (p[i] & 0x3f);
-	}
 	return n;
 }
 

@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "gateway/core/hex.h"
-#include "gateway/core/jsonbuf.h"
+#include "gateway/core/utf8.h"
 
 /* The names one object may have whose repeats are looked for; past it, declined. */
 #define SCAN_NAMES_MAX 32

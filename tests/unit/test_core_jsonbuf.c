@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "gateway/core/jsonbuf.h"
+#include "gateway/core/utf8.h"
 
 /* {"v":in} written, compared with want_text, parsed back to want_value. */
 static void
