@@ -102,10 +102,13 @@ ignore_notice(void *arg, const char *message)
 int
 fleet_connect(const char *url, int timeout_s, PGconn **out, char *err, size_t errlen)
 {
-	/* dbname is expanded first; the keys after it override the URL's. */
-	const char *keys[] = {"dbname", "connect_timeout", "application_name", "password", NULL};
+	/* dbname is expanded first; the keys after it override the URL's. The
+	 * audit rows are UTF-8 (docs/audit.md), and so is what is read back to
+	 * recompute their hashes, whatever the server's default. */
+	const char *keys[] = {"dbname",   "connect_timeout", "application_name",
+	                      "password", "client_encoding", NULL};
 	char timeout[16];
-	const char *vals[] = {url, timeout, "tollgate", fleet_password_get(), NULL};
+	const char *vals[] = {url, timeout, "tollgate", fleet_password_get(), "UTF8", NULL};
 	PGconn *c;
 	int rc;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A fleet on a real PostgreSQL 15 (initdb in the test's directory, a Unix
 # socket only): three `tollgate proxy` gateways ship their audit rows, `audit
-# verify --fleet` passes, an altered, a deleted and a forked central row are
+# verify --fleet` passes, rows with UTF-8 in them arrive byte for byte (libpq's
+# environment asking for LATIN1 notwithstanding), an altered, a deleted and a forked central row are
 # each named, the database stopped while requests flow loses and doubles
 # nothing, a gateway restarted resumes where it stopped, a crash of the
 # database (no shutdown) loses nothing either, and the roles
@@ -101,6 +102,30 @@ expect_eq "audit --fleet --node gw-b: as many as its local log" \
 	"$(wc -l <<<"$out")" "$(sqlite3 "$TEST_TMP/gw-b.db" "select count(*) from events where kind='decision'")"
 expect_eq "audit --fleet --host: one name across the fleet" \
 	"$("$TOLLGATE" audit --fleet "$FLEET" --host refused-2.test --json | json_field node | sort | tr '\n' ' ')" "gw-a gw-b gw-c "
+
+# -- rows with UTF-8 in them, from a gateway whose environment asks libpq for
+# LATIN1: the centre stores the local log's bytes and the chain verifies ------
+mkdir -p "$TEST_TMP/políticas"
+printf '{"version": 1, "deny": ["refused-1.test"]}\n' >"$TEST_TMP/políticas/p.json"
+PGCLIENTENCODING=LATIN1 start_proxy gw-u --fleet "$FLEET" --node gw-u --policy "$TEST_TMP/políticas/p.json"
+PORT[gw-u]=$PROXY_PORT
+requests gw-u 1
+# The 403 goes out before the writer's commit: wait for the row itself.
+utf8_row() { [[ $(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-u.db" "select count(*) from events where host = 'refused-1.test'") -ge 1 ]]; }
+wait_for 10 utf8_row || fail "gw-u wrote no row for its request: $(sqlite3 "$TEST_TMP/gw-u.db" 'select * from events' 2>&1)"
+checks=$((checks + 1))
+if wait_shipped gw-u "$TEST_TMP/gw-u.db"; then pass "gw-u: its rows shipped"; else fail "gw-u: local $(sqlite3 "$TEST_TMP/gw-u.db" 'select count(*) from events'), centre $(psql_q "select count(*) from tollgate_audit where node='gw-u'")"; fi
+local_detail=$(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-u.db" "select detail from events where kind = 'decision' and host = 'refused-1.test'")
+expect_match "the local row names the policy file, UTF-8 and all" "$local_detail" "políticas/p.json"
+expect_eq "the centre holds the same bytes" \
+	"$(PGCLIENTENCODING=UTF8 psql_q "select detail from tollgate_audit where node = 'gw-u' and kind = 'decision' and host = 'refused-1.test'")" "$local_detail"
+set +e
+out=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-u)
+rc=$?
+set -e
+expect_eq "audit verify --fleet --node gw-u: intact" "$rc" 0
+expect_eq "gw-u: chain intact" "$(grep -c 'chain intact' <<<"$out")" 1
+stop_proxy "$PROXY_PID"
 
 # -- the database stops while requests flow, then comes back ------------------
 pg_stop
