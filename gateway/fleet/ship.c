@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,13 +41,24 @@
 /* What stopping may spend on a last batch. */
 #define SHIP_STOP_TIMEOUT_S 3
 
-/* The columns a batch carries, in COPY's text format, in this order. */
+/* The columns a batch carries, in this order, and their number. */
+#define SHIP_NCOLUMNS 12
 #define SHIP_COLUMNS                                                                               \
 	"node, seq, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"
 
+/* COPY's binary format (PostgreSQL's manual, "COPY", "Binary Format"): an
+ * 11-byte signature, a 32-bit flags field and a 32-bit header extension
+ * length, both 0 here; then each row as a 16-bit field count and each field
+ * as a 32-bit length (-1 for NULL) and its bytes; then a 16-bit -1. Each
+ * column's bytes are its type's binary form: text as is, bigint as 8 bytes
+ * big-endian. The server parses no text for it. */
+#define COPY_SIGNATURE "PGCOPY\n\377\r\n"
+#define COPY_SIGNATURE_LEN 11 /* with its NUL */
+#define COPY_HEADER_LEN (COPY_SIGNATURE_LEN + 8)
+
 /* A batch read from the local log: the rows after `after`, up to `last`. */
 struct batch {
-	char *buf; /* COPY text, one line a row */
+	char *buf; /* COPY's binary format: the header, the rows, the trailer */
 	size_t len, cap;
 	int64_t after, last;
 	size_t rows;
@@ -128,46 +140,47 @@ batch_room(struct batch *b, size_t n)
 	return 0;
 }
 
-/* One field in COPY's text format: NULL as \N, backslash escapes for the rest. */
-static int
-copy_field(struct batch *b, const char *v, size_t len, bool last)
+/* Big-endian integers, as COPY's binary format has them. */
+static void
+put_be(char *p, uint64_t v, int bytes)
 {
-	/* Each byte takes two at most, and the separator one. */
-	if (batch_room(b, (v != NULL ? 2 * len : 2) + 1) != 0)
-		return -ENOMEM;
-	if (v == NULL) {
-		memcpy(b->buf + b->len, "\\N", 2);
-		b->len += 2;
+	for (int i = bytes - 1; i >= 0; i--) {
+		p[i] = (char)(v & 0xff);
+		v >>= 8;
 	}
-	for (size_t i = 0; v != NULL && i < len; i++) {
-		const char *esc = NULL;
+}
 
-		switch (v[i]) {
-		case '\\':
-			esc = "\\\\";
-			break;
-		case '\t':
-			esc = "\\t";
-			break;
-		case '\n':
-			esc = "\\n";
-			break;
-		case '\r':
-			esc = "\\r";
-			break;
-		case '\0':
-			/* PostgreSQL's text cannot hold it; the local log can only when
-			 * tampered with, which its own verify reports. */
-			return -EINVAL;
-		}
-		if (esc != NULL) {
-			memcpy(b->buf + b->len, esc, 2);
-			b->len += 2;
-		} else {
-			b->buf[b->len++] = v[i];
-		}
+/* One text field in COPY's binary format: its length, then its bytes; NULL
+ * as the length -1. */
+static int
+copy_text(struct batch *b, const char *v, size_t len)
+{
+	if (v != NULL && len > INT32_MAX)
+		return -EINVAL;
+	/* PostgreSQL's text cannot hold a NUL; the local log can only when
+	 * tampered with, which its own verify reports. */
+	if (v != NULL && memchr(v, '\0', len) != NULL)
+		return -EINVAL;
+	if (batch_room(b, 4 + (v != NULL ? len : 0)) != 0)
+		return -ENOMEM;
+	put_be(b->buf + b->len, v != NULL ? (uint32_t)len : UINT32_MAX, 4);
+	b->len += 4;
+	if (v != NULL) {
+		memcpy(b->buf + b->len, v, len);
+		b->len += len;
 	}
-	b->buf[b->len++] = last ? '\n' : '\t';
+	return 0;
+}
+
+/* One bigint field in COPY's binary format. */
+static int
+copy_int8(struct batch *b, int64_t v)
+{
+	if (batch_room(b, 12) != 0)
+		return -ENOMEM;
+	put_be(b->buf + b->len, 8, 4);
+	put_be(b->buf + b->len + 4, (uint64_t)v, 8);
+	b->len += 12;
 	return 0;
 }
 
@@ -176,36 +189,38 @@ copy_row(const struct audit_row *r, void *arg)
 {
 	struct batch *b = arg;
 	size_t len = b->len;
-	char seq[24], port[24];
 	int rc;
 
 	if (b->len >= SHIP_BATCH_BYTES)
 		return 1; /* full: the rest goes in the next batch */
-	snprintf(seq, sizeof(seq), "%lld", (long long)r->id);
-	snprintf(port, sizeof(port), "%lld", (long long)r->port);
-	rc = copy_field(b, b->node, strlen(b->node), false);
+	rc = batch_room(b, 2);
+	if (rc == 0) {
+		put_be(b->buf + b->len, SHIP_NCOLUMNS, 2);
+		b->len += 2;
+		rc = copy_text(b, b->node, strlen(b->node));
+	}
 	if (rc == 0)
-		rc = copy_field(b, seq, strlen(seq), false);
+		rc = copy_int8(b, r->id);
 	if (rc == 0)
-		rc = copy_field(b, r->ts, r->ts_len, false);
+		rc = copy_text(b, r->ts, r->ts_len);
 	if (rc == 0)
-		rc = copy_field(b, r->kind, r->kind_len, false);
+		rc = copy_text(b, r->kind, r->kind_len);
 	if (rc == 0)
-		rc = copy_field(b, r->sandbox, r->sandbox_len, false);
+		rc = copy_text(b, r->sandbox, r->sandbox_len);
 	if (rc == 0)
-		rc = copy_field(b, r->host, r->host_len, false);
+		rc = copy_text(b, r->host, r->host_len);
 	if (rc == 0)
-		rc = copy_field(b, port, strlen(port), false);
+		rc = copy_int8(b, r->port);
 	if (rc == 0)
-		rc = copy_field(b, r->decision, r->decision_len, false);
+		rc = copy_text(b, r->decision, r->decision_len);
 	if (rc == 0)
-		rc = copy_field(b, r->reason, r->reason_len, false);
+		rc = copy_text(b, r->reason, r->reason_len);
 	if (rc == 0)
-		rc = copy_field(b, r->detail, r->detail_len, false);
+		rc = copy_text(b, r->detail, r->detail_len);
 	if (rc == 0)
-		rc = copy_field(b, r->prev_hash, r->prev_hash ? strlen(r->prev_hash) : 0, false);
+		rc = copy_text(b, r->prev_hash, r->prev_hash ? strlen(r->prev_hash) : 0);
 	if (rc == 0)
-		rc = copy_field(b, r->hash, r->hash ? strlen(r->hash) : 0, true);
+		rc = copy_text(b, r->hash, r->hash ? strlen(r->hash) : 0);
 	if (rc != 0) {
 		/* The batch ends before this row. */
 		b->len = len;
@@ -219,7 +234,7 @@ copy_row(const struct audit_row *r, void *arg)
 
 /*
  * Reads the committed rows after `after` into b: up to SHIP_BATCH_MAX, or
- * SHIP_BATCH_BYTES of COPY text. b->rows is 0 when there are none. The rows
+ * SHIP_BATCH_BYTES of COPY data. b->rows is 0 when there are none. The rows
  * before one that cannot be shipped (a NUL byte) make the batch; that row
  * is named when it would come first. 0 or -EIO.
  */
@@ -229,7 +244,13 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 	struct audit_filter f = {.after_id = after, .until_id = after + SHIP_BATCH_MAX};
 	char err[512];
 
+	/* COPY's binary header: the signature, no flags, no extension. */
 	b->len = 0;
+	if (batch_room(b, COPY_HEADER_LEN) != 0)
+		return -EIO;
+	memcpy(b->buf, COPY_SIGNATURE, COPY_SIGNATURE_LEN);
+	memset(b->buf + COPY_SIGNATURE_LEN, 0, COPY_HEADER_LEN - COPY_SIGNATURE_LEN);
+	b->len = COPY_HEADER_LEN;
 	b->rows = 0;
 	b->rc = 0;
 	b->after = after;
@@ -250,6 +271,13 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 		log_warnx("fleet: cannot read the local log: %s", strerror(-b->rc));
 		return -EIO;
 	}
+	/* The trailer: a field count of -1. */
+	if (batch_room(b, 2) != 0) {
+		log_warnx("fleet: cannot read the local log: %s", strerror(ENOMEM));
+		return -EIO;
+	}
+	put_be(b->buf + b->len, UINT16_MAX, 2);
+	b->len += 2;
 	b->ready = true;
 	return 0;
 }
@@ -303,7 +331,7 @@ copy_send(struct fleet_shipper *s, const char *table, const struct batch *b, cha
 
 	state[0] = '\0';
 	*partial = true;
-	snprintf(sql, sizeof(sql), "COPY %s (" SHIP_COLUMNS ") FROM STDIN", table);
+	snprintf(sql, sizeof(sql), "COPY %s (" SHIP_COLUMNS ") FROM STDIN (FORMAT binary)", table);
 	res = PQexec(s->pg, sql);
 	if (PQresultStatus(res) != PGRES_COPY_IN) {
 		const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
