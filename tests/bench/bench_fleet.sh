@@ -23,7 +23,13 @@
 #           request and bytes per row at the centre, and side by side the rows per
 #           second the --fleet proxy wrote during its runs and those its shipper
 #           stored in the same seconds; then the lag again under one client (one new
-#           tunnel at a time), a load that leaves the machine room.
+#           tunnel at a time), a load that leaves the machine room. Over each side's
+#           rounds, CPU µs per request: the proxy's event loops, its other threads
+#           (the audit writer; with --fleet the shipper too), the server's processes
+#           and the machine's busy time on both cores (/proc/stat), so that the
+#           rate's difference can be put down to its parts: with the client, the
+#           origin, both proxies and the server on two cores, the rate follows the
+#           busy time per request.
 # Knobs: NODES ("1 4 16"), ROWS (400000 in all per N), CHURN_SECONDS (5), ROUNDS (3),
 # PG_FSYNC (on: the server as it would run; off for a figure without the disk),
 # BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and its logs), PG_BIN.
@@ -89,6 +95,23 @@ cpu_ticks() { # PID...: utime + stime of each (all threads), summed; gone ones c
 	done
 	echo "$t"
 }
+# A proxy's threads: its event loops (the main thread and tollgate-loopN) apart from
+# the rest (the audit writer, and the shipper with --fleet). PID [others]: ticks.
+proxy_ticks() {
+	local t=0 d c
+	for d in /proc/$1/task/*; do
+		c=$(cat "$d/comm" 2>/dev/null) || continue
+		if [[ ${d##*/} == "$1" || $c == tollgate-loop* ]]; then
+			[[ -z ${2:-} ]] || continue
+		else
+			[[ -n ${2:-} ]] || continue
+		fi
+		t=$((t + $(awk '{print $14 + $15}' "$d/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+# The machine's busy ticks, both cores (/proc/stat: all but idle and iowait).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 # The server's processes: the postmaster's children (the backends too, while connected).
 pg_cpu() { cpu_ticks $(pgrep -P "$(head -n 1 "$pg_dir/data/postmaster.pid")"); }
 
@@ -229,8 +252,10 @@ pids+=("$!")
 proxy_flags=(--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-cidr 127.0.0.0/8)
 start_gateway plain "${proxy_flags[@]}"
 plain_port=$GW_PORT
+plain_pid=$GW_PID
 start_gateway load "${proxy_flags[@]}" --fleet "$FLEET" --node load
 fleet_port=$GW_PORT
+fleet_pid=$GW_PID
 ready() { # PROXY_PORT: waits for a 200 of /small through it (bounded)
 	for _ in $(seq 100); do
 		[[ $(curl -s -o /dev/null -w '%{http_code}' -x "127.0.0.1:$1" --max-time 2 \
@@ -248,7 +273,7 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 seq0=$(node_heads load)
-declare -A r_churn
+declare -A r_churn cpu_loops cpu_others cpu_pg cpu_busy cpu_reqs
 reqs_fleet=0
 windows=() # each --fleet run's start and end (epoch seconds) and its local head at each
 psql_q "checkpoint" >/dev/null
@@ -257,14 +282,22 @@ for round in $(seq "$rounds"); do
 	order=(plain fleet)
 	((round % 2)) || order=(fleet plain)
 	for which in "${order[@]}"; do
-		if [[ $which == plain ]]; then p=$plain_port; else p=$fleet_port; fi
+		if [[ $which == plain ]]; then p=$plain_port gp=$plain_pid; else p=$fleet_port gp=$fleet_pid; fi
+		c0="$(proxy_ticks "$gp") $(proxy_ticks "$gp" others) $(pg_cpu) $(busy_ticks)"
 		w0=$(now)
 		h0=$(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')
 		out=$("$client" churn -o "127.0.0.1:$op" -h "origin.test:$op" -p /small \
 			-x "127.0.0.1:$p" -c 16 -n 1000000 -t "$churn_secs")
 		[[ $which == fleet ]] && windows+=("$w0 $(now) $h0 $(sqlite3 "$tmp/gw/load/audit.db" 'select max(id) from events')")
+		read -r l0 o0 g0 b0 <<<"$c0"
+		read -r l1 o1 g1 b1 <<<"$(proxy_ticks "$gp") $(proxy_ticks "$gp" others) $(pg_cpu) $(busy_ticks)"
 		rps=$(kv rps <<<"$out")
 		reqs=$(kv requests <<<"$out")
+		cpu_loops[$which]=$((${cpu_loops[$which]:-0} + l1 - l0))
+		cpu_others[$which]=$((${cpu_others[$which]:-0} + o1 - o0))
+		cpu_pg[$which]=$((${cpu_pg[$which]:-0} + g1 - g0))
+		cpu_busy[$which]=$((${cpu_busy[$which]:-0} + b1 - b0))
+		cpu_reqs[$which]=$((${cpu_reqs[$which]:-0} + reqs))
 		failed=$(kv failed <<<"$out")
 		[[ $which == fleet ]] && reqs_fleet=$((reqs_fleet + reqs))
 		echo "churn round $round $which: $rps req/s ($reqs, $failed failed)" >&2
@@ -339,6 +372,14 @@ echo "table: $rows_in_table rows, $(calc "round($table_bytes / $rows_in_table)")
 echo "proxy churn (new tunnel per request, 16 clients), best of $rounds:"
 echo "  without --fleet: ${r_churn[plain]} req/s"
 echo "  with --fleet:    ${r_churn[fleet]} req/s"
+# CPU µs per request over all rounds of SIDE: the proxy's loops, its other threads,
+# the server's processes and the machine's busy time on both cores.
+us_per_req() { local -n a=$1; calc "round(${a[$2]} * 1e6 / $hz / max(${cpu_reqs[$2]}, 1), 1)"; }
+cpu_line() {
+	echo "loops $(us_per_req cpu_loops "$1"), other threads $(us_per_req cpu_others "$1"), server $(us_per_req cpu_pg "$1"), the machine's two cores $(us_per_req cpu_busy "$1")"
+}
+echo "  CPU µs per request over those rounds, without --fleet: $(cpu_line plain)"
+echo "                                         with --fleet:    $(cpu_line fleet)"
 echo "shipping under that load: lag p50 $lag50 ms, p99 $lag99 ms, max $lagmax ms; $rows_per_req rows per request; $row_bytes bytes per row (tuple); $batch_rows rows per batch"
 echo "  during the --fleet runs: the proxy wrote $r_written rows/s, its shipper stored $r_stored rows/s"
 echo "shipping under one client ($rps1 req/s): lag p50 $lag1_50 ms, p99 $lag1_99 ms, max $lag1_max ms"
@@ -355,6 +396,13 @@ echo "lag_p99_ms: $lag99"
 echo "lag_one_client_p50_ms: $lag1_50"
 echo "lag_one_client_p99_ms: $lag1_99"
 echo "ratio fleet_vs_plain_proxy_rps: $(calc "round(${r_churn[fleet]} / ${r_churn[plain]}, 3)")"
+# The gateway's own CPU per request (its loops and other threads) with --fleet against
+# without, and the share of the machine's busy time per request that the server took:
+# where the rate's difference goes when the database shares the gateway's cores.
+gw_plain=$(calc "(${cpu_loops[plain]} + ${cpu_others[plain]}) / max(${cpu_reqs[plain]}, 1)")
+gw_fleet=$(calc "(${cpu_loops[fleet]} + ${cpu_others[fleet]}) / max(${cpu_reqs[fleet]}, 1)")
+echo "ratio fleet_vs_plain_gateway_cpu_per_req: $(calc "round($gw_fleet / max($gw_plain, 1e-9), 3)")"
+echo "ratio server_vs_machine_busy_per_req: $(calc "round(${cpu_pg[fleet]} / max(${cpu_busy[fleet]}, 1), 3)")"
 for n in $nodes_list; do
 	echo "ratio ingest_N${n}_vs_one_insert: $(calc "round(${r_ingest[$n]} / $r_bulk, 3)")"
 done
