@@ -242,9 +242,9 @@ struct exec_image_challenge {
 int exec_image_challenge_parse(const char *s, size_t len, struct exec_image_challenge *out);
 
 struct exec_image_pull_opts {
-	const char *ca_file;   /* --registry-ca: trust this CA (NULL: the system's) */
-	const char *insecure;  /* --insecure-registry HOST:PORT: plain HTTP to it alone */
-	const char *user;      /* basic credentials for the token endpoint (NULL: none) */
+	const char *ca_file;  /* --registry-ca: trust this CA (NULL: the system's) */
+	const char *insecure; /* --insecure-registry HOST:PORT: plain HTTP to it alone */
+	const char *user;     /* basic credentials for the token endpoint (NULL: none) */
 	const char *password;
 };
 
@@ -258,6 +258,11 @@ struct exec_image_pull_opts {
 int exec_image_pull(struct exec_image_store *s, const char *ref,
                     const struct exec_image_pull_opts *o, char hex[EXEC_IMAGE_HEX_LEN + 1],
                     char *err, size_t errlen);
+
+/* The HOST[:PORT] a pull of ref asks (its registry's API: Docker Hub's
+ * names become registry-1.docker.io). 0 or -EINVAL with one line in err. */
+int exec_image_pull_registry(const char *ref, char host[EXEC_IMAGE_NAME_MAX], char *err,
+                             size_t errlen);
 
 /* SHA-256 of len bytes, in hex. */
 void exec_image_sha256_hex(const void *buf, size_t len, char hex[EXEC_IMAGE_HEX_LEN + 1]);

@@ -701,7 +701,8 @@ blob_into(void *arg, int fd, char got[EXEC_IMAGE_HEX_LEN + 1], char *err, size_t
 	return rc;
 }
 
-/* Splits NAME into its registry and its repository; the registry is required. */
+/* Splits NAME into its registry (the host its API answers on) and its
+ * repository; the registry is required. */
 static int
 split_name(const char *refstr, const char *name, struct registry *r, char *err, size_t errlen)
 {
@@ -718,6 +719,26 @@ split_name(const char *refstr, const char *name, struct registry *r, char *err, 
 	memcpy(r->host, name, hl);
 	r->host[hl] = '\0';
 	snprintf(r->repo, sizeof(r->repo), "%s", slash + 1);
+	/* Docker Hub's name is not its API's host. */
+	if (strcmp(r->host, "docker.io") == 0 || strcmp(r->host, "index.docker.io") == 0)
+		snprintf(r->host, sizeof(r->host), "registry-1.docker.io");
+	return 0;
+}
+
+int
+exec_image_pull_registry(const char *refstr, char host[EXEC_IMAGE_NAME_MAX], char *err,
+                         size_t errlen)
+{
+	struct exec_image_ref ref;
+	struct registry r = {0};
+	int rc;
+
+	rc = exec_image_ref_parse(refstr, &ref, err, errlen);
+	if (rc == 0)
+		rc = split_name(refstr, ref.name, &r, err, errlen);
+	if (rc != 0)
+		return rc;
+	memcpy(host, r.host, sizeof(r.host));
 	return 0;
 }
 
@@ -839,9 +860,6 @@ exec_image_pull(struct exec_image_store *s, const char *refstr,
 		return rc;
 	snprintf(r.scheme, sizeof(r.scheme), "%s",
 	         o->insecure != NULL && strcmp(o->insecure, r.host) == 0 ? "http" : "https");
-	/* Docker Hub's name is not its API's host. */
-	if (strcmp(r.host, "docker.io") == 0 || strcmp(r.host, "index.docker.io") == 0)
-		snprintf(r.host, sizeof(r.host), "registry-1.docker.io");
 	rc = exec_image_curl_load(err, errlen);
 	if (rc != 0)
 		return rc;

@@ -30,21 +30,22 @@ static int run_rm(int argc, char **argv);
 static const struct gw_command cmd_pull = {
     .name = "image pull",
     .run = run_pull,
-    .usage = "usage: tollgate image pull REGISTRY/REPO[:TAG][@sha256:DIGEST] [--registry-secret NAME]\n"
-             "                          [--registry-ca FILE] [--insecure-registry HOST:PORT]\n"
-             "\n"
-             "Fetches an image over the OCI distribution API (HTTPS) into the store: an\n"
-             "index resolved to linux on this host's architecture, every manifest and\n"
-             "blob checked against its digest, layers already stored not fetched again.\n"
-             "Prints the image's digest. With a digest and no tag the image is stored\n"
-             "without a name (run it as sha256:DIGEST).\n"
-             "\n"
-             "  --registry-secret NAME        the vault's secret NAME, USER:PASSWORD, for\n"
-             "                                the registry's token endpoint (or basic auth)\n"
-             "  --registry-ca FILE            trust this CA (PEM) for the registry and its\n"
-             "                                token endpoint instead of the system's\n"
-             "  --insecure-registry HOST:PORT plain HTTP to this registry, which REF must\n"
-             "                                name (any other stays HTTPS)\n",
+    .usage =
+        "usage: tollgate image pull REGISTRY/REPO[:TAG][@sha256:DIGEST] [--registry-secret NAME]\n"
+        "                          [--registry-ca FILE] [--insecure-registry HOST:PORT]\n"
+        "\n"
+        "Fetches an image over the OCI distribution API (HTTPS) into the store: an\n"
+        "index resolved to linux on this host's architecture, every manifest and\n"
+        "blob checked against its digest, layers already stored not fetched again.\n"
+        "Prints the image's digest. With a digest and no tag the image is stored\n"
+        "without a name (run it as sha256:DIGEST).\n"
+        "\n"
+        "  --registry-secret NAME        the vault's secret NAME, USER:PASSWORD, for\n"
+        "                                the registry's token endpoint (or basic auth)\n"
+        "  --registry-ca FILE            trust this CA (PEM) for the registry and its\n"
+        "                                token endpoint instead of the system's\n"
+        "  --insecure-registry HOST:PORT plain HTTP to this registry, which REF must\n"
+        "                                name (any other stays HTTPS)\n",
 };
 
 static const struct gw_command cmd_import = {
@@ -150,11 +151,10 @@ parse(int argc, char **argv, const struct gw_command *cmd, const char **name, bo
 /* USER:PASSWORD from the file vault's default namespace; the read is an
  * audit row (its name, never its value), as a sandbox's is. */
 static int
-registry_credentials(const char *secret, struct vault_secret **value, char **colon)
+registry_credentials(struct audit *a, const char *secret, struct vault_secret **value, char **colon)
 {
 	struct vault *v = NULL;
-	struct audit *a = NULL;
-	char home[PATH_MAX], err[512] = "", path[PATH_MAX];
+	char home[PATH_MAX], err[512] = "";
 	int rc;
 
 	if (gw_home_dir(home, sizeof(home)) != 0)
@@ -165,14 +165,7 @@ registry_credentials(const char *secret, struct vault_secret **value, char **col
 	vault_free(v);
 	if (rc != 0)
 		return gw_fail(cmd_pull.name, "--registry-secret %s: %s", secret, err);
-	if (gw_default_audit_path(path, sizeof(path), true) != 0 ||
-	    audit_open(path, &a, err, sizeof(err)) != 0) {
-		vault_secret_free(*value);
-		*value = NULL;
-		return gw_fail(cmd_pull.name, "audit log: %s", err);
-	}
 	vault_audit(a, NULL, "read", "file", VAULT_DEFAULT_NAMESPACE, secret);
-	audit_free(a);
 	*colon = strchr((char *)(*value)->data, ':');
 	if (*colon == NULL || *colon == (char *)(*value)->data) {
 		vault_secret_free(*value);
@@ -180,6 +173,44 @@ registry_credentials(const char *secret, struct vault_secret **value, char **col
 		return gw_fail(cmd_pull.name, "--registry-secret %s: not USER:PASSWORD", secret);
 	}
 	return 0;
+}
+
+/*
+ * A row of the pull in the audit log (docs/audit.md, `image.pull`): reason
+ * "started" before its first request, then "pulled" with the digest or
+ * "failed" with the error. host and port are the registry's API.
+ */
+static void
+pull_row(struct audit *a, const char *registry, bool plain, const char *ref, const char *reason,
+         const char *digest, const char *error)
+{
+	struct audit_event ev = {.kind = "image.pull", .reason = reason};
+	char host[EXEC_IMAGE_NAME_MAX];
+	char *colon, *text;
+	json_t *detail;
+
+	snprintf(host, sizeof(host), "%s", registry);
+	ev.port = plain ? 80 : 443;
+	/* The reference's grammar allows one ":PORT" in the registry, digits only. */
+	colon = strrchr(host, ':');
+	if (colon != NULL) {
+		long port = strtol(colon + 1, NULL, 10);
+
+		ev.port = port > 0 && port <= 65535 ? (int)port : 0;
+		*colon = '\0';
+	}
+	ev.host = host;
+	ev.decision = error != NULL ? "error" : "allow";
+	detail = json_pack("{s:s}", "ref", ref);
+	if (detail != NULL && digest != NULL)
+		json_object_set_new(detail, "digest", json_string(digest));
+	if (detail != NULL && error != NULL)
+		json_object_set_new(detail, "error", json_string(error));
+	text = detail != NULL ? json_dumps(detail, JSON_COMPACT) : NULL;
+	ev.detail = text;
+	(void)audit_append(a, &ev);
+	free(text);
+	json_decref(detail);
 }
 
 static int
@@ -194,8 +225,11 @@ run_pull(int argc, char **argv)
 	struct exec_image_pull_opts o = {0};
 	struct exec_image_store *s = NULL;
 	struct vault_secret *cred = NULL;
+	struct audit *a = NULL;
 	const char *ref = NULL, *secret = NULL;
-	char err[PATH_MAX + 1024], hex[EXEC_IMAGE_HEX_LEN + 1], *colon = NULL;
+	char err[PATH_MAX + 1024] = "", hex[EXEC_IMAGE_HEX_LEN + 1] = "", *colon = NULL;
+	char registry[EXEC_IMAGE_NAME_MAX], path[PATH_MAX], digest[EXEC_IMAGE_HEX_LEN + 8];
+	bool plain;
 	int c, rc;
 
 	gw_getopt_reset();
@@ -227,26 +261,44 @@ run_pull(int argc, char **argv)
 	if (o.insecure != NULL && (strchr(o.insecure, '/') != NULL || o.insecure[0] == '\0'))
 		return gw_fail(cmd_pull.name, "--insecure-registry %s: expected HOST:PORT",
 		               o.insecure);
+	if (exec_image_pull_registry(ref, registry, err, sizeof(err)) != 0)
+		return gw_fail(cmd_pull.name, "%s", err);
+	plain = o.insecure != NULL && strcmp(o.insecure, registry) == 0;
+	/* No request goes out unrecorded: the log first, or no pull. */
+	if (gw_default_audit_path(path, sizeof(path), true) != 0 ||
+	    audit_open(path, &a, err, sizeof(err)) != 0)
+		return gw_fail(cmd_pull.name, "audit log: %s", err);
 	if (secret != NULL) {
-		if (registry_credentials(secret, &cred, &colon) != 0)
+		if (registry_credentials(a, secret, &cred, &colon) != 0) {
+			audit_free(a);
 			return GW_EXIT_FAILURE;
+		}
 		*colon = '\0';
 		o.user = (const char *)cred->data;
 		o.password = colon + 1;
 	}
-	rc = open_store(cmd_pull.name, true, &s) != 0 ? -EIO : 0;
-	if (rc == 0)
+	pull_row(a, registry, plain, ref, "started", NULL, NULL);
+	rc = audit_flush(a) != 0 ? -EIO : 0;
+	if (rc != 0)
+		snprintf(err, sizeof(err), "audit log: cannot write its row");
+	if (rc == 0 && open_store(cmd_pull.name, true, &s) != 0)
+		rc = -EIO;
+	else if (rc == 0)
 		rc = exec_image_pull(s, ref, &o, hex, err, sizeof(err));
-	else
-		err[0] = '\0';
 	exec_image_store_free(s);
 	if (cred != NULL) {
 		*colon = ':'; /* the whole value wiped */
 		vault_secret_free(cred);
 	}
+	snprintf(digest, sizeof(digest), "sha256:%s", hex);
+	pull_row(a, registry, plain, ref, rc == 0 ? "pulled" : "failed", rc == 0 ? digest : NULL,
+	         rc == 0          ? NULL
+	         : err[0] != '\0' ? err
+	                          : "cannot open the store");
+	audit_free(a);
 	if (rc != 0)
 		return err[0] != '\0' ? gw_fail(cmd_pull.name, "%s", err) : GW_EXIT_FAILURE;
-	printf("sha256:%s\n", hex);
+	printf("%s\n", digest);
 	return GW_EXIT_OK;
 }
 
@@ -463,8 +515,8 @@ run_rm(int argc, char **argv)
 static int
 run_image(int argc, char **argv)
 {
-	static const struct gw_command *const subs[] = {&cmd_pull, &cmd_import, &cmd_ls,
-	                                                &cmd_inspect, &cmd_rm, NULL};
+	static const struct gw_command *const subs[] = {&cmd_pull,    &cmd_import, &cmd_ls,
+	                                                &cmd_inspect, &cmd_rm,     NULL};
 
 	return gw_run_subcommand(argc, argv, &gw_command_image, subs);
 }

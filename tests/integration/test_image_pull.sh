@@ -39,6 +39,17 @@ expect_eq "... printing the manifest's digest (skopeo kept the layout's manifest
 expect_eq "... named REGISTRY/REPO:TAG" "$("$TOLLGATE" image ls | awk '{print $1, $2}')" "$reg/test/busybox:1 $digest"
 expect_eq "... manifest, config and two layers stored; nothing left in tmp/" \
 	"$(ls "$store/blobs/sha256" | wc -l) $(ls "$store/tmp" | wc -l)" "4 0"
+# pull_rows: the image.pull rows of the audit log, one line each: reason decision host port ref digest-or-error.
+pull_rows() {
+	"$TOLLGATE" audit --kind image.pull --json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line); d = r.get("detail") or {}
+    print(r["reason"], r["decision"], r["host"], r["port"], d.get("ref"), d.get("digest") or d.get("error"))'
+}
+expect_eq "... two rows in the audit log: started, then pulled with the digest" "$(pull_rows)" \
+	"started allow ${reg%:*} ${reg##*:} $reg/test/busybox:1 None
+pulled allow ${reg%:*} ${reg##*:} $reg/test/busybox:1 $digest"
 set +e
 out=$("$TOLLGATE" run --image "$reg/test/busybox:1@$digest" -- /bin/sh -c 'cat /etc/os-release; cat /srv/added' 2>&1); rc=$?
 set -e
@@ -67,6 +78,8 @@ out=$("$TOLLGATE" image pull "$reg/test/busybox@sha256:$(printf '0%.0s' {1..64})
 set -e
 expect_eq "a digest the registry does not hold: refused" "$rc" 125
 expect_match "... in one line" "$out" "^tollgate: image pull: https://$reg/v2/test/busybox/manifests/sha256:0+: the registry answered 404 \(MANIFEST_UNKNOWN\)$"
+expect_match "... and a failed row in the audit log, with the error" "$(pull_rows | tail -n 1)" \
+	"^failed error ${reg%:*} ${reg##*:} $reg/test/busybox@sha256:0+ https://$reg/v2/test/busybox/manifests/sha256:0+: the registry answered 404 \(MANIFEST_UNKNOWN\)$"
 
 # ---- TLS and plain HTTP -------------------------------------------------------------
 set +e
