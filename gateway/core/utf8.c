@@ -42,6 +42,27 @@ gw_utf8_seq(const unsigned char *p, size_t avail)
 }
 
 bool
+gw_utf8_text(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	size_t n;
+
+	while (p < end) {
+		if (*p == '\0')
+			return false;
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		n = gw_utf8_seq(p, (size_t)(end - p) < 4 ? (size_t)(end - p) : 4);
+		if (n == 0)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+bool
 gw_utf8_valid(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

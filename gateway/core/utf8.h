@@ -13,6 +13,10 @@
  * no surrogate, nothing past U+10FFFF). */
 bool gw_utf8_valid(const char *s);
 
+/* Whether the len bytes at s are valid UTF-8 by the same rules and hold no
+ * NUL: text as PostgreSQL's text type takes it. */
+bool gw_utf8_text(const char *s, size_t len);
+
 /*
  * The length (2 to 4) of the valid multi-byte UTF-8 sequence at p, by the
  * same rules, of the at most avail bytes there; 0 when there is none (an

@@ -28,6 +28,7 @@
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"
+#include "gateway/core/utf8.h"
 #include "gateway/fleet/fleet.h"
 #include "gateway/fleet/pq.h"
 
@@ -63,7 +64,7 @@ struct batch {
 	int64_t after, last;
 	size_t rows;
 	bool ready; /* read, and not yet shipped or dropped */
-	int rc;     /* while reading: 0, -EINVAL (a NUL byte), -ENOMEM */
+	int rc;     /* while reading: 0, -EINVAL (a NUL byte, not UTF-8), -ENOMEM */
 	const char *node;
 };
 
@@ -155,11 +156,10 @@ put_be(char *p, uint64_t v, int bytes)
 static int
 copy_text(struct batch *b, const char *v, size_t len)
 {
-	if (v != NULL && len > INT32_MAX)
-		return -EINVAL;
-	/* PostgreSQL's text cannot hold a NUL; the local log can only when
-	 * tampered with, which its own verify reports. */
-	if (v != NULL && memchr(v, '\0', len) != NULL)
+	/* PostgreSQL's text holds no NUL and only valid UTF-8, and the server
+	 * would refuse the whole batch for one such field; the local log holds
+	 * one only when tampered with, which its own verify reports. */
+	if (v != NULL && (len > INT32_MAX || !gw_utf8_text(v, len)))
 		return -EINVAL;
 	if (batch_room(b, 4 + (v != NULL ? len : 0)) != 0)
 		return -ENOMEM;
@@ -235,8 +235,8 @@ copy_row(const struct audit_row *r, void *arg)
 /*
  * Reads the committed rows after `after` into b: up to SHIP_BATCH_MAX, or
  * SHIP_BATCH_BYTES of COPY data. b->rows is 0 when there are none. The rows
- * before one that cannot be shipped (a NUL byte) make the batch; that row
- * is named when it would come first. 0 or -EIO.
+ * before one that cannot be shipped (a NUL byte, bytes that are not UTF-8)
+ * make the batch; that row is named when it would come first. 0 or -EIO.
  */
 static int
 batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
@@ -262,7 +262,8 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 		return -EIO;
 	}
 	if (b->rows == 0 && b->rc == -EINVAL) {
-		log_warnx("fleet: row %lld of the local log cannot be shipped (a NUL byte): "
+		log_warnx("fleet: row %lld of the local log cannot be shipped (a NUL byte or bytes "
+		          "that are not UTF-8): "
 		          "run 'tollgate audit verify'",
 		          (long long)(after + 1));
 		return -EIO;

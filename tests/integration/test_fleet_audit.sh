@@ -3,7 +3,7 @@
 # socket only): three `tollgate proxy` gateways ship their audit rows, `audit
 # verify --fleet` passes, rows with UTF-8 in them arrive byte for byte (libpq's
 # environment asking for LATIN1 notwithstanding), a tampered local row with a
-# NUL byte is named and the rows before it ship, an altered, a deleted and a forked central row are
+# NUL byte or bytes that are not UTF-8 is named and the rows before it ship, an altered, a deleted and a forked central row are
 # each named, the database stopped while requests flow loses and doubles
 # nothing, a gateway restarted resumes where it stopped, a crash of the
 # database (no shutdown) loses nothing either, and the roles
@@ -128,8 +128,9 @@ expect_eq "audit verify --fleet --node gw-u: intact" "$rc" 0
 expect_eq "gw-u: chain intact" "$(grep -c 'chain intact' <<<"$out")" 1
 stop_proxy "$PROXY_PID"
 
-# -- a tampered local log with a NUL byte in a row: the rows before it ship, it
-# is named, nothing after it goes out of order, and the gateway keeps serving --
+# -- a tampered local log, a NUL byte in a row and then bytes that are not UTF-8
+# in another: the rows before each ship, it is named, nothing after it goes out
+# of order, and the gateway keeps serving ------------------------------------
 start_proxy gw-n
 PORT[gw-n]=$PROXY_PORT
 requests gw-n 3
@@ -137,14 +138,29 @@ nul_rows() { [[ $(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-n.db" "select count
 wait_for 10 nul_rows || fail "gw-n wrote no rows"
 stop_proxy "$PROXY_PID"
 bad=$(sqlite3 "$TEST_TMP/gw-n.db" "select min(id) from events where host = 'refused-2.test'")
+orig=$(sqlite3 "$TEST_TMP/gw-n.db" "select hex(detail) from events where id = $bad")
 sqlite3 "$TEST_TMP/gw-n.db" "update events set detail = 'a' || char(0) || 'b' where id = $bad"
 start_proxy gw-n --fleet "$FLEET" --node gw-n
 PORT[gw-n]=$PROXY_PORT
-nul_named() { grep -q "row $bad of the local log cannot be shipped (a NUL byte)" "$TEST_TMP/gw-n.log"; }
+bad_named() { grep -q "row $1 of the local log cannot be shipped (a NUL byte or bytes that are not UTF-8)" "$TEST_TMP/gw-n.log"; }
 checks=$((checks + 1))
-if wait_for 15 nul_named; then pass "gw-n names row $bad"; else fail "gw-n: $(tail -3 "$TEST_TMP/gw-n.log")"; fi
+if wait_for 15 bad_named "$bad"; then pass "gw-n names row $bad"; else fail "gw-n: $(tail -3 "$TEST_TMP/gw-n.log")"; fi
 expect_eq "gw-n: the rows before it at the centre, none after" \
 	"$(psql_q "select count(*) || ' ' || max(seq) from tollgate_audit where node = 'gw-n'")" "$((bad - 1)) $((bad - 1))"
+# The row mended, and a later one given a byte that is not UTF-8: the shipper,
+# retrying, ships the mended row and the ones after it, and names that one.
+bad2=$(sqlite3 "$TEST_TMP/gw-n.db" "select min(id) from events where host = 'refused-3.test'")
+sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-n.db" "update events set detail = cast(x'$orig' as text) where id = $bad;
+	update events set detail = 'a' || cast(x'ff' as text) || 'b' where id = $bad2"
+checks=$((checks + 1))
+if wait_for 20 bad_named "$bad2"; then pass "gw-n names row $bad2"; else fail "gw-n: $(tail -3 "$TEST_TMP/gw-n.log")"; fi
+expect_eq "gw-n: the rows before that one at the centre, none after" \
+	"$(psql_q "select count(*) || ' ' || max(seq) from tollgate_audit where node = 'gw-n'")" "$((bad2 - 1)) $((bad2 - 1))"
+set +e
+"$TOLLGATE" audit verify --fleet "$FLEET" --node gw-n >/dev/null
+rc=$?
+set -e
+expect_eq "gw-n: the chain at the centre is intact up to there" "$rc" 0
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://127.0.0.1:${PORT[gw-n]}" "http://refused-9.test/" || true)
 expect_eq "gw-n still answers" "$code" 403
 stop_proxy "$PROXY_PID"

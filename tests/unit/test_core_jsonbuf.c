@@ -78,6 +78,14 @@ test_utf8(void **state)
 	assert_true(gw_utf8_valid(""));
 	assert_true(gw_utf8_valid("\xf4\x8f\xbf\xbf")); /* U+10FFFF */
 	assert_false(gw_utf8_valid("\xe2\x82"));
+	/* With a length: no NUL, no sequence cut by the end. */
+	assert_true(gw_utf8_text("caf\xc3\xa9", 5));
+	assert_true(gw_utf8_text("", 0));
+	assert_false(gw_utf8_text("caf\xc3\xa9", 4));
+	assert_false(gw_utf8_text("a\0b", 3));
+	assert_false(gw_utf8_text("a\xffz", 3));
+	assert_false(gw_utf8_text("\xed\xa0\x80", 3));
+	assert_true(gw_utf8_text("\xf4\x8f\xbf\xbf", 4));
 	/* One sequence, within the bytes there are. */
 	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
 	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xe2\x82\xac", 3), 3);
