@@ -4,6 +4,9 @@
  */
 #include "gateway/core/utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
 size_t
 gw_utf8_seq(const unsigned char *p, size_t avail)
 {
@@ -48,6 +51,18 @@ gw_utf8_text(const char *s, size_t len)
 	size_t n;
 
 	while (p < end) {
+		/* Eight ASCII bytes at a time while there are: none with its top
+		 * bit set, none zero (the usual test for a zero byte in a word). */
+		while (end - p >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p, sizeof(w));
+			if (((w | ((w - 0x0101010101010101ull) & ~w)) & 0x8080808080808080ull) != 0)
+				break;
+			p += 8;
+		}
+		if (p == end)
+			break;
 		if (*p == '\0')
 			return false;
 		if (*p < 0x80) {

@@ -3,7 +3,9 @@
  * escaping of text from the guarded side: whatever the bytes, what comes
  * out needs no escape itself (no control, no bidirectional control, valid
  * UTF-8), a big enough buffer takes everything, a short one gives a prefix
- * of the whole, and the streamed form says the same.
+ * of the whole, and the streamed form says the same. Also gw_utf8_text
+ * (gateway/core/utf8.c, the fleet shipper's check of each field), with its
+ * eight bytes at a time, against gw_utf8_valid on the same bytes.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "gateway/core/textsafe.h"
+#include "gateway/core/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,6 +50,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !gw_text_is_safe(cut, strlen(cut)))
 			abort();
 	}
+	/* Valid text of len bytes: no NUL, and valid once NUL-terminated. */
+	memcpy(cut, data, size);
+	cut[size] = '\0';
+	if (gw_utf8_text((const char *)data, size) !=
+	    (memchr(data, 0, size) == NULL && gw_utf8_valid(cut)))
+		abort();
 	f = open_memstream(&streamed, &slen);
 	if (f == NULL)
 		abort();

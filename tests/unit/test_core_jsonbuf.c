@@ -86,6 +86,23 @@ test_utf8(void **state)
 	assert_false(gw_utf8_text("a\xffz", 3));
 	assert_false(gw_utf8_text("\xed\xa0\x80", 3));
 	assert_true(gw_utf8_text("\xf4\x8f\xbf\xbf", 4));
+	/* Longer than a word: a bad byte or a NUL anywhere, the rest ASCII. */
+	{
+		char buf[40];
+
+		memset(buf, 'a', sizeof(buf));
+		assert_true(gw_utf8_text(buf, sizeof(buf)));
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			buf[i] = '\0';
+			assert_false(gw_utf8_text(buf, sizeof(buf)));
+			buf[i] = '\xff';
+			assert_false(gw_utf8_text(buf, sizeof(buf)));
+			buf[i] = 'a';
+		}
+		memcpy(buf + 13, "\xc3\xa9", 2);
+		assert_true(gw_utf8_text(buf, sizeof(buf)));
+		assert_false(gw_utf8_text(buf, 14)); /* the sequence cut by the end */
+	}
 	/* One sequence, within the bytes there are. */
 	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xc3\xa9", 2), 2);
 	assert_int_equal(gw_utf8_seq((const unsigned char *)"\xe2\x82\xac", 3), 3);
