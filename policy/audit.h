@@ -235,7 +235,9 @@ struct audit_reader;
 /*
  * Opens an existing audit database for reading. A missing file is -ENOENT
  * (nothing is created); a file that is not a tollgate audit database or has
- * a newer schema is -EINVAL. err gets one line.
+ * a newer schema is -EINVAL. err gets one line. A reader is used by one
+ * thread at a time (it takes no lock of its own: SQLite's multi-thread
+ * mode), though that thread may be another than the opener's.
  */
 int audit_reader_open(const char *path, struct audit_reader **out, char *err, size_t errlen);
 void audit_reader_free(struct audit_reader *r);

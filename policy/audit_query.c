@@ -70,8 +70,12 @@ audit_reader_open(const char *path, struct audit_reader **out, char *err, size_t
 		goto out;
 	}
 	/* Read-write (read-only if the file is write-protected) so that SQLite
-	 * may create the -shm index of a WAL file; never CREATE. */
-	if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	 * may create the -shm index of a WAL file; never CREATE. No mutex: one
+	 * thread at a time uses a reader (audit.h), and the fleet shipper's
+	 * reads of every row spent a sixth of its time taking and leaving
+	 * SQLite's locks. */
+	if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
 		gw_set_err(err, errlen, "%s: %s", path,
 		           r->db != NULL ? sqlite3_errmsg(r->db) : "cannot open");
 		rc = -EIO;
