@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "gateway/core/be.h"
+
 #define FLAG_QR 0x8000
 #define FLAG_RD 0x0100
 #define FLAG_RA 0x0080
@@ -21,22 +23,6 @@ static uint16_t
 get16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static void
-put16(uint8_t *p, unsigned v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
 }
 
 /*
@@ -275,22 +261,22 @@ put_soa(uint8_t *out, size_t owner, uint32_t ttl)
 {
 	size_t p = 0;
 
-	put16(out, 0xc000 | (unsigned)owner);
-	put16(out + 2, DNS_WIRE_TYPE_SOA);
-	put16(out + 4, DNS_WIRE_CLASS_IN);
-	put32(out + 6, ttl);
-	put16(out + 10, (unsigned)SOA_RDATA_LEN);
+	gw_put_be16(out, 0xc000 | (unsigned)owner);
+	gw_put_be16(out + 2, DNS_WIRE_TYPE_SOA);
+	gw_put_be16(out + 4, DNS_WIRE_CLASS_IN);
+	gw_put_be32(out + 6, ttl);
+	gw_put_be16(out + 10, (unsigned)SOA_RDATA_LEN);
 	p = 12;
 	memcpy(out + p, soa_mname, sizeof(soa_mname));
 	p += sizeof(soa_mname);
 	memcpy(out + p, soa_rname, sizeof(soa_rname));
 	p += sizeof(soa_rname);
-	put32(out + p, SOA_SERIAL);
-	put32(out + p + 4, SOA_REFRESH);
-	put32(out + p + 8, SOA_RETRY);
-	put32(out + p + 12, SOA_EXPIRE);
+	gw_put_be32(out + p, SOA_SERIAL);
+	gw_put_be32(out + p + 4, SOA_REFRESH);
+	gw_put_be32(out + p + 8, SOA_RETRY);
+	gw_put_be32(out + p + 12, SOA_EXPIRE);
 	/* RFC 2308 5: a negative answer lives min(SOA TTL, MINIMUM): both the same */
-	put32(out + p + 16, ttl);
+	gw_put_be32(out + p + 16, ttl);
 	return p + 20;
 }
 
@@ -350,29 +336,29 @@ build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr 
 	    base + SOA_RR_LEN <= outlen)
 		nns = 1;
 
-	put16(out, q->id);
-	put16(out + 2, flags);
-	put16(out + 4, q->has_question ? 1 : 0);
-	put16(out + 6, (unsigned)nans);
-	put16(out + 8, (unsigned)nns);
-	put16(out + 10, q->edns ? 1 : 0);
+	gw_put_be16(out, q->id);
+	gw_put_be16(out + 2, flags);
+	gw_put_be16(out + 4, q->has_question ? 1 : 0);
+	gw_put_be16(out + 6, (unsigned)nans);
+	gw_put_be16(out + 8, (unsigned)nns);
+	gw_put_be16(out + 10, q->edns ? 1 : 0);
 	p = DNS_WIRE_HEADER_LEN;
 	if (q->has_question) {
 		memcpy(out + p, q->qname, q->qname_len);
 		p += q->qname_len;
-		put16(out + p, q->qtype);
-		put16(out + p + 2, q->qclass);
+		gw_put_be16(out + p, q->qtype);
+		gw_put_be16(out + p + 2, q->qclass);
 		p += 4;
 	}
 	for (i = 0; i < nans; i++) {
 		const struct policy_addr *a = &addrs[i];
 		bool v4 = a->family == AF_INET;
 
-		put16(out + p, 0xc000 | DNS_WIRE_HEADER_LEN); /* the question's name */
-		put16(out + p + 2, v4 ? DNS_WIRE_TYPE_A : DNS_WIRE_TYPE_AAAA);
-		put16(out + p + 4, DNS_WIRE_CLASS_IN);
-		put32(out + p + 6, ttl);
-		put16(out + p + 10, v4 ? 4 : 16);
+		gw_put_be16(out + p, 0xc000 | DNS_WIRE_HEADER_LEN); /* the question's name */
+		gw_put_be16(out + p + 2, v4 ? DNS_WIRE_TYPE_A : DNS_WIRE_TYPE_AAAA);
+		gw_put_be16(out + p + 4, DNS_WIRE_CLASS_IN);
+		gw_put_be32(out + p + 6, ttl);
+		gw_put_be16(out + p + 10, v4 ? 4 : 16);
 		if (v4)
 			memcpy(out + p + 12, &a->u.v4, 4);
 		else
@@ -388,12 +374,12 @@ build_reply(const struct dns_wire_query *q, int rcode, const struct policy_addr 
 		             soa_ttl);
 	if (q->edns) {
 		out[p] = 0;
-		put16(out + p + 1, DNS_WIRE_TYPE_OPT);
-		put16(out + p + 3, DNS_WIRE_UDP_MAX);
+		gw_put_be16(out + p + 1, DNS_WIRE_TYPE_OPT);
+		gw_put_be16(out + p + 3, DNS_WIRE_UDP_MAX);
 		out[p + 5] = (uint8_t)(rcode >> 4); /* extended rcode */
 		out[p + 6] = 0;                     /* version */
-		put16(out + p + 7, q->edns_do ? EDNS_DO : 0);
-		put16(out + p + 9, 0);
+		gw_put_be16(out + p + 7, q->edns_do ? EDNS_DO : 0);
+		gw_put_be16(out + p + 9, 0);
 		p += OPT_RR_LEN;
 	}
 	*written = p;
@@ -431,7 +417,7 @@ dns_wire_tcp_frame(const uint8_t *buf, size_t len, size_t *msglen)
 void
 dns_wire_tcp_prefix(uint8_t out[2], size_t msglen)
 {
-	put16(out, (unsigned)msglen);
+	gw_put_be16(out, (unsigned)msglen);
 }
 
 const char *

@@ -23,6 +23,7 @@
 
 #include <openssl/sha.h>
 
+#include "gateway/core/be.h"
 #include "gateway/core/hex.h"
 
 const char audit_genesis_hash[AUDIT_HASH_HEX_LEN + 1] =
@@ -153,10 +154,7 @@ struct canon_buf {
 static void
 canon_u64(struct canon_buf *b, uint64_t v)
 {
-	for (int i = 7; i >= 0; i--) {
-		b->p[b->len + (size_t)i] = (unsigned char)(v & 0xff);
-		v >>= 8;
-	}
+	gw_put_be64(b->p + b->len, v);
 	b->len += 8;
 }
 

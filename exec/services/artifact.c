@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <openssl/evp.h>
 
+#include "gateway/core/be.h"
 #include "gateway/core/clock.h"
 #include "gateway/core/fdio.h"
 #include "gateway/core/hex.h"
@@ -59,23 +60,7 @@ exec_artifact_kind_name(enum exec_artifact_kind k)
 	return "?";
 }
 
-/* ---- encodings ------------------------------------------------------------ */
-
-static void
-put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void
-put_u64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
+/* ---- encodings (big-endian: gateway/core/be.h) ----------------------------- */
 
 /*
  * The shape both signed messages share: tag (with its NUL), two strings
@@ -93,15 +78,15 @@ tagged_message(const char *tag, size_t tagsize, const char *a, const char *b, ui
 		return 0;
 	memcpy(buf, tag, tagsize);
 	at += tagsize;
-	put_u32(buf + at, (uint32_t)alen);
+	gw_put_be32(buf + at, (uint32_t)alen);
 	at += 4;
 	memcpy(buf + at, a, alen);
 	at += alen;
-	put_u32(buf + at, (uint32_t)blen);
+	gw_put_be32(buf + at, (uint32_t)blen);
 	at += 4;
 	memcpy(buf + at, b, blen);
 	at += blen;
-	put_u64(buf + at, n);
+	gw_put_be64(buf + at, n);
 	at += 8;
 	memcpy(buf + at, digest, EXEC_SHA256_LEN);
 	return at + EXEC_SHA256_LEN;
@@ -123,8 +108,8 @@ list_digest_add(EVP_MD_CTX *md, const char *name, uint64_t size,
 	uint8_t head[4], tail[8];
 	size_t len = strlen(name);
 
-	put_u32(head, (uint32_t)len);
-	put_u64(tail, size);
+	gw_put_be32(head, (uint32_t)len);
+	gw_put_be64(tail, size);
 	if (EVP_DigestUpdate(md, head, 4) != 1 || EVP_DigestUpdate(md, name, len) != 1 ||
 	    EVP_DigestUpdate(md, tail, 8) != 1 ||
 	    EVP_DigestUpdate(md, sha256, EXEC_SHA256_LEN) != 1)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gateway/core/be.h"
 #include "gateway/core/err.h"
 #include "gateway/core/log.h"
 #include "gateway/core/thread.h"
@@ -141,16 +142,6 @@ batch_room(struct batch *b, size_t n)
 	return 0;
 }
 
-/* Big-endian integers, as COPY's binary format has them. */
-static void
-put_be(char *p, uint64_t v, int bytes)
-{
-	for (int i = bytes - 1; i >= 0; i--) {
-		p[i] = (char)(v & 0xff);
-		v >>= 8;
-	}
-}
-
 /* One text field in COPY's binary format: its length, then its bytes; NULL
  * as the length -1. */
 static int
@@ -163,7 +154,7 @@ copy_text(struct batch *b, const char *v, size_t len)
 		return -EINVAL;
 	if (batch_room(b, 4 + (v != NULL ? len : 0)) != 0)
 		return -ENOMEM;
-	put_be(b->buf + b->len, v != NULL ? (uint32_t)len : UINT32_MAX, 4);
+	gw_put_be32(b->buf + b->len, v != NULL ? (uint32_t)len : UINT32_MAX);
 	b->len += 4;
 	if (v != NULL) {
 		memcpy(b->buf + b->len, v, len);
@@ -178,8 +169,8 @@ copy_int8(struct batch *b, int64_t v)
 {
 	if (batch_room(b, 12) != 0)
 		return -ENOMEM;
-	put_be(b->buf + b->len, 8, 4);
-	put_be(b->buf + b->len + 4, (uint64_t)v, 8);
+	gw_put_be32(b->buf + b->len, 8);
+	gw_put_be64(b->buf + b->len + 4, (uint64_t)v);
 	b->len += 12;
 	return 0;
 }
@@ -195,7 +186,7 @@ copy_row(const struct audit_row *r, void *arg)
 		return 1; /* full: the rest goes in the next batch */
 	rc = batch_room(b, 2);
 	if (rc == 0) {
-		put_be(b->buf + b->len, SHIP_NCOLUMNS, 2);
+		gw_put_be16(b->buf + b->len, SHIP_NCOLUMNS);
 		b->len += 2;
 		rc = copy_text(b, b->node, strlen(b->node));
 	}
@@ -277,7 +268,7 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 		log_warnx("fleet: cannot read the local log: %s", strerror(ENOMEM));
 		return -EIO;
 	}
-	put_be(b->buf + b->len, UINT16_MAX, 2);
+	gw_put_be16(b->buf + b->len, UINT16_MAX);
 	b->len += 2;
 	b->ready = true;
 	return 0;
