@@ -80,19 +80,6 @@ gw_utf8_text(const char *s, size_t len)
 bool
 gw_utf8_valid(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n;
-
-	while (*p != '\0') {
-		if (*p < 0x80) {
-			p++;
-			continue;
-		}
-		/* A NUL ends the string and fails as a continuation byte. */
-		n = gw_utf8_seq(p, 4);
-		if (n == 0)
-			return false;
-		p += n;
-	}
-	return true;
+	/* A NUL-terminated string holds no NUL before its end. */
+	return gw_utf8_text(s, strlen(s));
 }
