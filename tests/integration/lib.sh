@@ -106,6 +106,17 @@ expect_match() {
 step() { grep "\"step\":\"$1\"" <<<"$out" | sed -n "${2:-1}p"; }
 # jq_py JSON EXPR: prints the Python expression EXPR over the JSON text JSON, bound as d.
 jq_py() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print($2)" "$1"; }
+# require_runsc: skips unless runsc is installed and its ptrace platform can run
+# a process here (the kernel must let runsc trace its own processes).
+require_runsc() {
+	local probe
+	command -v runsc >/dev/null || skip "runsc (Debian's runsc package, scripts/install-deps)"
+	set +e
+	probe=$(cd "$TEST_TMP" && timeout 60 runsc --root="$TEST_TMP/runsc-probe" --platform=ptrace \
+		--network=none do /bin/echo probe 2>&1)
+	set -e
+	[[ $probe == *probe* ]] || skip "runsc --platform=ptrace cannot run here: ${probe:0:200}"
+}
 # A free TCP port on loopback (the kernel picks; a race is possible but rare).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_for SECONDS COMMAND...: polls every 0.1 s, bounded.

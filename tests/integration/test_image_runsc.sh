@@ -7,14 +7,8 @@
 # is the --workdir, --ram holds, and nothing outlives the run.
 source "$(dirname "$0")/lib.sh"
 
-command -v runsc >/dev/null || skip "runsc (Debian's runsc package, scripts/install-deps)"
+require_runsc
 [[ -x /bin/busybox ]] || skip "busybox-static (scripts/install-deps)"
-# The kernel must let runsc trace its own processes (its ptrace platform).
-set +e
-probe=$(cd "$TEST_TMP" && timeout 60 runsc --root="$TEST_TMP/runsc-probe" --platform=ptrace \
-	--network=none do /bin/echo probe 2>&1)
-set -e
-[[ $probe == *probe* ]] || skip "runsc --platform=ptrace cannot run here: ${probe:0:200}"
 
 digest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/bb" busybox)
 "$TOLLGATE" image import "oci:$TEST_TMP/bb" --name bb:1 >/dev/null

@@ -10,14 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/mcp/setup.sh"
 
-command -v runsc >/dev/null || skip "runsc (Debian's runsc package, scripts/install-deps)"
-# The kernel must let runsc trace its own processes (its ptrace platform).
-set +e
-probe=$(cd "$TEST_TMP" && timeout 60 runsc --root="$TEST_TMP/runsc-probe" --platform=ptrace \
-	--network=none do /bin/echo probe 2>&1)
-set -e
-[[ $probe == *probe* ]] || skip "runsc --platform=ptrace cannot run here: ${probe:0:200}"
-
+require_runsc
 
 mcpdigest=$(python3 "$TOLLGATE_SRC/tests/integration/oci_layout.py" "$TEST_TMP/mcp" mcp)
 "$TOLLGATE" image import "oci:$TEST_TMP/mcp" --name mcpimg:1 >/dev/null
