@@ -259,10 +259,12 @@ int exec_image_pull(struct exec_image_store *s, const char *ref,
                     const struct exec_image_pull_opts *o, char hex[EXEC_IMAGE_HEX_LEN + 1],
                     char *err, size_t errlen);
 
-/* The HOST[:PORT] a pull of ref asks (its registry's API: Docker Hub's
- * names become registry-1.docker.io). 0 or -EINVAL with one line in err. */
-int exec_image_pull_registry(const char *ref, char host[EXEC_IMAGE_NAME_MAX], char *err,
-                             size_t errlen);
+/* The host and port a pull of ref with o asks: its registry's API (Docker
+ * Hub's names become registry-1.docker.io), the reference's port, else 443
+ * (80 for the --insecure-registry one). 0 or -EINVAL with one line in err,
+ * the pull's own for that ref. */
+int exec_image_pull_target(const char *ref, const struct exec_image_pull_opts *o,
+                           char host[EXEC_IMAGE_NAME_MAX], int *port, char *err, size_t errlen);
 
 /* SHA-256 of len bytes, in hex. */
 void exec_image_sha256_hex(const void *buf, size_t len, char hex[EXEC_IMAGE_HEX_LEN + 1]);

@@ -725,20 +725,52 @@ split_name(const char *refstr, const char *name, struct registry *r, char *err, 
 	return 0;
 }
 
-int
-exec_image_pull_registry(const char *refstr, char host[EXEC_IMAGE_NAME_MAX], char *err,
-                         size_t errlen)
+/* REF parsed, its registry and repository split, and the scheme o gives it:
+ * what a pull asks, before anything is asked. 0 or -EINVAL with err. */
+static int
+pull_target(const char *refstr, const struct exec_image_pull_opts *o, struct exec_image_ref *ref,
+            struct registry *r, char *err, size_t errlen)
 {
-	struct exec_image_ref ref;
-	struct registry r = {0};
 	int rc;
 
-	rc = exec_image_ref_parse(refstr, &ref, err, errlen);
-	if (rc == 0)
-		rc = split_name(refstr, ref.name, &r, err, errlen);
+	rc = exec_image_ref_parse(refstr, ref, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (ref->name[0] == '\0') {
+		gw_set_err(err, errlen,
+		           "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])", refstr);
+		return -EINVAL;
+	}
+	rc = split_name(refstr, ref->name, r, err, errlen);
+	if (rc != 0)
+		return rc;
+	snprintf(r->scheme, sizeof(r->scheme), "%s",
+	         o->insecure != NULL && strcmp(o->insecure, r->host) == 0 ? "http" : "https");
+	return 0;
+}
+
+int
+exec_image_pull_target(const char *refstr, const struct exec_image_pull_opts *o,
+                       char host[EXEC_IMAGE_NAME_MAX], int *port, char *err, size_t errlen)
+{
+	struct exec_image_ref ref;
+	struct registry r = {.o = o};
+	char *colon;
+	int rc;
+
+	rc = pull_target(refstr, o, &ref, &r, err, errlen);
 	if (rc != 0)
 		return rc;
 	memcpy(host, r.host, sizeof(r.host));
+	*port = strcmp(r.scheme, "http") == 0 ? 80 : 443;
+	/* The reference's grammar allows one ":PORT" in the registry, digits only. */
+	colon = strrchr(host, ':');
+	if (colon != NULL) {
+		long p = strtol(colon + 1, NULL, 10);
+
+		*port = p > 0 && p <= 65535 ? (int)p : 0;
+		*colon = '\0';
+	}
 	return 0;
 }
 
@@ -847,19 +879,9 @@ exec_image_pull(struct exec_image_store *s, const char *refstr,
 	struct registry r = {.o = o};
 	int rc;
 
-	rc = exec_image_ref_parse(refstr, &ref, err, errlen);
+	rc = pull_target(refstr, o, &ref, &r, err, errlen);
 	if (rc != 0)
 		return rc;
-	if (ref.name[0] == '\0') {
-		gw_set_err(err, errlen,
-		           "%s: name the registry (REGISTRY/REPO[:TAG][@sha256:DIGEST])", refstr);
-		return -EINVAL;
-	}
-	rc = split_name(refstr, ref.name, &r, err, errlen);
-	if (rc != 0)
-		return rc;
-	snprintf(r.scheme, sizeof(r.scheme), "%s",
-	         o->insecure != NULL && strcmp(o->insecure, r.host) == 0 ? "http" : "https");
 	rc = exec_image_curl_load(err, errlen);
 	if (rc != 0)
 		return rc;

@@ -181,25 +181,14 @@ registry_credentials(struct audit *a, const char *secret, struct vault_secret **
  * "failed" with the error. host and port are the registry's API.
  */
 static void
-pull_row(struct audit *a, const char *registry, bool plain, const char *ref, const char *reason,
+pull_row(struct audit *a, const char *host, int port, const char *ref, const char *reason,
          const char *digest, const char *error)
 {
-	struct audit_event ev = {.kind = "image.pull", .reason = reason};
-	char host[EXEC_IMAGE_NAME_MAX];
-	char *colon, *text;
+	struct audit_event ev = {
+	    .kind = "image.pull", .host = host, .port = port, .reason = reason};
 	json_t *detail;
+	char *text;
 
-	snprintf(host, sizeof(host), "%s", registry);
-	ev.port = plain ? 80 : 443;
-	/* The reference's grammar allows one ":PORT" in the registry, digits only. */
-	colon = strrchr(host, ':');
-	if (colon != NULL) {
-		long port = strtol(colon + 1, NULL, 10);
-
-		ev.port = port > 0 && port <= 65535 ? (int)port : 0;
-		*colon = '\0';
-	}
-	ev.host = host;
 	ev.decision = error != NULL ? "error" : "allow";
 	detail = json_pack("{s:s}", "ref", ref);
 	if (detail != NULL && digest != NULL)
@@ -228,9 +217,8 @@ run_pull(int argc, char **argv)
 	struct audit *a = NULL;
 	const char *ref = NULL, *secret = NULL;
 	char err[PATH_MAX + 1024] = "", hex[EXEC_IMAGE_HEX_LEN + 1] = "", *colon = NULL;
-	char registry[EXEC_IMAGE_NAME_MAX], path[PATH_MAX], digest[EXEC_IMAGE_HEX_LEN + 8];
-	bool plain;
-	int c, rc;
+	char host[EXEC_IMAGE_NAME_MAX], path[PATH_MAX], digest[EXEC_IMAGE_HEX_LEN + 8];
+	int c, rc, port;
 
 	gw_getopt_reset();
 	for (;;) {
@@ -261,9 +249,8 @@ run_pull(int argc, char **argv)
 	if (o.insecure != NULL && (strchr(o.insecure, '/') != NULL || o.insecure[0] == '\0'))
 		return gw_fail(cmd_pull.name, "--insecure-registry %s: expected HOST:PORT",
 		               o.insecure);
-	if (exec_image_pull_registry(ref, registry, err, sizeof(err)) != 0)
+	if (exec_image_pull_target(ref, &o, host, &port, err, sizeof(err)) != 0)
 		return gw_fail(cmd_pull.name, "%s", err);
-	plain = o.insecure != NULL && strcmp(o.insecure, registry) == 0;
 	/* No request goes out unrecorded: the log first, or no pull. */
 	if (gw_default_audit_path(path, sizeof(path), true) != 0 ||
 	    audit_open(path, &a, err, sizeof(err)) != 0)
@@ -277,7 +264,7 @@ run_pull(int argc, char **argv)
 		o.user = (const char *)cred->data;
 		o.password = colon + 1;
 	}
-	pull_row(a, registry, plain, ref, "started", NULL, NULL);
+	pull_row(a, host, port, ref, "started", NULL, NULL);
 	rc = audit_flush(a) != 0 ? -EIO : 0;
 	if (rc != 0)
 		snprintf(err, sizeof(err), "audit log: cannot write its row");
@@ -291,7 +278,7 @@ run_pull(int argc, char **argv)
 		vault_secret_free(cred);
 	}
 	snprintf(digest, sizeof(digest), "sha256:%s", hex);
-	pull_row(a, registry, plain, ref, rc == 0 ? "pulled" : "failed", rc == 0 ? digest : NULL,
+	pull_row(a, host, port, ref, rc == 0 ? "pulled" : "failed", rc == 0 ? digest : NULL,
 	         rc == 0          ? NULL
 	         : err[0] != '\0' ? err
 	                          : "cannot open the store");
