@@ -88,6 +88,9 @@ requests() {
 		[[ $code == 403 ]] || fail "$1: request $i answered $code, want 403"
 	done
 }
+# host_row NODE HOST: NODE's local log holds a row for HOST (the 403 goes out
+# before the writer's commit).
+host_row() { [[ $(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/$1.db" "select count(*) from events where host = '$2'") -ge 1 ]]; }
 for n in gw-a gw-b gw-c; do start_node "$n"; done
 for n in gw-a gw-b gw-c; do requests "$n" 5; done
 for n in gw-a gw-b gw-c; do
@@ -111,9 +114,7 @@ printf '{"version": 1, "deny": ["refused-1.test"]}\n' >"$TEST_TMP/políticas/p.j
 PGCLIENTENCODING=LATIN1 start_proxy gw-u --fleet "$FLEET" --node gw-u --policy "$TEST_TMP/políticas/p.json"
 PORT[gw-u]=$PROXY_PORT
 requests gw-u 1
-# The 403 goes out before the writer's commit: wait for the row itself.
-utf8_row() { [[ $(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-u.db" "select count(*) from events where host = 'refused-1.test'") -ge 1 ]]; }
-wait_for 10 utf8_row || fail "gw-u wrote no row for its request: $(sqlite3 "$TEST_TMP/gw-u.db" 'select * from events' 2>&1)"
+wait_for 10 host_row gw-u refused-1.test || fail "gw-u wrote no row for its request: $(sqlite3 "$TEST_TMP/gw-u.db" 'select * from events' 2>&1)"
 checks=$((checks + 1))
 if wait_shipped gw-u "$TEST_TMP/gw-u.db"; then pass "gw-u: its rows shipped"; else fail "gw-u: local $(sqlite3 "$TEST_TMP/gw-u.db" 'select count(*) from events'), centre $(psql_q "select count(*) from tollgate_audit where node='gw-u'")"; fi
 local_detail=$(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-u.db" "select detail from events where kind = 'decision' and host = 'refused-1.test'")
@@ -134,8 +135,7 @@ stop_proxy "$PROXY_PID"
 start_proxy gw-n
 PORT[gw-n]=$PROXY_PORT
 requests gw-n 3
-nul_rows() { [[ $(sqlite3 -cmd '.timeout 5000' "$TEST_TMP/gw-n.db" "select count(*) from events where host = 'refused-3.test'") -ge 1 ]]; }
-wait_for 10 nul_rows || fail "gw-n wrote no rows"
+wait_for 10 host_row gw-n refused-3.test || fail "gw-n wrote no rows"
 stop_proxy "$PROXY_PID"
 bad=$(sqlite3 "$TEST_TMP/gw-n.db" "select min(id) from events where host = 'refused-2.test'")
 orig=$(sqlite3 "$TEST_TMP/gw-n.db" "select hex(detail) from events where id = $bad")
