@@ -103,14 +103,96 @@ query_each(const PGresult *res, void *arg)
 	return q->fn(node, &r, q->arg);
 }
 
+/* The filters of fleet_audit_query on parameters $1-$6: node, since, sandbox,
+ * decision, kind, host. The stored times share one UTC form, so text order is
+ * time order. A '*.example.com' host matches the names that end in
+ * '.example.com'. */
+#define ROW_FILTERS                                                                                \
+	" WHERE ($1::text IS NULL OR node = $1)"                                                   \
+	" AND ($2::text IS NULL OR ts >= $2)"                                                      \
+	" AND ($3::text IS NULL OR sandbox = $3)"                                                  \
+	" AND ($4::text IS NULL OR decision = $4)"                                                 \
+	" AND ($5::text IS NULL OR kind = $5)"                                                     \
+	" AND ($6::text IS NULL OR CASE WHEN left($6, 2) = '*.'"                                   \
+	"  THEN right(host, length($6) - 1) = substr($6, 2)"                                       \
+	"   AND length(host) > length($6) - 1"                                                     \
+	"  ELSE host = $6 END)"
+
+/*
+ * The table keeps no index in time order (its BRIN index bounds each block
+ * range's ts: docs/fleet.md, "Indexes of the audit table"), so the newest N
+ * rows are looked for in windows that reach back from the newest row: ten
+ * minutes, a day, thirty days, then all. Each window counts at most N
+ * matches; the first that holds N bounds the query, and a search that finds
+ * its rows recently reads only the recent block ranges.
+ */
+static const int64_t windows_ms[] = {10LL * 60 * 1000, 24LL * 3600 * 1000, 30LL * 24 * 3600 * 1000};
+
+/*
+ * The newest ts among the nodes' heads (node NULL: every node), each found
+ * by the primary key: the nodes one index probe each, then each one's
+ * highest seq. 0 with *ms; 1 when there is no row or the newest ts does not
+ * parse (then no window is tried); -EIO with err set.
+ */
+static int
+newest_head(PGconn *c, const char *node, int64_t *ms, char *err, size_t errlen)
+{
+	const char *params[1] = {node};
+	PGresult *res;
+	int rc = 1;
+
+	res =
+	    PQexecParams(c,
+	                 "WITH RECURSIVE nodes(node) AS ("
+	                 " (SELECT node FROM tollgate_audit"
+	                 "  WHERE ($1::text IS NULL OR node = $1) ORDER BY node LIMIT 1)"
+	                 " UNION ALL"
+	                 " SELECT (SELECT a.node FROM tollgate_audit a"
+	                 "  WHERE a.node > nodes.node AND $1::text IS NULL ORDER BY a.node LIMIT 1)"
+	                 " FROM nodes WHERE nodes.node IS NOT NULL)"
+	                 " SELECT max((SELECT a.ts FROM tollgate_audit a WHERE a.node = nodes.node"
+	                 "  ORDER BY a.seq DESC LIMIT 1)) FROM nodes WHERE node IS NOT NULL",
+	                 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(c, "cannot query the fleet", err, errlen);
+		rc = -EIO;
+	} else if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) &&
+	           audit_parse_ts(PQgetvalue(res, 0, 0), ms) == 0)
+		rc = 0;
+	PQclear(res);
+	return rc;
+}
+
+/* How many rows match params ($1-$6), counting to at most $7. 0 or -EIO. */
+static int
+count_matches(PGconn *c, const char *const *params, long long *n, char *err, size_t errlen)
+{
+	PGresult *res;
+
+	res = PQexecParams(c,
+	                   "SELECT count(*) FROM (SELECT 1 FROM tollgate_audit" ROW_FILTERS
+	                   " LIMIT $7::bigint) AS m",
+	                   7, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		pg_err(c, "cannot query the fleet", err, errlen);
+		PQclear(res);
+		return -EIO;
+	}
+	*n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return 0;
+}
+
 int
 fleet_audit_query(PGconn *c, const char *node, const struct audit_filter *f, fleet_row_fn fn,
                   void *arg, char *err, size_t errlen)
 {
 	struct query_ctx q = {.fn = fn, .arg = arg};
-	char since[40] = "", limit[24] = "", sql[1536];
+	char since[40] = "", limit[24] = "";
 	const char *params[7];
-	int n;
+	int64_t since_ms = f->since_ms, head_ms;
+	long long n;
+	int rc;
 
 	if (f->since_ms > 0 && audit_format_ts(f->since_ms, since, sizeof(since)) != 0) {
 		gw_set_err(err, errlen, "--since: time out of range");
@@ -118,30 +200,38 @@ fleet_audit_query(PGconn *c, const char *node, const struct audit_filter *f, fle
 	}
 	snprintf(limit, sizeof(limit), "%ld", f->limit);
 	params[0] = node;
-	params[1] = since[0] != '\0' ? since : NULL;
 	params[2] = f->sandbox;
 	params[3] = f->decision;
 	params[4] = f->kind;
 	params[5] = f->host;
 	params[6] = f->limit > 0 ? limit : NULL;
-	/* The stored times share one UTC form, so text order is time order. A
-	 * '*.example.com' host matches the names that end in '.example.com'. */
-	n = snprintf(sql, sizeof(sql),
-	             "SELECT * FROM (SELECT " ROW_COLUMNS " FROM tollgate_audit"
-	             " WHERE ($1::text IS NULL OR node = $1)"
-	             " AND ($2::text IS NULL OR ts >= $2)"
-	             " AND ($3::text IS NULL OR sandbox = $3)"
-	             " AND ($4::text IS NULL OR decision = $4)"
-	             " AND ($5::text IS NULL OR kind = $5)"
-	             " AND ($6::text IS NULL OR CASE WHEN left($6, 2) = '*.'"
-	             "  THEN right(host, length($6) - 1) = substr($6, 2)"
-	             "   AND length(host) > length($6) - 1"
-	             "  ELSE host = $6 END)"
-	             " ORDER BY ts DESC, node DESC, seq DESC LIMIT $7::bigint) AS newest"
-	             " ORDER BY ts, node, seq");
-	if (n < 0 || (size_t)n >= sizeof(sql))
-		return -ENOMEM;
-	return stream(c, sql, 7, params, query_each, &q, err, errlen);
+	/* Windows only for the newest N, and only from a head that parses. */
+	rc = f->limit > 0 ? newest_head(c, node, &head_ms, err, errlen) : 1;
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; rc == 0 && i < sizeof(windows_ms) / sizeof(windows_ms[0]); i++) {
+		int64_t from = head_ms - windows_ms[i];
+
+		if (from <= f->since_ms || audit_format_ts(from, since, sizeof(since)) != 0)
+			break; /* --since is as near: it bounds the query itself */
+		params[1] = since;
+		rc = count_matches(c, params, &n, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (n >= f->limit) {
+			since_ms = from;
+			break;
+		}
+	}
+	since[0] = '\0';
+	if (since_ms > 0)
+		audit_format_ts(since_ms, since, sizeof(since)); /* checked above */
+	params[1] = since[0] != '\0' ? since : NULL;
+	return stream(c,
+	              "SELECT * FROM (SELECT " ROW_COLUMNS " FROM tollgate_audit" ROW_FILTERS
+	              " ORDER BY ts DESC, node DESC, seq DESC LIMIT $7::bigint) AS newest"
+	              " ORDER BY ts, node, seq",
+	              7, params, query_each, &q, err, errlen);
 }
 
 /* ---- verify ----------------------------------------------------------------- */

@@ -50,11 +50,16 @@ set -e
 expect_eq "audit --fleet before fleet init: exit 1" "$rc" 1
 checks=$((checks + 1))
 if grep -q "fleet init" "$TEST_TMP/noschema.err"; then pass "it names 'fleet init'"; else fail "$(cat "$TEST_TMP/noschema.err")"; fi
-expect_eq "fleet init creates the schema" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 2 created"
-expect_eq "fleet init again: nothing to do" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 2, up to date"
-expect_eq "schema version recorded" "$(psql_q 'select version from tollgate_schema')" 2
-# Version 1 differed from 2 only in shipped_at's default (the transaction's
-# start): made so again, `fleet init` migrates it, and a gateway refuses it before.
+expect_eq "fleet init creates the schema" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 3 created"
+expect_eq "fleet init again: nothing to do" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 3, up to date"
+expect_eq "schema version recorded" "$(psql_q 'select version from tollgate_schema')" 3
+audit_indexes() { psql_q "select indexname || ' ' || split_part(indexdef, ' USING ', 2) from pg_indexes
+	where tablename = 'tollgate_audit' order by 1" | cut -d' ' -f1-2 | tr '\n' ' '; }
+expect_eq "version 3: the key and one BRIN index" "$(audit_indexes)" "tollgate_audit_find brin tollgate_audit_pkey btree "
+
+# Version 1 differed from 3 in shipped_at's default (the transaction's start)
+# and in three B-trees where 3 has one BRIN index: made so again, `fleet init`
+# migrates it, and a gateway refuses it before.
 shipped_default() {
 	psql_q "select pg_get_expr(adbin, adrelid) from pg_attrdef d join pg_attribute a
 		on a.attrelid = d.adrelid and a.attnum = d.adnum
@@ -62,6 +67,10 @@ shipped_default() {
 }
 expect_eq "version 2: shipped_at is each row's storing time" "$(shipped_default)" "clock_timestamp()"
 psql_q "alter table tollgate_audit alter column shipped_at set default now();
+	drop index tollgate_audit_find;
+	create index tollgate_audit_ts on tollgate_audit (ts);
+	create index tollgate_audit_host on tollgate_audit (host, ts);
+	create index tollgate_audit_sandbox on tollgate_audit (sandbox, ts);
 	update tollgate_schema set version = 1" >/dev/null
 set +e
 "$TOLLGATE" audit --fleet "$FLEET" >/dev/null 2>"$TEST_TMP/v1.err"
@@ -69,9 +78,10 @@ rc=$?
 set -e
 expect_eq "audit --fleet on a version-1 schema: exit 1" "$rc" 1
 expect_match "it asks for fleet init" "$(cat "$TEST_TMP/v1.err")" "older than this tollgate: run 'tollgate fleet init URL'"
-expect_eq "fleet init migrates version 1" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: migrated from version 1 to 2"
+expect_eq "fleet init migrates version 1" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: migrated from version 1 to 3"
 expect_eq "migrated: shipped_at is each row's storing time" "$(shipped_default)" "clock_timestamp()"
-expect_eq "migrated: version recorded" "$(psql_q 'select version from tollgate_schema')" 2
+expect_eq "migrated: the B-trees gave way to the BRIN index" "$(audit_indexes)" "tollgate_audit_find brin tollgate_audit_pkey btree "
+expect_eq "migrated: version recorded" "$(psql_q 'select version from tollgate_schema')" 3
 
 # -- three gateways ------------------------------------------------------------
 declare -A PORT PID
@@ -106,6 +116,31 @@ expect_eq "audit --fleet --node gw-b: as many as its local log" \
 	"$(wc -l <<<"$out")" "$(sqlite3 "$TEST_TMP/gw-b.db" "select count(*) from events where kind='decision'")"
 expect_eq "audit --fleet --host: one name across the fleet" \
 	"$("$TOLLGATE" audit --fleet "$FLEET" --host refused-2.test --json | json_field node | sort | tr '\n' ' ')" "gw-a gw-b gw-c "
+
+# -- the newest rows through time windows: rows of a node gw-t put straight into
+# the table (as its owner) 40 days, 2 days, an hour and a minute ago; each
+# --limit reaches back as far as it must, and no further than --since --------
+ago() { echo "to_char((now() - interval '$1') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"; }
+psql_q "insert into tollgate_audit (node, seq, ts, kind, host, decision, prev_hash, hash) values
+	('gw-t', 1, $(ago '40 days'), 'decision', 'window.test', 'deny', 'x', 'x'),
+	('gw-t', 2, $(ago '2 days'), 'decision', 'window.test', 'deny', 'x', 'x'),
+	('gw-t', 3, $(ago '1 hour'), 'decision', 'window.test', 'deny', 'x', 'x'),
+	('gw-t', 4, $(ago '1 minute'), 'decision', 'window.test', 'deny', 'x', 'x')" >/dev/null
+newest() { "$TOLLGATE" audit --fleet "$FLEET" --json "$@" | json_field seq | tr '\n' ' '; }
+expect_eq "--node gw-t --limit 1: the last ten minutes hold it" "$(newest --node gw-t --limit 1)" "4 "
+expect_eq "--limit 2: the last day" "$(newest --node gw-t --limit 2)" "3 4 "
+expect_eq "--limit 3: the last thirty days" "$(newest --node gw-t --limit 3)" "2 3 4 "
+expect_eq "--limit 4: all of it" "$(newest --node gw-t --limit 4)" "1 2 3 4 "
+expect_eq "--limit 9: no more than there is" "$(newest --node gw-t --limit 9)" "1 2 3 4 "
+expect_eq "every node, --host window.test --limit 2" "$(newest --host window.test --limit 2)" "3 4 "
+expect_eq "--since 3d --limit 9: the bound asked holds" "$(newest --host window.test --since 3d --limit 9)" "2 3 4 "
+expect_eq "--host window.test, no --limit: every row" "$(newest --host window.test)" "1 2 3 4 "
+# A node whose row claims the year 2999 moves every window past the others' rows:
+# the search reads everything and still answers the same.
+psql_q "insert into tollgate_audit (node, seq, ts, kind, host, prev_hash, hash) values
+	('gw-f', 1, '2999-01-01T00:00:00.000Z', 'decision', 'future.test', 'x', 'x')" >/dev/null
+expect_eq "a head in 2999: --host window.test --limit 2 still the newest two" "$(newest --host window.test --limit 2)" "3 4 "
+psql_q "delete from tollgate_audit where node in ('gw-t', 'gw-f')" >/dev/null
 
 # -- rows with UTF-8 in them, from a gateway whose environment asks libpq for
 # LATIN1: the centre stores the local log's bytes and the chain verifies ------
