@@ -13,8 +13,8 @@
 #           (bench_fleet_fill) and ships its backlog; the rate is the rows over the
 #           span of their shipped_at (each row's time of storing at the centre), and,
 #           for the record, over the wall time from the gateways' start to the last
-#           row at the centre. A CHECKPOINT after each N, so that the next phase does
-#           not pay for this one's writes.
+#           row at the centre. A VACUUM and a CHECKPOINT after each N, so that the
+#           next phase does not pay for this one's rows.
 #   proxy   a new CONNECT tunnel per request from 16 clients (bench_proxy_client churn,
 #           as in bench_proxy.sh) to an nginx origin on loopback, through a proxy
 #           without --fleet and one with it, ROUNDS times each in turn, best of each;
@@ -112,8 +112,13 @@ proxy_ticks() {
 }
 # The machine's busy ticks, both cores (/proc/stat: all but idle and iowait).
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
-# The server's processes: the postmaster's children (the backends too, while connected).
-pg_cpu() { cpu_ticks $(pgrep -P "$(head -n 1 "$pg_dir/data/postmaster.pid")"); }
+# The server's processes: the postmaster, its children, and (cutime + cstime) the
+# children it has reaped: autovacuum's workers and backends that have exited.
+pg_cpu() {
+	local pm
+	pm=$(head -n 1 "$pg_dir/data/postmaster.pid")
+	echo $(($(cpu_ticks "$pm" $(pgrep -P "$pm")) + $(awk '{print $16 + $17}' "/proc/$pm/stat")))
+}
 
 # --- PostgreSQL 15: its own cluster, a Unix socket in the temp dir, no TCP ---
 mkdir -p "$pg_dir/data" "$pg_dir/sock"
@@ -216,6 +221,7 @@ for n in $nodes_list; do
 	echo "ingest N=$n: $want rows ($per per gateway): ${r_ingest[$n]} rows/s between batches, ${r_ingest_wall[$n]} rows/s from start; CPU s per 100k rows: server ${r_pg_cpu[$n]}, gateways ${r_gw_cpu[$n]}" >&2
 	stop_pids "${gw_pids[@]}"
 	rm -f "$tmpl" "$tmpl"-*
+	psql_q "vacuum tollgate_audit" >/dev/null
 	psql_q "checkpoint" >/dev/null
 done
 rows_in_table=$(psql_q "select count(*) from tollgate_audit")
