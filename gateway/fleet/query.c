@@ -183,15 +183,47 @@ count_matches(PGconn *c, const char *const *params, long long *n, char *err, siz
 	return 0;
 }
 
+/*
+ * The lower bound, in buf, of the nearest window that holds f->limit rows
+ * matching params (fleet_audit_query's, $2 being --since or NULL): 1. 0 when
+ * none nearer than --since does, or the newest head does not parse: then
+ * --since, or nothing, bounds the query. -EIO with err set.
+ */
+static int
+nearest_window(PGconn *c, const char *const *params, const struct audit_filter *f, char *buf,
+               size_t len, char *err, size_t errlen)
+{
+	const char *p[7];
+	int64_t head_ms;
+	long long n;
+	int rc;
+
+	rc = newest_head(c, params[0], &head_ms, err, errlen);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	memcpy(p, params, sizeof(p));
+	p[1] = buf;
+	for (size_t i = 0; i < sizeof(windows_ms) / sizeof(windows_ms[0]); i++) {
+		int64_t from = head_ms - windows_ms[i];
+
+		if (from <= f->since_ms || audit_format_ts(from, buf, len) != 0)
+			return 0;
+		rc = count_matches(c, p, &n, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (n >= f->limit)
+			return 1;
+	}
+	return 0;
+}
+
 int
 fleet_audit_query(PGconn *c, const char *node, const struct audit_filter *f, fleet_row_fn fn,
                   void *arg, char *err, size_t errlen)
 {
 	struct query_ctx q = {.fn = fn, .arg = arg};
-	char since[40] = "", limit[24] = "";
+	char since[40] = "", window[40], limit[24] = "";
 	const char *params[7];
-	int64_t since_ms = f->since_ms, head_ms;
-	long long n;
 	int rc;
 
 	if (f->since_ms > 0 && audit_format_ts(f->since_ms, since, sizeof(since)) != 0) {
@@ -200,33 +232,20 @@ fleet_audit_query(PGconn *c, const char *node, const struct audit_filter *f, fle
 	}
 	snprintf(limit, sizeof(limit), "%ld", f->limit);
 	params[0] = node;
+	params[1] = since[0] != '\0' ? since : NULL;
 	params[2] = f->sandbox;
 	params[3] = f->decision;
 	params[4] = f->kind;
 	params[5] = f->host;
 	params[6] = f->limit > 0 ? limit : NULL;
-	/* Windows only for the newest N, and only from a head that parses. */
-	rc = f->limit > 0 ? newest_head(c, node, &head_ms, err, errlen) : 1;
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; rc == 0 && i < sizeof(windows_ms) / sizeof(windows_ms[0]); i++) {
-		int64_t from = head_ms - windows_ms[i];
-
-		if (from <= f->since_ms || audit_format_ts(from, since, sizeof(since)) != 0)
-			break; /* --since is as near: it bounds the query itself */
-		params[1] = since;
-		rc = count_matches(c, params, &n, err, errlen);
-		if (rc != 0)
+	/* The newest N: from the nearest window that holds them. */
+	if (f->limit > 0) {
+		rc = nearest_window(c, params, f, window, sizeof(window), err, errlen);
+		if (rc < 0)
 			return rc;
-		if (n >= f->limit) {
-			since_ms = from;
-			break;
-		}
+		if (rc > 0)
+			params[1] = window;
 	}
-	since[0] = '\0';
-	if (since_ms > 0)
-		audit_format_ts(since_ms, since, sizeof(since)); /* checked above */
-	params[1] = since[0] != '\0' ? since : NULL;
 	return stream(c,
 	              "SELECT * FROM (SELECT " ROW_COLUMNS " FROM tollgate_audit" ROW_FILTERS
 	              " ORDER BY ts DESC, node DESC, seq DESC LIMIT $7::bigint) AS newest"
