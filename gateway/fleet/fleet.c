@@ -83,15 +83,6 @@ fleet_default_node(char *buf, size_t len)
 	return 0;
 }
 
-/* libpq's last error as one line. */
-static void
-pg_err(PGconn *c, const char *what, char *err, size_t errlen)
-{
-	const char *m = c != NULL ? PQerrorMessage(c) : "out of memory";
-
-	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
-}
-
 static void
 ignore_notice(void *arg, const char *message)
 {
@@ -119,7 +110,7 @@ fleet_connect(const char *url, int timeout_s, PGconn **out, char *err, size_t er
 	snprintf(timeout, sizeof(timeout), "%d", timeout_s > 0 ? timeout_s : 10);
 	c = PQconnectdbParams(keys, vals, 1);
 	if (c == NULL || PQstatus(c) != CONNECTION_OK) {
-		pg_err(c, "cannot connect to the fleet database", err, errlen);
+		fleet_pg_err(c, "cannot connect to the fleet database", err, errlen);
 		PQfinish(c);
 		return -EIO;
 	}
@@ -220,7 +211,7 @@ exec_ok(PGconn *c, const char *sql, const char *what, char *err, size_t errlen)
 	int rc = 0;
 
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		pg_err(c, what, err, errlen);
+		fleet_pg_err(c, what, err, errlen);
 		rc = -EIO;
 	}
 	PQclear(res);
@@ -243,7 +234,7 @@ schema_version(PGconn *c, int *version, char *err, size_t errlen)
 	                      ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
 	                      : "",
 	                  "42P01") != 0) { /* undefined_table: no schema yet */
-		pg_err(c, "cannot read the fleet schema's version", err, errlen);
+		fleet_pg_err(c, "cannot read the fleet schema's version", err, errlen);
 		rc = -EIO;
 	}
 	PQclear(res);

@@ -75,14 +75,6 @@ struct fleet_hold {
 	bool warned;
 };
 
-static void
-pg_err(PGconn *c, const char *what, char *err, size_t errlen)
-{
-	const char *m = PQerrorMessage(c);
-
-	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
-}
-
 /* "N-RUN": the central id of local approval N; unique across restarts. */
 static void
 central_id(const struct fleet_hold *h, uint64_t id, char *buf, size_t len)
@@ -304,7 +296,7 @@ listen_channel(PGconn *pg, char *err, size_t errlen)
 	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
 
 	if (rc != 0)
-		pg_err(pg, "LISTEN", err, errlen);
+		fleet_pg_err(pg, "LISTEN", err, errlen);
 	PQclear(res);
 	return rc;
 }
@@ -492,7 +484,7 @@ fleet_approval_decide(PGconn *c, const char *id, const char *node, bool allow, c
 	                   " SELECT node, pg_notify('" CHANNEL "', node) FROM d",
 	                   6, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot decide", err, errlen);
+		fleet_pg_err(c, "cannot decide", err, errlen);
 		PQclear(res);
 		return -EIO;
 	}
@@ -511,7 +503,7 @@ fleet_approval_decide(PGconn *c, const char *id, const char *node, bool allow, c
 	                 " WHERE id = $1 AND ($2::text IS NULL OR node = $2) LIMIT 1",
 	                 2, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot read the approval", err, errlen);
+		fleet_pg_err(c, "cannot read the approval", err, errlen);
 		rc = -EIO;
 	} else if (PQntuples(res) == 0) {
 		rc = -ENOENT;
@@ -543,7 +535,7 @@ fleet_approvals_pending(PGconn *c, const char *node, fleet_pending_fn fn, void *
 	    " AND ($1::text IS NULL OR node = $1) ORDER BY created_at",
 	    1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot list the held requests", err, errlen);
+		fleet_pg_err(c, "cannot list the held requests", err, errlen);
 		PQclear(res);
 		return -EIO;
 	}

@@ -3,7 +3,9 @@
  * the fleet is first used.
  */
 #include <stddef.h>
+#include <string.h>
 
+#include "gateway/core/err.h"
 #include "gateway/core/lazylib.h"
 #include "gateway/fleet/pq.h"
 
@@ -21,4 +23,12 @@ int
 fleet_pq_load(char *err, size_t errlen)
 {
 	return gw_lazylib_load(&pq_lib, err, errlen);
+}
+
+void
+fleet_pg_err(PGconn *c, const char *what, char *err, size_t errlen)
+{
+	const char *m = c != NULL ? PQerrorMessage(c) : "out of memory";
+
+	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
 }

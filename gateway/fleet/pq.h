@@ -57,6 +57,10 @@ extern struct fleet_pq_table fleet_pq;
  */
 int fleet_pq_load(char *err, size_t errlen);
 
+/* "WHAT: " and libpq's last error on c as one line, into err (c NULL: out of
+ * memory, as PQconnectdbParams says by returning NULL). */
+void fleet_pg_err(PGconn *c, const char *what, char *err, size_t errlen);
+
 #define PQclear (fleet_pq.p_PQclear)
 #define PQcmdTuples (fleet_pq.p_PQcmdTuples)
 #define PQconndefaults (fleet_pq.p_PQconndefaults)

@@ -16,14 +16,6 @@
 #define ROW_COLUMNS                                                                                \
 	"node, seq, ts, kind, sandbox, host, port, decision, reason, detail, prev_hash, hash"
 
-static void
-pg_err(PGconn *c, const char *what, char *err, size_t errlen)
-{
-	const char *m = PQerrorMessage(c);
-
-	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
-}
-
 /* Column i of res's row as a string and length (NULL when SQL NULL). */
 static const char *
 col(const PGresult *res, int i, size_t *len)
@@ -70,7 +62,7 @@ stream(PGconn *c, const char *sql, int n, const char *const *params,
 
 	if (PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0) != 1 ||
 	    PQsetSingleRowMode(c) != 1) {
-		pg_err(c, "cannot query the fleet", err, errlen);
+		fleet_pg_err(c, "cannot query the fleet", err, errlen);
 		return -EIO;
 	}
 	while ((res = PQgetResult(c)) != NULL) {
@@ -79,7 +71,7 @@ stream(PGconn *c, const char *sql, int n, const char *const *params,
 		if (st == PGRES_SINGLE_TUPLE && rc == 0)
 			rc = each(res, arg);
 		else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
-			pg_err(c, "cannot query the fleet", err, errlen);
+			fleet_pg_err(c, "cannot query the fleet", err, errlen);
 			rc = -EIO;
 		}
 		PQclear(res);
@@ -154,7 +146,7 @@ newest_head(PGconn *c, const char *node, int64_t *ms, char *err, size_t errlen)
 	                 "  ORDER BY a.seq DESC LIMIT 1)) FROM nodes WHERE node IS NOT NULL",
 	                 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot query the fleet", err, errlen);
+		fleet_pg_err(c, "cannot query the fleet", err, errlen);
 		rc = -EIO;
 	} else if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) &&
 	           audit_parse_ts(PQgetvalue(res, 0, 0), ms) == 0)
@@ -174,7 +166,7 @@ count_matches(PGconn *c, const char *const *params, long long *n, char *err, siz
 	                   " LIMIT $7::bigint) AS m",
 	                   7, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-		pg_err(c, "cannot query the fleet", err, errlen);
+		fleet_pg_err(c, "cannot query the fleet", err, errlen);
 		PQclear(res);
 		return -EIO;
 	}
@@ -407,7 +399,7 @@ fleet_node_states(PGconn *c, fleet_node_fn fn, void *arg, char *err, size_t errl
 	              " FROM nodes LEFT JOIN heads USING (node) LEFT JOIN counts USING (node)"
 	              " LEFT JOIN waiting USING (node) ORDER BY nodes.node");
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot read the nodes", err, errlen);
+		fleet_pg_err(c, "cannot read the nodes", err, errlen);
 		PQclear(res);
 		return -EIO;
 	}

@@ -26,14 +26,6 @@
 /* How often the watcher asks when no notification came. */
 #define WATCH_POLL_MS 1000
 
-static void
-pg_err(PGconn *c, const char *what, char *err, size_t errlen)
-{
-	const char *m = PQerrorMessage(c);
-
-	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
-}
-
 int
 fleet_policy_push(PGconn *c, const char *group, const char *body, size_t len, const char *by,
                   const char *from, int64_t *rev, char digest[AUDIT_HASH_HEX_LEN + 1], char *err,
@@ -56,7 +48,7 @@ fleet_policy_push(PGconn *c, const char *group, const char *body, size_t len, co
 	                   " RETURNING rev) SELECT rev, pg_notify('" CHANNEL "', $1) FROM r",
 	                   5, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-		pg_err(c, "cannot store the revision", err, errlen);
+		fleet_pg_err(c, "cannot store the revision", err, errlen);
 		rc = -EIO;
 	} else {
 		*rev = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -81,7 +73,7 @@ fleet_policy_newest(PGconn *c, const char *group, struct fleet_revision *out, bo
 	                               " WHERE node_group = $1 ORDER BY rev DESC LIMIT 1",
 	                   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot read the policy revisions", err, errlen);
+		fleet_pg_err(c, "cannot read the policy revisions", err, errlen);
 		rc = -EIO;
 	} else if (PQntuples(res) == 1) {
 		out->rev = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -117,7 +109,7 @@ fleet_policy_history(PGconn *c, const char *group, fleet_revision_fn fn, void *a
 	                   " WHERE ($1::text IS NULL OR node_group = $1) ORDER BY rev",
 	                   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(c, "cannot read the policy revisions", err, errlen);
+		fleet_pg_err(c, "cannot read the policy revisions", err, errlen);
 		PQclear(res);
 		return -EIO;
 	}
@@ -220,7 +212,7 @@ listen_channel(PGconn *pg, char *err, size_t errlen)
 	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
 
 	if (rc != 0)
-		pg_err(pg, "LISTEN", err, errlen);
+		fleet_pg_err(pg, "LISTEN", err, errlen);
 	PQclear(res);
 	return rc;
 }
