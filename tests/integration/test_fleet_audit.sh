@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # A fleet on a real PostgreSQL 15 (initdb in the test's directory, a Unix
-# socket only): three `tollgate proxy` gateways ship their audit rows, `audit
-# verify --fleet` passes, rows with UTF-8 in them arrive byte for byte (libpq's
-# environment asking for LATIN1 notwithstanding), a tampered local row with a
-# NUL byte or bytes that are not UTF-8 is named and the rows before it ship, an altered, a deleted and a forked central row are
-# each named, the database stopped while requests flow loses and doubles
-# nothing, a gateway restarted resumes where it stopped, a crash of the
-# database (no shutdown) loses nothing either, and the roles
-# docs/fleet.md gives a DBA hold (a node's login inserts its own rows only,
-# and rewrites none). Every request is
-# a curl through a proxy on 127.0.0.1 to a name the policy refuses: no packet
-# leaves the machine.
+# socket only): `fleet init` makes schema version 3 (the key and one BRIN
+# index) and migrates version 1; three `tollgate proxy` gateways ship their
+# audit rows and `audit verify --fleet` passes; `audit --fleet --limit` finds
+# the newest rows through its time windows, a node's far-future row
+# notwithstanding; rows with UTF-8 in them arrive byte for byte (libpq's
+# environment asking for LATIN1 notwithstanding); a tampered local row with a
+# NUL byte or bytes that are not UTF-8 is named and the rows before it ship;
+# an altered, a deleted and a forked central row are each named; the
+# database stopped while requests flow loses and doubles nothing; a gateway
+# restarted resumes where it stopped; a crash of the database (no shutdown)
+# loses nothing either; and the roles docs/fleet.md gives a DBA hold (a
+# node's login inserts its own rows only, and rewrites none). Every request
+# is a curl through a proxy on 127.0.0.1 to a name the policy refuses: no
+# packet leaves the machine.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/proxy_lib.sh"
 source "$(dirname "$0")/fleet_lib.sh"
