@@ -25,7 +25,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 
 # 50 allowed names with public addresses, 50 denied names under one domain.
 records=()

@@ -83,7 +83,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 calc() { python3 -c "print($1)"; }
 kv() { tr ' ' '\n' | awk -F= -v k="$1" '$1 == k {print $2}'; }
 now() { date +%s.%N; }

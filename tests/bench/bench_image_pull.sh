@@ -32,7 +32,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$("$src/scripts/free-port")
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
 	-subj /CN=bench-ca -keyout "$tmp/ca.key" -out "$tmp/ca.crt" 2>/dev/null

@@ -77,7 +77,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 calc() { python3 -c "print($1)"; }
 hz=$(getconf CLK_TCK)
 # utime + stime of PID and of its children (ticks)

@@ -38,7 +38,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-op=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+op=$("$src/scripts/free-port")
 mkdir -p "$tmp/www" "$tmp/nginx"
 head -c 612 /dev/zero | tr '\0' 'x' >"$tmp/www/small"
 cat >"$tmp/nginx/nginx.conf" <<CONF

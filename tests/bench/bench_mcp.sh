@@ -68,10 +68,8 @@ mkdir -p "$TOLLGATE_HOME" "$TOLLGATE_CONTROL_DIR"
 log=$tmp/log
 : >"$log"
 
-# A free TCP port on 127.0.0.1 (the kernel's pick, released at once).
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# A TCP port nothing holds, below the kernel's ephemeral range (scripts/free-port).
+free_port() { "$src/scripts/free-port"; }
 # wait_up URL: until something answers HTTP there, at most 20 s.
 wait_up() {
 	local i

@@ -76,7 +76,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; } # utime + stime of all threads, ticks
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)

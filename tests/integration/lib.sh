@@ -117,8 +117,10 @@ require_runsc() {
 	set -e
 	[[ $probe == *probe* ]] || skip "runsc --platform=ptrace cannot run here: ${probe:0:200}"
 }
-# A free TCP port on loopback (the kernel picks; a race is possible but rare).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A TCP port nothing holds, from below the kernel's ephemeral range (so another
+# test's outgoing connections cannot take it before our server binds), never
+# one this test has had before (scripts/free-port).
+free_port() { "$TOLLGATE_SRC/scripts/free-port" "$TEST_TMP/.ports"; }
 # wait_for SECONDS COMMAND...: polls every 0.1 s, bounded.
 wait_for() {
 	local limit=$(( $1 * 10 )); shift

@@ -21,7 +21,8 @@ dport=$(free_port)
 (cd "$MCP_DIR" && PORT=$dport exec node node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp) \
 	>"$TEST_TMP/direct.log" 2>&1 &
 defer "kill $! 2>/dev/null"
-wait_for 20 curl -s -o /dev/null "http://127.0.0.1:$dport/mcp" || fail "server-everything (HTTP) did not start"
+wait_for 20 curl -s -o /dev/null "http://127.0.0.1:$dport/mcp" ||
+	fail "server-everything (HTTP) did not start: $(tail -3 "$TEST_TMP/direct.log")"
 set +e
 direct=$(cd "$MCP_DIR" && timeout 200 "${CONF[@]}" --url "http://localhost:$dport/mcp" 2>&1)
 set -e

@@ -50,7 +50,7 @@ wait_for() { # SECONDS COMMAND...: polls every 0.1 s, bounded
 	for ((i = 0; i < limit; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
 	return 1
 }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 
 # --- an origin on loopback that logs every request as it arrives (before answering):
 # /fast answers at once, /slow after 4 s, so a kill can land mid-request ---

@@ -81,7 +81,7 @@ cleanup() {
 	if [[ -n ${SOAK_KEEP:-} ]]; then echo "soak_proxy: kept $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port() { "$src/scripts/free-port"; }
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 # fds come and go while they are listed: ls, not find (which fails on one gone).
