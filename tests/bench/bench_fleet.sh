@@ -32,6 +32,9 @@
 #           busy time per request.
 # Knobs: NODES ("1 4 16"), ROWS (400000 in all per N), CHURN_SECONDS (5), ROUNDS (3),
 # PG_FSYNC (on: the server as it would run; off for a figure without the disk),
+# SHIP_LOGIN (owner: every gateway ships as the tables' owner; rls: each as a login of
+# its own under docs/fleet.md's row-level security, which ships through the staging
+# table),
 # BENCH_NICE (-20), BENCH_KEEP=1 (keep the temp dir and its logs), PG_BIN.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -44,6 +47,8 @@ rows_total=${ROWS:-400000}
 churn_secs=${CHURN_SECONDS:-5}
 rounds=${ROUNDS:-3}
 pg_fsync=${PG_FSYNC:-on}
+ship_login=${SHIP_LOGIN:-owner}
+[[ $ship_login == owner || $ship_login == rls ]] || { echo "bench_fleet: SHIP_LOGIN is owner or rls" >&2; exit 1; }
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
 [[ -x $tollgate && -x $client && -x $fill ]] || {
 	echo "bench_fleet: build tollgate, bench_proxy_client and bench_fleet_fill first ($build)" >&2
@@ -132,7 +137,22 @@ runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log
 FLEET="host=$pg_dir/sock port=$pg_port user=tollgate dbname=postgres"
 psql_q() { psql -X -A -t -q "$FLEET" -c "$1"; }
 "$tollgate" fleet init "$FLEET" >/dev/null
-echo "bench_fleet: $(nproc) cores, $(date -u +%FT%TZ), PostgreSQL $(psql_q 'show server_version'), fsync=$pg_fsync" >&2
+echo "bench_fleet: $(nproc) cores, $(date -u +%FT%TZ), PostgreSQL $(psql_q 'show server_version'), fsync=$pg_fsync, shipping as $ship_login" >&2
+# SHIP_LOGIN=rls: the shipping role and row-level security of docs/fleet.md, "Roles"
+# (tests/integration/fleet_ship_role.sql, as test_fleet_audit applies them).
+if [[ $ship_login == rls ]]; then
+	psql -X -q -v ON_ERROR_STOP=1 "$FLEET" -f "$src/tests/integration/fleet_ship_role.sql" >/dev/null
+fi
+# node_url NODE: the URL the gateway named NODE ships with: the owner's, or with
+# SHIP_LOGIN=rls a login of its own, ship_NODE, in the shipping role.
+node_url() {
+	if [[ $ship_login == owner ]]; then
+		echo "$FLEET"
+		return
+	fi
+	psql_q "CREATE ROLE \"ship_$1\" LOGIN IN ROLE tollgate_ship" >/dev/null
+	echo "host=$pg_dir/sock port=$pg_port user=ship_$1 dbname=postgres"
+}
 
 # start_gateway NAME [FLAGS...]: a `tollgate proxy` with its own home, log and control
 # socket on a loopback port; sets GW_PID and GW_PORT.
@@ -194,7 +214,7 @@ for n in $nodes_list; do
 	pg0=$(pg_cpu)
 	t0=$(now)
 	for name in "${names[@]}"; do
-		start_gateway "$name" --fleet "$FLEET" --node "$name"
+		start_gateway "$name" --fleet "$(node_url "$name")" --node "$name"
 		gw_pids+=("$GW_PID")
 	done
 	want=$((per * n))
@@ -259,7 +279,7 @@ proxy_flags=(--resolve origin.test:127.0.0.1 --allow "origin.test:$op" --allow-c
 start_gateway plain "${proxy_flags[@]}"
 plain_port=$GW_PORT
 plain_pid=$GW_PID
-start_gateway load "${proxy_flags[@]}" --fleet "$FLEET" --node load
+start_gateway load "${proxy_flags[@]}" --fleet "$(node_url load)" --node load
 fleet_port=$GW_PORT
 fleet_pid=$GW_PID
 ready() { # PROXY_PORT: waits for a 200 of /small through it (bounded)

@@ -327,21 +327,8 @@ json=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-b --json 2>/dev/null 
 expect_eq "verify --json --node gw-b: problem" "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["nodes"][0]["problem"])' <<<"$json")" altered
 
 # -- the roles docs/fleet.md gives a DBA: a node inserts only its own rows -----
-psql -X -q "$FLEET" -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-CREATE ROLE tollgate_ship NOLOGIN;
-GRANT SELECT (node, seq), INSERT ON tollgate_audit TO tollgate_ship;
-GRANT SELECT ON tollgate_schema TO tollgate_ship;
-CREATE ROLE ship_gwr LOGIN IN ROLE tollgate_ship;
-ALTER TABLE tollgate_audit ENABLE ROW LEVEL SECURITY;
-CREATE POLICY ship_own_rows ON tollgate_audit FOR INSERT TO tollgate_ship
-    WITH CHECK (node = substr(current_user, 6));
-CREATE POLICY ship_own_head ON tollgate_audit FOR SELECT TO tollgate_ship
-    USING (node = substr(current_user, 6));
-GRANT SELECT, INSERT, UPDATE ON tollgate_approvals TO tollgate_ship;
-ALTER TABLE tollgate_approvals ENABLE ROW LEVEL SECURITY;
-CREATE POLICY ship_own_holds ON tollgate_approvals TO tollgate_ship
-    USING (node = substr(current_user, 6)) WITH CHECK (node = substr(current_user, 6));
-SQL
+psql -X -q "$FLEET" -v ON_ERROR_STOP=1 -f "$(dirname "$0")/fleet_ship_role.sql" >/dev/null
+psql -X -q "$FLEET" -v ON_ERROR_STOP=1 -c "CREATE ROLE ship_gwr LOGIN IN ROLE tollgate_ship" >/dev/null
 SHIP="host=$PG_SOCK port=$PG_PORT user=ship_gwr dbname=postgres"
 start_proxy gwr --fleet "$SHIP" --node gwr
 PORT[gwr]=$PROXY_PORT
