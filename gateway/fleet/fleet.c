@@ -202,22 +202,6 @@ static const char *const migrations[] = {
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == FLEET_SCHEMA_VERSION,
                "one migration per schema version");
 
-/* Runs sql (no parameters); 0 or -EIO with err set. */
-static int
-exec_ok(PGconn *c, const char *sql, const char *what, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, sql);
-	ExecStatusType st = PQresultStatus(res);
-	int rc = 0;
-
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		fleet_pg_err(c, what, err, errlen);
-		rc = -EIO;
-	}
-	PQclear(res);
-	return rc;
-}
-
 /* The schema's version, 0 when there is none. 0 or -EIO. */
 static int
 schema_version(PGconn *c, int *version, char *err, size_t errlen)
@@ -248,18 +232,18 @@ fleet_schema_init(PGconn *c, int *from, char *err, size_t errlen)
 	int rc, version = 0;
 
 	*from = 0;
-	rc = exec_ok(c, "BEGIN", "cannot begin", err, errlen);
+	rc = fleet_exec_ok(c, "BEGIN", "cannot begin", err, errlen);
 	if (rc != 0)
 		return rc;
 	/* One migrator at a time: a second `fleet init` waits, then finds it done. */
-	rc = exec_ok(c, "SELECT pg_advisory_xact_lock(7406190)", "cannot lock the schema", err,
-	             errlen);
+	rc = fleet_exec_ok(c, "SELECT pg_advisory_xact_lock(7406190)", "cannot lock the schema",
+	                   err, errlen);
 	if (rc == 0)
-		rc = exec_ok(c,
-		             "CREATE TABLE IF NOT EXISTS tollgate_schema ("
-		             " one integer PRIMARY KEY CHECK (one = 1),"
-		             " version integer NOT NULL)",
-		             "cannot create the schema table", err, errlen);
+		rc = fleet_exec_ok(c,
+		                   "CREATE TABLE IF NOT EXISTS tollgate_schema ("
+		                   " one integer PRIMARY KEY CHECK (one = 1),"
+		                   " version integer NOT NULL)",
+		                   "cannot create the schema table", err, errlen);
 	if (rc == 0)
 		rc = schema_version(c, &version, err, errlen);
 	if (rc == 0 && version > FLEET_SCHEMA_VERSION) {
@@ -271,16 +255,17 @@ fleet_schema_init(PGconn *c, int *from, char *err, size_t errlen)
 	}
 	*from = version;
 	for (int v = version; rc == 0 && v < FLEET_SCHEMA_VERSION; v++)
-		rc = exec_ok(c, migrations[v], "cannot migrate the fleet schema", err, errlen);
+		rc =
+		    fleet_exec_ok(c, migrations[v], "cannot migrate the fleet schema", err, errlen);
 	if (rc == 0 && version < FLEET_SCHEMA_VERSION) {
 		snprintf(sql, sizeof(sql),
 		         "INSERT INTO tollgate_schema (one, version) VALUES (1, %d)"
 		         " ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version",
 		         FLEET_SCHEMA_VERSION);
-		rc = exec_ok(c, sql, "cannot record the schema version", err, errlen);
+		rc = fleet_exec_ok(c, sql, "cannot record the schema version", err, errlen);
 	}
 	if (rc == 0)
-		return exec_ok(c, "COMMIT", "cannot commit the schema", err, errlen);
+		return fleet_exec_ok(c, "COMMIT", "cannot commit the schema", err, errlen);
 	PQclear(PQexec(c, "ROLLBACK"));
 	return rc;
 }

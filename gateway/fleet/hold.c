@@ -289,18 +289,6 @@ collect_decisions(struct fleet_hold *h, PGconn *pg)
 	return rc;
 }
 
-static int
-listen_channel(PGconn *pg, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(pg, "LISTEN " CHANNEL);
-	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
-
-	if (rc != 0)
-		fleet_pg_err(pg, "LISTEN", err, errlen);
-	PQclear(res);
-	return rc;
-}
-
 static void *
 hold_main(void *arg)
 {
@@ -314,8 +302,9 @@ hold_main(void *arg)
 		struct hold_op op;
 		bool have, stop;
 
-		if (pg == NULL && (fleet_connect(h->url, 3, &pg, err, sizeof(err)) != 0 ||
-		                   listen_channel(pg, err, sizeof(err)) != 0)) {
+		if (pg == NULL &&
+		    (fleet_connect(h->url, 3, &pg, err, sizeof(err)) != 0 ||
+		     fleet_exec_ok(pg, "LISTEN " CHANNEL, "LISTEN", err, sizeof(err)) != 0)) {
 			if (!h->warned)
 				log_warnx("fleet: held requests are decided here only until the "
 				          "database answers: %s",

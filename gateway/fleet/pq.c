@@ -2,6 +2,7 @@
  * libpq's table (gateway/fleet/pq.h): the names looked up in libpq.so.5 when
  * the fleet is first used.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -31,4 +32,19 @@ fleet_pg_err(PGconn *c, const char *what, char *err, size_t errlen)
 	const char *m = c != NULL ? PQerrorMessage(c) : "out of memory";
 
 	gw_set_err(err, errlen, "%s: %.*s", what, (int)strcspn(m, "\n"), m);
+}
+
+int
+fleet_exec_ok(PGconn *c, const char *sql, const char *what, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, sql);
+	ExecStatusType st = PQresultStatus(res);
+	int rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		fleet_pg_err(c, what, err, errlen);
+		rc = -EIO;
+	}
+	PQclear(res);
+	return rc;
 }

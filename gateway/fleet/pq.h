@@ -61,6 +61,10 @@ int fleet_pq_load(char *err, size_t errlen);
  * memory, as PQconnectdbParams says by returning NULL). */
 void fleet_pg_err(PGconn *c, const char *what, char *err, size_t errlen);
 
+/* Runs sql (a command or a query, no parameters) on c: 0, or -EIO with err
+ * set by fleet_pg_err under WHAT. */
+int fleet_exec_ok(PGconn *c, const char *sql, const char *what, char *err, size_t errlen);
+
 #define PQclear (fleet_pq.p_PQclear)
 #define PQcmdTuples (fleet_pq.p_PQcmdTuples)
 #define PQconndefaults (fleet_pq.p_PQconndefaults)

@@ -205,18 +205,6 @@ take_revision(struct fleet_policy_watch *w, struct fleet_revision *r)
 		log_warnx("fleet: cannot wake the loop for revision %lld", (long long)r->rev);
 }
 
-static int
-listen_channel(PGconn *pg, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(pg, "LISTEN " CHANNEL);
-	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
-
-	if (rc != 0)
-		fleet_pg_err(pg, "LISTEN", err, errlen);
-	PQclear(res);
-	return rc;
-}
-
 static void *
 watch_main(void *arg)
 {
@@ -231,7 +219,7 @@ watch_main(void *arg)
 
 		if (pg == NULL) {
 			if (fleet_connect(w->url, 5, &pg, err, sizeof(err)) != 0 ||
-			    listen_channel(pg, err, sizeof(err)) != 0) {
+			    fleet_exec_ok(pg, "LISTEN " CHANNEL, "LISTEN", err, sizeof(err)) != 0) {
 				if (!w->warned)
 					log_warnx("fleet: policy revisions unreachable, the "
 					          "current one stays: %s",
