@@ -204,17 +204,20 @@ for n in $nodes_list; do
 	# Everything in the main file (a copy without the -wal would miss rows).
 	sqlite3 "$tmpl" 'pragma wal_checkpoint(TRUNCATE)' >/dev/null
 	names=()
+	urls=()
 	gw_pids=()
 	for i in $(seq "$n"); do
 		name=in$n-$i
 		names+=("$name")
 		mkdir -p "$tmp/gw/$name"
 		cp "$tmpl" "$tmp/gw/$name/audit.db"
+		# Before the clock and the server's CPU start: a login made here is not ingest.
+		urls+=("$(node_url "$name")")
 	done
 	pg0=$(pg_cpu)
 	t0=$(now)
-	for name in "${names[@]}"; do
-		start_gateway "$name" --fleet "$(node_url "$name")" --node "$name"
+	for i in "${!names[@]}"; do
+		start_gateway "${names[$i]}" --fleet "${urls[$i]}" --node "${names[$i]}"
 		gw_pids+=("$GW_PID")
 	done
 	want=$((per * n))
