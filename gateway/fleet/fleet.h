@@ -13,7 +13,7 @@
 #include "policy/audit.h"
 
 /* The schema version this code writes; an older one is migrated by `fleet init`. */
-#define FLEET_SCHEMA_VERSION 3
+#define FLEET_SCHEMA_VERSION 4
 /* A node's name: 1..FLEET_NODE_MAX of [A-Za-z0-9._-]. */
 #define FLEET_NODE_MAX 64
 

@@ -394,8 +394,8 @@ ship_direct(struct fleet_shipper *s)
 	int rc;
 
 	/* One statement, one transaction: its rows land together or not at all.
-	 * shipped_at is each row's clock_timestamp(), taken as the server stores
-	 * it, after the row was read here. */
+	 * shipped_at is the COPY's start (its default, statement_timestamp()),
+	 * after every row of the batch was read here. */
 	rc = copy_send(s, "tollgate_audit", &s->cur, state, &partial);
 	if (rc == 0) {
 		read_ahead(s);
@@ -455,8 +455,8 @@ ship_staged(struct fleet_shipper *s)
 	PQclear(last);
 	if (rc != 0 || partial)
 		return -EIO;
-	/* shipped_at: its default, each row's clock_timestamp() as it is stored,
-	 * after every row of the batch was read. */
+	/* shipped_at: its default, this statement's start, after every row of
+	 * the batch was read. */
 	if (PQsendQuery(s->pg, "INSERT INTO tollgate_audit (" SHIP_COLUMNS ")"
 	                       " SELECT " SHIP_COLUMNS " FROM ship_in"
 	                       " ON CONFLICT (node, seq) DO NOTHING;"

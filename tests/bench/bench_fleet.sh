@@ -10,8 +10,9 @@
 #           by the server): the database's own ceiling for them, in the same run.
 #   ingest  rows per second one PostgreSQL takes from N gateways (N in NODES): each
 #           gateway starts on a local log already holding ROWS/N chained rows
-#           (bench_fleet_fill) and ships its backlog; the rate is the rows over the
-#           span of their shipped_at (each row's time of storing at the centre), and,
+#           (bench_fleet_fill) and ships its backlog; the rate is the rows of the
+#           batches begun before the last one over the span of their shipped_at (the
+#           start of each batch's storing at the centre), and,
 #           for the record, over the wall time from the gateways' start to the last
 #           row at the centre. A VACUUM and a CHECKPOINT after each N, so that the
 #           next phase does not pay for this one's rows.
@@ -234,11 +235,13 @@ for n in $nodes_list; do
 	r_pg_cpu[$n]=$(calc "round(($(pg_cpu) - $pg0) / $hz / $want * 100000, 2)")
 	r_gw_cpu[$n]=$(calc "round($(cpu_ticks "${gw_pids[@]}") / $hz / $want * 100000, 2)")
 	((got >= want)) || { echo "bench_fleet: N=$n: $got of $want rows at the centre after 180 s or more; logs in $tmp/gw" >&2; exit 1; }
-	# The rows stored after the first, over the span from the first row's storing to
-	# the last's: the centre's own clock, no start-up or polling in it.
+	# A batch's rows share its shipped_at, the start of its COPY: the rows of the
+	# batches begun before the last began, over the span from the first batch's start
+	# to the last's. The centre's own clock, no start-up or polling in it.
 	list=$(printf "'%s'," "${names[@]}")
 	read -r span early < <(psql_q "select extract(epoch from max(shipped_at) - min(shipped_at)),
-		count(*) - 1 from tollgate_audit where node in (${list%,})" | tr '|' ' ')
+		count(*) filter (where shipped_at < (select max(shipped_at) from tollgate_audit
+			where node in (${list%,}))) from tollgate_audit where node in (${list%,})" | tr '|' ' ')
 	r_ingest[$n]=$(calc "round($early / max($span, 1e-3))")
 	r_ingest_wall[$n]=$(calc "round($want / ($t1 - $t0))")
 	echo "ingest N=$n: $want rows ($per per gateway): ${r_ingest[$n]} rows/s between batches, ${r_ingest_wall[$n]} rows/s from start; CPU s per 100k rows: server ${r_pg_cpu[$n]}, gateways ${r_gw_cpu[$n]}" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A fleet on a real PostgreSQL 15 (initdb in the test's directory, a Unix
-# socket only): `fleet init` makes schema version 3 (the key and one BRIN
+# socket only): `fleet init` makes schema version 4 (the key and one BRIN
 # index) and migrates version 1; three `tollgate proxy` gateways ship their
 # audit rows and `audit verify --fleet` passes; `audit --fleet --limit` finds
 # the newest rows through its time windows, a node's far-future row
@@ -53,22 +53,25 @@ set -e
 expect_eq "audit --fleet before fleet init: exit 1" "$rc" 1
 checks=$((checks + 1))
 if grep -q "fleet init" "$TEST_TMP/noschema.err"; then pass "it names 'fleet init'"; else fail "$(cat "$TEST_TMP/noschema.err")"; fi
-expect_eq "fleet init creates the schema" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 3 created"
-expect_eq "fleet init again: nothing to do" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 3, up to date"
-expect_eq "schema version recorded" "$(psql_q 'select version from tollgate_schema')" 3
+expect_eq "fleet init creates the schema" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 4 created"
+expect_eq "fleet init again: nothing to do" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: version 4, up to date"
+expect_eq "schema version recorded" "$(psql_q 'select version from tollgate_schema')" 4
 audit_indexes() { psql_q "select indexname || ' ' || split_part(indexdef, ' USING ', 2) from pg_indexes
 	where tablename = 'tollgate_audit' order by 1" | cut -d' ' -f1-2 | tr '\n' ' '; }
-expect_eq "version 3: the key and one BRIN index" "$(audit_indexes)" "tollgate_audit_find brin tollgate_audit_pkey btree "
+expect_eq "version 4: the key and one BRIN index" "$(audit_indexes)" "tollgate_audit_find brin tollgate_audit_pkey btree "
 
-# Version 1 differed from 3 in shipped_at's default (the transaction's start)
-# and in three B-trees where 3 has one BRIN index: made so again, `fleet init`
+# Version 1 differed from 4 in shipped_at's default (the transaction's start)
+# and in three B-trees where 4 has one BRIN index: made so again, `fleet init`
 # migrates it, and a gateway refuses it before.
 shipped_default() {
 	psql_q "select pg_get_expr(adbin, adrelid) from pg_attrdef d join pg_attribute a
 		on a.attrelid = d.adrelid and a.attnum = d.adnum
 		where d.adrelid = 'tollgate_audit'::regclass and a.attname = 'shipped_at'"
 }
-expect_eq "version 2: shipped_at is each row's storing time" "$(shipped_default)" "clock_timestamp()"
+expect_eq "version 4: shipped_at is its storing statement's start" "$(shipped_default)" "statement_timestamp()"
+# Its Bloom filters stay under the size PostgreSQL would compress (510 bytes).
+expect_match "version 4: filters for 400 names a range" \
+	"$(psql_q "select pg_get_indexdef('tollgate_audit_find'::regclass)")" "n_distinct_per_range='?400'?.*n_distinct_per_range='?400'?"
 psql_q "alter table tollgate_audit alter column shipped_at set default now();
 	drop index tollgate_audit_find;
 	create index tollgate_audit_ts on tollgate_audit (ts);
@@ -81,10 +84,10 @@ rc=$?
 set -e
 expect_eq "audit --fleet on a version-1 schema: exit 1" "$rc" 1
 expect_match "it asks for fleet init" "$(cat "$TEST_TMP/v1.err")" "older than this tollgate: run 'tollgate fleet init URL'"
-expect_eq "fleet init migrates version 1" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: migrated from version 1 to 3"
-expect_eq "migrated: shipped_at is each row's storing time" "$(shipped_default)" "clock_timestamp()"
+expect_eq "fleet init migrates version 1" "$("$TOLLGATE" fleet init "$FLEET")" "fleet schema: migrated from version 1 to 4"
+expect_eq "migrated: shipped_at is its storing statement's start" "$(shipped_default)" "statement_timestamp()"
 expect_eq "migrated: the B-trees gave way to the BRIN index" "$(audit_indexes)" "tollgate_audit_find brin tollgate_audit_pkey btree "
-expect_eq "migrated: version recorded" "$(psql_q 'select version from tollgate_schema')" 3
+expect_eq "migrated: version recorded" "$(psql_q 'select version from tollgate_schema')" 4
 
 # -- three gateways ------------------------------------------------------------
 declare -A PORT PID
@@ -246,7 +249,7 @@ checks=$((checks + 1))
 if wait_shipped gw-b "$TEST_TMP/gw-b.db"; then pass "gw-b: every row at the centre after the crash"; else fail "gw-b: rows missing after the crash"; fi
 expect_eq "gw-b: each seq once after the crash" \
 	"$(psql_q "select count(distinct seq) = max(seq) and count(*) = max(seq) from tollgate_audit where node = 'gw-b'")" t
-# shipped_at is when the batch was stored, after its rows were read: never before a row's own time.
+# shipped_at is when the batch's storing began, after its rows were read: never before a row's own time.
 expect_eq "no row shipped before it was written" \
 	"$(psql_q "select count(*) from tollgate_audit where shipped_at < ts::timestamptz")" 0
 
