@@ -156,6 +156,10 @@ struct audit {
 	/* The loss counter next to the log (policy/audit_gap.h); its slot's
 	 * counts move under mu, its marker in the thread that writes. */
 	struct audit_gapfile gap;
+	/* Whoever reads the rows as they are written (audit_set_tap): taken by
+	 * the thread that writes for the whole batch. */
+	pthread_mutex_t tap_mu;
+	struct audit_tap tap; /* under tap_mu; row NULL when none */
 
 	/*
 	 * The open runs in the writer thread (audit_open_start), beside the
@@ -342,6 +346,7 @@ audit_new(const char *path, const struct audit_options *o)
 	a->dir_sync_fd = -1;
 	a->gap.fd = -1;
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_mutex_init(&a->tap_mu, NULL);
 	gw_hist_init(&a->stats.write, write_bounds, sizeof(write_bounds) / sizeof(write_bounds[0]));
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -949,10 +954,14 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 {
 	uint8_t prev[AUDIT_HASH_LEN], h[AUDIT_HASH_LEN];
 	char prev_hex[AUDIT_HASH_HEX_LEN + 1], hex[AUDIT_HASH_HEX_LEN + 1], ts[32];
+	const struct audit_tap *tap = NULL;
 	int64_t id = 0;
 	bool in_tx = false;
 	int rc;
 
+	pthread_mutex_lock(&a->tap_mu);
+	if (a->tap.row != NULL && !a->opt.unchained)
+		tap = &a->tap;
 	rc = step_done(a->st_begin);
 	if (rc != 0)
 		goto out;
@@ -1037,6 +1046,11 @@ write_batch(struct audit *a, struct queued_row *rows, char *err, size_t errlen)
 				           (long long)id);
 			goto out;
 		}
+		if (tap != NULL) {
+			r.prev_hash = prev_hex;
+			r.hash = hex;
+			tap->row(&r, tap->arg);
+		}
 		if (!a->opt.unchained)
 			memcpy(prev, h, sizeof(prev));
 	}
@@ -1071,6 +1085,9 @@ out:
 		gw_set_err(err, errlen, "%s", sqlite3_errmsg(a->db));
 	if (in_tx)
 		step_done(a->st_rollback);
+	if (tap != NULL)
+		tap->end(rc == 0, tap->arg);
+	pthread_mutex_unlock(&a->tap_mu);
 	return rc;
 }
 
@@ -1465,5 +1482,14 @@ audit_free(struct audit *a)
 	pthread_cond_destroy(&a->wake);
 	pthread_cond_destroy(&a->done);
 	pthread_mutex_destroy(&a->mu);
+	pthread_mutex_destroy(&a->tap_mu);
 	free(a);
+}
+
+void
+audit_set_tap(struct audit *a, const struct audit_tap *tap)
+{
+	pthread_mutex_lock(&a->tap_mu);
+	a->tap = tap != NULL ? *tap : (struct audit_tap){0};
+	pthread_mutex_unlock(&a->tap_mu);
 }

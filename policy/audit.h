@@ -75,6 +75,26 @@ int audit_flush(struct audit *a);
  * and closes (the WAL is kept: docs/audit.md). Accepts NULL. */
 void audit_free(struct audit *a);
 
+struct audit_row;
+/*
+ * The rows this store writes, as it writes them, for a reader in the same
+ * process that would otherwise read them back from the file (the fleet's
+ * shipper). row is called for each row of a batch once it is in the
+ * transaction, its strings living until it returns; end then says whether
+ * the batch committed (rows of a batch that did not may come again with
+ * other ids). Calls come from the thread that writes, one at a time; rows
+ * other processes write to the same file never pass here. Not for the
+ * unchained benchmark mode.
+ */
+struct audit_tap {
+	void (*row)(const struct audit_row *row, void *arg);
+	void (*end)(bool committed, void *arg);
+	void *arg;
+};
+/* Installs tap (NULL removes it): once this returns, no call of an earlier
+ * tap is under way. The tap's arg must outlive the store or its removal. */
+void audit_set_tap(struct audit *a, const struct audit_tap *tap);
+
 struct audit_verify_result {
 	uint64_t rows_checked;
 	int64_t first_bad_id; /* -1 when the chain holds */

@@ -1063,6 +1063,10 @@ start_shipper(struct proxy_run *run, struct proxy_flags *f)
 	if (fleet_shipper_start(f->fleet, f->node, run->setup.audit_path, &run->shipper, err,
 	                        sizeof(err)) != 0)
 		return gw_fail("proxy", "--fleet: %s", err);
+	/* The store is freed before the shipper stops (gw_setup_free, then
+	 * fleet_shipper_stop). */
+	if (run->gw.audit != NULL)
+		audit_set_tap(run->gw.audit, fleet_shipper_tap(run->shipper));
 	log_info("proxy: shipping the audit log to the fleet as node %s", f->node);
 	return 0;
 }

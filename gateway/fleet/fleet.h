@@ -78,6 +78,15 @@ struct fleet_shipper;
 int fleet_shipper_start(const char *url, const char *node, const char *audit_path,
                         struct fleet_shipper **out, char *err, size_t errlen);
 /*
+ * The tap that hands the shipper the rows of this process's audit store as
+ * they are written (audit_set_tap on the store at audit_path): a batch that
+ * continues what was shipped then needs no read of the local log. Rows it
+ * does not carry (written before it, by another process, or beyond what it
+ * holds) are read from the log, which stays the source. The store must be
+ * freed, or the tap removed, before the shipper stops.
+ */
+const struct audit_tap *fleet_shipper_tap(struct fleet_shipper *s);
+/*
  * Ships what is committed by now if the database answers within a few
  * seconds, then stops the thread. Accepts NULL.
  */

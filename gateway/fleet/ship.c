@@ -15,6 +15,13 @@
  * The next batch is read from the local log while the current one is in
  * flight, and a batch takes up to SHIP_BATCH_MAX of the rows waiting: a
  * backlog goes in large batches, a trickle in small ones, without a wait.
+ *
+ * The rows this process writes come to the shipper as they are written too
+ * (the audit store's tap), encoded by the writer's thread into one run of
+ * consecutive seqs. A batch that continues what was shipped takes that run
+ * instead of reading the log back: at a steady load the log is not read at
+ * all. What the run does not hold (rows from before the tap, from another
+ * process sharing the file, or dropped past its bound) comes from the log.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,7 +65,8 @@
 #define COPY_SIGNATURE_LEN 11 /* with its NUL */
 #define COPY_HEADER_LEN (COPY_SIGNATURE_LEN + 8)
 
-/* A batch read from the local log: the rows after `after`, up to `last`. */
+/* A batch: the rows after `after`, up to `last`. Also a run of rows the
+ * writer handed over (no header or trailer then). */
 struct batch {
 	char *buf; /* COPY's binary format: the header, the rows, the trailer */
 	size_t len, cap;
@@ -84,6 +92,11 @@ struct fleet_shipper {
 	bool staged;       /* the temporary table exists on this connection */
 	bool warned;       /* the database is away: said once until it answers */
 	struct batch cur, next;
+	/* The tap: the writer's thread encodes a batch's rows into stage, and
+	 * at its commit hands them on into handed (under lock), which the
+	 * shipper's thread swaps with taken to read. */
+	struct audit_tap tap;
+	struct batch stage, handed, taken;
 };
 
 /* Sleeps ms or until stopped. True when stopping. */
@@ -223,22 +236,14 @@ copy_row(const struct audit_row *r, void *arg)
 	return 0;
 }
 
-/*
- * Reads the committed rows after `after` into b: up to SHIP_BATCH_MAX, or
- * SHIP_BATCH_BYTES of COPY data. b->rows is 0 when there are none. The rows
- * before one that cannot be shipped (a NUL byte, bytes that are not UTF-8)
- * make the batch; that row is named when it would come first. 0 or -EIO.
- */
+/* Starts b as a batch of the rows after `after`: COPY's binary header. 0 or -ENOMEM. */
 static int
-batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
+batch_start(struct fleet_shipper *s, struct batch *b, int64_t after)
 {
-	struct audit_filter f = {.after_id = after, .until_id = after + SHIP_BATCH_MAX};
-	char err[512];
-
-	/* COPY's binary header: the signature, no flags, no extension. */
+	/* The signature, no flags, no extension. */
 	b->len = 0;
 	if (batch_room(b, COPY_HEADER_LEN) != 0)
-		return -EIO;
+		return -ENOMEM;
 	memcpy(b->buf, COPY_SIGNATURE, COPY_SIGNATURE_LEN);
 	memset(b->buf + COPY_SIGNATURE_LEN, 0, COPY_HEADER_LEN - COPY_SIGNATURE_LEN);
 	b->len = COPY_HEADER_LEN;
@@ -248,6 +253,36 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 	b->last = after;
 	b->node = s->node;
 	b->ready = false;
+	return 0;
+}
+
+/* Ends b with the trailer, a field count of -1. 0 or -ENOMEM. */
+static int
+batch_end(struct batch *b)
+{
+	if (batch_room(b, 2) != 0)
+		return -ENOMEM;
+	gw_put_be16(b->buf + b->len, UINT16_MAX);
+	b->len += 2;
+	b->ready = true;
+	return 0;
+}
+
+/*
+ * Adds to b the committed rows of the local log after b->last, up to
+ * `until`, SHIP_BATCH_MAX rows in all or SHIP_BATCH_BYTES of COPY data. The
+ * rows before one that cannot be shipped (a NUL byte, bytes that are not
+ * UTF-8) make the batch; that row is named when it would come first. 0 or
+ * -EIO.
+ */
+static int
+batch_add_log(struct fleet_shipper *s, struct batch *b, int64_t until)
+{
+	struct audit_filter f = {.after_id = b->last, .until_id = until};
+	char err[512];
+
+	if (f.until_id == 0 || f.until_id > b->after + SHIP_BATCH_MAX)
+		f.until_id = b->after + SHIP_BATCH_MAX;
 	if (audit_query(s->reader, &f, copy_row, b, NULL, err, sizeof(err)) < 0) {
 		log_warnx("fleet: cannot read the local log: %s", err);
 		return -EIO;
@@ -256,22 +291,115 @@ batch_read(struct fleet_shipper *s, struct batch *b, int64_t after)
 		log_warnx("fleet: row %lld of the local log cannot be shipped (a NUL byte or bytes "
 		          "that are not UTF-8): "
 		          "run 'tollgate audit verify'",
-		          (long long)(after + 1));
+		          (long long)(b->after + 1));
 		return -EIO;
 	}
 	if (b->rows == 0 && b->rc != 0) {
 		log_warnx("fleet: cannot read the local log: %s", strerror(-b->rc));
 		return -EIO;
 	}
-	/* The trailer: a field count of -1. */
-	if (batch_room(b, 2) != 0) {
-		log_warnx("fleet: cannot read the local log: %s", strerror(ENOMEM));
-		return -EIO;
-	}
-	gw_put_be16(b->buf + b->len, UINT16_MAX);
-	b->len += 2;
-	b->ready = true;
 	return 0;
+}
+
+/*
+ * Fills b with the committed rows after `after`: the writer's run when it
+ * follows them (after the rows of a gap before it, read from the log), else
+ * the log's rows. b->rows is 0 when there are none. 0 or -EIO.
+ */
+static int
+batch_fill(struct fleet_shipper *s, struct batch *b, int64_t after)
+{
+	struct batch *t = &s->taken, swap;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	swap = s->handed;
+	s->handed = *t;
+	*t = swap;
+	s->handed.rows = 0;
+	s->handed.len = 0;
+	pthread_mutex_unlock(&s->lock);
+	rc = batch_start(s, b, after);
+	if (rc == 0 && t->rows > 0 && t->after >= after) {
+		/* The run, and first the rows between: another process's, or this
+		 * one's from before the run. */
+		if (t->after > after)
+			rc = batch_add_log(s, b, t->after);
+		if (rc == 0 && b->last == t->after && b->rc == 0) {
+			rc = batch_room(b, t->len);
+			if (rc == 0) {
+				memcpy(b->buf + b->len, t->buf, t->len);
+				b->len += t->len;
+				b->last = t->last;
+				b->rows += t->rows;
+			}
+		}
+	} else if (rc == 0) {
+		rc = batch_add_log(s, b, 0);
+	}
+	t->rows = 0;
+	t->len = 0;
+	if (rc == 0)
+		rc = batch_end(b);
+	if (rc == -ENOMEM)
+		log_warnx("fleet: cannot read the local log: %s", strerror(ENOMEM));
+	return rc != 0 ? -EIO : 0;
+}
+
+/* The tap, in the writer's thread: a row of its batch, encoded into stage. */
+static void
+tap_row(const struct audit_row *r, void *arg)
+{
+	struct fleet_shipper *s = arg;
+	struct batch *st = &s->stage;
+
+	if (st->rc != 0)
+		return;
+	if (st->rows == 0) {
+		st->len = 0;
+		st->after = r->id - 1;
+		st->last = st->after;
+		st->node = s->node;
+	}
+	/* A row the run cannot carry (too much, not UTF-8) leaves the whole
+	 * batch to the log. */
+	if (r->id != st->last + 1 || copy_row(r, st) != 0)
+		st->rc = st->rc != 0 ? st->rc : -E2BIG;
+}
+
+/* The tap, in the writer's thread: the batch committed (or not). A run
+ * that follows what is handed joins it; else it takes its place, and the
+ * rows it replaces are read from the log. */
+static void
+tap_end(bool committed, void *arg)
+{
+	struct fleet_shipper *s = arg;
+	struct batch *st = &s->stage, *h = &s->handed, swap;
+
+	if (committed && st->rc == 0 && st->rows > 0) {
+		pthread_mutex_lock(&s->lock);
+		if (h->rows > 0 && h->last == st->after && h->len + st->len <= SHIP_BATCH_BYTES &&
+		    batch_room(h, st->len) == 0) {
+			memcpy(h->buf + h->len, st->buf, st->len);
+			h->len += st->len;
+			h->last = st->last;
+			h->rows += st->rows;
+		} else {
+			swap = *h;
+			*h = *st;
+			*st = swap;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	st->rows = 0;
+	st->len = 0;
+	st->rc = 0;
+}
+
+const struct audit_tap *
+fleet_shipper_tap(struct fleet_shipper *s)
+{
+	return &s->tap;
 }
 
 static bool
@@ -354,7 +482,7 @@ copy_send(struct fleet_shipper *s, const char *table, const struct batch *b, cha
 static void
 read_ahead(struct fleet_shipper *s)
 {
-	if (batch_read(s, &s->next, s->cur.last) != 0)
+	if (batch_fill(s, &s->next, s->cur.last) != 0)
 		s->next.ready = false;
 }
 
@@ -527,7 +655,7 @@ ship_step(struct fleet_shipper *s, unsigned *backoff, int timeout_s)
 	 * transaction every poll). A batch read ahead is used when it holds rows
 	 * and follows what is shipped; else the log is asked now. */
 	if ((!s->next.ready || s->next.rows == 0 || s->next.after != s->shipped) &&
-	    batch_read(s, &s->next, s->shipped) != 0)
+	    batch_fill(s, &s->next, s->shipped) != 0)
 		return SHIP_RETRY_MAX_MS;
 	if (s->next.rows == 0) {
 		s->next.ready = false;
@@ -579,6 +707,9 @@ shipper_free(struct fleet_shipper *s)
 	fleet_disconnect(s->pg);
 	free(s->cur.buf);
 	free(s->next.buf);
+	free(s->stage.buf);
+	free(s->handed.buf);
+	free(s->taken.buf);
 	audit_reader_free(s->reader);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->wake);
@@ -609,6 +740,7 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
+	s->tap = (struct audit_tap){.row = tap_row, .end = tap_end, .arg = s};
 	s->url = strdup(url);
 	s->node = strdup(node);
 	s->audit_path = strdup(audit_path);

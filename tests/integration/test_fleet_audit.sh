@@ -310,6 +310,32 @@ expect_eq "gw-c kept its connection (the batch went again, no reconnection)" \
 out=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-c)
 expect_eq "gw-c's chain intact after the conflict" "$(grep -c 'chain intact' <<<"$out")" 1
 
+# -- two processes write one local log: gw-d ships, gw-d2 (no --fleet) writes
+# to the same file. gw-d's shipper takes its own process's rows as they are
+# written and reads gw-d2's from the log: every row arrives once, one chain --
+start_node gw-d
+PORT[gw-d2]=$(free_port)
+"$TOLLGATE" proxy --listen "127.0.0.1:${PORT[gw-d2]}" --upstream-dns "127.0.0.1:$DEAD_DNS_PORT" \
+	--audit "$TEST_TMP/gw-d.db" --control "$TEST_TMP/gw-d2.sock" 2>"$TEST_TMP/gw-d2.log" &
+PID[gw-d2]=$!
+defer "kill ${PID[gw-d2]} 2>/dev/null"
+wait_for 10 port_open "${PORT[gw-d2]}" || fail "gw-d2 did not start: $(cat "$TEST_TMP/gw-d2.log")"
+for _ in 1 2 3 4 5 6; do
+	requests gw-d 2
+	requests gw-d2 1
+done
+checks=$((checks + 1))
+if wait_shipped gw-d "$TEST_TMP/gw-d.db"; then pass "gw-d: every row of the shared log shipped"; else fail "gw-d: local $(sqlite3 "$TEST_TMP/gw-d.db" 'select count(*) from events'), centre $(psql_q "select count(*) from tollgate_audit where node='gw-d'")"; fi
+expect_eq "gw-d: each seq once" \
+	"$(psql_q "select count(distinct seq) = max(seq) and count(*) = max(seq) from tollgate_audit where node = 'gw-d'")" t
+expect_eq "gw-d: gw-d2's rows are there too" \
+	"$(psql_q "select count(*) from tollgate_audit where node = 'gw-d' and host like 'refused-%'")" \
+	"$(sqlite3 "$TEST_TMP/gw-d.db" "select count(*) from events where host like 'refused-%'")"
+out=$("$TOLLGATE" audit verify --fleet "$FLEET" --node gw-d)
+expect_eq "gw-d's chain intact at the centre" "$(grep -c 'chain intact' <<<"$out")" 1
+stop_proxy "${PID[gw-d2]}"
+stop_proxy "${PID[gw-d]}"
+
 # -- tampering at the centre is named -----------------------------------------
 for n in gw-a gw-b gw-c; do stop_proxy "${PID[$n]}"; done
 psql_q "update tollgate_audit set host = 'allowed.test' where node = 'gw-b' and seq = 3" >/dev/null

@@ -114,6 +114,80 @@ test_batch_by_count(void **state)
 	fixture_audit_verify_rows(fx->path, 14);
 }
 
+/* What a tap saw: each row's id and hash, and each batch's end. */
+struct tap_seen {
+	int64_t ids[16];
+	char hashes[16][AUDIT_HASH_HEX_LEN + 1];
+	size_t rows;
+	int commits, rollbacks;
+};
+
+static void
+tap_row(const struct audit_row *row, void *arg)
+{
+	struct tap_seen *t = arg;
+
+	if (t->rows < 16) {
+		t->ids[t->rows] = row->id;
+		snprintf(t->hashes[t->rows], sizeof(t->hashes[0]), "%s", row->hash);
+	}
+	t->rows++;
+}
+
+static void
+tap_end(bool committed, void *arg)
+{
+	struct tap_seen *t = arg;
+
+	if (committed)
+		t->commits++;
+	else
+		t->rollbacks++;
+}
+
+/* The tap sees each row as written, in id order with the hash the file
+ * keeps, then each batch's commit; once removed, nothing. */
+static void
+test_tap(void **state)
+{
+	struct fixture_audit *fx = *state;
+	struct audit *a = open_with(fx->path, 1000, 4, 600000);
+	struct tap_seen seen = {0};
+	struct audit_tap tap = {.row = tap_row, .end = tap_end, .arg = &seen};
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	audit_set_tap(a, &tap);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(audit_append(a, &ev_sample), 0);
+	wait_committed(a, 8);
+	assert_int_equal(seen.rows, 8);
+	assert_int_equal(seen.commits, 2);
+	assert_int_equal(seen.rollbacks, 0);
+	assert_int_equal(sqlite3_open_v2(fx->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_prepare_v2(db, "SELECT hash FROM events WHERE id = ?1", -1, &st, NULL),
+	    SQLITE_OK);
+	for (size_t i = 0; i < 8; i++) {
+		assert_int_equal(seen.ids[i], (int64_t)i + 1);
+		sqlite3_bind_int64(st, 1, seen.ids[i]);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_string_equal(seen.hashes[i], (const char *)sqlite3_column_text(st, 0));
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+
+	audit_set_tap(a, NULL);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(audit_append(a, &ev_sample), 0);
+	assert_int_equal(audit_flush(a), 0);
+	assert_int_equal(seen.rows, 8);
+	assert_int_equal(seen.commits, 2);
+	audit_free(a);
+	fixture_audit_verify_rows(fx->path, 12);
+}
+
 /* A lone row is committed by the timer, without a flush. */
 static void
 test_batch_by_timer(void **state)
@@ -618,6 +692,7 @@ main(void)
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_batch_by_timer, fixture_audit_setup,
 	                                    fixture_audit_teardown),
+	    cmocka_unit_test_setup_teardown(test_tap, fixture_audit_setup, fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_free_flushes, fixture_audit_setup,
 	                                    fixture_audit_teardown),
 	    cmocka_unit_test_setup_teardown(test_open_in_writer, fixture_audit_setup,
