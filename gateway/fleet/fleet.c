@@ -203,7 +203,7 @@ static const char *const migrations[] = {
      * the batch was read at the node): a volatile default such as
      * clock_timestamp() makes COPY insert row by row, a stable one lets it
      * fill whole pages at once. And each Bloom filter is sized for 400
-     * distinct values a range (480 bytes with its header), below the 510
+     * distinct values a range (496 bytes with its header), below the 510
      * bytes beyond which PostgreSQL tries to compress an index value: a
      * range's summary is rebuilt whenever a row lands in a range already
      * summarised, and compressing a filter that is mostly random bits costs
