@@ -178,12 +178,10 @@ gw_setup_fleet_start(struct gw_context *gw, struct gw_setup *s, const struct gw_
 
 	if (f->fleet == NULL)
 		return 0;
-	if (fleet_shipper_start(f->fleet, f->node, s->audit_path, &s->shipper, err, sizeof(err)) !=
-	    0)
-		return gw_fail(f->cmd, "--fleet: %s", err);
 	/* The store is freed before the shipper stops (gw_setup_free). */
-	if (gw->audit != NULL)
-		audit_set_tap(gw->audit, fleet_shipper_tap(s->shipper));
+	if (fleet_shipper_start(f->fleet, f->node, s->audit_path, gw->audit, &s->shipper, err,
+	                        sizeof(err)) != 0)
+		return gw_fail(f->cmd, "--fleet: %s", err);
 	if (fleet_hold_start(gw, f->fleet, f->node, &s->hold, err, sizeof(err)) != 0)
 		return gw_fail(f->cmd, "--fleet: %s", err);
 	/*

@@ -1060,13 +1060,11 @@ start_shipper(struct proxy_run *run, struct proxy_flags *f)
 
 	if (f->node[0] == '\0' && fleet_default_node(f->node, sizeof(f->node)) != 0)
 		return gw_fail("proxy", "--fleet: the host name is not a node name: give --node");
-	if (fleet_shipper_start(f->fleet, f->node, run->setup.audit_path, &run->shipper, err,
-	                        sizeof(err)) != 0)
-		return gw_fail("proxy", "--fleet: %s", err);
 	/* The store is freed before the shipper stops (gw_setup_free, then
 	 * fleet_shipper_stop). */
-	if (run->gw.audit != NULL)
-		audit_set_tap(run->gw.audit, fleet_shipper_tap(run->shipper));
+	if (fleet_shipper_start(f->fleet, f->node, run->setup.audit_path, run->gw.audit,
+	                        &run->shipper, err, sizeof(err)) != 0)
+		return gw_fail("proxy", "--fleet: %s", err);
 	log_info("proxy: shipping the audit log to the fleet as node %s", f->node);
 	return 0;
 }

@@ -74,18 +74,17 @@ struct fleet_shipper;
  * audit_path into the fleet as node's, in batches, from the centre's
  * newest seq for node on. It never blocks its caller: a database that is
  * down is retried with a backoff. 0 or negative errno with err set.
+ *
+ * store, when not NULL, is this process's own audit store at audit_path:
+ * the shipper installs its tap there (audit_set_tap), and the rows the
+ * store writes reach it as they are written, so a batch that continues what
+ * was shipped needs no read of the local log. Rows the tap does not carry
+ * (written before it, by another process, or beyond what it holds) are read
+ * from the log, which stays the source. The store must be freed, or its tap
+ * removed, before the shipper stops.
  */
 int fleet_shipper_start(const char *url, const char *node, const char *audit_path,
-                        struct fleet_shipper **out, char *err, size_t errlen);
-/*
- * The tap that hands the shipper the rows of this process's audit store as
- * they are written (audit_set_tap on the store at audit_path): a batch that
- * continues what was shipped then needs no read of the local log. Rows it
- * does not carry (written before it, by another process, or beyond what it
- * holds) are read from the log, which stays the source. The store must be
- * freed, or the tap removed, before the shipper stops.
- */
-const struct audit_tap *fleet_shipper_tap(struct fleet_shipper *s);
+                        struct audit *store, struct fleet_shipper **out, char *err, size_t errlen);
 /*
  * Ships what is committed by now if the database answers within a few
  * seconds, then stops the thread. Accepts NULL.

@@ -95,7 +95,6 @@ struct fleet_shipper {
 	/* The tap: the writer's thread encodes a batch's rows into stage, and
 	 * at its commit hands them on into handed (under lock), which the
 	 * shipper's thread swaps with taken to read. */
-	struct audit_tap tap;
 	struct batch stage, handed, taken;
 };
 
@@ -394,12 +393,6 @@ tap_end(bool committed, void *arg)
 	st->rows = 0;
 	st->len = 0;
 	st->rc = 0;
-}
-
-const struct audit_tap *
-fleet_shipper_tap(struct fleet_shipper *s)
-{
-	return &s->tap;
 }
 
 static bool
@@ -720,7 +713,7 @@ shipper_free(struct fleet_shipper *s)
 }
 
 int
-fleet_shipper_start(const char *url, const char *node, const char *audit_path,
+fleet_shipper_start(const char *url, const char *node, const char *audit_path, struct audit *store,
                     struct fleet_shipper **out, char *err, size_t errlen)
 {
 	struct fleet_shipper *s;
@@ -740,7 +733,6 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
-	s->tap = (struct audit_tap){.row = tap_row, .end = tap_end, .arg = s};
 	s->url = strdup(url);
 	s->node = strdup(node);
 	s->audit_path = strdup(audit_path);
@@ -759,6 +751,8 @@ fleet_shipper_start(const char *url, const char *node, const char *audit_path,
 		shipper_free(s);
 		return rc;
 	}
+	if (store != NULL)
+		audit_set_tap(store, &(struct audit_tap){.row = tap_row, .end = tap_end, .arg = s});
 	*out = s;
 	return 0;
 }
