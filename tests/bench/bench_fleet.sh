@@ -239,9 +239,9 @@ for n in $nodes_list; do
 	# batches begun before the last began, over the span from the first batch's start
 	# to the last's. The centre's own clock, no start-up or polling in it.
 	list=$(printf "'%s'," "${names[@]}")
-	read -r span early < <(psql_q "select extract(epoch from max(shipped_at) - min(shipped_at)),
-		count(*) filter (where shipped_at < (select max(shipped_at) from tollgate_audit
-			where node in (${list%,}))) from tollgate_audit where node in (${list%,})" | tr '|' ' ')
+	read -r span early < <(psql_q "with r as (select shipped_at from tollgate_audit where node in (${list%,}))
+		select extract(epoch from max(shipped_at) - min(shipped_at)),
+		count(*) filter (where shipped_at < (select max(shipped_at) from r)) from r" | tr '|' ' ')
 	r_ingest[$n]=$(calc "round($early / max($span, 1e-3))")
 	r_ingest_wall[$n]=$(calc "round($want / ($t1 - $t0))")
 	echo "ingest N=$n: $want rows ($per per gateway): ${r_ingest[$n]} rows/s between batches, ${r_ingest_wall[$n]} rows/s from start; CPU s per 100k rows: server ${r_pg_cpu[$n]}, gateways ${r_gw_cpu[$n]}" >&2
